@@ -1,0 +1,35 @@
+package sleeplock
+
+import "github.com/sleeplock/sleeplock/store"
+
+// Errors. Each matches with errors.Is; the typed ones with errors.As.
+var (
+	ErrNotFound       = store.ErrNotFound       // no definition or family covers the name
+	ErrUnavailable    = store.ErrUnavailable    // a try or no-wait acquisition was refused (a *BusyError)
+	ErrNotHeld        = store.ErrNotHeld        // release or renewal of a lease its ref no longer holds
+	ErrAlreadyDefined = store.ErrAlreadyDefined // Define of an existing name with other slots (a *ConflictError)
+	ErrClosed         = store.ErrClosed         // the Locks or its store was closed
+	ErrLeaseLost      = store.ErrLeaseLost      // cause of a lease's context when the lease was lost
+	ErrReleased       = store.ErrReleased       // cause of a lease's context after its release
+	ErrUnsupported    = store.ErrUnsupported    // the store cannot do what was asked
+
+	ErrInvalid       = store.ErrInvalid       // matches every *InvalidError
+	ErrInvalidName   = store.ErrInvalidName   // empty, too long, not UTF-8, control characters
+	ErrInvalidSlots  = store.ErrInvalidSlots  // slots not in 1..1,000,000
+	ErrInvalidTTL    = store.ErrInvalidTTL    // a TTL that is not positive
+	ErrInvalidHold   = store.ErrInvalidHold   // a hold not positive or longer than the TTL
+	ErrInvalidLocks  = store.ErrInvalidLocks  // AcquireAll with no locks or a lock twice
+	ErrInvalidRef    = store.ErrInvalidRef    // a ref or kind too long or with control characters
+	ErrInvalidConfig = store.ErrInvalidConfig // a config file, DSN or option that cannot be used
+)
+
+// BusyError is the error of a refused acquisition: the first refused lock
+// in the caller's order and what holds it (Kind, Ref).
+type BusyError = store.BusyError
+
+// InvalidError is the error of refused input: what kind of input, the value
+// and the rule it breaks. Nothing changed.
+type InvalidError = store.InvalidError
+
+// ConflictError is the error of a Define whose name exists with other slots.
+type ConflictError = store.ConflictError

@@ -1,0 +1,139 @@
+package sleeplock
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Event is one change of a lock, delivered to a Notifier. Lock and Slots are
+// the metadata ({name, slots}); Running and Waiting are the state after the
+// change; Waited (acquired) and Held (released, expired, lost) are
+// durations; Holder (refused) is the kind of what holds the lock; Reason
+// (lost) says why.
+type Event = store.Event
+
+// EventType names an event.
+type EventType = store.EventType
+
+// The events: created, acquired, released and waiting as in ex_sleeplock,
+// plus refused, expired, lost and resized. No event is sent for a
+// re-entrant acquire, a release that freed nothing or a failed renewal that
+// is retried.
+const (
+	EventCreated  = store.EventCreated
+	EventAcquired = store.EventAcquired
+	EventReleased = store.EventReleased
+	EventWaiting  = store.EventWaiting
+	EventRefused  = store.EventRefused
+	EventExpired  = store.EventExpired
+	EventLost     = store.EventLost
+	EventResized  = store.EventResized
+)
+
+// Notifier receives events. Notify is called on a goroutine of sleeplock's,
+// one event at a time, in the order the store made them for each lock; it
+// never runs on the lock path, so a slow notifier delays only later events
+// (they queue in memory).
+type Notifier interface {
+	Notify(Event)
+}
+
+// NotifierFunc adapts a function to a Notifier.
+type NotifierFunc func(Event)
+
+// Notify calls f(e).
+func (f NotifierFunc) Notify(e Event) { f(e) }
+
+// LogEvents returns a Notifier that logs each event to logger: expired and
+// lost at level Warn, the others at Debug.
+func LogEvents(logger *slog.Logger) Notifier {
+	return NotifierFunc(func(e Event) {
+		level := slog.LevelDebug
+		if e.Type == EventExpired || e.Type == EventLost {
+			level = slog.LevelWarn
+		}
+		attrs := []slog.Attr{
+			slog.String("lock", e.Lock), slog.Int("slots", e.Slots),
+			slog.Int("running", e.Running), slog.Int("waiting", e.Waiting),
+		}
+		if e.Ref != "" {
+			attrs = append(attrs, slog.String("ref", e.Ref))
+		}
+		if e.Kind != "" {
+			attrs = append(attrs, slog.String("kind", e.Kind))
+		}
+		if e.Token != 0 {
+			attrs = append(attrs, slog.Int64("token", e.Token))
+		}
+		if e.Waited != 0 {
+			attrs = append(attrs, slog.Duration("waited", e.Waited))
+		}
+		if e.Held != 0 {
+			attrs = append(attrs, slog.Duration("held", e.Held))
+		}
+		if e.Holder != "" {
+			attrs = append(attrs, slog.String("holder", e.Holder))
+		}
+		if e.Reason != nil {
+			attrs = append(attrs, slog.String("reason", e.Reason.Error()))
+		}
+		logger.LogAttrs(context.Background(), level, "sleeplock "+e.Type.String(), attrs...)
+	})
+}
+
+// dispatcher queues events and delivers them on a goroutine that runs only
+// while the queue is not empty.
+type dispatcher struct {
+	n       Notifier
+	mu      sync.Mutex
+	q       []Event
+	running bool
+	idle    *sync.Cond // signalled when running turns false
+}
+
+func newDispatcher(n Notifier) *dispatcher {
+	d := &dispatcher{n: n}
+	d.idle = sync.NewCond(&d.mu)
+	return d
+}
+
+func (d *dispatcher) Emit(e Event) {
+	d.mu.Lock()
+	d.q = append(d.q, e)
+	if !d.running {
+		d.running = true
+		go d.drain()
+	}
+	d.mu.Unlock()
+}
+
+func (d *dispatcher) drain() {
+	var batch []Event
+	for {
+		d.mu.Lock()
+		if len(d.q) == 0 {
+			d.running = false
+			d.idle.Broadcast()
+			d.mu.Unlock()
+			return
+		}
+		batch, d.q = d.q, batch[:0]
+		d.mu.Unlock()
+		for i := range batch {
+			d.n.Notify(batch[i])
+			batch[i] = Event{}
+		}
+	}
+}
+
+// flush waits until every queued event has been delivered.
+func (d *dispatcher) flush() {
+	d.mu.Lock()
+	for d.running {
+		d.idle.Wait()
+	}
+	d.mu.Unlock()
+}

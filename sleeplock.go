@@ -1,0 +1,396 @@
+package sleeplock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sleeplock/sleeplock/memstore"
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// DefaultTTL is the lease TTL used with stores other than the memory store
+// when New is given no WithTTL.
+const DefaultTTL = 30 * time.Second
+
+// Locks is the entry point: named locks kept in a Store. It is safe for
+// concurrent use.
+type Locks struct {
+	store   store.Store
+	watcher store.Watcher // non-nil when the store can tell at once of a lost hold
+	ttl     time.Duration
+	ev      *dispatcher // nil without a notifier
+	emitter store.Emitter
+	err     error // a bad Option, reported by every call
+}
+
+// Option configures Locks.
+type Option func(*Locks)
+
+// WithTTL sets the default lease TTL of acquisitions (TTL overrides it for
+// one call). A lease with a TTL is kept alive while its holder lives (see
+// Lease) and may be taken over once it expires. With the memory store the
+// default is no TTL: a lease lasts until released. d must be positive.
+func WithTTL(d time.Duration) Option {
+	return func(l *Locks) {
+		if err := store.CheckTTL(d, 0, false); err != nil && l.err == nil {
+			l.err = err
+		}
+		l.ttl = d
+	}
+}
+
+// WithNotifier sends every event of these Locks to n.
+func WithNotifier(n Notifier) Option {
+	return func(l *Locks) {
+		if n != nil {
+			l.ev = newDispatcher(n)
+			l.emitter = l.ev
+		}
+	}
+}
+
+// New returns Locks kept in s, or in a new memory store when s is nil. A bad
+// option (a TTL that is not positive) makes every call return its error.
+func New(s store.Store, opts ...Option) *Locks {
+	l := &Locks{store: s}
+	if s == nil {
+		l.store = memstore.New()
+	} else if _, mem := s.(*memstore.Store); !mem {
+		l.ttl = DefaultTTL
+	}
+	l.watcher, _ = l.store.(store.Watcher)
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Store returns the store the locks are kept in.
+func (l *Locks) Store() store.Store { return l.store }
+
+// Close delivers the events still queued and closes the store. Leases still
+// held are not released: their keep-alives end with the store's errors and
+// other processes take them over after their TTL.
+func (l *Locks) Close() error {
+	err := l.store.Close()
+	if l.ev != nil {
+		l.ev.flush()
+	}
+	return err
+}
+
+// Define creates the lock name with slots slots (ex_sleeplock's new/2). A
+// name ending in "/*" defines a family: "chat/*" covers "chat/42",
+// "chat/43", … each a lock of its own with those slots, created on first
+// use. Defining the same lock again with the same slots does nothing; with
+// other slots it is a *ConflictError (use Resize).
+func (l *Locks) Define(ctx context.Context, name string, slots int) error {
+	if l.err != nil {
+		return l.err
+	}
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return err
+	}
+	_, err := l.store.Define(ctx, name, slots, l.emitter)
+	return err
+}
+
+// Resize changes the slots of a defined lock or family without dropping
+// holders. With fewer slots than holders, new grants wait until enough
+// holders have released.
+func (l *Locks) Resize(ctx context.Context, name string, slots int) error {
+	if l.err != nil {
+		return l.err
+	}
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return err
+	}
+	return l.store.Resize(ctx, name, slots, l.emitter)
+}
+
+// State is a lock's state: Slots, Running (holders, including expired ones
+// not yet taken over) and Waiting; Holders and Queue with StateDetail.
+type State = store.State
+
+// Holder is a holder of a lock, as State reports it.
+type Holder = store.Holder
+
+// Waiter is a caller in a lock's queue, as State reports it.
+type Waiter = store.Waiter
+
+// State reports the slots of name and how many hold and wait.
+func (l *Locks) State(ctx context.Context, name string) (State, error) {
+	return l.state(ctx, name, false)
+}
+
+// StateDetail reports what State does, plus the holders (ref, kind, token,
+// times) and the queue.
+func (l *Locks) StateDetail(ctx context.Context, name string) (State, error) {
+	return l.state(ctx, name, true)
+}
+
+func (l *Locks) state(ctx context.Context, name string, detail bool) (State, error) {
+	if l.err != nil {
+		return State{}, l.err
+	}
+	if err := store.CheckDefinition(name, 1); err != nil {
+		return State{}, err
+	}
+	return l.store.State(ctx, name, detail)
+}
+
+// List reports the state of every defined lock and family and of every
+// family member in use, sorted by name, with holders and queues.
+func (l *Locks) List(ctx context.Context) ([]State, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.store.List(ctx, true)
+}
+
+// Acquire takes a slot of name, waiting in FIFO order while all slots are
+// taken, until ctx ends (then it returns ctx's error and takes nothing: a
+// slot granted as ctx ended goes to the next waiter). A caller whose ref
+// holds the lock already gets its lease back at once (see WithRef).
+func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
+	return l.acquire(ctx, name, nil, true, opts)
+}
+
+// TryAcquire takes a slot of name if one is free and nobody waits for it,
+// without waiting; otherwise it returns a *BusyError (errors.Is(err,
+// ErrUnavailable)). It never jumps the queue.
+func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
+	return l.acquire(ctx, name, nil, false, opts)
+}
+
+// AcquireAll takes a slot of every lock in names, all or nothing, in one
+// atomic step: it waits (in FIFO order on each lock) until it can take them
+// all, or with NoWait refuses with a *BusyError naming the first lock, in
+// names' order, that it could not take and what holds it. Locks the ref
+// holds already count as taken. The lease releases them all.
+func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireOption) (Lease, error) {
+	if len(names) == 0 {
+		return Lease{}, store.CheckNames(names)
+	}
+	return l.acquire(ctx, names[0], names, true, opts)
+}
+
+func (l *Locks) acquire(ctx context.Context, name string, names []string, wait bool, opts []AcquireOption) (Lease, error) {
+	if l.err != nil {
+		return Lease{}, l.err
+	}
+	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.err != nil {
+		return Lease{}, c.err
+	}
+	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, Wait: c.wait, Counted: c.counted, Events: l.emitter}
+	if names != nil {
+		if err := store.CheckNames(names); err != nil {
+			return Lease{}, err
+		}
+		if len(names) > 1 {
+			req.More = names[1:]
+		}
+	} else if err := store.CheckName(name); err != nil {
+		return Lease{}, err
+	}
+	if err := store.CheckTTL(c.ttl, c.hold, true); err != nil {
+		return Lease{}, err
+	}
+	if c.ref != "" {
+		req.Ref = store.RefOf(c.ref)
+	} else {
+		req.Ref = store.NewRef()
+	}
+	var start time.Time
+	if c.needsRuntime(l) {
+		start = time.Now()
+	}
+	g, err := l.store.Acquire(ctx, req)
+	if err != nil {
+		return Lease{}, err
+	}
+	lease := Lease{l: l, g: g}
+	if c.needsRuntime(l) {
+		lease.rt = l.startRuntime(&g, &c, start)
+	}
+	return lease, nil
+}
+
+// AcquireOption adjusts one acquisition.
+type AcquireOption func(*acquireConfig)
+
+type acquireConfig struct {
+	ref, kind string
+	ttl, hold time.Duration
+	wait      bool
+	counted   bool
+	keepAlive bool
+	bind      context.Context
+	execute   context.Context
+	err       error
+}
+
+func (c *acquireConfig) fail(err error) {
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// needsRuntime reports whether the lease needs keep-alive or loss
+// signalling of its own (the memory store's plain leases do not).
+func (c *acquireConfig) needsRuntime(l *Locks) bool {
+	return c.bind != nil || c.execute != nil || (c.ttl > 0 && c.keepAlive) || (c.ttl > 0 && l.watcher == nil)
+}
+
+// WithRef names the holder: a turn id, a job id. A caller whose ref holds
+// the lock already gets its lease back at once, with no new slot and no
+// event (re-entrancy); one release frees it unless Counted. Without WithRef
+// every acquisition gets a new random 128-bit ref.
+func WithRef(ref string) AcquireOption {
+	return func(c *acquireConfig) {
+		if ref == "" {
+			c.fail(store.Invalid(store.ErrInvalidRef, `""`, "a ref must not be empty (leave WithRef out for a random one)"))
+			return
+		}
+		if err := store.CheckRef("ref", ref); err != nil {
+			c.fail(err)
+		}
+		c.ref = ref
+	}
+}
+
+// WithKind says what the holder is ("turn", "click", "backup"): refusals
+// report it (BusyError.Kind) so a caller learns what holds the lock.
+func WithKind(kind string) AcquireOption {
+	return func(c *acquireConfig) {
+		if err := store.CheckRef("kind", kind); err != nil {
+			c.fail(err)
+		}
+		c.kind = kind
+	}
+}
+
+// TTL sets this lease's TTL: once it passes without renewal the lease may
+// be taken over. d must be positive.
+func TTL(d time.Duration) AcquireOption {
+	return func(c *acquireConfig) {
+		if d <= 0 {
+			c.fail(store.Invalid(store.ErrInvalidTTL, d.String(), "a TTL must be positive"))
+		}
+		c.ttl = d
+	}
+}
+
+// Hold makes the lease block others for d only, though its TTL is longer:
+// it is dated back by TTL-d, so it may be taken over d after it was taken
+// or last kept (the turn locks' hold_s). 0 < d <= TTL.
+func Hold(d time.Duration) AcquireOption {
+	return func(c *acquireConfig) {
+		if d <= 0 {
+			c.fail(store.Invalid(store.ErrInvalidHold, d.String(), "a hold must be positive"))
+		}
+		c.hold = d
+	}
+}
+
+// NoWait makes Acquire and AcquireAll refuse at once, like TryAcquire,
+// instead of waiting.
+func NoWait() AcquireOption { return func(c *acquireConfig) { c.wait = false } }
+
+// Counted makes a re-entrant acquire count: the lock is freed by as many
+// releases as acquisitions.
+func Counted() AcquireOption { return func(c *acquireConfig) { c.counted = true } }
+
+// NoKeepAlive turns off the automatic renewal of a lease with a TTL: it
+// expires TTL (or Hold) after it was taken unless Keep is called, and its
+// Done channel closes then.
+func NoKeepAlive() AcquireOption { return func(c *acquireConfig) { c.keepAlive = false } }
+
+// BindTo releases the lease when ctx ends, as a process monitor frees the
+// slot of a process that exits. Without it a lease outlives the context of
+// the call that acquired it.
+func BindTo(ctx context.Context) AcquireOption {
+	return func(c *acquireConfig) {
+		if ctx == nil {
+			c.fail(store.Invalid(store.ErrInvalidConfig, "nil", "BindTo needs a context"))
+			return
+		}
+		c.bind = ctx
+	}
+}
+
+// LeaseOf returns a handle to the hold that ref has on names, made without
+// acquiring: for code that keeps refs rather than Lease values (a turn id in
+// a database row). Its Release, Keep, Held and Status act on whatever ref
+// holds of names then; it has no token and no keep-alive. Keep renews it
+// with the TTL and Hold given here (or the Locks' default TTL).
+func (l *Locks) LeaseOf(ref string, names []string, opts ...AcquireOption) (Lease, error) {
+	if l.err != nil {
+		return Lease{}, l.err
+	}
+	c := acquireConfig{ttl: l.ttl}
+	WithRef(ref)(&c)
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.err != nil {
+		return Lease{}, c.err
+	}
+	if err := store.CheckNames(names); err != nil {
+		return Lease{}, err
+	}
+	if err := store.CheckTTL(c.ttl, c.hold, true); err != nil {
+		return Lease{}, err
+	}
+	g := store.Grant{Lock: store.Lock{Name: names[0]}, Ref: store.RefOf(ref), Kind: c.kind, TTL: c.ttl, Hold: c.hold}
+	for _, n := range names[1:] {
+		g.More = append(g.More, store.Lock{Name: n})
+	}
+	return Lease{l: l, g: g, byRef: true}, nil
+}
+
+// ReleaseStale releases the locks that ref holds of names, only while ref
+// still holds the first of them and that lease is stale: not renewed for
+// staleAfter on the store's clock or, when staleAfter is 0, past its
+// expiry. It is for cleaning up after a holder that died. It reports whether
+// this call released them: of several callers at most one gets true. A
+// lease with no TTL is never stale.
+func (l *Locks) ReleaseStale(ctx context.Context, ref string, names []string, staleAfter time.Duration) (bool, error) {
+	lease, err := l.LeaseOf(ref, names)
+	if err != nil {
+		return false, err
+	}
+	if staleAfter < 0 {
+		return false, store.Invalid(store.ErrInvalidTTL, staleAfter.String(), "staleAfter must not be negative")
+	}
+	return l.store.ReleaseStale(ctx, lease.g.Handle(), staleAfter, l.emitter)
+}
+
+// Execute runs fn holding a slot of name (acquired as Acquire does, with
+// opts) and releases it when fn returns, fails or panics (the panic goes on
+// after the release). fn's context is cancelled when ctx ends or the lease
+// is lost (context.Cause tells which). Execute returns fn's result and
+// error, or the acquisition's error.
+func Execute[T any](ctx context.Context, l *Locks, name string, fn func(ctx context.Context) (T, error), opts ...AcquireOption) (T, error) {
+	var zero T
+	opts = append(opts[:len(opts):len(opts)], func(c *acquireConfig) { c.execute = ctx })
+	lease, err := l.Acquire(ctx, name, opts...)
+	if err != nil {
+		return zero, err
+	}
+	defer func() {
+		// A release that fails (the store went away) must not hide fn's
+		// result; the lease ends with its TTL.
+		_ = lease.Release(context.WithoutCancel(ctx))
+	}()
+	return fn(lease.Context())
+}
+
+func errorf(kind error, format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{kind}, args...)...)
+}

@@ -1,0 +1,120 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Sentinel errors. Package sleeplock re-exports each of them under the same
+// name, so errors.Is works whichever package the caller names.
+var (
+	// ErrNotFound: the lock has no definition and no family covers it (the
+	// seed's :lock_not_found).
+	ErrNotFound = errors.New("sleeplock: lock not found")
+	// ErrUnavailable: a try (or an all-or-nothing acquisition that was told
+	// not to wait) was refused. The error is a *BusyError that says which lock
+	// and what holds it.
+	ErrUnavailable = errors.New("sleeplock: lock unavailable")
+	// ErrNotHeld: the lease is not (or no longer) held by its ref. Reported
+	// by a release or renewal that changed nothing.
+	ErrNotHeld = errors.New("sleeplock: lease not held")
+	// ErrAlreadyDefined: a lock of that name exists with other slots.
+	ErrAlreadyDefined = errors.New("sleeplock: lock already defined")
+	// ErrClosed: the store (or the Locks) was closed.
+	ErrClosed = errors.New("sleeplock: closed")
+	// ErrLeaseLost is the cause of a lease's context when the lease was lost:
+	// taken over after its TTL, released by someone else, or not renewed in time.
+	ErrLeaseLost = errors.New("sleeplock: lease lost")
+	// ErrReleased is the cause of a lease's context after the lease was
+	// released by its holder.
+	ErrReleased = errors.New("sleeplock: lease released")
+	// ErrUnsupported: the store cannot do what was asked (for example
+	// Lease.Guard on a store without transactions).
+	ErrUnsupported = errors.New("sleeplock: not supported by this store")
+
+	// ErrInvalid matches every *InvalidError.
+	ErrInvalid = errors.New("sleeplock: invalid input")
+	// ErrInvalidName: a lock name is empty, longer than MaxNameBytes, not
+	// UTF-8 or has a control character.
+	ErrInvalidName = errors.New("sleeplock: invalid lock name")
+	// ErrInvalidSlots: slots is not between 1 and MaxSlots.
+	ErrInvalidSlots = errors.New("sleeplock: invalid slots")
+	// ErrInvalidTTL: a TTL that is not positive.
+	ErrInvalidTTL = errors.New("sleeplock: invalid ttl")
+	// ErrInvalidHold: a hold that is not positive or longer than the TTL.
+	ErrInvalidHold = errors.New("sleeplock: invalid hold")
+	// ErrInvalidLocks: an all-or-nothing request with no locks or the same
+	// lock twice.
+	ErrInvalidLocks = errors.New("sleeplock: invalid lock list")
+	// ErrInvalidRef: a holder ref or kind that is too long or has control
+	// characters.
+	ErrInvalidRef = errors.New("sleeplock: invalid ref")
+	// ErrInvalidConfig: a configuration (file, DSN or option) that cannot be used.
+	ErrInvalidConfig = errors.New("sleeplock: invalid configuration")
+)
+
+// InvalidError reports input that was refused before anything changed. It
+// matches ErrInvalid and its Kind (one of the ErrInvalid* sentinels) with
+// errors.Is.
+type InvalidError struct {
+	Kind  error  // ErrInvalidName, ErrInvalidSlots, …
+	Value string // the offending value, quoted as given
+	Rule  string // the rule it breaks, in words
+}
+
+func (e *InvalidError) Error() string {
+	return e.Kind.Error() + " " + e.Value + ": " + e.Rule
+}
+
+// Unwrap returns the kind and ErrInvalid.
+func (e *InvalidError) Unwrap() []error { return []error{e.Kind, ErrInvalid} }
+
+// Invalid builds an *InvalidError.
+func Invalid(kind error, value, rule string) error {
+	return &InvalidError{Kind: kind, Value: value, Rule: rule}
+}
+
+// ConflictError reports a Define of an existing name with other slots. It
+// matches ErrAlreadyDefined.
+type ConflictError struct {
+	Name      string
+	Slots     int // the existing definition
+	Requested int
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("sleeplock: lock %q already defined with %d slots (asked for %d; use Resize to change it)",
+		e.Name, e.Slots, e.Requested)
+}
+
+// Unwrap returns ErrAlreadyDefined.
+func (e *ConflictError) Unwrap() error { return ErrAlreadyDefined }
+
+// BusyError reports a refused acquisition: the first lock, in the caller's
+// order, that could not be taken and what holds it. It matches
+// ErrUnavailable.
+type BusyError struct {
+	Lock    string    // the refused lock
+	Kind    string    // kind of (one of) its holders; "" when none was given or when only the queue refused
+	Ref     string    // ref of that holder, "" when only the queue refused
+	Expires time.Time // when that holder's lease expires on the store's clock; zero: never
+	Queued  bool      // refused because others wait in the queue, not because slots are full
+}
+
+func (e *BusyError) Error() string {
+	s := "sleeplock: lock " + strconv.Quote(e.Lock) + " unavailable"
+	switch {
+	case e.Queued && e.Ref == "":
+		s += ": others are waiting"
+	case e.Kind != "":
+		s += ": held by a " + e.Kind
+	default:
+		s += ": all slots are held"
+	}
+	return s
+}
+
+// Unwrap returns ErrUnavailable.
+func (e *BusyError) Unwrap() error { return ErrUnavailable }

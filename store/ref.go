@@ -1,0 +1,81 @@
+package store
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"sync/atomic"
+)
+
+// Ref names the holder of a slot. It is either a string the caller chose or
+// a generated value. A generated ref is formatted, when first looked at, as
+// 32 hex digits: 128 bits from AES-128 in counter mode under a key drawn from
+// crypto/rand when the process starts, so refs are unpredictable, never repeat
+// within a process and collide across processes only with the odds of two
+// random 128-bit numbers. Generating one costs no allocation; formatting is
+// deferred until someone asks, which keeps the uncontended lock path free of
+// allocations.
+type Ref struct {
+	s string
+	n uint64
+}
+
+var (
+	refBlock cipher.Block
+	refSalt  uint64
+	refSeq   atomic.Uint64
+)
+
+func init() {
+	var key [24]byte
+	if _, err := rand.Read(key[:]); err != nil {
+		panic("sleeplock: crypto/rand failed: " + err.Error())
+	}
+	b, err := aes.NewCipher(key[:16])
+	if err != nil {
+		panic(err)
+	}
+	refBlock = b
+	refSalt = binary.LittleEndian.Uint64(key[16:])
+}
+
+// NewRef returns a new generated ref.
+func NewRef() Ref { return Ref{n: refSeq.Add(1)} }
+
+// RefOf returns the ref named s. RefOf("") is the zero Ref.
+func RefOf(s string) Ref { return Ref{s: s} }
+
+// IsZero reports whether r names nobody.
+func (r Ref) IsZero() bool { return r.s == "" && r.n == 0 }
+
+// Generated reports whether r was made by NewRef.
+func (r Ref) Generated() bool { return r.n != 0 }
+
+// String returns the ref as text.
+func (r Ref) String() string {
+	if r.n == 0 {
+		return r.s
+	}
+	var in, out [16]byte
+	binary.LittleEndian.PutUint64(in[:8], r.n)
+	binary.LittleEndian.PutUint64(in[8:], refSalt)
+	refBlock.Encrypt(out[:], in[:])
+	return hex.EncodeToString(out[:])
+}
+
+// Equal reports whether r and o name the same holder, also when one is a
+// generated ref and the other its text.
+func (r Ref) Equal(o Ref) bool {
+	if r == o {
+		return true
+	}
+	if r.n != 0 && o.n != 0 {
+		return false
+	}
+	if r.IsZero() || o.IsZero() {
+		return false
+	}
+	return r.String() == o.String()
+}

@@ -1,0 +1,228 @@
+// Package store is the contract between package sleeplock and the places
+// where lock state lives (memory, SQLite, PostgreSQL). Users of sleeplock do
+// not need it unless they write a store; every store passes the conformance
+// suite in package storetest.
+//
+// A store does all the work that must be atomic: definitions, grants with
+// FIFO waiting, re-entrancy, release, renewal and takeover after expiry,
+// judged on the store's own clock. Package sleeplock adds validation, refs,
+// keep-alive, lost-lease signalling and event delivery on top.
+//
+// Inputs reaching a store have been validated by sleeplock (names, slots,
+// TTLs, refs); a store still returns an error rather than panicking when
+// given something it cannot handle.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps named locks and their leases.
+type Store interface {
+	// Define creates a lock with the given slots, or a family of locks when
+	// name ends in "/*". It reports created=false, changing nothing, when
+	// the same definition exists already, and a *ConflictError when the
+	// name exists with other slots. It emits EventCreated when it creates.
+	Define(ctx context.Context, name string, slots int, ev Emitter) (created bool, err error)
+	// Resize changes the slots of a defined lock or family (and of the
+	// family's live members) without dropping holders; waiters are granted
+	// slots that became free. ErrNotFound when nothing has that name.
+	Resize(ctx context.Context, name string, slots int, ev Emitter) error
+	// Acquire grants one slot of each lock in req, all or nothing, or
+	// refuses with a *BusyError (req.Wait false), or waits in FIFO order
+	// until it can grant or ctx ends (req.Wait true). A ref that holds a
+	// lock already is given its hold back at once (re-entrancy).
+	Acquire(ctx context.Context, req AcquireRequest) (Grant, error)
+	// Release frees h's slots that h's ref (and token, where h has one)
+	// still holds, and grants them to waiters. ErrNotHeld when it freed
+	// nothing; an error matching ErrNotHeld when it freed only some.
+	Release(ctx context.Context, h Handle, ev Emitter) error
+	// Keep renews h: each of its locks expires hold (or ttl when hold is
+	// 0) from now on the store's clock, only while h's ref still holds
+	// every lock of h; otherwise nothing changes and the error is
+	// ErrNotHeld. ttl 0 means "never expires".
+	Keep(ctx context.Context, h Handle, ttl, hold time.Duration) (expires time.Time, err error)
+	// Held reports whether h's ref still holds every lock of h, with the
+	// store's clock and the lease's times.
+	Held(ctx context.Context, h Handle) (Status, error)
+	// ReleaseStale releases h's locks only while h's ref still holds the
+	// first of them and that lease is stale: older than staleAfter (judged
+	// from its last renewal, dated back for a hold shorter than its TTL) or,
+	// when staleAfter is 0, past its expiry. It reports whether this call
+	// released them; of concurrent callers at most one gets true.
+	ReleaseStale(ctx context.Context, h Handle, staleAfter time.Duration, ev Emitter) (bool, error)
+	// State reports a lock's slots, holders and waiters (holders and queue
+	// only when detail is true). A family member that is not in use reports
+	// the family's slots and nothing running.
+	State(ctx context.Context, name string, detail bool) (State, error)
+	// List reports the state of every defined lock and family, and of every
+	// family member in use, sorted by name.
+	List(ctx context.Context, detail bool) ([]State, error)
+	// Close releases the store's resources. Leases are not released.
+	Close() error
+}
+
+// Watcher is implemented by stores that can tell at once when a holder's
+// record ends (released, taken over, released by someone else). The memory
+// store does; database stores learn it when the lease is next renewed.
+type Watcher interface {
+	// Watch calls f once, on its own goroutine or the caller's, when h's hold
+	// ends, with ErrReleased (released by its holder) or an error matching
+	// ErrLeaseLost. If h is not held now, f is called before Watch returns.
+	Watch(h Handle, f func(reason error))
+}
+
+// Guarder is implemented by stores that can fence a write made in the
+// caller's own transaction (PostgreSQL).
+type Guarder interface {
+	// Guard verifies, inside tx, that h is still held and locks its rows
+	// until tx ends. tx is the driver's transaction type.
+	Guard(ctx context.Context, tx any, h Handle) error
+}
+
+// AcquireRequest asks for a slot of Name and, all or nothing, of each lock
+// in More.
+type AcquireRequest struct {
+	Name string   // the first lock, in the caller's order
+	More []string // further locks, in the caller's order (AcquireAll)
+	Ref  Ref      // who asks; never zero
+	Kind string   // what the holder is ("turn", "click"); may be ""
+	// TTL is how long the lease lasts without renewal; 0 means never (a
+	// store that cannot keep leases forever rejects 0).
+	TTL time.Duration
+	// Hold, when not 0 and shorter than TTL, is how long the lease blocks
+	// others before it may be taken over: it is dated back by TTL-Hold.
+	Hold    time.Duration
+	Wait    bool // wait in the queue when refused
+	Counted bool // a re-entrant acquire adds to the holder's count
+	Events  Emitter
+}
+
+// Names returns the request's locks in the caller's order.
+func (r *AcquireRequest) Names() []string {
+	return append([]string{r.Name}, r.More...)
+}
+
+// Lock is one lock of a grant with its fencing token.
+type Lock struct {
+	Name  string
+	Token int64 // grows with every grant of the lock; never reused
+}
+
+// Grant is a successful acquisition.
+type Grant struct {
+	Lock             // the first lock
+	More      []Lock // the others of an all-or-nothing grant
+	Ref       Ref
+	Kind      string
+	TTL, Hold time.Duration
+	Acquired  time.Time // store's clock; zero when the store did not read its clock
+	Expires   time.Time // store's clock; zero: never
+	Reentered bool      // every lock was held by Ref already
+}
+
+// Handle returns the handle that names g's hold.
+func (g *Grant) Handle() Handle { return Handle{Lock: g.Lock, More: g.More, Ref: g.Ref} }
+
+// Handle names a hold: locks and ref, and tokens where known (a token of 0
+// matches any hold of the ref).
+type Handle struct {
+	Lock
+	More []Lock
+	Ref  Ref
+}
+
+// Each calls f for every lock of h in order.
+func (h *Handle) Each(f func(Lock)) {
+	f(h.Lock)
+	for _, l := range h.More {
+		f(l)
+	}
+}
+
+// Status is what Held reports.
+type Status struct {
+	Held    bool
+	Now     time.Time // the store's clock when it answered
+	Renewed time.Time // when the first lock was taken or last kept, dated back by TTL-Hold
+	Expires time.Time // zero: never
+}
+
+// State is a lock's state.
+type State struct {
+	Name    string
+	Slots   int
+	Family  bool // Name is a family pattern
+	Running int  // holders, including expired ones not yet taken over
+	Waiting int
+	Holders []Holder // with detail, oldest first
+	Queue   []Waiter // with detail, in queue order
+	Now     time.Time
+}
+
+// Holder is one holder of a lock.
+type Holder struct {
+	Ref      string
+	Kind     string
+	Token    int64
+	Count    int       // re-entrant holds (1 unless counted)
+	Acquired time.Time // zero when not recorded
+	Renewed  time.Time
+	Expires  time.Time // zero: never
+}
+
+// Waiter is one caller in a lock's queue.
+type Waiter struct {
+	Ref   string
+	Kind  string
+	Since time.Time // zero when not recorded
+	Locks []string  // every lock it waits for (more than one for AcquireAll)
+}
+
+// Emitter receives the events of a store's changes, in order for each lock.
+// Emit must not block; package sleeplock's emitter queues.
+type Emitter interface {
+	Emit(Event)
+}
+
+// EventType names an event.
+type EventType uint8
+
+// The events. The first four are ex_sleeplock's.
+const (
+	EventCreated  EventType = iota + 1 // a lock was defined
+	EventAcquired                      // a slot was granted (not for a re-entrant acquire)
+	EventReleased                      // a slot was released (not for a no-op release)
+	EventWaiting                       // a caller joined the queue
+	EventRefused                       // a try or no-wait acquisition was turned down
+	EventExpired                       // a lease was taken over after its TTL
+	EventLost                          // a holder learned it no longer holds its lease
+	EventResized                       // a lock's slots changed
+)
+
+var eventNames = [...]string{"", "created", "acquired", "released", "waiting", "refused", "expired", "lost", "resized"}
+
+func (t EventType) String() string {
+	if int(t) < len(eventNames) {
+		return eventNames[t]
+	}
+	return "unknown"
+}
+
+// Event is one change of a lock.
+type Event struct {
+	Type    EventType
+	Lock    string // metadata: name
+	Slots   int    // metadata: slots
+	Running int    // state after the change
+	Waiting int    // state after the change
+	Ref     string
+	Kind    string
+	Token   int64
+	Waited  time.Duration // acquired: time spent in the queue
+	Held    time.Duration // released, expired, lost: time the slot was held
+	Holder  string        // refused: the kind of what holds the lock
+	Reason  error         // lost: why
+	Time    time.Time     // the store's clock when it knew (zero when not read)
+}
