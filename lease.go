@@ -99,7 +99,12 @@ func (x Lease) Release(ctx context.Context) error {
 	}
 	err := x.l.store.Release(ctx, x.g.Handle(), x.l.emitter)
 	if x.rt != nil {
-		x.rt.end(store.ErrReleased)
+		if errors.Is(err, store.ErrNotHeld) {
+			// It was gone before this release: lost, not released.
+			x.rt.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
+		} else {
+			x.rt.end(store.ErrReleased)
+		}
 	}
 	return err
 }
@@ -205,12 +210,12 @@ type runtime struct {
 	unhook   []func() bool // context.AfterFunc registrations to undo
 }
 
-func (l *Locks) startRuntime(g *store.Grant, c *acquireConfig, start time.Time) *runtime {
+func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *runtime {
 	parent := context.Background()
 	if c.execute != nil {
 		parent = context.WithoutCancel(c.execute)
 	}
-	rt := &runtime{l: l, g: *g, quit: make(chan struct{})}
+	rt := &runtime{l: l, g: g, quit: make(chan struct{})}
 	rt.ctx, rt.cancel = context.WithCancelCause(parent)
 	if c.execute != nil {
 		ctx := c.execute
@@ -219,7 +224,7 @@ func (l *Locks) startRuntime(g *store.Grant, c *acquireConfig, start time.Time) 
 	if c.bind != nil {
 		ctx := c.bind
 		rt.unhook = append(rt.unhook, context.AfterFunc(ctx, func() {
-			_ = (Lease{l: l, g: *g, rt: rt}).Release(context.WithoutCancel(ctx))
+			_ = (Lease{l: l, g: g, rt: rt}).Release(context.WithoutCancel(ctx))
 		}))
 	}
 	if l.watcher != nil && !g.Reentered {
@@ -258,6 +263,8 @@ func (rt *runtime) keepAlive(renew bool, start time.Time) {
 		select {
 		case <-rt.quit:
 			return
+		case <-rt.ctx.Done():
+			return // lost, or the Execute call ended
 		case <-t.C:
 		}
 		if !renew {
@@ -283,7 +290,7 @@ func (rt *runtime) keepAlive(renew bool, start time.Time) {
 			// A passing fault: try again soon, inside the safe window.
 			retry := min(interval/4, time.Second, time.Until(deadline))
 			if retry <= 0 {
-				rt.lose(fmt.Errorf("%w: renewal failed until it expired: %v", store.ErrLeaseLost, err))
+				rt.lose(fmt.Errorf("%w: renewal failed until it expired: %w", store.ErrLeaseLost, err))
 				return
 			}
 			t.Reset(retry)

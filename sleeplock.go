@@ -2,7 +2,6 @@ package sleeplock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/sleeplock/sleeplock/memstore"
@@ -181,8 +180,8 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		return Lease{}, l.err
 	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
-	for _, o := range opts {
-		o(&c)
+	if len(opts) > 0 {
+		c = withOptions(c, opts)
 	}
 	if c.err != nil {
 		return Lease{}, c.err
@@ -216,9 +215,19 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	}
 	lease := Lease{l: l, g: g}
 	if c.needsRuntime(l) {
-		lease.rt = l.startRuntime(&g, &c, start)
+		lease.rt = l.startRuntime(g, &c, start)
 	}
 	return lease, nil
+}
+
+// withOptions applies opts to a copy of c. (Kept apart so that a call
+// without options does not move its config to the heap.)
+func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
+	p := &c
+	for _, o := range opts {
+		o(p)
+	}
+	return *p
 }
 
 // AcquireOption adjusts one acquisition.
@@ -333,11 +342,7 @@ func (l *Locks) LeaseOf(ref string, names []string, opts ...AcquireOption) (Leas
 	if l.err != nil {
 		return Lease{}, l.err
 	}
-	c := acquireConfig{ttl: l.ttl}
-	WithRef(ref)(&c)
-	for _, o := range opts {
-		o(&c)
-	}
+	c := withOptions(acquireConfig{ttl: l.ttl}, append([]AcquireOption{WithRef(ref)}, opts...))
 	if c.err != nil {
 		return Lease{}, c.err
 	}
@@ -389,8 +394,4 @@ func Execute[T any](ctx context.Context, l *Locks, name string, fn func(ctx cont
 		_ = lease.Release(context.WithoutCancel(ctx))
 	}()
 	return fn(lease.Context())
-}
-
-func errorf(kind error, format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{kind}, args...)...)
 }

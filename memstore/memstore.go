@@ -397,8 +397,10 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			g := store.Grant{Lock: s.addHolder(&o, lk, &req), Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold}
 			h := &lk.holders[len(lk.holders)-1]
 			g.Acquired, g.Expires = h.acquired, h.expires
-			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: lk.slots, Running: len(lk.holders),
-				Waiting: len(lk.queue), Ref: o.refText(req.Ref), Kind: req.Kind, Token: g.Token})
+			if o.ev != nil {
+				o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: lk.slots, Running: len(lk.holders),
+					Waiting: len(lk.queue), Ref: o.refText(req.Ref), Kind: req.Kind, Token: g.Token})
+			}
 			s.mu.Unlock()
 			o.finish()
 			return g, nil
@@ -543,7 +545,7 @@ func (s *Store) wait(ctx context.Context, o *op, req *store.AcquireRequest, lock
 		// Granted while the context ended: give the slots back, so the
 		// next waiter gets them.
 		h := w.grant.Handle()
-		s.release(&o2, &h, store.ErrReleased)
+		_ = s.release(&o2, &h, store.ErrReleased)
 	} else {
 		for _, lk := range locks {
 			lk.dequeue(w)

@@ -101,6 +101,18 @@ func CheckNames(names []string) error {
 }
 
 func checkText(s string, max int) string {
+	if s != "" && len(s) <= max {
+		ascii := true
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c >= 0x7f {
+				ascii = false
+				break
+			}
+		}
+		if ascii {
+			return ""
+		}
+	}
 	switch {
 	case s == "":
 		return "empty"

@@ -62,9 +62,9 @@ var _ = add("Define/SameAgainIsNoOpOtherSlotsIsConflict", func(t *testing.T, e *
 	if st.Slots != 3 {
 		t.Fatalf("slots = %d after a refused redefinition, want 3", st.Slots)
 	}
-	evs := rec.waitN(t, 1)
+	rec.waitN(t, 1)
 	define(t, l, "other", 1)
-	evs = rec.waitN(t, 2)
+	evs := rec.waitN(t, 2)
 	if len(evs) != 2 || evs[0].Type != sleeplock.EventCreated || evs[0].Lock != "payments" || evs[0].Slots != 3 || evs[1].Lock != "other" {
 		t.Fatalf("events = %v, want one created per new lock only", types(evs))
 	}

@@ -282,7 +282,7 @@ var _ = add("Events/SeedEventsInOrder", func(t *testing.T, e *env) {
 	goAcquire(ctx(t), l, "ev", 0, ch)
 	waitWaiting(t, l, "ev", 1)
 	_, err = l.TryAcquire(ctx(t), "ev")
-	busy(t, err)
+	_ = busy(t, err)
 	must(t, a.Release(ctx(t)))
 	r := <-ch
 	must(t, r.err)

@@ -1,0 +1,54 @@
+// Package sleeplock provides named concurrency locks: a lock has a name and
+// a number of slots; callers take a slot, do their work and give it back.
+// When all slots are taken, callers wait in FIFO order (Acquire, bounded by
+// their context) or are refused at once (TryAcquire, NoWait).
+//
+// The same API works in one process (the memory store, the default) and
+// across many nodes (package pgstore: PostgreSQL, with leases judged on the
+// database's clock). Every store passes the conformance suite in package
+// storetest.
+//
+// # Locks and families
+//
+// Define creates a lock (ex_sleeplock's new/2); a name ending in "/*"
+// defines a family whose members ("chat/42") are created on first use. A
+// name that no definition covers is ErrNotFound.
+//
+// # Leases
+//
+// Acquire, TryAcquire and AcquireAll return a Lease: the held slot(s), the
+// holder's ref and kind, a fencing token per lock, and, with a TTL, an
+// expiry. Release gives the slot back; a release that finds nothing to free
+// reports ErrNotHeld and never frees another holder's slot. A lease with a
+// TTL is renewed automatically every third of its TTL while held; if it is
+// lost (taken over after expiry, released by someone naming its ref, or not
+// renewable before it expired) its Done channel closes, its Context is
+// cancelled with a cause matching ErrLeaseLost, and an EventLost is sent.
+//
+// # Re-entrancy
+//
+// A caller whose ref (WithRef) holds a lock already gets its lease back at
+// once, with no new slot and no event, even when all slots are taken; one
+// release frees it unless the acquisitions were Counted.
+//
+// # All or nothing
+//
+// AcquireAll takes one slot of each of several locks in one atomic step, or
+// none; refused, it reports the first lock in the caller's order that could
+// not be taken and the kind of its holder (a *BusyError). Callers naming the
+// same locks in different orders never deadlock.
+//
+// # Events
+//
+// WithNotifier receives created, acquired, released and waiting events (as
+// ex_sleeplock's telemetry, with the state after the change), plus refused,
+// expired, lost and resized, with durations. Notifiers never run on the
+// lock path.
+//
+// # Errors
+//
+// Input that breaks a rule is an *InvalidError matching ErrInvalid and one
+// of ErrInvalidName, ErrInvalidSlots, ErrInvalidTTL, ErrInvalidHold,
+// ErrInvalidLocks and ErrInvalidRef; nothing changes. No input makes the
+// package panic.
+package sleeplock
