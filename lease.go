@@ -22,9 +22,42 @@ import (
 // ErrLeaseLost, and an EventLost is sent.
 type Lease struct {
 	l     *Locks
+	name  string // the first lock
+	token int64
+	ref   store.Ref
+	x     *leaseExt // nil for a plain lease from the memory store's fast path
+}
+
+// leaseExt is what a lease has beyond one lock, a ref and a token.
+type leaseExt struct {
 	g     store.Grant
 	rt    *runtime
 	byRef bool // made by LeaseOf
+}
+
+func newLease(l *Locks, g store.Grant, rt *runtime, byRef bool) Lease {
+	return Lease{l: l, name: g.Name, token: g.Token, ref: g.Ref, x: &leaseExt{g: g, rt: rt, byRef: byRef}}
+}
+
+func (x Lease) grant() store.Grant {
+	if x.x != nil {
+		return x.x.g
+	}
+	return store.Grant{Lock: store.Lock{Name: x.name, Token: x.token}, Ref: x.ref}
+}
+
+func (x Lease) handle() store.Handle {
+	if x.x != nil {
+		return x.x.g.Handle()
+	}
+	return store.Handle{Lock: store.Lock{Name: x.name, Token: x.token}, Ref: x.ref}
+}
+
+func (x Lease) rt() *runtime {
+	if x.x != nil {
+		return x.x.rt
+	}
+	return nil
 }
 
 // LeaseStatus is what Status reports: whether the lease is held, the
@@ -33,35 +66,37 @@ type Lease struct {
 type LeaseStatus = store.Status
 
 // Name returns the (first) lock of the lease.
-func (x Lease) Name() string { return x.g.Name }
+func (x Lease) Name() string { return x.name }
 
 // Names returns every lock of the lease, in the order they were asked for.
 func (x Lease) Names() []string {
-	out := make([]string, 0, 1+len(x.g.More))
-	out = append(out, x.g.Name)
-	for _, m := range x.g.More {
+	g := x.grant()
+	out := make([]string, 0, 1+len(g.More))
+	out = append(out, g.Name)
+	for _, m := range g.More {
 		out = append(out, m.Name)
 	}
 	return out
 }
 
 // Ref returns the holder's ref.
-func (x Lease) Ref() string { return x.g.Ref.String() }
+func (x Lease) Ref() string { return x.ref.String() }
 
 // Kind returns the holder's kind.
-func (x Lease) Kind() string { return x.g.Kind }
+func (x Lease) Kind() string { return x.grant().Kind }
 
 // Token returns the fencing token of the (first) lock: a number that grows
 // with every grant of that lock and is never reused. A resource that
 // remembers the highest token it has seen and refuses lower ones cannot be
 // written by a holder whose lease was taken over. 0 for LeaseOf handles.
-func (x Lease) Token() int64 { return x.g.Token }
+func (x Lease) Token() int64 { return x.token }
 
 // Tokens returns the fencing token of each lock, in Names' order.
 func (x Lease) Tokens() []int64 {
-	out := make([]int64, 0, 1+len(x.g.More))
-	out = append(out, x.g.Token)
-	for _, m := range x.g.More {
+	g := x.grant()
+	out := make([]int64, 0, 1+len(g.More))
+	out = append(out, g.Token)
+	for _, m := range g.More {
 		out = append(out, m.Token)
 	}
 	return out
@@ -69,15 +104,15 @@ func (x Lease) Tokens() []int64 {
 
 // Acquired returns when the lease was granted, on the store's clock (zero
 // when the store did not record it; see package memstore).
-func (x Lease) Acquired() time.Time { return x.g.Acquired }
+func (x Lease) Acquired() time.Time { return x.grant().Acquired }
 
 // Expires returns when the lease expired at the grant, on the store's
 // clock; zero when it never expires. Renewals move it on: see Status.
-func (x Lease) Expires() time.Time { return x.g.Expires }
+func (x Lease) Expires() time.Time { return x.grant().Expires }
 
 // Reentered reports whether the acquisition found the lease held by its ref
 // already (and so took no new slot).
-func (x Lease) Reentered() bool { return x.g.Reentered }
+func (x Lease) Reentered() bool { return x.grant().Reentered }
 
 func (x Lease) ok() error {
 	if x.l == nil {
@@ -94,16 +129,20 @@ func (x Lease) Release(ctx context.Context) error {
 	if err := x.ok(); err != nil {
 		return err
 	}
-	if x.rt != nil {
-		x.rt.stop()
+	if x.x == nil && x.l.mem != nil {
+		return x.l.mem.ReleaseFast(x.name, x.ref, x.token)
 	}
-	err := x.l.store.Release(ctx, x.g.Handle(), x.l.emitter)
-	if x.rt != nil {
+	rt := x.rt()
+	if rt != nil {
+		rt.stop()
+	}
+	err := x.l.store.Release(ctx, x.handle(), x.l.emitter)
+	if rt != nil {
 		if errors.Is(err, store.ErrNotHeld) {
 			// It was gone before this release: lost, not released.
-			x.rt.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
+			rt.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
 		} else {
-			x.rt.end(store.ErrReleased)
+			rt.end(store.ErrReleased)
 		}
 	}
 	return err
@@ -116,7 +155,8 @@ func (x Lease) Keep(ctx context.Context) error {
 	if err := x.ok(); err != nil {
 		return err
 	}
-	_, err := x.l.store.Keep(ctx, x.g.Handle(), x.g.TTL, x.g.Hold)
+	g := x.grant()
+	_, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
 	return err
 }
 
@@ -133,7 +173,7 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 	if err := x.ok(); err != nil {
 		return LeaseStatus{}, err
 	}
-	return x.l.store.Held(ctx, x.g.Handle())
+	return x.l.store.Held(ctx, x.handle())
 }
 
 // Guard fences a write made in the caller's own transaction: inside tx (a
@@ -150,14 +190,14 @@ func (x Lease) Guard(ctx context.Context, tx any) error {
 	if !ok {
 		return fmt.Errorf("%w: Guard needs a database store", store.ErrUnsupported)
 	}
-	return g.Guard(ctx, tx, x.g.Handle())
+	return g.Guard(ctx, tx, x.handle())
 }
 
 // Done returns a channel that is closed when the lease ends: lost, or
 // released through this lease.
 func (x Lease) Done() <-chan struct{} {
-	if x.rt != nil {
-		return x.rt.ctx.Done()
+	if rt := x.rt(); rt != nil {
+		return rt.ctx.Done()
 	}
 	return x.Context().Done()
 }
@@ -167,29 +207,29 @@ func (x Lease) Done() <-chan struct{} {
 // ErrReleased after a release. A lease from Execute (or BindTo) has a
 // context derived from that call's context.
 func (x Lease) Context() context.Context {
-	if x.rt != nil {
-		return x.rt.ctx
+	if rt := x.rt(); rt != nil {
+		return rt.ctx
 	}
 	if x.l == nil {
 		ctx, cancel := context.WithCancelCause(context.Background())
 		cancel(store.ErrNotHeld)
 		return ctx
 	}
-	if x.l.watcher == nil || x.byRef {
+	if x.l.watcher == nil || (x.x != nil && x.x.byRef) {
 		// A LeaseOf handle (or a lease on a store that cannot watch, which
 		// always has a runtime) has nothing to end its context.
 		return context.Background()
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	x.l.watcher.Watch(x.g.Handle(), func(reason error) { cancel(reason) })
+	x.l.watcher.Watch(x.handle(), func(reason error) { cancel(reason) })
 	return ctx
 }
 
 // Err returns nil while the lease is believed held, and why it ended
 // otherwise (as context.Cause of Context).
 func (x Lease) Err() error {
-	if x.rt != nil {
-		return context.Cause(x.rt.ctx)
+	if rt := x.rt(); rt != nil {
+		return context.Cause(rt.ctx)
 	}
 	if x.l == nil {
 		return store.ErrNotHeld
@@ -224,7 +264,7 @@ func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *
 	if c.bind != nil {
 		ctx := c.bind
 		rt.unhook = append(rt.unhook, context.AfterFunc(ctx, func() {
-			_ = (Lease{l: l, g: g, rt: rt}).Release(context.WithoutCancel(ctx))
+			_ = newLease(l, g, rt, false).Release(context.WithoutCancel(ctx))
 		}))
 	}
 	if l.watcher != nil && !g.Reentered {

@@ -16,7 +16,8 @@ const DefaultTTL = 30 * time.Second
 // concurrent use.
 type Locks struct {
 	store   store.Store
-	watcher store.Watcher // non-nil when the store can tell at once of a lost hold
+	mem     *memstore.Store // the store, when it is a memory store (fast paths)
+	watcher store.Watcher   // non-nil when the store can tell at once of a lost hold
 	ttl     time.Duration
 	ev      *dispatcher // nil without a notifier
 	emitter store.Emitter
@@ -59,6 +60,7 @@ func New(s store.Store, opts ...Option) *Locks {
 		l.ttl = DefaultTTL
 	}
 	l.watcher, _ = l.store.(store.Watcher)
+	l.mem, _ = l.store.(*memstore.Store)
 	for _, o := range opts {
 		o(l)
 	}
@@ -179,6 +181,17 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if l.err != nil {
 		return Lease{}, l.err
 	}
+	if len(opts) == 0 && names == nil && l.mem != nil && l.emitter == nil && l.ttl == 0 {
+		// The memory store's fast path: an anonymous lease of one lock.
+		if err := store.CheckName(name); err != nil {
+			return Lease{}, err
+		}
+		g, err := l.mem.Acquire(ctx, store.AcquireRequest{Name: name, Ref: store.NewRef(), Wait: wait})
+		if err != nil {
+			return Lease{}, err
+		}
+		return Lease{l: l, name: g.Name, token: g.Token, ref: g.Ref}, nil
+	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
 	if len(opts) > 0 {
 		c = withOptions(c, opts)
@@ -213,11 +226,11 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if err != nil {
 		return Lease{}, err
 	}
-	lease := Lease{l: l, g: g}
+	var rt *runtime
 	if c.needsRuntime(l) {
-		lease.rt = l.startRuntime(g, &c, start)
+		rt = l.startRuntime(g, &c, start)
 	}
-	return lease, nil
+	return newLease(l, g, rt, false), nil
 }
 
 // withOptions applies opts to a copy of c. (Kept apart so that a call
@@ -356,7 +369,7 @@ func (l *Locks) LeaseOf(ref string, names []string, opts ...AcquireOption) (Leas
 	for _, n := range names[1:] {
 		g.More = append(g.More, store.Lock{Name: n})
 	}
-	return Lease{l: l, g: g, byRef: true}, nil
+	return newLease(l, g, nil, true), nil
 }
 
 // ReleaseStale releases the locks that ref holds of names, only while ref
@@ -373,7 +386,7 @@ func (l *Locks) ReleaseStale(ctx context.Context, ref string, names []string, st
 	if staleAfter < 0 {
 		return false, store.Invalid(store.ErrInvalidTTL, staleAfter.String(), "staleAfter must not be negative")
 	}
-	return l.store.ReleaseStale(ctx, lease.g.Handle(), staleAfter, l.emitter)
+	return l.store.ReleaseStale(ctx, lease.handle(), staleAfter, l.emitter)
 }
 
 // Execute runs fn holding a slot of name (acquired as Acquire does, with

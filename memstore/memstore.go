@@ -73,6 +73,7 @@ type holder struct {
 type waiter struct {
 	req   store.AcquireRequest
 	locks []*lock // in the caller's order
+	one   [1]*lock
 	since time.Time
 	ready chan struct{}
 	grant store.Grant
@@ -335,9 +336,46 @@ func (s *Store) removeHolder(lk *lock, i int) {
 		lk.nexp--
 	}
 	last := len(lk.holders) - 1
-	copy(lk.holders[i:], lk.holders[i+1:])
+	lk.holders[i] = lk.holders[last] // holders are unordered; State sorts them
 	lk.holders[last] = holder{}
 	lk.holders = lk.holders[:last]
+}
+
+// ReleaseFast is the fast path of package sleeplock's Lease.Release for a
+// lease of one lock with a generated ref, no kind, no TTL and no notifier:
+// Release of that lease.
+func (s *Store) ReleaseFast(name string, ref store.Ref, token int64) error {
+	s.mu.Lock()
+	lk := s.locks[name]
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	i := -1
+	if lk != nil {
+		for j := range lk.holders {
+			if h := &lk.holders[j]; h.token == token && h.ref == ref {
+				i = j
+				break
+			}
+		}
+	}
+	if i < 0 {
+		s.mu.Unlock()
+		return store.ErrNotHeld
+	}
+	if len(lk.holders[i].watch) == 0 && len(lk.queue) == 0 && lk.holders[i].count == 1 {
+		s.removeHolder(lk, i)
+		s.forget(lk)
+		s.mu.Unlock()
+		return nil
+	}
+	o := op{s: s}
+	h := store.Handle{Lock: store.Lock{Name: name, Token: token}, Ref: ref}
+	err := s.release(&o, &h, store.ErrReleased)
+	s.mu.Unlock()
+	o.finish()
+	return err
 }
 
 func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) store.Lock {
@@ -412,7 +450,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			o.finish()
 			return store.Grant{}, err
 		}
-		return s.wait(ctx, &o, &req, []*lock{lk})
+		return s.wait(ctx, &o, &req, nil, lk)
 	}
 	return s.acquireAll(ctx, &o, &req)
 }
@@ -481,7 +519,7 @@ func (s *Store) acquireAll(ctx context.Context, o *op, req *store.AcquireRequest
 		o.finish()
 		return g, nil
 	}
-	return s.wait(ctx, o, req, locks)
+	return s.wait(ctx, o, req, locks, nil)
 }
 
 // grantAll gives req a slot of every lock (its existing hold where it has
@@ -516,10 +554,15 @@ func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued
 	return g
 }
 
-// wait queues req on locks and waits; called with s.mu held, returns with
-// it released.
-func (s *Store) wait(ctx context.Context, o *op, req *store.AcquireRequest, locks []*lock) (store.Grant, error) {
+// wait queues req on locks (or on the one lock single) and waits; called
+// with s.mu held, returns with it released.
+func (s *Store) wait(ctx context.Context, o *op, req *store.AcquireRequest, locks []*lock, single *lock) (store.Grant, error) {
 	w := &waiter{req: *req, locks: locks, ready: make(chan struct{})}
+	if single != nil {
+		w.one[0] = single
+		w.locks = w.one[:]
+		locks = w.locks
+	}
 	if o.ev != nil || s.times {
 		w.since = o.clock()
 	}
