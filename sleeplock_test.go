@@ -3,6 +3,7 @@ package sleeplock_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -207,4 +208,30 @@ func FuzzReadConfig(f *testing.F) {
 			t.Fatalf("a config that parsed does not apply: %v", err)
 		}
 	})
+}
+
+func TestLogEvents(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx := context.Background()
+	l := sleeplock.New(nil, sleeplock.WithNotifier(sleeplock.LogEvents(logger)))
+	_ = l.Define(ctx, "db", 1)
+	lease, err := l.TryAcquire(ctx, "db", sleeplock.WithKind("job"), sleeplock.WithRef("r1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = l.TryAcquire(ctx, "db")
+	_ = lease.Release(ctx)
+	_ = l.Close()
+	out := buf.String()
+	for _, want := range []string{
+		`msg="sleeplock created" lock=db slots=1`,
+		`msg="sleeplock acquired" lock=db slots=1 running=1 waiting=0 ref=r1 kind=job token=`,
+		`msg="sleeplock refused"`, `holder=job`,
+		`msg="sleeplock released" lock=db slots=1 running=0`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
 }

@@ -67,14 +67,14 @@ func (r Ref) String() string {
 
 // Equal reports whether r and o name the same holder, also when one is a
 // generated ref and the other its text.
+// The zero Ref equals nothing, not even itself.
 func (r Ref) Equal(o Ref) bool {
-	if r == o {
-		return true
-	}
-	if r.n != 0 && o.n != 0 {
+	switch {
+	case r.IsZero() || o.IsZero():
 		return false
-	}
-	if r.IsZero() || o.IsZero() {
+	case r == o:
+		return true
+	case r.n != 0 && o.n != 0:
 		return false
 	}
 	return r.String() == o.String()

@@ -139,6 +139,27 @@ var _ = add("TryAcquire/NeverWaitsNeverJumpsQueue", func(t *testing.T, e *env) {
 	x, err := l.TryAcquire(ctx(t), "try")
 	must(t, err)
 	must(t, x.Release(ctx(t)))
+
+	// A slot is free, but a caller queued first (for it and another lock)
+	// could take it: a try must not.
+	define(t, l, "other", 1)
+	o, err := l.TryAcquire(ctx(t), "other")
+	must(t, err)
+	all := make(chan result, 1)
+	go func() {
+		lease, err := l.AcquireAll(ctx(t), []string{"try", "other"})
+		all <- result{0, lease, err}
+	}()
+	waitWaiting(t, l, "try", 1)
+	_, err = l.TryAcquire(ctx(t), "try")
+	if b := busy(t, err); !b.Queued {
+		t.Fatalf("refusal %+v should say the queue refused", b)
+	}
+	wantState(t, l, "try", 0, 1)
+	must(t, o.Release(ctx(t)))
+	r = <-all
+	must(t, r.err)
+	must(t, r.lease.Release(ctx(t)))
 })
 
 var _ = add("Execute/ReleasesOnReturnErrorAndPanic", func(t *testing.T, e *env) {
