@@ -307,3 +307,56 @@ var _ = add("Events/SeedEventsInOrder", func(t *testing.T, e *env) {
 		t.Fatalf("event details: %+v", evs)
 	}
 })
+
+var _ = add("Events/DurationsWaitedAndHeld", func(t *testing.T, e *env) {
+	rec := newRecorder()
+	l, s := e.locks(t, sleeplock.WithNotifier(rec))
+	define(t, l, "dur", 1)
+	a, err := l.TryAcquire(ctx(t), "dur", sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("first"))
+	must(t, err)
+	ch := make(chan result, 1)
+	goAcquire(ctx(t), l, "dur", 0, ch, sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("second"))
+	waitWaiting(t, l, "dur", 1)
+	e.advance(t, s, 5*time.Second)
+	must(t, a.Release(ctx(t)))
+	r := <-ch
+	must(t, r.err)
+	e.advance(t, s, 3*time.Second)
+	must(t, r.lease.Release(ctx(t)))
+	evs := rec.waitN(t, 6)
+	var held, waited []time.Duration
+	for _, ev := range evs {
+		switch ev.Type {
+		case sleeplock.EventReleased:
+			held = append(held, ev.Held)
+		case sleeplock.EventAcquired:
+			waited = append(waited, ev.Waited)
+		}
+	}
+	if len(held) != 2 || held[0] < 5*time.Second || held[1] < 3*time.Second {
+		t.Fatalf("held durations %v, want at least 5s and 3s", held)
+	}
+	if len(waited) != 2 || waited[1] < 5*time.Second {
+		t.Fatalf("waited durations %v, want the second at least 5s", waited)
+	}
+})
+
+var _ = add("Execute/FnContextEndsWhenLeaseLost", func(t *testing.T, e *env) {
+	l, _ := e.locks(t)
+	define(t, l, "exl", 1)
+	_, err := sleeplock.Execute(ctx(t), l, "exl", func(fctx context.Context) (int, error) {
+		op, err := l.LeaseOf("exec-1", []string{"exl"})
+		must(t, err)
+		must(t, op.Release(ctx(t))) // taken away from under fn
+		select {
+		case <-fctx.Done():
+		case <-time.After(20 * time.Second):
+			return 0, errors.New("fn's context did not end")
+		}
+		return 0, context.Cause(fctx)
+	}, sleeplock.WithRef("exec-1"), sleeplock.TTL(time.Minute))
+	if !errors.Is(err, sleeplock.ErrLeaseLost) {
+		t.Fatalf("fn's context ended with %v, want ErrLeaseLost", err)
+	}
+	wantState(t, l, "exl", 0, 0)
+})
