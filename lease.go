@@ -269,7 +269,10 @@ func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *
 	}
 	if l.watcher != nil && !g.Reentered {
 		l.watcher.Watch(g.Handle(), func(reason error) {
-			if !errors.Is(reason, store.ErrReleased) {
+			if errors.Is(reason, store.ErrReleased) {
+				// Released, maybe through another lease of the same ref.
+				rt.end(reason)
+			} else {
 				rt.lose(reason)
 			}
 		})

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRef(t *testing.T) {
 	a, b := store.NewRef(), store.NewRef()
-	if a.String() == b.String() || len(a.String()) != 32 || a.String() != a.String() {
+	if sa := a.String(); sa == b.String() || len(sa) != 32 || sa != a.String() {
 		t.Fatalf("refs %q %q", a, b)
 	}
 	if !a.Equal(store.RefOf(a.String())) || !store.RefOf(a.String()).Equal(a) || a.Equal(b) {

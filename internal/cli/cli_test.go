@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(t.Context(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func TestDemo(t *testing.T) {
+	out, errOut, code := run(t, "demo", "-work", "2ms", "-jitter", "1ms")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	stamp := regexp.MustCompile(`^(Queued |Lock   |Release) \[(\d)\] at: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z\.$`)
+	running, most := 0, 0
+	counts := map[string]int{}
+	for _, l := range lines[:len(lines)-2] {
+		m := stamp.FindStringSubmatch(l)
+		if m == nil {
+			t.Fatalf("line %q is not a Queued/Lock/Release line", l)
+		}
+		counts[strings.TrimSpace(m[1])]++
+		switch strings.TrimSpace(m[1]) {
+		case "Lock":
+			running++
+			most = max(most, running)
+		case "Release":
+			running--
+		}
+	}
+	if counts["Queued"] != 6 || counts["Lock"] != 6 || counts["Release"] != 6 {
+		t.Fatalf("counts %v", counts)
+	}
+	if most != 2 {
+		t.Fatalf("at most %d tasks held the lock at once, want 2", most)
+	}
+	if lines[len(lines)-2] != "[1 2 3 4 5 6]" || lines[len(lines)-1] != "test_sleepwalk: slots 2, running 0, waiting 0" {
+		t.Fatalf("tail %q", lines[len(lines)-2:])
+	}
+}
+
+func TestDemoFlags(t *testing.T) {
+	out, _, code := run(t, "demo", "-tasks", "3", "-slots", "1", "-work", "0s", "-jitter", "0s", "-events")
+	if code != 0 || !strings.Contains(out, "[1 2 3]") || !strings.Contains(out, "event acquired") {
+		t.Fatalf("exit %d, output %s", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"nope"},
+		{"demo", "-tasks", "0"},
+		{"demo", "-slots", "x"},
+		{"demo", "extra"},
+		{"state"},
+		{"state", "--store", "redis://x"},
+		{"release", "x"},
+		{"migrate", "--store", "mysql://x"},
+	} {
+		_, errOut, code := run(t, args...)
+		if code != 2 || errOut == "" {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, errOut)
+		}
+	}
+	if _, _, code := run(t, "demo", "-slots", "0"); code != 1 {
+		t.Errorf("bad slots: exit %d", code)
+	}
+	if _, _, code := run(t, "help"); code != 0 {
+		t.Errorf("help: exit %d", code)
+	}
+	if _, errOut, code := run(t, "state", "--store", "sqlite:/tmp/x.db"); code != 1 || !strings.Contains(errOut, "not available") {
+		t.Errorf("sqlite: exit %d %q", code, errOut)
+	}
+}
+
+func testDSN(t *testing.T) string {
+	dsn := os.Getenv("SLEEPLOCK_TEST_DATABASE_URL")
+	if dsn == "" {
+		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	}
+	conn, err := pgx.Connect(t.Context(), dsn)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("PostgreSQL unreachable in CI: %v", err)
+		}
+		t.Skipf("PostgreSQL unreachable: %v", err)
+	}
+	_ = conn.Close(context.Background())
+	return dsn
+}
+
+func TestMigrateStateRelease(t *testing.T) {
+	dsn := testDSN(t)
+	schema := fmt.Sprintf("cli_test_%d", os.Getpid())
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err == nil {
+			_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+			_ = conn.Close(context.Background())
+		}
+	})
+	if _, errOut, code := run(t, "state", "--store", dsn, "--schema", schema); code != 1 || !strings.Contains(errOut, "sleeplock migrate") {
+		t.Fatalf("state before migrate: exit %d, %q", code, errOut)
+	}
+	for range 2 { // idempotent
+		if out, errOut, code := run(t, "migrate", "--store", dsn, "--schema", schema); code != 0 || !strings.Contains(out, "version") {
+			t.Fatalf("migrate: exit %d %s %s", code, out, errOut)
+		}
+	}
+	t.Setenv("SLEEPLOCK_STORE", dsn)
+	out, errOut, code := run(t, "state", "--schema", schema, "--json")
+	if code != 0 || strings.TrimSpace(out) != "null" {
+		t.Fatalf("state of an empty store: exit %d %q %q", code, out, errOut)
+	}
+	if _, errOut, code := run(t, "release", "--schema", schema, "--ref", "r1", "nope"); code != 1 || !strings.Contains(errOut, "not") {
+		t.Fatalf("release of nothing: exit %d %q", code, errOut)
+	}
+}

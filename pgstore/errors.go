@@ -1,0 +1,36 @@
+package pgstore
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// ErrSchemaMissing matches the error of New, NewSQL and Open when the
+// schema has no sleeplock tables or is at another version than this build
+// uses: run `sleeplock migrate` (or Migrate). The error is a *SchemaError
+// and also matches store.ErrInvalidConfig.
+var ErrSchemaMissing = errors.New("pgstore: sleeplock schema missing or out of date")
+
+// SchemaError reports a schema that this build cannot use as it is.
+type SchemaError struct {
+	Schema string // the schema name, as configured
+	Have   int    // its version; 0 when it has no sleeplock tables
+	Want   int    // the version this build needs
+}
+
+// Error says what is wrong and what to run.
+func (e *SchemaError) Error() string {
+	switch {
+	case e.Have == 0:
+		return fmt.Sprintf("pgstore: schema %q has no sleeplock tables: run `sleeplock migrate` (or pgstore.Migrate) first", e.Schema)
+	case e.Have < e.Want:
+		return fmt.Sprintf("pgstore: schema %q is at version %d, this build needs version %d: run `sleeplock migrate` (or pgstore.Migrate)", e.Schema, e.Have, e.Want)
+	default:
+		return fmt.Sprintf("pgstore: schema %q is at version %d, newer than this build knows (%d): upgrade sleeplock", e.Schema, e.Have, e.Want)
+	}
+}
+
+// Unwrap returns ErrSchemaMissing and store.ErrInvalidConfig.
+func (e *SchemaError) Unwrap() []error { return []error{ErrSchemaMissing, store.ErrInvalidConfig} }

@@ -1,0 +1,63 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/pgstore"
+)
+
+// A turn of a chat agent: the chat's and the user's locks all or nothing,
+// and the turn's answer written only while the turn still holds them.
+func Example_guard() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, "postgres://localhost/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	if err := pgstore.Migrate(ctx, pool); err != nil { // or: sleeplock migrate
+		log.Fatal(err)
+	}
+	st, err := pgstore.New(ctx, pool)
+	if err != nil {
+		log.Fatal(err)
+	}
+	locks := sleeplock.New(st, sleeplock.WithTTL(10*time.Minute))
+	defer locks.Close()
+	_ = locks.Define(ctx, "chat/*", 1)
+	_ = locks.Define(ctx, "user/*", 1)
+
+	lease, err := locks.AcquireAll(ctx, []string{"chat/42", "user/7"},
+		sleeplock.WithRef("turn-1"), sleeplock.WithKind("turn"), sleeplock.NoWait())
+	var busy *sleeplock.BusyError
+	if errors.As(err, &busy) {
+		fmt.Printf("%s is busy with a %s\n", busy.Lock, busy.Kind)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Release(ctx)
+
+	// … the turn runs …
+
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if err := lease.Guard(ctx, tx); err != nil {
+			return err // taken over: write nothing
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO messages (chat, body, token) VALUES ($1, $2, $3)",
+			42, "the answer", lease.Token())
+		return err
+	})
+	if errors.Is(err, sleeplock.ErrLeaseLost) {
+		fmt.Println("the turn lost its locks; its answer was not written")
+	}
+}

@@ -1,0 +1,139 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// blocked waits until a statement of the store (an acquire or a release)
+// waits for a lock and returns its backend's pid.
+func blocked(t *testing.T, e *env, fn string) int32 {
+	t.Helper()
+	start := "%." + fn + "1(%"
+	var pid int32
+	waitFor(t, "a blocked "+fn, func() bool {
+		err := e.pool.QueryRow(context.Background(),
+			"SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1 LIMIT 1",
+			start).Scan(&pid)
+		return err == nil
+	})
+	return pid
+}
+
+func terminate(t *testing.T, e *env, pid int32) {
+	t.Helper()
+	var ok bool
+	must(t, e.pool.QueryRow(context.Background(), "SELECT pg_terminate_backend($1)", pid).Scan(&ok))
+	if !ok {
+		t.Fatal("pg_terminate_backend failed")
+	}
+}
+
+// blockSlot makes grants of name wait: another transaction inserts a
+// holder row in its first slot and keeps it uncommitted.
+func blockSlot(t *testing.T, e *env, name string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, "INSERT INTO "+pgx.Identifier{e.schema}.Sanitize()+".holders "+
+		"(lock, ref, token, slot, acquired, renewed, ttl, hold) VALUES ($1, 'blocker', 0, 1, now(), now(), 0, 0)", name)
+	must(t, err)
+	return tx
+}
+
+// TestTerminatedDuringAcquire: the connection of a grant is killed while
+// the statement runs: the caller gets an error, and no slot is lost or
+// doubled.
+func TestTerminatedDuringAcquire(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	node := e.node(t)
+	define(t, e.s, "k", 1)
+	tx := blockSlot(t, e, "k")
+	done := make(chan error, 1)
+	go func() {
+		_, err := node.Acquire(ctx, req("victim", time.Minute, "k"))
+		done <- err
+	}()
+	terminate(t, e, blocked(t, e, "acquire"))
+	if err := <-done; err == nil {
+		t.Fatal("an acquisition whose connection was killed succeeded")
+	}
+	must(t, tx.Rollback(ctx))
+	wantState(t, e.s, "k", 0, 0)
+	g, err := e.s.Acquire(ctx, req("next", time.Minute, "k"))
+	must(t, err)
+	if _, err := e.s.Acquire(ctx, req("third", time.Minute, "k")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a second holder of a one-slot lock: %v", err)
+	}
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	wantState(t, e.s, "k", 0, 0)
+}
+
+// TestTerminatedDuringRelease: the connection of a release is killed: the
+// lease is still held (nothing half done) and a second release frees it.
+func TestTerminatedDuringRelease(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	node := e.node(t)
+	define(t, e.s, "r", 1)
+	g, err := node.Acquire(ctx, req("holder", time.Minute, "r"))
+	must(t, err)
+	// Another transaction locks the holder's row: the release waits.
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{e.schema}.Sanitize()+".holders WHERE lock = 'r' FOR UPDATE")
+	must(t, err)
+	done := make(chan error, 1)
+	go func() { done <- node.Release(ctx, g.Handle(), nil) }()
+	terminate(t, e, blocked(t, e, "release"))
+	if err := <-done; err == nil {
+		t.Fatal("a release whose connection was killed succeeded")
+	}
+	must(t, tx.Rollback(ctx))
+	wantState(t, e.s, "r", 1, 0)
+	st, err := node.Held(ctx, g.Handle())
+	must(t, err)
+	if !st.Held {
+		t.Fatal("lease lost by a killed release")
+	}
+	must(t, node.Release(ctx, g.Handle(), nil))
+	wantState(t, e.s, "r", 0, 0)
+}
+
+// TestCancelledDuringGrantUndoes: a try whose context ends while its
+// statement waits for a slot: the caller gets the context's error, and the
+// slot stays free once the other transaction is gone.
+func TestCancelledDuringGrantUndoes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "u", 2)
+	tx := blockSlot(t, e, "u")
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.s.Acquire(cctx, req("gone", time.Minute, "u"))
+		done <- err
+	}()
+	blocked(t, e, "acquire")
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled try: %v", err)
+	}
+	must(t, tx.Rollback(ctx))
+	waitFor(t, "no acquire running", func() bool {
+		var n int
+		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%.acquire(%' AND state = 'active' AND pid <> pg_backend_pid()").Scan(&n)
+		return n == 0
+	})
+	wantState(t, e.s, "u", 0, 0)
+}

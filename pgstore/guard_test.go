@@ -1,0 +1,132 @@
+package pgstore_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
+
+	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// TestGuardBlocksTakeover: while a transaction has guarded a lease, the
+// lease cannot be taken over even when expired; after the commit it can,
+// and a guard then fails with ErrLeaseLost.
+func TestGuardBlocksTakeover(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	other := e.node(t)
+	define(t, e.s, "g", 1)
+	g, err := e.s.Acquire(ctx, req("writer", time.Minute, "g"))
+	must(t, err)
+
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	must(t, e.s.Guard(ctx, tx, g.Handle()))
+	must(t, e.s.Advance(ctx, 2*time.Minute)) // the lease has expired…
+	if _, err := other.Acquire(ctx, req("thief", time.Minute, "g")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("takeover of a guarded lease: %v", err) // …but is guarded
+	}
+	// Renewal still works while guarded.
+	_, err = other.Keep(ctx, g.Handle(), time.Minute, 0)
+	must(t, err)
+	must(t, tx.Commit(ctx))
+	must(t, e.s.Advance(ctx, 2*time.Minute))
+
+	th, err := other.Acquire(ctx, req("thief", time.Minute, "g"))
+	must(t, err)
+	tx2, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer tx2.Rollback(ctx)
+	if err := e.s.Guard(ctx, tx2, g.Handle()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("guard of a lease taken over: %v", err)
+	}
+	// A handle of the same ref with another token is not the holder either.
+	must(t, other.Release(ctx, th.Handle(), nil))
+	if err := e.s.Guard(ctx, "not a tx", g.Handle()); !errors.Is(err, store.ErrUnsupported) {
+		t.Fatalf("guard with a string: %v", err)
+	}
+}
+
+// TestGuardTokenMismatch: the same ref acquiring again gets a new token;
+// a guard with the old token fails.
+func TestGuardTokenMismatch(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "gt", 1)
+	old, err := e.s.Acquire(ctx, req("same", time.Minute, "gt"))
+	must(t, err)
+	must(t, e.s.Release(ctx, old.Handle(), nil))
+	cur, err := e.s.Acquire(ctx, req("same", time.Minute, "gt"))
+	must(t, err)
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	if err := e.s.Guard(ctx, tx, old.Handle()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("guard with an old token: %v", err)
+	}
+	must(t, tx.Rollback(ctx))
+	tx, err = e.pool.Begin(ctx)
+	must(t, err)
+	must(t, e.s.Guard(ctx, tx, cur.Handle()))
+	must(t, tx.Commit(ctx))
+}
+
+// TestDatabaseSQL runs the store through database/sql (the pgx stdlib
+// driver): migrations, operations and Guard with a *sql.Tx.
+func TestDatabaseSQL(t *testing.T) {
+	pool := newPool(t, nil) // skips when the database is unreachable
+	schema := newSchema(t, pool)
+	db, err := sql.Open("pgx", dbURL())
+	must(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	must(t, pgstore.MigrateSQL(ctx, db, pgstore.WithSchema(schema)))
+	must(t, pgstore.MigrateSQL(ctx, db, pgstore.WithSchema(schema))) // idempotent
+	s, err := pgstore.NewSQL(ctx, db, pgstore.WithSchema(schema), pgstore.WithPollInterval(5*time.Millisecond))
+	must(t, err)
+	defer s.Close()
+	define(t, s, "chat/*", 1)
+	define(t, s, "user/*", 1)
+	g, err := s.Acquire(ctx, req("turn", time.Minute, "chat/1", "user/1"))
+	must(t, err)
+	if _, err := s.Acquire(ctx, req("x", time.Minute, "user/1")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatal(err)
+	}
+	_, err = s.Keep(ctx, g.Handle(), time.Minute, 0)
+	must(t, err)
+	st, err := s.Held(ctx, g.Handle())
+	must(t, err)
+	if !st.Held {
+		t.Fatal("not held")
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	must(t, err)
+	must(t, s.Guard(ctx, tx, g.Handle()))
+	must(t, tx.Commit())
+	list, err := s.List(ctx, true)
+	must(t, err)
+	if len(list) != 4 || list[0].Name != "chat/*" || list[1].Name != "chat/1" || len(list[1].Holders) != 1 {
+		t.Fatalf("list %+v", list)
+	}
+	// A waiter through database/sql.
+	done := make(chan error, 1)
+	go func() {
+		r := req("w", time.Minute, "user/1")
+		r.Wait = true
+		w, err := s.Acquire(ctx, r)
+		if err == nil {
+			err = s.Release(ctx, w.Handle(), nil)
+		}
+		done <- err
+	}()
+	waiting(t, s, "user/1", 1)
+	must(t, s.Release(ctx, g.Handle(), nil))
+	must(t, <-done)
+	wantState(t, s, "user/1", 0, 0)
+}

@@ -1,0 +1,551 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	return nil
+}
+
+func emit(ev store.Emitter, e store.Event) {
+	if ev != nil {
+		ev.Emit(e)
+	}
+}
+
+func notFound(name string) error {
+	hint := name + store.FamilySuffix
+	if i := strings.LastIndexByte(name, '/'); i > 0 {
+		hint = name[:i] + store.FamilySuffix
+	}
+	return fmt.Errorf("%w: %q (Define it, or define a family such as %q)", store.ErrNotFound, name, hint)
+}
+
+// Define implements store.Store in one statement.
+func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return false, err
+	}
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	var created bool
+	var have, running, waiting, old int32
+	var at int64
+	err := queryOne(ctx, s.c, s.q.define, []any{name, int64(slots), strings.HasSuffix(name, store.FamilySuffix)},
+		&created, &have, &running, &waiting, &at, &old)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: define %q: %w", name, err)
+	}
+	if !created {
+		if int(have) != slots {
+			return false, &store.ConflictError{Name: name, Slots: int(have), Requested: slots}
+		}
+		return false, nil
+	}
+	t := fromMicros(at)
+	emit(ev, store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: t})
+	if old != 0 && int(old) != slots {
+		// A family member in use became a lock of its own with other slots.
+		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: t})
+	}
+	return true, nil
+}
+
+// Resize implements store.Store in one statement. Waiters see the new slots
+// at their next poll.
+func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emitter) error {
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return err
+	}
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	var old, running, waiting int32
+	var family bool
+	var at int64
+	err := queryOne(ctx, s.c, s.q.resize, []any{name, int64(slots)}, &old, &family, &running, &waiting, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		if strings.HasSuffix(name, store.FamilySuffix) {
+			return fmt.Errorf("%w: %q", store.ErrNotFound, name)
+		}
+		return fmt.Errorf("%w: %q (only a defined lock or family can be resized)", store.ErrNotFound, name)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: resize %q: %w", name, err)
+	}
+	if family || int(old) != slots {
+		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: fromMicros(at)})
+	}
+	return nil
+}
+
+// arow is one result row of the acquire function.
+type arow struct {
+	ev                      string
+	idx                     int32
+	lock                    string
+	slots, running, waiting int32
+	ref, kind               string
+	token, at, expires, dur int64
+	queued                  bool
+	ticket, ttl, hold       int64
+}
+
+func (s *Store) callAcquire(ctx context.Context, args []any) ([]arow, error) {
+	return s.callAcquireQ(ctx, s.q.acquire, args)
+}
+
+func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow, error) {
+	var out []arow
+	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
+		var r arow
+		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token,
+			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		err = errors.New("pgstore: acquire returned no row")
+	}
+	return out, err
+}
+
+// Acquire implements store.Store. A try, a grant and a refusal are one
+// statement each, and so is every check of a waiting caller.
+func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Grant{}, err
+	}
+	if err := s.check(ctx); err != nil {
+		return store.Grant{}, err
+	}
+	names := req.Names()
+	op := rand.Int64N(1<<62) + 1
+	args := []any{textArray(names), req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
+		req.Counted, req.Wait, op, int64(0), micros(s.cfg.waiterTTL)}
+	var rows []arow
+	var err error
+	if len(names) == 1 {
+		length, back := lease(req.TTL, req.Hold)
+		rows, err = s.callAcquireQ(ctx, s.q.acquireOne, []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
+			micros(req.Hold), req.Counted, req.Wait, op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back})
+	} else {
+		rows, err = s.callAcquire(ctx, args)
+	}
+	if err != nil {
+		return store.Grant{}, s.abandon(ctx, &req, names, op, err)
+	}
+	if rows[0].ev != "queued" {
+		return s.outcome(ctx, &req, names, op, rows)
+	}
+	s.emitRows(req.Events, &req, rows)
+	args[8] = rows[0].ticket
+	delay, failures := time.Millisecond, 0
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return store.Grant{}, s.abandon(ctx, &req, names, op, ctx.Err())
+		case <-timer.C:
+		}
+		delay = min(delay*2, s.cfg.poll)
+		timer.Reset(delay)
+		rows, err := s.callAcquire(ctx, args)
+		if err != nil {
+			if ctx.Err() != nil || failures >= 3 || s.closed.Load() {
+				return store.Grant{}, s.abandon(ctx, &req, names, op, err)
+			}
+			failures++ // a lost connection: the waiter row stays; check again
+			continue
+		}
+		failures = 0
+		switch rows[0].ev {
+		case "waiting":
+			continue
+		case "gone":
+			// Our place in the queue expired (this process paused longer
+			// than the waiter TTL): queue again.
+			args[8] = int64(0)
+			rows, err = s.callAcquire(ctx, args)
+			if err != nil {
+				return store.Grant{}, s.abandon(ctx, &req, names, op, err)
+			}
+			if rows[0].ev == "queued" {
+				args[8] = rows[0].ticket
+				continue
+			}
+		}
+		return s.outcome(ctx, &req, names, op, rows)
+	}
+}
+
+// outcome turns the final rows of an acquisition into a grant or an error.
+func (s *Store) outcome(ctx context.Context, req *store.AcquireRequest, names []string, op int64, rows []arow) (store.Grant, error) {
+	switch r := &rows[0]; r.ev {
+	case "notfound":
+		return store.Grant{}, notFound(r.lock)
+	case "refused":
+		e := &store.BusyError{Lock: r.lock, Queued: r.queued}
+		if !r.queued {
+			e.Kind, e.Ref, e.Expires = r.kind, r.ref, fromMicros(r.expires)
+		}
+		emit(req.Events, store.Event{Type: store.EventRefused, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
+			Waiting: int(r.waiting), Holder: e.Kind, Time: fromMicros(r.at)})
+		return store.Grant{}, e
+	case "cancelled":
+		return store.Grant{}, s.abandon(ctx, req, names, op, errors.New("pgstore: acquisition cancelled"))
+	}
+	g := store.Grant{Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold, Reentered: true}
+	n := 0
+	for i := range rows {
+		r := &rows[i]
+		if r.ev != "granted" && r.ev != "reentered" {
+			continue
+		}
+		l := store.Lock{Name: r.lock, Token: r.token}
+		exp := fromMicros(r.expires)
+		if r.ev == "granted" {
+			g.Reentered = false
+		}
+		if n == 0 {
+			g.Lock, g.Acquired, g.Expires = l, fromMicros(r.at), exp
+		} else {
+			g.More = append(g.More, l)
+			if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
+				g.Expires = exp
+			}
+		}
+		n++
+	}
+	if n != len(names) {
+		return store.Grant{}, s.abandon(ctx, req, names, op, fmt.Errorf("pgstore: acquire granted %d of %d locks", n, len(names)))
+	}
+	if g.Reentered && len(names) == 1 {
+		g.Kind, g.TTL, g.Hold = rows[len(rows)-1].kind, time.Duration(rows[len(rows)-1].ttl)*time.Microsecond,
+			time.Duration(rows[len(rows)-1].hold)*time.Microsecond
+	}
+	s.emitRows(req.Events, req, rows)
+	return g, nil
+}
+
+// emitRows emits the events an acquire's rows stand for.
+func (s *Store) emitRows(ev store.Emitter, req *store.AcquireRequest, rows []arow) {
+	for i := range rows {
+		r := &rows[i]
+		e := store.Event{Lock: r.lock, Slots: int(r.slots), Running: int(r.running), Waiting: int(r.waiting),
+			Ref: r.ref, Kind: r.kind, Token: r.token, Time: fromMicros(r.at)}
+		switch r.ev {
+		case "expired":
+			e.Type, e.Held = store.EventExpired, time.Duration(r.dur)*time.Microsecond
+			s.ended(r.lock, r.ref, r.token, fmt.Errorf("%w: taken over after its TTL", store.ErrLeaseLost))
+		case "granted":
+			e.Type, e.Waited = store.EventAcquired, time.Duration(r.dur)*time.Microsecond
+		case "queued":
+			e.Type = store.EventWaiting
+		default:
+			continue
+		}
+		emit(ev, e)
+	}
+}
+
+// abandon gives up acquisition op after err (the context ended, the
+// connection failed, …): whatever the statement may still do or have done
+// is undone, so no slot is leaked. It returns ctx's error when ctx ended,
+// else err.
+func (s *Store) abandon(ctx context.Context, req *store.AcquireRequest, names []string, op int64, err error) error {
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if pgconn.SafeToRetry(err) && ctx.Err() == nil {
+		return err // nothing reached the server
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	rows, uerr := s.callRelease(uctx, s.q.undo, []any{textArray(names), req.Ref.String(), op})
+	if uerr != nil {
+		return errors.Join(err, fmt.Errorf("pgstore: undoing an abandoned acquisition (its holds expire with their TTL): %w", uerr))
+	}
+	s.emitReleased(req.Events, rows, fmt.Errorf("%w: granted while its acquisition was abandoned", store.ErrLeaseLost))
+	return err
+}
+
+// rrow is one result row of the release and undo functions.
+type rrow struct {
+	ev                      string
+	idx                     int32
+	lock                    string
+	slots, running, waiting int32
+	ref, kind               string
+	token, at, dur          int64
+}
+
+func (s *Store) callRelease(ctx context.Context, q string, args []any) ([]rrow, error) {
+	var out []rrow
+	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
+		var r rrow
+		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token, &r.at, &r.dur); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) emitReleased(ev store.Emitter, rows []rrow, reason error) {
+	for i := range rows {
+		if r := &rows[i]; r.ev == "released" {
+			s.ended(r.lock, r.ref, r.token, reason)
+			emit(ev, store.Event{Type: store.EventReleased, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
+				Waiting: int(r.waiting), Ref: r.ref, Kind: r.kind, Token: r.token, Held: time.Duration(r.dur) * time.Microsecond,
+				Time: fromMicros(r.at)})
+		}
+	}
+}
+
+func handleArgs(h *store.Handle) (names, tokens string) {
+	var ns []string
+	var ts []int64
+	h.Each(func(l store.Lock) {
+		ns = append(ns, l.Name)
+		ts = append(ts, l.Token)
+	})
+	return textArray(ns), intArray(ts)
+}
+
+// Release implements store.Store in one statement.
+func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	var rows []rrow
+	var err error
+	if len(h.More) == 0 {
+		rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, h.Ref.String(), ev != nil, patterns(h.Name)})
+	} else {
+		names, tokens := handleArgs(&h)
+		rows, err = s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), nil, ev != nil})
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: release: %w", err)
+	}
+	reason := store.ErrReleased
+	if h.Token == 0 {
+		reason = fmt.Errorf("%w: released by another caller naming its ref", store.ErrLeaseLost)
+	}
+	s.emitReleased(ev, rows, reason)
+	var missing []string
+	for _, r := range rows {
+		if r.ev == "notheld" {
+			missing = append(missing, fmt.Sprintf("%q", r.lock))
+		}
+	}
+	if len(missing) > 0 {
+		s.lostHandle(&h, "not held when its holder released it")
+	}
+	switch {
+	case len(missing) == len(rows):
+		return store.ErrNotHeld
+	case len(missing) > 0:
+		return fmt.Errorf("%w: %s", store.ErrNotHeld, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ReleaseStale implements store.Store in one statement.
+func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	names, tokens := handleArgs(&h)
+	rows, err := s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), micros(max(staleAfter, 0)), ev != nil})
+	if err != nil {
+		return false, fmt.Errorf("pgstore: release stale: %w", err)
+	}
+	s.emitReleased(ev, rows, fmt.Errorf("%w: released as stale", store.ErrLeaseLost))
+	return len(rows) > 0, nil
+}
+
+// Keep implements store.Store in one statement.
+func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
+	if err := s.check(ctx); err != nil {
+		return time.Time{}, err
+	}
+	var ok bool
+	var now, exp int64
+	var err error
+	if len(h.More) == 0 {
+		length, back := lease(ttl, hold)
+		err = queryOne(ctx, s.c, s.q.keepOne, []any{h.Name, h.Token, h.Ref.String(), micros(ttl), micros(hold), length, back},
+			&ok, &now, &exp)
+		if errors.Is(err, sql.ErrNoRows) {
+			ok, err = false, nil
+		}
+	} else {
+		names, tokens := handleArgs(&h)
+		err = queryOne(ctx, s.c, s.q.keep, []any{names, tokens, h.Ref.String(), micros(ttl), micros(hold)}, &ok, &now, &exp)
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("pgstore: keep: %w", err)
+	}
+	if !ok {
+		s.lostHandle(&h, "taken over or released by another holder")
+		return time.Time{}, store.ErrNotHeld
+	}
+	return fromMicros(exp), nil
+}
+
+// Held implements store.Store in one statement.
+func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Status{}, err
+	}
+	var held bool
+	var now, renewed, exp int64
+	q, args := s.q.heldOne, []any{h.Name, h.Token, h.Ref.String()}
+	if len(h.More) > 0 {
+		names, tokens := handleArgs(&h)
+		q, args = s.q.held, []any{names, tokens, h.Ref.String()}
+	}
+	if err := queryOne(ctx, s.c, q, args, &held, &now, &renewed, &exp); err != nil {
+		return store.Status{}, fmt.Errorf("pgstore: held: %w", err)
+	}
+	st := store.Status{Held: held, Now: fromMicros(now)}
+	if held {
+		st.Renewed, st.Expires = fromMicros(renewed), fromMicros(exp)
+	}
+	return st, nil
+}
+
+type jsonHolder struct {
+	Ref      string `json:"ref"`
+	Kind     string `json:"kind"`
+	Token    int64  `json:"token"`
+	Count    int    `json:"count"`
+	Acquired int64  `json:"acquired"`
+	Renewed  int64  `json:"renewed"`
+	Expires  int64  `json:"expires"`
+}
+
+type jsonWaiter struct {
+	Ref   string   `json:"ref"`
+	Kind  string   `json:"kind"`
+	Since int64    `json:"since"`
+	Locks []string `json:"locks"`
+}
+
+func (s *Store) states(ctx context.Context, names any, detail bool) ([]store.State, error) {
+	var out []store.State
+	err := s.c.query(ctx, s.q.states, []any{names, detail}, func(scan func(...any) error) error {
+		var st store.State
+		var slots, running, waiting int32
+		var now int64
+		var holders, queue string
+		if err := scan(&st.Name, &slots, &st.Family, &running, &waiting, &now, &holders, &queue); err != nil {
+			return err
+		}
+		st.Slots, st.Running, st.Waiting, st.Now = int(slots), int(running), int(waiting), fromMicros(now)
+		if holders != "" {
+			var hs []jsonHolder
+			if err := json.Unmarshal([]byte(holders), &hs); err != nil {
+				return err
+			}
+			for _, h := range hs {
+				st.Holders = append(st.Holders, store.Holder{Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count,
+					Acquired: fromMicros(h.Acquired), Renewed: fromMicros(h.Renewed), Expires: fromMicros(h.Expires)})
+			}
+		}
+		if queue != "" {
+			var ws []jsonWaiter
+			if err := json.Unmarshal([]byte(queue), &ws); err != nil {
+				return err
+			}
+			for _, w := range ws {
+				st.Queue = append(st.Queue, store.Waiter{Ref: w.Ref, Kind: w.Kind, Since: fromMicros(w.Since), Locks: w.Locks})
+			}
+		}
+		out = append(out, st)
+		return nil
+	})
+	return out, err
+}
+
+// State implements store.Store in one statement.
+func (s *Store) State(ctx context.Context, name string, detail bool) (store.State, error) {
+	if err := s.check(ctx); err != nil {
+		return store.State{}, err
+	}
+	sts, err := s.states(ctx, name, detail)
+	if err != nil {
+		return store.State{}, fmt.Errorf("pgstore: state of %q: %w", name, err)
+	}
+	if len(sts) == 0 {
+		return store.State{}, notFound(name)
+	}
+	return sts[0], nil
+}
+
+// List implements store.Store in one statement.
+func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	sts, err := s.states(ctx, nil, detail)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: list: %w", err)
+	}
+	sort.Slice(sts, func(i, j int) bool { return sts[i].Name < sts[j].Name })
+	return sts, nil
+}
+
+// Guard implements store.Guarder: inside tx (a pgx.Tx or a *sql.Tx) it
+// checks that h's ref still holds every lock of h (with h's tokens) and
+// locks those holder rows (FOR KEY SHARE) until tx ends, so the lease cannot
+// be taken over or released before tx commits; renewals go on. When the
+// lease is lost the error matches store.ErrLeaseLost, and tx should be
+// rolled back.
+func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	var c conn
+	switch t := tx.(type) {
+	case pgx.Tx:
+		c = pgxConn{t}
+	case *sql.Tx:
+		c = sqlConn{q: t}
+	default:
+		return fmt.Errorf("%w: Guard needs a pgx.Tx or a *sql.Tx, not %T", store.ErrUnsupported, tx)
+	}
+	names, tokens := handleArgs(&h)
+	var n int64
+	if err := queryOne(ctx, c, s.q.guard, []any{names, tokens, h.Ref.String()}, &n); err != nil {
+		return fmt.Errorf("pgstore: guard: %w", err)
+	}
+	if want := 1 + len(h.More); int(n) != want {
+		return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", store.ErrLeaseLost, h.Name, h.Token)
+	}
+	return nil
+}

@@ -1,0 +1,334 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Defaults of the options.
+const (
+	// DefaultSchema is the schema of the tables unless WithSchema names another.
+	DefaultSchema = "sleeplock"
+	// DefaultPollInterval is the longest pause between two checks of a waiter.
+	DefaultPollInterval = 25 * time.Millisecond
+	// DefaultWaiterTTL is the lease of a waiter's place in the queue.
+	DefaultWaiterTTL = 10 * time.Second
+)
+
+// Option configures New, NewSQL, Open, Migrate and MigrateSQL.
+type Option func(*config)
+
+type config struct {
+	schema    string
+	poll      time.Duration
+	waiterTTL time.Duration
+	unlogged  bool
+	err       error
+}
+
+// WithSchema names the PostgreSQL schema of the tables (default
+// "sleeplock"). Any name works, quoted as an identifier; it must be 1 to 63
+// bytes.
+func WithSchema(name string) Option {
+	return func(c *config) {
+		if err := checkSchema(name); err != nil && c.err == nil {
+			c.err = err
+		}
+		c.schema = name
+	}
+}
+
+// WithPollInterval sets the longest pause between two checks of a waiting
+// Acquire (default 25ms): a waiter checks after 1ms, then twice as long each
+// time up to this interval.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a poll interval must be positive")
+		}
+		c.poll = d
+	}
+}
+
+// WithWaiterTTL sets the lease of a waiter's place in the queue (default
+// 10s, and at least 10 poll intervals): a waiter renews it while it polls,
+// so the waiters of a node that died leave the queue after this long.
+func WithWaiterTTL(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a waiter TTL must be positive")
+		}
+		c.waiterTTL = d
+	}
+}
+
+// Unlogged makes Migrate create the lease and queue tables UNLOGGED (or
+// turn existing ones UNLOGGED). Grants and releases then skip the WAL and
+// its fsync, several times faster, but every lease and waiter vanishes when
+// the database crashes or fails over to a replica. Definitions and the
+// fencing-token sequence stay durable, so tokens still only grow. New
+// ignores it: the tables are what they were made.
+func Unlogged() Option { return func(c *config) { c.unlogged = true } }
+
+func newConfig(opts []Option) (config, error) {
+	c := config{schema: DefaultSchema, poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.err != nil {
+		return c, c.err
+	}
+	c.waiterTTL = max(c.waiterTTL, 10*c.poll)
+	return c, nil
+}
+
+// Store keeps sleeplock's locks in PostgreSQL tables shared by every node
+// that uses the same database and schema. It implements store.Store and
+// store.Guarder. Its methods are safe for concurrent use.
+type Store struct {
+	c      conn
+	pool   *pgxpool.Pool // owned by the store (Open), closed by Close
+	cfg    config
+	q      queries
+	closed atomic.Bool
+	w      watchers
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Guarder = (*Store)(nil)
+	_ store.Watcher = (*Store)(nil)
+)
+
+// queries are the store's statements, with the schema filled in.
+type queries struct {
+	acquire, release, undo, keep, held, states, define, resize, guard, version string
+	acquireOne, releaseOne, keepOne, heldOne                                   string
+	advanceHolders, advanceWaiters                                             string
+}
+
+func newQueries(schema string) queries {
+	s := quoteIdent(schema)
+	return queries{
+		acquireOne: "SELECT * FROM " + s + ".acquire1($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, " +
+			"$7::boolean, $8::bigint, $9::bigint, $10::text::text[], $11::bigint, $12::bigint)",
+		releaseOne: "SELECT * FROM " + s + ".release1($1::text, $2::bigint, $3::text, $4::boolean, $5::text::text[])",
+		keepOne:    statement(keepOneSQL, schema),
+		heldOne:    statement(heldOneSQL, schema),
+		acquire: "SELECT * FROM " + s + ".acquire($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
+			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint)",
+		release: "SELECT * FROM " + s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean)",
+		undo:    "SELECT * FROM " + s + ".undo($1::text::text[], $2::text, $3::bigint)",
+		keep:    "SELECT * FROM " + s + ".keep($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::bigint)",
+		held:    "SELECT * FROM " + s + ".held($1::text::text[], $2::text::bigint[], $3::text)",
+		states:  "SELECT r_name, r_slots, r_family, r_running, r_waiting, r_now, coalesce(r_holders, ''), coalesce(r_queue, '') FROM " + s + ".states($1::text, $2::boolean)",
+		define:  "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0) FROM " + s + ".define($1::text, $2::integer, $3::boolean)",
+		resize:  "SELECT * FROM " + s + ".resize($1::text, $2::integer)",
+		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
+			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
+			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
+		version:        "SELECT coalesce(max(version), 0)::bigint FROM " + s + ".schema_version",
+		advanceHolders: "UPDATE " + s + ".holders SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond'",
+		advanceWaiters: "UPDATE " + s + ".waiters SET since = since - $1::bigint * interval '1 microsecond'",
+	}
+}
+
+// New returns a store on pool, whose lifetime stays the caller's. It checks
+// that the schema exists at the version this build uses: if not, the error
+// matches ErrSchemaMissing and says to run `sleeplock migrate`.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.New needs a *pgxpool.Pool")
+	}
+	return newStore(ctx, pgxConn{pool}, nil, opts)
+}
+
+// NewSQL returns a store on db, a database/sql handle of any PostgreSQL
+// driver (for example github.com/jackc/pgx/v5/stdlib or lib/pq). The SQL is
+// the same as New's.
+func NewSQL(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
+	if db == nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.NewSQL needs a *sql.DB")
+	}
+	return newStore(ctx, sqlConn{q: db, db: db}, nil, opts)
+}
+
+// Open connects to the database named by dsn (a postgres:// URL or
+// key=value string) with a pool of its own, which Close closes. A dsn that
+// does not parse is an error matching store.ErrInvalidConfig.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "DSN", "cannot be parsed: "+redact(err.Error()))
+	}
+	ConfigurePool(pc)
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	s, err := newStore(ctx, pgxConn{pool}, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// ConfigurePool sets in cfg what pgstore recommends for a pool it uses
+// (Open does it for its own): a context that ends while a statement runs
+// sends PostgreSQL a cancel request and waits (up to a second) for the
+// statement to stop, instead of dropping the connection and leaving the
+// statement running on the server. Either way an abandoned acquisition is
+// undone; with the cancel request no grant can land after the undo.
+func ConfigurePool(cfg *pgxpool.Config) {
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
+	}
+}
+
+// redact hides a password that an error might quote.
+func redact(s string) string {
+	if i := strings.Index(s, "password="); i >= 0 {
+		j := strings.IndexAny(s[i:], " '`")
+		if j < 0 {
+			j = len(s) - i
+		}
+		s = s[:i] + "password=xxxxx" + s[i+j:]
+	}
+	return s
+}
+
+func newStore(ctx context.Context, c conn, pool *pgxpool.Pool, opts []Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{c: c, pool: pool, cfg: cfg, q: newQueries(cfg.schema)}
+	var have int64
+	if err := queryOne(ctx, c, s.q.version, nil, &have); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
+			return nil, &SchemaError{Schema: cfg.schema, Want: SchemaVersion}
+		}
+		return nil, fmt.Errorf("pgstore: checking schema %q: %w", cfg.schema, err)
+	}
+	if int(have) != SchemaVersion {
+		return nil, &SchemaError{Schema: cfg.schema, Have: int(have), Want: SchemaVersion}
+	}
+	return s, nil
+}
+
+// Schema returns the name of the store's schema.
+func (s *Store) Schema() string { return s.cfg.schema }
+
+// Close makes later calls fail with store.ErrClosed and closes the pool if
+// Open made it. Leases are not released.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// Advance dates every lease and waiter of the store's schema back by d, as
+// if d had passed on the database's clock. It is meant for tests (of the
+// store or of code that uses it) that must make a TTL pass without
+// waiting; it changes nothing else, and waiters' own liveness leases are
+// left as they are.
+func (s *Store) Advance(ctx context.Context, d time.Duration) error {
+	if err := s.c.exec(ctx, s.q.advanceHolders, micros(d)); err != nil {
+		return err
+	}
+	return s.c.exec(ctx, s.q.advanceWaiters, micros(d))
+}
+
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// statement renders a query file without its comment lines.
+func statement(text, schema string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(render(text, schema, false), "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "--") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// lease returns how long a grant or renewal lasts (the hold when shorter
+// than the TTL) and how far its renewal time is dated back.
+func lease(ttl, hold time.Duration) (length, back int64) {
+	l := ttl
+	if hold > 0 && hold < ttl {
+		l = hold
+	}
+	return micros(l), micros(ttl - l)
+}
+
+// patterns returns name and the families that could cover it, most
+// specific first, as an array literal.
+func patterns(name string) string {
+	ps := []string{name}
+	store.FamilyOf(name, func(p string) bool {
+		ps = append(ps, p)
+		return true
+	})
+	return textArray(ps)
+}
+
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us)
+}
+
+// textArray formats ss as a PostgreSQL array literal.
+func textArray(ss []string) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, s := range ss {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('"')
+		for j := 0; j < len(s); j++ {
+			if s[j] == '"' || s[j] == '\\' {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(s[j])
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func intArray(ns []int64) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, n := range ns {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(n, 10))
+	}
+	b.WriteByte('}')
+	return b.String()
+}

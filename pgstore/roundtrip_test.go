@@ -1,0 +1,137 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// TestOneRoundTripPerOperation counts the statements each operation sends.
+func TestOneRoundTripPerOperation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "slots", 3)
+	define(t, e.s, "chat/*", 1)
+	define(t, e.s, "user/*", 1)
+	count := func(what string, f func()) {
+		t.Helper()
+		for range 2 { // the first run may also prepare the statement
+			e.trace.n.Store(0)
+			f()
+			if n := e.trace.n.Load(); n != 1 {
+				t.Fatalf("%s: %d statements, want 1", what, n)
+			}
+		}
+	}
+	var g store.Grant
+	count("TryAcquire of a 3-slot lock", func() {
+		var err error
+		g, err = e.s.Acquire(ctx, req("r", time.Minute, "slots"))
+		must(t, err)
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+		e.trace.n.Add(-1) // the release is counted below
+	})
+	g, err := e.s.Acquire(ctx, req("r", time.Minute, "slots"))
+	must(t, err)
+	count("Keep", func() { _, err := e.s.Keep(ctx, g.Handle(), time.Minute, 0); must(t, err) })
+	count("Held", func() { st, err := e.s.Held(ctx, g.Handle()); must(t, err); _ = st })
+	count("State", func() { _, err := e.s.State(ctx, "slots", true); must(t, err) })
+	count("Release", func() {
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+		g, err = e.s.Acquire(ctx, req("r", time.Minute, "slots"))
+		must(t, err)
+		e.trace.n.Add(-1)
+	})
+	count("AcquireAll of 2 locks", func() {
+		g, err := e.s.Acquire(ctx, req("turn", time.Minute, "chat/42", "user/7"))
+		must(t, err)
+		e.trace.n.Add(-1)
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+	})
+	other, err := e.s.Acquire(ctx, req("turn", time.Minute, "chat/42", "user/7"))
+	must(t, err)
+	count("refused AcquireAll of 2 locks", func() {
+		_, err := e.s.Acquire(ctx, req("turn2", time.Minute, "chat/42", "user/7"))
+		if !errors.Is(err, store.ErrUnavailable) {
+			t.Fatal(err)
+		}
+	})
+	count("ReleaseStale", func() {
+		ok, err := e.s.ReleaseStale(ctx, other.Handle(), time.Hour, nil)
+		must(t, err)
+		if ok {
+			t.Fatal("a fresh lease released as stale")
+		}
+	})
+}
+
+// TestRefusedTryWritesNothing checks that a refused try takes no
+// transaction id and writes no WAL, so it never waits for an fsync nor for
+// the holder's row lock.
+func TestRefusedTryWritesNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "hot", 1)
+	define(t, e.s, "chat/*", 1)
+	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "hot"))
+	must(t, err)
+	_, err = e.s.Acquire(ctx, req("holder", time.Minute, "chat/1"))
+	must(t, err)
+
+	// No transaction id: run the statement in a transaction and ask.
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	// A row lock held on the holder's row by another transaction: a refusal
+	// must not wait for it.
+	lockTx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer lockTx.Rollback(ctx)
+	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{e.schema}.Sanitize()+".holders WHERE lock = 'hot' FOR UPDATE")
+	must(t, err)
+	var ev string
+	err = tx.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+
+		".acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000)").Scan(&ev)
+	must(t, err)
+	var xid *int64
+	must(t, tx.QueryRow(ctx, "SELECT pg_current_xact_id_if_assigned()::text::bigint").Scan(&xid))
+	if ev != "refused" || xid != nil {
+		t.Fatalf("refused try: %s, transaction id assigned: %v (want none)", ev, xid != nil)
+	}
+	must(t, tx.Rollback(ctx))
+	must(t, lockTx.Rollback(ctx))
+
+	// No WAL: the insert position does not move over a refused try and a
+	// refused AcquireAll. Other sessions of the server (other test packages
+	// run at the same time) may write meanwhile; that only adds, so take the
+	// least of many short measurements: a refusal that wrote would write
+	// every time.
+	least := int64(-1)
+	for range 500 {
+		var diff int64
+		var lsn string
+		must(t, e.pool.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn))
+		if _, err := e.s.Acquire(ctx, req("other", time.Minute, "hot")); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatal(err)
+		}
+		if _, err := e.s.Acquire(ctx, req("other", time.Minute, "chat/1", "hot")); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatal(err)
+		}
+		must(t, e.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn).Scan(&diff))
+		if least < 0 || diff < least {
+			least = diff
+		}
+		if least == 0 {
+			break
+		}
+	}
+	if least != 0 {
+		t.Fatalf("refused tries wrote %d bytes of WAL", least)
+	}
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+}
