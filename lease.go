@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -25,7 +26,8 @@ type Lease struct {
 	name  string // the first lock
 	token int64
 	ref   store.Ref
-	x     *leaseExt // nil for a plain lease from the memory store's fast path
+	slot  memstore.Slot // the lock of a plain lease, when the memory store says
+	x     *leaseExt     // nil for a plain lease from the memory store's fast path
 }
 
 // leaseExt is what a lease has beyond one lock, a ref and a token.
@@ -130,7 +132,7 @@ func (x Lease) Release(ctx context.Context) error {
 		return err
 	}
 	if x.x == nil && x.l.mem != nil {
-		return x.l.mem.ReleaseFast(x.name, x.ref, x.token)
+		return x.l.mem.ReleasePlain(x.slot, x.name, x.ref, x.token)
 	}
 	rt := x.rt()
 	if rt != nil {

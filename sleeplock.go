@@ -186,11 +186,12 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		if err := store.CheckName(name); err != nil {
 			return Lease{}, err
 		}
-		g, err := l.mem.Acquire(ctx, store.AcquireRequest{Name: name, Ref: store.NewRef(), Wait: wait})
+		ref := store.NewRef()
+		slot, token, err := l.mem.AcquirePlain(ctx, name, ref, wait)
 		if err != nil {
 			return Lease{}, err
 		}
-		return Lease{l: l, name: g.Name, token: g.Token, ref: g.Ref}, nil
+		return Lease{l: l, name: name, token: token, ref: ref, slot: slot}, nil
 	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
 	if len(opts) > 0 {

@@ -52,6 +52,7 @@ type lock struct {
 	slots   int
 	fam     *family // non-nil for a family member: forgotten when idle
 	defined bool    // defined by name (not only a member)
+	gone    bool    // forgotten: a Slot naming it must look the name up
 	holders []holder
 	queue   []*waiter
 	nexp    int // holders with an expiry
@@ -266,6 +267,7 @@ func (s *Store) forget(lk *lock) {
 		if s.locks[lk.name] == lk {
 			delete(s.locks, lk.name)
 		}
+		lk.gone = true
 	}
 }
 
@@ -341,12 +343,14 @@ func (s *Store) removeHolder(lk *lock, i int) {
 	lk.holders = lk.holders[:last]
 }
 
-// ReleaseFast is the fast path of package sleeplock's Lease.Release for a
-// lease of one lock with a generated ref, no kind, no TTL and no notifier:
-// Release of that lease.
-func (s *Store) ReleaseFast(name string, ref store.Ref, token int64) error {
+// ReleasePlain releases a lease that AcquirePlain granted: Release of
+// that lease without a notifier.
+func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64) error {
 	s.mu.Lock()
-	lk := s.locks[name]
+	lk := slot.lk
+	if lk == nil || lk.gone {
+		lk = s.locks[name]
+	}
 	if s.closed {
 		s.mu.Unlock()
 		return store.ErrClosed
@@ -364,10 +368,17 @@ func (s *Store) ReleaseFast(name string, ref store.Ref, token int64) error {
 		s.mu.Unlock()
 		return store.ErrNotHeld
 	}
-	if len(lk.holders[i].watch) == 0 && len(lk.queue) == 0 && lk.holders[i].count == 1 {
+	if len(lk.holders[i].watch) == 0 && lk.holders[i].count == 1 {
 		s.removeHolder(lk, i)
-		s.forget(lk)
+		if len(lk.queue) == 0 {
+			s.forget(lk)
+			s.mu.Unlock()
+			return nil
+		}
+		o := op{s: s}
+		s.pump(&o, lk)
 		s.mu.Unlock()
+		o.finish()
 		return nil
 	}
 	o := op{s: s}
@@ -415,6 +426,41 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		return store.Grant{}, err
 	}
 	s.mu.Lock()
+	return s.acquireLocked(ctx, req)
+}
+
+// Slot names the lock of a plain lease (AcquirePlain), so that its release
+// needs no lookup by name. The zero Slot names none.
+type Slot struct{ lk *lock }
+
+// AcquirePlain is the fast path of package sleeplock: Acquire of one lock
+// for ref, a new generated ref, with no kind, no TTL and no notifier. It
+// returns the granted token and the lock's Slot for ReleasePlain.
+func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return Slot{}, 0, err
+	}
+	s.mu.Lock()
+	if lk := s.locks[name]; lk != nil && !s.closed && !s.times && len(lk.queue) == 0 && len(lk.holders) < lk.slots {
+		s.token++
+		token := s.token
+		if n := len(lk.holders); n < cap(lk.holders) {
+			// Reuse the slot in place: removeHolder left it zeroed.
+			lk.holders = lk.holders[:n+1]
+			h := &lk.holders[n]
+			h.ref, h.token, h.count = ref, token, 1
+		} else {
+			lk.holders = append(lk.holders, holder{ref: ref, token: token, count: 1})
+		}
+		s.mu.Unlock()
+		return Slot{lk}, token, nil
+	}
+	g, err := s.acquireLocked(ctx, store.AcquireRequest{Name: name, Ref: ref, Wait: wait})
+	return Slot{}, g.Token, err
+}
+
+// acquireLocked is Acquire with s.mu held; it releases s.mu.
+func (s *Store) acquireLocked(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
 	if s.closed {
 		s.mu.Unlock()
 		return store.Grant{}, store.ErrClosed
