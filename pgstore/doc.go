@@ -40,11 +40,12 @@
 //   - cancelled: acquisitions their callers gave up, so a statement still
 //     running on the server grants nothing.
 //
-// The work is done by PL/pgSQL functions that the migration creates
-// (acquire1 and release1, the single-lock fast paths, which hand the rare
-// cases to acquire and release in the same statement; keep, held, states,
-// …); renewing or checking a single lock is a plain statement
-// (queries/*.sql).
+// The common cases of a single lock are plain statements (queries/*.sql):
+// a grant or a refusal of one lock, its release, its renewal and its check.
+// The grant and the release hand the rare cases (re-entrancy, taking over
+// expired leases, queueing, a counted hold) to the PL/pgSQL functions that
+// the migration creates (acquire, release, …) in a branch of the same
+// statement; several locks at once go to those functions directly.
 //
 // # One round trip per operation
 //

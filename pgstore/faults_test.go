@@ -11,16 +11,17 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// blocked waits until a statement of the store (an acquire or a release)
-// waits for a lock and returns its backend's pid.
+// blocked waits until a fast-path statement of the store (acquire1 or
+// release1: the comment that starts it) on e's schema waits for a lock and
+// returns its backend's pid.
 func blocked(t *testing.T, e *env, fn string) int32 {
 	t.Helper()
-	start := "%." + fn + "1(%"
+	start := "/* sleeplock " + fn + "1%"
 	var pid int32
 	waitFor(t, "a blocked "+fn, func() bool {
 		err := e.pool.QueryRow(context.Background(),
-			"SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1 LIMIT 1",
-			start).Scan(&pid)
+			"SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1 AND query LIKE $2 LIMIT 1",
+			start, "%"+pgx.Identifier{e.schema}.Sanitize()+"%").Scan(&pid)
 		return err == nil
 	})
 	return pid
@@ -132,7 +133,8 @@ func TestCancelledDuringGrantUndoes(t *testing.T) {
 	must(t, tx.Rollback(ctx))
 	waitFor(t, "no acquire running", func() bool {
 		var n int
-		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%.acquire(%' AND state = 'active' AND pid <> pg_backend_pid()").Scan(&n)
+		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE (query LIKE '/* sleeplock acquire1 */%' OR query LIKE '%.acquire(%') "+
+			"AND query LIKE $1 AND state = 'active' AND pid <> pg_backend_pid()", "%"+pgx.Identifier{e.schema}.Sanitize()+"%").Scan(&n)
 		return n == 0
 	})
 	wantState(t, e.s, "u", 0, 0)

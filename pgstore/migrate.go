@@ -20,9 +20,15 @@ import (
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// The statements of the single-lock renewal and check, with the same
-// placeholders as the migrations.
+// The statements of the single-lock fast paths (acquire, release, renewal,
+// check), with the same placeholders as the migrations.
 var (
+	//go:embed queries/acquire1.sql
+	acquireOneSQL string
+	//go:embed queries/release1.sql
+	releaseOneSQL string
+	//go:embed queries/release1ev.sql
+	releaseOneEvSQL string
 	//go:embed queries/keep.sql
 	keepOneSQL string
 	//go:embed queries/held.sql

@@ -343,7 +343,11 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	var rows []rrow
 	var err error
 	if len(h.More) == 0 {
-		rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, h.Ref.String(), ev != nil, patterns(h.Name)})
+		if ev != nil {
+			rows, err = s.callRelease(ctx, s.q.releaseOneEv, []any{h.Name, h.Token, h.Ref.String(), patterns(h.Name)})
+		} else {
+			rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, h.Ref.String()})
+		}
 	} else {
 		names, tokens := handleArgs(&h)
 		rows, err = s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), nil, ev != nil})

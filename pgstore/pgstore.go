@@ -115,18 +115,18 @@ var (
 // queries are the store's statements, with the schema filled in.
 type queries struct {
 	acquire, release, undo, keep, held, states, define, resize, guard, version string
-	acquireOne, releaseOne, keepOne, heldOne                                   string
+	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne                     string
 	advanceHolders, advanceWaiters                                             string
 }
 
 func newQueries(schema string) queries {
 	s := quoteIdent(schema)
 	return queries{
-		acquireOne: "SELECT * FROM " + s + ".acquire1($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, " +
-			"$7::boolean, $8::bigint, $9::bigint, $10::text::text[], $11::bigint, $12::bigint)",
-		releaseOne: "SELECT * FROM " + s + ".release1($1::text, $2::bigint, $3::text, $4::boolean, $5::text::text[])",
-		keepOne:    statement(keepOneSQL, schema),
-		heldOne:    statement(heldOneSQL, schema),
+		acquireOne:   statement(acquireOneSQL, schema),
+		releaseOne:   statement(releaseOneSQL, schema),
+		releaseOneEv: statement(releaseOneEvSQL, schema),
+		keepOne:      statement(keepOneSQL, schema),
+		heldOne:      statement(heldOneSQL, schema),
 		acquire: "SELECT * FROM " + s + ".acquire($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
 			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint)",
 		release: "SELECT * FROM " + s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean)",

@@ -113,8 +113,11 @@ BEGIN
 END
 $sleeplock$;
 
+-- Microseconds since the epoch, 0 for NULL. STABLE, as extract() from a
+-- timestamptz is, so that the planner inlines it (an IMMUTABLE SQL function
+-- calling a STABLE one is run as a function call, ~25µs here, each time).
 CREATE OR REPLACE FUNCTION {{schema}}.micros(t timestamptz) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $sleeplock$
+LANGUAGE sql STABLE PARALLEL SAFE AS $sleeplock$
     SELECT coalesce((extract(epoch FROM t) * 1000000)::bigint, 0)
 $sleeplock$;
 
@@ -851,146 +854,6 @@ BEGIN
 END
 $sleeplock$;
 
--- Acquire one lock: the fast path of TryAcquire and Acquire, a few small
--- statements with generic plans. The common cases: a grant of a free slot
--- (no lock row taken: the unique (lock, slot) index keeps the slots), or a
--- refusal decided on a read (nothing written, no row lock waited for). The
--- rest (re-entrancy, taking over expired leases, queueing, a race for a
--- slot) goes to acquire().
-CREATE OR REPLACE FUNCTION {{schema}}.acquire1(
-    p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean,
-    p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint)
-RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
-               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint)
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_slots integer;
-    v_rows  integer;
-    v_live  integer;
-    v_mine  boolean;
-    v_wait  integer;
-    v_slot  integer;
-    v_queue boolean;
-    v_now   timestamptz;
-    v_exp   timestamptz;
-    v_token bigint;
-    i       integer;
-    r       record;
-BEGIN
-    SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = p_name;
-    IF NOT FOUND THEN
-        FOR i IN 2 .. coalesce(cardinality(p_pats), 0) LOOP
-            SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = p_pats[i];
-            EXIT WHEN FOUND;
-        END LOOP;
-    END IF;
-    v_now := clock_timestamp();
-    IF v_slots IS NOT NULL THEN
-        SELECT count(*)::int, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int,
-               coalesce(bool_or(h.ref = p_ref), false),
-               EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
-          INTO v_rows, v_live, v_mine, v_queue
-          FROM {{schema}}.holders h WHERE h.lock = p_name;
-        v_wait := 0;
-        IF v_queue THEN
-            v_wait := {{schema}}.waiting_of(p_name, v_now);
-        END IF;
-        IF NOT v_mine AND v_wait < v_slots - v_live AND v_slots - v_rows >= v_wait + 1 THEN
-            -- A free slot, no takeover needed: grant it.
-            IF v_rows = 0 THEN
-                v_slot := 1;
-            ELSE
-                SELECT s INTO v_slot FROM generate_series(1, v_slots) s
-                 WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.slot = s)
-                 ORDER BY s LIMIT 1;
-            END IF;
-            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-            IF v_slot IS NOT NULL THEN -- else a concurrent grant took the last free slot
-                INSERT INTO {{schema}}.holders AS h (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
-                VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), v_slot, 1, v_now,
-                        v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
-                ON CONFLICT DO NOTHING
-                RETURNING h.token INTO v_token;
-            END IF;
-            IF v_token IS NOT NULL THEN
-                r_ev := 'granted'; r_idx := 1; r_lock := p_name; r_slots := v_slots; r_running := v_rows + 1;
-                r_waiting := v_wait; r_ref := p_ref; r_kind := p_kind; r_token := v_token;
-                r_at := {{schema}}.micros(v_now); r_expires := {{schema}}.micros(v_exp); r_dur := 0;
-                r_queued := false; r_ticket := 0; r_ttl := p_ttl; r_hold := p_hold;
-                RETURN NEXT;
-                RETURN;
-            END IF;
-        ELSIF NOT v_mine AND v_wait >= v_slots - v_live AND NOT p_wait THEN
-            -- Refused, on this read alone: the oldest unexpired holder, none
-            -- when only the queue refused.
-            r_ref := ''; r_kind := ''; r_expires := 0; r_queued := true;
-            IF v_live >= v_slots THEN
-                SELECT h.ref, h.kind, h.expires INTO r FROM {{schema}}.holders h
-                 WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
-                 ORDER BY h.token LIMIT 1;
-                r_ref := coalesce(r.ref, ''); r_kind := coalesce(r.kind, ''); r_expires := {{schema}}.micros(r.expires);
-                r_queued := r.ref IS NULL; -- released since the count: a refusal all the same
-            END IF;
-            r_ev := 'refused'; r_idx := 1; r_lock := p_name; r_slots := v_slots; r_running := v_rows;
-            r_waiting := v_wait; r_token := 0; r_at := {{schema}}.micros(v_now); r_dur := 0; r_ticket := 0;
-            r_ttl := 0; r_hold := 0;
-            RETURN NEXT;
-            RETURN;
-        END IF;
-    END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait,
-                                                  p_op, 0::bigint, p_wttl);
-END
-$sleeplock$;
-
--- Release one lock: the fast path of Release. A hold that is not counted
--- goes with a plain DELETE; the rest goes to release().
-CREATE OR REPLACE FUNCTION {{schema}}.release1(p_name text, p_token bigint, p_ref text, p_events boolean, p_pats text[])
-RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-               r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now   timestamptz := clock_timestamp();
-    v_kind  text;
-    v_tok   bigint;
-    v_acq   timestamptz;
-    v_queue boolean;
-BEGIN
-    DELETE FROM {{schema}}.holders h
-     WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-    RETURNING h.kind, h.token, h.acquired INTO v_kind, v_tok, v_acq;
-    IF NOT FOUND THEN
-        RETURN QUERY SELECT * FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events);
-        RETURN;
-    END IF;
-    r_running := 0;
-    r_slots := 0;
-    r_waiting := 0;
-    IF p_events OR EXISTS (SELECT 1 FROM {{schema}}.locks l WHERE l.name = p_name) THEN
-        -- Forget an idle lock's row; count for the event.
-        SELECT count(*)::int, EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
-          INTO r_running, v_queue
-          FROM {{schema}}.holders h WHERE h.lock = p_name;
-        IF r_running = 0 AND NOT v_queue THEN
-            -- This statement holds the holder row already; a slow-path call
-            -- locks the lock row first and the holder row next, so waiting
-            -- for the lock row here could deadlock. A row it skips is
-            -- forgotten by whoever holds it, or stays as harmless garbage.
-            DELETE FROM {{schema}}.locks l
-             WHERE l.name IN (SELECT x.name FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE SKIP LOCKED);
-        END IF;
-        IF p_events THEN
-            r_slots := {{schema}}.slots_of(p_name);
-            IF v_queue THEN
-                r_waiting := {{schema}}.waiting_of(p_name, v_now);
-            END IF;
-        END IF;
-    END IF;
-    r_ev := 'released'; r_idx := 1; r_lock := p_name; r_ref := p_ref; r_kind := v_kind; r_token := v_tok;
-    r_at := {{schema}}.micros(v_now); r_dur := {{schema}}.micros(v_now) - {{schema}}.micros(v_acq);
-    RETURN NEXT;
-END
-$sleeplock$;
+-- The single-lock fast paths of TryAcquire/Acquire and Release are plain
+-- statements (queries/acquire1.sql, queries/release1.sql) that call
+-- acquire() and release() above only in the rare cases.
