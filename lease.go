@@ -281,6 +281,7 @@ func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *
 	}
 	if g.TTL > 0 && !g.Reentered {
 		rt.exited = make(chan struct{})
+		l.track(rt)
 		go rt.keepAlive(c.keepAlive, start)
 	}
 	return rt
@@ -293,6 +294,7 @@ func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *
 // deadline is never later than the store's).
 func (rt *runtime) keepAlive(renew bool, start time.Time) {
 	defer close(rt.exited)
+	defer rt.l.untrack(rt)
 	length := rt.g.TTL
 	if rt.g.Hold > 0 && rt.g.Hold < length {
 		length = rt.g.Hold

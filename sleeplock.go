@@ -2,6 +2,8 @@ package sleeplock
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sleeplock/sleeplock/memstore"
@@ -22,6 +24,24 @@ type Locks struct {
 	ev      *dispatcher // nil without a notifier
 	emitter store.Emitter
 	err     error // a bad Option, reported by every call
+
+	mu   sync.Mutex
+	live map[*runtime]struct{} // leases whose keep-alive runs
+}
+
+func (l *Locks) track(rt *runtime) {
+	l.mu.Lock()
+	if l.live == nil {
+		l.live = make(map[*runtime]struct{})
+	}
+	l.live[rt] = struct{}{}
+	l.mu.Unlock()
+}
+
+func (l *Locks) untrack(rt *runtime) {
+	l.mu.Lock()
+	delete(l.live, rt)
+	l.mu.Unlock()
 }
 
 // Option configures Locks.
@@ -70,11 +90,22 @@ func New(s store.Store, opts ...Option) *Locks {
 // Store returns the store the locks are kept in.
 func (l *Locks) Store() store.Store { return l.store }
 
-// Close delivers the events still queued and closes the store. Leases still
-// held are not released: their keep-alives end with the store's errors and
-// other processes take them over after their TTL.
+// Close closes the store, ends the keep-alives of the leases still held
+// (they are lost: Done closes, their contexts are cancelled) and delivers
+// the events still queued. Leases are not released: other processes take
+// them over after their TTL. Callers waiting to acquire return ErrClosed.
 func (l *Locks) Close() error {
 	err := l.store.Close()
+	l.mu.Lock()
+	live := make([]*runtime, 0, len(l.live))
+	for rt := range l.live {
+		live = append(live, rt)
+	}
+	l.mu.Unlock()
+	for _, rt := range live {
+		rt.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
+		<-rt.exited
+	}
 	if l.ev != nil {
 		l.ev.flush()
 	}

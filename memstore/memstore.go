@@ -78,7 +78,8 @@ type waiter struct {
 	since time.Time
 	ready chan struct{}
 	grant store.Grant
-	done  bool // granted
+	done  bool  // granted
+	err   error // set, with ready closed, when the store closed
 }
 
 // New returns an empty memory store.
@@ -625,6 +626,9 @@ func (s *Store) wait(ctx context.Context, o *op, req *store.AcquireRequest, lock
 
 	select {
 	case <-w.ready:
+		if w.err != nil {
+			return store.Grant{}, w.err
+		}
 		return w.grant, nil
 	case <-ctx.Done():
 	}
@@ -1028,8 +1032,9 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 	return out, nil
 }
 
-// Close implements store.Store: later calls fail with ErrClosed and timers
-// stop. Waiters keep waiting until their contexts end.
+// Close implements store.Store: later calls fail with ErrClosed, timers
+// stop and callers waiting in a queue return ErrClosed. Leases are not
+// released.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1039,6 +1044,14 @@ func (s *Store) Close() error {
 			lk.stop()
 			lk.stop = nil
 		}
+		for _, w := range lk.queue {
+			if !w.done && w.err == nil {
+				w.err = store.ErrClosed
+				close(w.ready)
+			}
+		}
+		clear(lk.queue)
+		lk.queue = lk.queue[:0]
 	}
 	return nil
 }

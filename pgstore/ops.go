@@ -169,6 +169,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			return store.Grant{}, s.abandon(ctx, &req, names, op, ctx.Err())
 		case <-timer.C:
 		}
+		if s.closed.Load() {
+			return store.Grant{}, s.abandon(ctx, &req, names, op, store.ErrClosed)
+		}
 		delay = min(delay*2, s.cfg.poll)
 		timer.Reset(delay)
 		rows, err := s.callAcquire(ctx, args)

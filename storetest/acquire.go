@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sleeplock/sleeplock"
 )
@@ -498,5 +499,29 @@ var _ = add("Input/BadOptionsChangeNothing", func(t *testing.T, e *env) {
 	wantState(t, l, "in", 0, 0)
 	if _, err := l.TryAcquire(ctx(t), ""); !errors.Is(err, sleeplock.ErrInvalidName) {
 		t.Fatalf("empty name: %v", err)
+	}
+})
+
+var _ = add("Close/WaitersReturnErrClosed", func(t *testing.T, e *env) {
+	l, _ := e.locks(t)
+	define(t, l, "cl", 1)
+	define(t, l, "kept", 1)
+	_, err := l.TryAcquire(ctx(t), "cl")
+	must(t, err)
+	kept, err := l.TryAcquire(ctx(t), "kept", sleeplock.TTL(time.Minute))
+	must(t, err)
+	ch := make(chan result, 1)
+	goAcquire(ctx(t), l, "cl", 0, ch)
+	waitWaiting(t, l, "cl", 1)
+	must(t, l.Close())
+	if r := <-ch; !errors.Is(r.err, sleeplock.ErrClosed) {
+		t.Fatalf("a waiter of a closed store returned %v, want ErrClosed", r.err)
+	}
+	<-kept.Done() // its keep-alive ended with the Locks
+	if !errors.Is(kept.Err(), sleeplock.ErrLeaseLost) {
+		t.Fatalf("a kept-alive lease after Close: %v", kept.Err())
+	}
+	if _, err := l.TryAcquire(ctx(t), "cl"); !errors.Is(err, sleeplock.ErrClosed) {
+		t.Fatalf("TryAcquire after Close = %v", err)
 	}
 })
