@@ -656,6 +656,15 @@ func (s *Store) wait(ctx context.Context, o *op, req *store.AcquireRequest, lock
 }
 
 func (lk *lock) dequeue(w *waiter) {
+	if len(lk.queue) > 0 && lk.queue[0] == w {
+		// The head, as grants take it: drop it without moving the rest.
+		lk.queue[0] = nil
+		lk.queue = lk.queue[1:]
+		if len(lk.queue) == 0 {
+			lk.queue = nil
+		}
+		return
+	}
 	for i, x := range lk.queue {
 		if x == w {
 			copy(lk.queue[i:], lk.queue[i+1:])
