@@ -46,21 +46,23 @@ func (f *flakyStore) setFailing(v bool) {
 	f.mu.Unlock()
 }
 
-func newFlaky() (*sleeplock.Locks, *flakyStore) {
-	// Not a Watcher: losses are learnt by the keep-alive alone, as with a
-	// database store on another node.
+// newFlaky returns Locks on a flakyStore with the lock "k" of one slot,
+// closed when the test ends. The store is not a Watcher: losses are learnt
+// by the keep-alive alone, as with a database store on another node.
+func newFlaky(t *testing.T) (*sleeplock.Locks, *flakyStore) {
 	f := &flakyStore{Store: memstore.New(), keeps: make(chan error, 100)}
-	return sleeplock.New(f), f
+	l := sleeplock.New(f)
+	t.Cleanup(func() { _ = l.Close() })
+	if err := l.Define(context.Background(), "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	return l, f
 }
 
 // A renewal that keeps failing until the lease expires loses the lease.
 func TestKeepAliveFailingUntilExpiryLosesLease(t *testing.T) {
 	ctx := context.Background()
-	l, f := newFlaky()
-	defer l.Close()
-	if err := l.Define(ctx, "k", 1); err != nil {
-		t.Fatal(err)
-	}
+	l, f := newFlaky(t)
 	f.setFailing(true)
 	lease, err := l.TryAcquire(ctx, "k", sleeplock.TTL(300*time.Millisecond))
 	if err != nil {
@@ -78,11 +80,7 @@ func TestKeepAliveFailingUntilExpiryLosesLease(t *testing.T) {
 // A renewal that fails once and then succeeds keeps the lease.
 func TestKeepAliveRetriesPassingFaults(t *testing.T) {
 	ctx := context.Background()
-	l, f := newFlaky()
-	defer l.Close()
-	if err := l.Define(ctx, "k", 1); err != nil {
-		t.Fatal(err)
-	}
+	l, f := newFlaky(t)
 	f.setFailing(true)
 	lease, err := l.TryAcquire(ctx, "k", sleeplock.TTL(3*time.Second))
 	if err != nil {
@@ -108,11 +106,7 @@ func TestKeepAliveRetriesPassingFaults(t *testing.T) {
 // A renewal that finds the lease gone loses it at once.
 func TestKeepAliveNotHeldLosesLease(t *testing.T) {
 	ctx := context.Background()
-	l, _ := newFlaky()
-	defer l.Close()
-	if err := l.Define(ctx, "k", 1); err != nil {
-		t.Fatal(err)
-	}
+	l, _ := newFlaky(t)
 	lease, err := l.TryAcquire(ctx, "k", sleeplock.TTL(300*time.Millisecond), sleeplock.WithRef("r"))
 	if err != nil {
 		t.Fatal(err)

@@ -251,7 +251,8 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		req.Ref = store.NewRef()
 	}
 	var start time.Time
-	if c.needsRuntime(l) {
+	runtimeNeeded := c.needsRuntime(l)
+	if runtimeNeeded {
 		start = time.Now()
 	}
 	g, err := l.store.Acquire(ctx, req)
@@ -259,7 +260,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		return Lease{}, err
 	}
 	var rt *runtime
-	if c.needsRuntime(l) {
+	if runtimeNeeded {
 		rt = l.startRuntime(g, &c, start)
 	}
 	return newLease(l, g, rt, false), nil

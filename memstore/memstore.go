@@ -195,7 +195,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		f := s.fams[name]
 		if f == nil {
 			s.mu.Unlock()
-			return fmt.Errorf("%w: %q", store.ErrNotFound, name)
+			return store.NotResizable(name)
 		}
 		f.slots = slots
 		o.emit(store.Event{Type: store.EventResized, Lock: name, Slots: slots})
@@ -208,7 +208,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		lk := s.locks[name]
 		if lk == nil || !lk.defined {
 			s.mu.Unlock()
-			return fmt.Errorf("%w: %q (only a defined lock or family can be resized)", store.ErrNotFound, name)
+			return store.NotResizable(name)
 		}
 		s.setSlots(&o, lk, slots)
 	}
@@ -241,7 +241,7 @@ func (s *Store) lookup(name string, create bool) (*lock, *family, error) {
 		})
 	}
 	if fam == nil {
-		return nil, nil, fmt.Errorf("%w: %q (Define it, or define a family such as %q)", store.ErrNotFound, name, familyHint(name))
+		return nil, nil, store.NotFound(name)
 	}
 	if !create {
 		return nil, fam, nil
@@ -249,13 +249,6 @@ func (s *Store) lookup(name string, create bool) (*lock, *family, error) {
 	lk := &lock{name: name, slots: fam.slots, fam: fam}
 	s.locks[name] = lk
 	return lk, fam, nil
-}
-
-func familyHint(name string) string {
-	if i := strings.LastIndexByte(name, '/'); i > 0 {
-		return name[:i] + store.FamilySuffix
-	}
-	return name + store.FamilySuffix
 }
 
 // forget drops a family member that nobody holds or waits for.
@@ -358,12 +351,7 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 	}
 	i := -1
 	if lk != nil {
-		for j := range lk.holders {
-			if h := &lk.holders[j]; h.token == token && h.ref == ref {
-				i = j
-				break
-			}
-		}
+		i = lk.find(ref, token)
 	}
 	if i < 0 {
 		s.mu.Unlock()
@@ -391,15 +379,30 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 }
 
 func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) store.Lock {
-	s.token++
 	now := o.stamp(req.TTL)
-	h := holder{ref: req.Ref, kind: req.Kind, token: s.token, count: 1, ttl: req.TTL, hold: req.Hold, acquired: now}
+	h := s.newHolder(lk, req.Ref)
+	h.kind, h.ttl, h.hold, h.acquired = req.Kind, req.TTL, req.Hold, now
 	if req.TTL > 0 {
 		h.expires = now.Add(lease(req.TTL, req.Hold))
 		lk.nexp++
 	}
-	lk.holders = append(lk.holders, h)
 	return store.Lock{Name: lk.name, Token: h.token}
+}
+
+// newHolder adds a holder record for ref with a new token to lk, reusing
+// the slot past the end of holders in place when there is one (removeHolder
+// leaves it zeroed), and returns it.
+func (s *Store) newHolder(lk *lock, ref store.Ref) *holder {
+	s.token++
+	n := len(lk.holders)
+	if n < cap(lk.holders) {
+		lk.holders = lk.holders[:n+1]
+	} else {
+		lk.holders = append(lk.holders, holder{})
+	}
+	h := &lk.holders[n]
+	h.ref, h.token, h.count = ref, s.token, 1
+	return h
 }
 
 func lease(ttl, hold time.Duration) time.Duration {
@@ -443,16 +446,7 @@ func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wa
 	}
 	s.mu.Lock()
 	if lk := s.locks[name]; lk != nil && !s.closed && !s.times && len(lk.queue) == 0 && len(lk.holders) < lk.slots {
-		s.token++
-		token := s.token
-		if n := len(lk.holders); n < cap(lk.holders) {
-			// Reuse the slot in place: removeHolder left it zeroed.
-			lk.holders = lk.holders[:n+1]
-			h := &lk.holders[n]
-			h.ref, h.token, h.count = ref, token, 1
-		} else {
-			lk.holders = append(lk.holders, holder{ref: ref, token: token, count: 1})
-		}
+		token := s.newHolder(lk, ref).token
 		s.mu.Unlock()
 		return Slot{lk}, token, nil
 	}

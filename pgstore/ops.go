@@ -30,14 +30,6 @@ func emit(ev store.Emitter, e store.Event) {
 	}
 }
 
-func notFound(name string) error {
-	hint := name + store.FamilySuffix
-	if i := strings.LastIndexByte(name, '/'); i > 0 {
-		hint = name[:i] + store.FamilySuffix
-	}
-	return fmt.Errorf("%w: %q (Define it, or define a family such as %q)", store.ErrNotFound, name, hint)
-}
-
 // Define implements store.Store in one statement.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
 	if err := store.CheckDefinition(name, slots); err != nil {
@@ -83,10 +75,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	var at int64
 	err := queryOne(ctx, s.c, s.q.resize, []any{name, int64(slots)}, &old, &family, &running, &waiting, &at)
 	if errors.Is(err, sql.ErrNoRows) {
-		if strings.HasSuffix(name, store.FamilySuffix) {
-			return fmt.Errorf("%w: %q", store.ErrNotFound, name)
-		}
-		return fmt.Errorf("%w: %q (only a defined lock or family can be resized)", store.ErrNotFound, name)
+		return store.NotResizable(name)
 	}
 	if err != nil {
 		return fmt.Errorf("pgstore: resize %q: %w", name, err)
@@ -141,8 +130,12 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	}
 	names := req.Names()
 	op := rand.Int64N(1<<62) + 1
-	args := []any{textArray(names), req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
-		req.Counted, req.Wait, op, int64(0), micros(s.cfg.waiterTTL)}
+	// The arguments of the general function, for several locks and for the
+	// checks of a waiting caller; a single lock's first call needs none.
+	args := func() []any {
+		return []any{textArray(names), req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
+			req.Counted, req.Wait, op, int64(0), micros(s.cfg.waiterTTL)}
+	}
 	var rows []arow
 	var err error
 	if len(names) == 1 {
@@ -150,7 +143,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		rows, err = s.callAcquireQ(ctx, s.q.acquireOne, []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
 			micros(req.Hold), req.Counted, req.Wait, op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back})
 	} else {
-		rows, err = s.callAcquire(ctx, args)
+		rows, err = s.callAcquire(ctx, args())
 	}
 	if err != nil {
 		return store.Grant{}, s.abandon(ctx, &req, names, op, err)
@@ -159,7 +152,8 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		return s.outcome(ctx, &req, names, op, rows)
 	}
 	s.emitRows(req.Events, &req, rows)
-	args[8] = rows[0].ticket
+	wargs := args()
+	wargs[8] = rows[0].ticket
 	delay, failures := time.Millisecond, 0
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
@@ -174,7 +168,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		}
 		delay = min(delay*2, s.cfg.poll)
 		timer.Reset(delay)
-		rows, err := s.callAcquire(ctx, args)
+		rows, err := s.callAcquire(ctx, wargs)
 		if err != nil {
 			if ctx.Err() != nil || failures >= 3 || s.closed.Load() {
 				return store.Grant{}, s.abandon(ctx, &req, names, op, err)
@@ -189,13 +183,13 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		case "gone":
 			// Our place in the queue expired (this process paused longer
 			// than the waiter TTL): queue again.
-			args[8] = int64(0)
-			rows, err = s.callAcquire(ctx, args)
+			wargs[8] = int64(0)
+			rows, err = s.callAcquire(ctx, wargs)
 			if err != nil {
 				return store.Grant{}, s.abandon(ctx, &req, names, op, err)
 			}
 			if rows[0].ev == "queued" {
-				args[8] = rows[0].ticket
+				wargs[8] = rows[0].ticket
 				continue
 			}
 		}
@@ -207,7 +201,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 func (s *Store) outcome(ctx context.Context, req *store.AcquireRequest, names []string, op int64, rows []arow) (store.Grant, error) {
 	switch r := &rows[0]; r.ev {
 	case "notfound":
-		return store.Grant{}, notFound(r.lock)
+		return store.Grant{}, store.NotFound(r.lock)
 	case "refused":
 		e := &store.BusyError{Lock: r.lock, Queued: r.queued}
 		if !r.queued {
@@ -509,7 +503,7 @@ func (s *Store) State(ctx context.Context, name string, detail bool) (store.Stat
 		return store.State{}, fmt.Errorf("pgstore: state of %q: %w", name, err)
 	}
 	if len(sts) == 0 {
-		return store.State{}, notFound(name)
+		return store.State{}, store.NotFound(name)
 	}
 	return sts[0], nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -54,6 +55,23 @@ var (
 	// ErrInvalidConfig: a configuration (file, DSN or option) that cannot be used.
 	ErrInvalidConfig = errors.New("sleeplock: invalid configuration")
 )
+
+// NotFound returns the error of a name that no definition covers, matching
+// ErrNotFound, with a hint of the family that would cover it. Every store
+// uses it, so the text is the same whichever store answers.
+func NotFound(name string) error {
+	hint := name + FamilySuffix
+	if i := strings.LastIndexByte(name, '/'); i > 0 {
+		hint = name[:i] + FamilySuffix
+	}
+	return fmt.Errorf("%w: %q (Define it, or define a family such as %q)", ErrNotFound, name, hint)
+}
+
+// NotResizable returns the error of a Resize of a name that is not a
+// defined lock or family, matching ErrNotFound.
+func NotResizable(name string) error {
+	return fmt.Errorf("%w: %q (only a defined lock or family can be resized)", ErrNotFound, name)
+}
 
 // InvalidError reports input that was refused before anything changed. It
 // matches ErrInvalid and its Kind (one of the ErrInvalid* sentinels) with

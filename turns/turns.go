@@ -43,10 +43,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // Errors of a refused acquisition. Each is returned wrapped together with
@@ -76,9 +75,6 @@ const (
 	DefaultUserFamily = "user"           // user locks are "user/<user id>"
 	DefaultTTL        = 10 * time.Minute // the TTL of a turn's locks
 )
-
-// maxRefBytes is sleeplock's limit on a holder ref.
-const maxRefBytes = 200
 
 // clickPrefix starts every ref made by ClickRef; 32 hex digits follow.
 const clickPrefix = "click:"
@@ -262,11 +258,8 @@ func KindOf(ref string) (string, error) {
 		}
 		return KindClick, nil
 	}
-	if len(ref) > maxRefBytes {
-		return "", invalid(sleeplock.ErrInvalidRef, strconv.Quote(ref[:40])+"…", "a ref must be at most 200 bytes")
-	}
-	if !utf8.ValidString(ref) || strings.IndexFunc(ref, unicode.IsControl) >= 0 {
-		return "", invalid(sleeplock.ErrInvalidRef, strconv.Quote(ref), "a ref must be UTF-8 with no control characters")
+	if err := store.CheckRef("ref", ref); err != nil {
+		return "", err
 	}
 	return KindTurn, nil
 }
