@@ -139,9 +139,8 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	var rows []arow
 	var err error
 	if len(names) == 1 {
-		length, back := lease(req.TTL, req.Hold)
 		rows, err = s.callAcquireQ(ctx, s.q.acquireOne, []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
-			micros(req.Hold), req.Counted, req.Wait, op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back})
+			micros(req.Hold), req.Counted, req.Wait, op, micros(s.cfg.waiterTTL), patterns(req.Name)})
 	} else {
 		rows, err = s.callAcquire(ctx, args())
 	}

@@ -525,3 +525,42 @@ var _ = add("Close/WaitersReturnErrClosed", func(t *testing.T, e *env) {
 		t.Fatalf("TryAcquire after Close = %v", err)
 	}
 })
+
+// Tokens grow with every grant of a lock also when callers race: each
+// grant of a one-slot lock is seen (while held) after the previous one was
+// released, so its token must be the larger.
+var _ = add("Tokens/GrowUnderRacingGrants", func(t *testing.T, e *env) {
+	l, _ := e.locks(t)
+	define(t, l, "race/*", 1)
+	var mu sync.Mutex
+	last := map[string]int64{}
+	var wg sync.WaitGroup
+	for c := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				name := fmt.Sprintf("race/%d", (c+i)%2)
+				lease, err := l.TryAcquire(ctx(t), name, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+				if errors.Is(err, sleeplock.ErrUnavailable) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if lease.Token() <= last[name] {
+					t.Errorf("%s granted with token %d after %d", name, lease.Token(), last[name])
+				}
+				last[name] = lease.Token()
+				mu.Unlock()
+				if err := lease.Release(ctx(t)); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+})
