@@ -139,8 +139,18 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	var rows []arow
 	var err error
 	if len(names) == 1 {
-		rows, err = s.callAcquireQ(ctx, s.q.acquireOne, []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
-			micros(req.Hold), req.Counted, req.Wait, op, micros(s.cfg.waiterTTL), patterns(req.Name)})
+		length, back := lease(req.TTL, req.Hold)
+		one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
+			micros(req.Hold), req.Counted, req.Wait, op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back}
+		rows, err = s.callAcquireQ(ctx, s.q.acquireOne, one)
+		// "raced": the statement took the lock's row, but the slot was
+		// taken after its read; it granted nothing. Again, on a new read.
+		for tries := 0; err == nil && rows[0].ev == "raced" && tries < 3; tries++ {
+			rows, err = s.callAcquireQ(ctx, s.q.acquireOne, one)
+		}
+		if err == nil && rows[0].ev == "raced" {
+			rows, err = s.callAcquire(ctx, args())
+		}
 	} else {
 		rows, err = s.callAcquire(ctx, args())
 	}

@@ -6,13 +6,19 @@
 --
 -- $1 name, $2 token (0: any), $3 ref, $4 the patterns of the name (the
 -- name, then its families, most specific first).
-WITH del AS (
+WITH lk AS (
+    DELETE FROM {{schema}}.locks l
+     WHERE l.name = $1::text
+       AND EXISTS (SELECT 1 FROM {{schema}}.holders h
+                    WHERE h.lock = $1::text AND h.ref = $3::text AND ($2::bigint = 0 OR h.token = $2::bigint)
+                      AND h.count <= 1)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = $1::text AND h.ref <> $3::text)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = $1::text)
+    RETURNING l.name
+), del AS (
     DELETE FROM {{schema}}.holders h
      WHERE h.lock = $1::text AND h.ref = $3::text AND ($2::bigint = 0 OR h.token = $2::bigint) AND h.count <= 1
-       -- A lock with a row in locks is in slow-path hands (a queue, a
-       -- takeover, several locks at once): release() locks that row first,
-       -- then the holder's, and forgets the row when the lock is idle.
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.locks l WHERE l.name = $1::text)
+       AND EXISTS (SELECT 1 FROM lk)
     RETURNING h.kind, h.token, h.acquired, clock_timestamp() AS t
 )
 SELECT 'released'::text, 1, $1::text,
