@@ -37,6 +37,10 @@ type Store interface {
 	// Release frees h's slots that h's ref (and token, where h has one)
 	// still holds, and grants them to waiters. ErrNotHeld when it freed
 	// nothing; an error matching ErrNotHeld when it freed only some.
+	//
+	// Release, Keep, Held and ReleaseStale report NotFound (ErrNotFound),
+	// changing nothing, when a name of h is covered by no definition: a
+	// typo is never a silent "not held".
 	Release(ctx context.Context, h Handle, ev Emitter) error
 	// Keep renews h: each of its locks expires hold (or ttl when hold is
 	// 0) from now on the store's clock, only while h's ref still holds
@@ -44,7 +48,8 @@ type Store interface {
 	// ErrNotHeld. ttl 0 means "never expires".
 	Keep(ctx context.Context, h Handle, ttl, hold time.Duration) (expires time.Time, err error)
 	// Held reports whether h's ref still holds every lock of h, with the
-	// store's clock and the lease's times.
+	// store's clock and the lease's times. A lease past its expiry is not
+	// held (Held false), whether or not anyone has taken it over yet.
 	Held(ctx context.Context, h Handle) (Status, error)
 	// ReleaseStale releases h's locks only while h's ref still holds the
 	// first of them and that lease is stale: older than staleAfter (judged
@@ -60,6 +65,9 @@ type Store interface {
 	// family member in use, sorted by name.
 	List(ctx context.Context, detail bool) ([]State, error)
 	// Close releases the store's resources. Leases are not released.
+	// Callers waiting in Acquire return an error matching ErrClosed (and
+	// nothing else), and a store whose queue is shared with other
+	// processes removes this store's waiters from it before it returns.
 	Close() error
 }
 
@@ -93,10 +101,17 @@ type AcquireRequest struct {
 	TTL time.Duration
 	// Hold, when not 0 and shorter than TTL, is how long the lease blocks
 	// others before it may be taken over: it is dated back by TTL-Hold.
-	Hold    time.Duration
-	Wait    bool // wait in the queue when refused
-	Counted bool // a re-entrant acquire adds to the holder's count
-	Events  Emitter
+	Hold time.Duration
+	// StaleAfter, when not 0, is how old another holder's lease must be
+	// for this request to take it over: not renewed for StaleAfter (its
+	// Renewed time, dated back by TTL-Hold for a hold), on the store's
+	// clock, whatever that lease's own expiry says (the turn locks'
+	// "busy_since < now - ttl_s"). 0: a lease is taken over once past its
+	// own expiry.
+	StaleAfter time.Duration
+	Wait       bool // wait in the queue when refused
+	Counted    bool // a re-entrant acquire adds to the holder's count
+	Events     Emitter
 }
 
 // Names returns the request's locks in the caller's order.
@@ -180,8 +195,10 @@ type Waiter struct {
 	Locks []string  // every lock it waits for (more than one for AcquireAll)
 }
 
-// Emitter receives the events of a store's changes, in order for each lock.
-// Emit must not block; package sleeplock's emitter queues.
+// Emitter receives the events of a store's changes. Emit must not block;
+// package sleeplock's emitter queues. Events of one lock may reach Emit out
+// of order when concurrent calls change the lock (a database store emits
+// after its statement returns); their Seq orders them.
 type Emitter interface {
 	Emit(Event)
 }
@@ -225,4 +242,11 @@ type Event struct {
 	Holder  string        // refused: the kind of what holds the lock
 	Reason  error         // lost: why
 	Time    time.Time     // the store's clock when it knew (zero when not read)
+	// Seq orders the events of one lock: it grows strictly with every
+	// change of the lock in the store (created, acquired, released,
+	// waiting, expired, resized), across every process that shares the
+	// store, so the events of a lock sorted by Seq replay its states
+	// (Running, Waiting) in the store's order. 0 for events that change
+	// nothing in the store (refused, lost).
+	Seq uint64
 }

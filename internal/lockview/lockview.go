@@ -1,0 +1,96 @@
+// Package lockview is the JSON form of lock states shared by
+// `sleeplock state --json` and the HTTP API of `sleeplock serve`, so that
+// both print the same document.
+package lockview
+
+import (
+	"time"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Lock is one lock's state. Lists are never null: an empty list is [].
+type Lock struct {
+	Name    string   `json:"name"`
+	Slots   int      `json:"slots"`
+	Family  bool     `json:"family"`
+	Running int      `json:"running"`
+	Waiting int      `json:"waiting"`
+	Holders []Holder `json:"holders"`
+	Queue   []Waiter `json:"queue"`
+	Now     string   `json:"now,omitempty"` // the store's clock, RFC 3339 with nanoseconds
+}
+
+// Holder is one holder of a lock. Times are RFC 3339 with nanoseconds on
+// the store's clock, "" when not recorded; AgeMS and LeftMS are measured
+// against the lock's Now (LeftMS is null for a lease that never expires and
+// negative for one past its expiry).
+type Holder struct {
+	Ref      string `json:"ref"`
+	Kind     string `json:"kind"`
+	Token    int64  `json:"token"`
+	Count    int    `json:"count"`
+	Acquired string `json:"acquired"`
+	Renewed  string `json:"renewed"`
+	Expires  string `json:"expires"`
+	AgeMS    *int64 `json:"age_ms"`
+	LeftMS   *int64 `json:"left_ms"`
+}
+
+// Waiter is one caller in a lock's queue, in queue order.
+type Waiter struct {
+	Ref      string   `json:"ref"`
+	Kind     string   `json:"kind"`
+	Since    string   `json:"since"`
+	WaitedMS *int64   `json:"waited_ms"`
+	Locks    []string `json:"locks"`
+}
+
+// Of returns the view of st.
+func Of(st store.State) Lock {
+	v := Lock{
+		Name: st.Name, Slots: st.Slots, Family: st.Family, Running: st.Running, Waiting: st.Waiting,
+		Holders: make([]Holder, 0, len(st.Holders)), Queue: make([]Waiter, 0, len(st.Queue)),
+		Now: stamp(st.Now),
+	}
+	for _, h := range st.Holders {
+		v.Holders = append(v.Holders, Holder{
+			Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count,
+			Acquired: stamp(h.Acquired), Renewed: stamp(h.Renewed), Expires: stamp(h.Expires),
+			AgeMS: since(st.Now, h.Acquired), LeftMS: since(h.Expires, st.Now),
+		})
+	}
+	for _, w := range st.Queue {
+		locks := w.Locks
+		if locks == nil {
+			locks = []string{}
+		}
+		v.Queue = append(v.Queue, Waiter{Ref: w.Ref, Kind: w.Kind, Since: stamp(w.Since), WaitedMS: since(st.Now, w.Since), Locks: locks})
+	}
+	return v
+}
+
+// All returns the views of states, [] (not null) for none.
+func All(states []store.State) []Lock {
+	out := make([]Lock, 0, len(states))
+	for _, st := range states {
+		out = append(out, Of(st))
+	}
+	return out
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// since returns a-b in milliseconds, nil when either is not recorded.
+func since(a, b time.Time) *int64 {
+	if a.IsZero() || b.IsZero() {
+		return nil
+	}
+	ms := a.Sub(b).Milliseconds()
+	return &ms
+}
