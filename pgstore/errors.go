@@ -34,3 +34,9 @@ func (e *SchemaError) Error() string {
 
 // Unwrap returns ErrSchemaMissing and store.ErrInvalidConfig.
 func (e *SchemaError) Unwrap() []error { return []error{ErrSchemaMissing, store.ErrInvalidConfig} }
+
+// ErrUnreachable matches the error of a call that gave up after the
+// database could not be reached (connection refused or lost, server
+// restarting) through a few retries of what was safe to retry. The error
+// also wraps the last cause.
+var ErrUnreachable = errors.New("pgstore: database unreachable")

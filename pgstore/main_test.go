@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
@@ -17,7 +20,52 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := ensureDatabase(ctx, dbURL())
+	cancel()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			fmt.Fprintf(os.Stderr, "test database unreachable: %v\n", err)
+			os.Exit(1)
+		}
+		skipReason = err.Error()
+		fmt.Fprintf(os.Stderr, "\n*** SKIPPING every PostgreSQL test of pgstore: %v (set SLEEPLOCK_TEST_DATABASE_URL) ***\n\n", err)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// skipReason is why the database cannot be used, "" when it can.
+var skipReason string
+
+// ensureDatabase creates the database of url (through the database
+// "postgres" of the same server) when it does not exist.
+func ensureDatabase(ctx context.Context, url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		return c.Close(ctx)
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name
+		return err
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	c, err = pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close(ctx) }()
+	_, err = c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if errors.As(err, &pe) && pe.Code == "42P04" { // created meanwhile
+		err = nil
+	}
+	return err
+}
 
 // dbURL is the test database: SLEEPLOCK_TEST_DATABASE_URL or the local one.
 func dbURL() string {
@@ -47,6 +95,9 @@ func newPool(t testing.TB, tracer pgx.QueryTracer) *pgxpool.Pool {
 // newPoolN is newPool with at most maxConns connections.
 func newPoolN(t testing.TB, tracer pgx.QueryTracer, maxConns int32) *pgxpool.Pool {
 	t.Helper()
+	if skipReason != "" {
+		t.Skipf("test database unreachable (set SLEEPLOCK_TEST_DATABASE_URL): %s", skipReason)
+	}
 	cfg, err := pgxpool.ParseConfig(dbURL())
 	if err != nil {
 		t.Fatal(err)

@@ -112,6 +112,8 @@ func render(text, schema string, unlogged bool) string {
 		"{{schema}}", ident,
 		"{{tokens}}", quoteLiteral(ident+".tokens")+"::regclass",
 		"{{tickets}}", quoteLiteral(ident+".tickets")+"::regclass",
+		"{{seqs}}", quoteLiteral(ident+".seqs")+"::regclass",
+		"{{channel}}", quoteLiteral(channelOf(schema)),
 		"{{unlogged}}", u,
 	).Replace(text)
 }
@@ -122,23 +124,37 @@ func render(text, schema string, unlogged bool) string {
 // advisory lock) and does nothing when the schema is up to date. With
 // Unlogged the lease and queue tables are created UNLOGGED (or made so).
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
+	if pool == nil {
+		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.Migrate needs a *pgxpool.Pool")
+	}
+	if ctx == nil {
+		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.Migrate needs a context")
+	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return err
 	}
-	return migrate(ctx, pgxConn{pool}, cfg)
+	return migrate(ctx, pgxConn{pool}, cfg, SchemaVersion)
 }
 
 // MigrateSQL is Migrate for a database/sql handle of any PostgreSQL driver.
 func MigrateSQL(ctx context.Context, db *sql.DB, opts ...Option) error {
+	if db == nil {
+		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.MigrateSQL needs a *sql.DB")
+	}
+	if ctx == nil {
+		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.MigrateSQL needs a context")
+	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return err
 	}
-	return migrate(ctx, sqlConn{q: db, db: db}, cfg)
+	return migrate(ctx, sqlConn{q: db, db: db}, cfg, SchemaVersion)
 }
 
-func migrate(ctx context.Context, c conn, cfg config) error {
+// migrate brings the schema up to version upTo (SchemaVersion but in the
+// tests of upgrades).
+func migrate(ctx context.Context, c conn, cfg config, upTo int) error {
 	ident := quoteIdent(cfg.schema)
 	h := fnv.New64a()
 	h.Write([]byte("sleeplock migrate\x00" + cfg.schema))
@@ -164,10 +180,10 @@ func migrate(ctx context.Context, c conn, cfg config) error {
 		if err := queryOne(ctx, tx, "SELECT coalesce(max(version), 0)::bigint FROM "+ident+".schema_version", nil, &have); err != nil {
 			return err
 		}
-		if int(have) > SchemaVersion {
+		if int(have) > SchemaVersion || upTo > SchemaVersion {
 			return &SchemaError{Schema: cfg.schema, Have: int(have), Want: SchemaVersion}
 		}
-		for _, m := range migrations[have:] {
+		for _, m := range migrations[min(int(have), upTo):upTo] {
 			if err := tx.exec(ctx, render(m.sql, cfg.schema, cfg.unlogged)); err != nil {
 				return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
 			}

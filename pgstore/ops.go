@@ -9,15 +9,21 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sleeplock/sleeplock/store"
 )
 
 func (s *Store) check(ctx context.Context) error {
+	if ctx == nil {
+		return store.Invalid(store.ErrInvalidConfig, "nil", "a context is needed")
+	}
+	if s == nil || s.c == nil {
+		return store.Invalid(store.ErrInvalidConfig, "nil", "a pgstore.Store must be made by New, NewSQL or Open")
+	}
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -40,9 +46,11 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 	}
 	var created bool
 	var have, running, waiting, old int32
-	var at int64
-	err := queryOne(ctx, s.c, s.q.define, []any{name, int64(slots), strings.HasSuffix(name, store.FamilySuffix)},
-		&created, &have, &running, &waiting, &at, &old)
+	var at, seq, seq2 int64
+	err := s.retry(ctx, false, func() error {
+		return queryOne(ctx, s.c, s.q.define, []any{name, int64(slots), strings.HasSuffix(name, store.FamilySuffix)},
+			&created, &have, &running, &waiting, &at, &old, &seq, &seq2)
+	})
 	if err != nil {
 		return false, fmt.Errorf("pgstore: define %q: %w", name, err)
 	}
@@ -53,16 +61,18 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 		return false, nil
 	}
 	t := fromMicros(at)
-	emit(ev, store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: t})
+	emit(ev, store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: t,
+		Seq: uint64(seq)})
 	if old != 0 && int(old) != slots {
 		// A family member in use became a lock of its own with other slots.
-		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: t})
+		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: t,
+			Seq: uint64(seq2)})
 	}
 	return true, nil
 }
 
 // Resize implements store.Store in one statement. Waiters see the new slots
-// at their next poll.
+// at their next check; this store's own are woken.
 func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emitter) error {
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return err
@@ -72,8 +82,10 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	}
 	var old, running, waiting int32
 	var family bool
-	var at int64
-	err := queryOne(ctx, s.c, s.q.resize, []any{name, int64(slots)}, &old, &family, &running, &waiting, &at)
+	var at, seq int64
+	err := s.retry(ctx, true, func() error {
+		return queryOne(ctx, s.c, s.q.resize, []any{name, int64(slots)}, &old, &family, &running, &waiting, &at, &seq)
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.NotResizable(name)
 	}
@@ -81,12 +93,16 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		return fmt.Errorf("pgstore: resize %q: %w", name, err)
 	}
 	if family || int(old) != slots {
-		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting), Time: fromMicros(at)})
+		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting),
+			Time: fromMicros(at), Seq: uint64(seq)})
+	}
+	if slots > int(old) {
+		s.d.wakeAll()
 	}
 	return nil
 }
 
-// arow is one result row of the acquire function.
+// arow is one result row of the acquire function, with the event's Seq.
 type arow struct {
 	ev                      string
 	idx                     int32
@@ -96,6 +112,7 @@ type arow struct {
 	token, at, expires, dur int64
 	queued                  bool
 	ticket, ttl, hold       int64
+	seq                     int64
 }
 
 func (s *Store) callAcquire(ctx context.Context, args []any) ([]arow, error) {
@@ -107,7 +124,7 @@ func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow,
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r arow
 		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token,
-			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold); err != nil {
+			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.seq); err != nil {
 			return err
 		}
 		out = append(out, r)
@@ -119,95 +136,183 @@ func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow,
 	return out, err
 }
 
+// acquisition is one Acquire call.
+type acquisition struct {
+	req     *store.AcquireRequest
+	names   []string
+	op      int64
+	reached bool // a statement of it may have reached the server
+}
+
 // Acquire implements store.Store. A try, a grant and a refusal are one
-// statement each, and so is every check of a waiting caller.
+// statement each, and so is every check of a waiting caller. A waiter is
+// woken by a notification when its lock may have a slot for it (see
+// WithListenDSN), and checks again on a timer: its node's heads of queue
+// every DefaultListenPoll or at the next expiry of a blocking lease, every
+// waiter after 1ms, 2ms, … up to WithPollInterval while the store has no
+// LISTEN connection.
 func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
-	if err := ctx.Err(); err != nil {
-		return store.Grant{}, err
-	}
 	if err := s.check(ctx); err != nil {
 		return store.Grant{}, err
 	}
-	names := req.Names()
-	op := rand.Int64N(1<<62) + 1
-	// The arguments of the general function, for several locks and for the
-	// checks of a waiting caller; a single lock's first call needs none.
+	if err := ctx.Err(); err != nil {
+		return store.Grant{}, err
+	}
+	a := &acquisition{req: &req, names: req.Names(), op: rand.Int64N(1<<62) + 1}
+	// The arguments of the general function, for several locks, StaleAfter
+	// and the checks of a waiting caller; a single lock's first call needs
+	// none.
 	args := func() []any {
-		return []any{textArray(names), req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
-			req.Counted, req.Wait, op, int64(0), micros(s.cfg.waiterTTL)}
+		return []any{textArray(a.names), req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
+			req.Counted, req.Wait, a.op, int64(0), micros(s.cfg.waiterTTL), micros(max(req.StaleAfter, 0))}
+	}
+	call := func(q string, args []any) ([]arow, error) {
+		var rows []arow
+		err := s.retry(ctx, false, func() error {
+			var err error
+			rows, err = s.callAcquireQ(ctx, q, args)
+			if err != nil && !notSent(err) {
+				a.reached = true
+			}
+			return err
+		})
+		return rows, err
 	}
 	var rows []arow
 	var err error
-	if len(names) == 1 {
+	if len(a.names) == 1 && req.StaleAfter <= 0 {
 		length, back := lease(req.TTL, req.Hold)
 		one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
-			micros(req.Hold), req.Counted, req.Wait, op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back}
-		rows, err = s.callAcquireQ(ctx, s.q.acquireOne, one)
+			micros(req.Hold), req.Counted, req.Wait, a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back}
+		rows, err = call(s.q.acquireOne, one)
 		// "raced": the statement took the lock's row, but the slot was
 		// taken after its read; it granted nothing. Again, on a new read.
 		for tries := 0; err == nil && rows[0].ev == "raced" && tries < 3; tries++ {
-			rows, err = s.callAcquireQ(ctx, s.q.acquireOne, one)
+			rows, err = call(s.q.acquireOne, one)
 		}
 		if err == nil && rows[0].ev == "raced" {
-			rows, err = s.callAcquire(ctx, args())
+			rows, err = call(s.q.acquire, args())
 		}
 	} else {
-		rows, err = s.callAcquire(ctx, args())
+		rows, err = call(s.q.acquire, args())
 	}
 	if err != nil {
-		return store.Grant{}, s.abandon(ctx, &req, names, op, err)
+		return store.Grant{}, s.abandon(ctx, a, err)
 	}
+	a.reached = true
 	if rows[0].ev != "queued" {
-		return s.outcome(ctx, &req, names, op, rows)
+		return s.outcome(ctx, a, rows)
 	}
 	s.emitRows(req.Events, &req, rows)
+	w := &waiter{op: a.op, names: a.names, wake: make(chan struct{}, 1)}
+	if !s.d.join(w) {
+		return store.Grant{}, s.abandon(ctx, a, store.ErrClosed)
+	}
+	defer s.d.leave(w)
+	s.d.queued(w, rows[0].ticket, slotsOf(rows))
 	wargs := args()
 	wargs[8] = rows[0].ticket
-	delay, failures := time.Millisecond, 0
+	delay := time.Millisecond // the next pause while polling
+	var hint time.Duration    // until the next expiry of a blocking lease
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return store.Grant{}, s.abandon(ctx, &req, names, op, ctx.Err())
+			return store.Grant{}, s.abandon(ctx, a, ctx.Err())
+		case <-s.d.done:
+			return store.Grant{}, s.abandon(ctx, a, store.ErrClosed)
+		case <-w.wake:
 		case <-timer.C:
+			delay = min(delay*2, s.cfg.poll)
 		}
-		if s.closed.Load() {
-			return store.Grant{}, s.abandon(ctx, &req, names, op, store.ErrClosed)
-		}
-		delay = min(delay*2, s.cfg.poll)
-		timer.Reset(delay)
-		rows, err := s.callAcquire(ctx, wargs)
+		rows, err := s.poll(ctx, wargs)
 		if err != nil {
-			if ctx.Err() != nil || failures >= 3 || s.closed.Load() {
-				return store.Grant{}, s.abandon(ctx, &req, names, op, err)
-			}
-			failures++ // a lost connection: the waiter row stays; check again
-			continue
+			return store.Grant{}, s.abandon(ctx, a, err)
 		}
-		failures = 0
-		switch rows[0].ev {
+		switch r := &rows[0]; r.ev {
 		case "waiting":
+			s.d.setSlots(w, r.lock, int(r.slots))
+			hint = 0
+			if r.expires > 0 && r.at > 0 {
+				hint = time.Duration(r.expires-r.at)*time.Microsecond + time.Millisecond
+			}
+			s.rearm(timer, w, delay, hint)
 			continue
 		case "gone":
 			// Our place in the queue expired (this process paused longer
-			// than the waiter TTL): queue again.
+			// than the waiter TTL): queue again, at the back.
 			wargs[8] = int64(0)
-			rows, err = s.callAcquire(ctx, wargs)
+			rows, err = s.poll(ctx, wargs)
 			if err != nil {
-				return store.Grant{}, s.abandon(ctx, &req, names, op, err)
+				return store.Grant{}, s.abandon(ctx, a, err)
 			}
 			if rows[0].ev == "queued" {
+				s.emitRows(req.Events, &req, rows)
 				wargs[8] = rows[0].ticket
+				s.d.queued(w, rows[0].ticket, slotsOf(rows))
+				delay = time.Millisecond
+				s.rearm(timer, w, delay, 0)
 				continue
 			}
 		}
-		return s.outcome(ctx, &req, names, op, rows)
+		return s.outcome(ctx, a, rows)
 	}
 }
 
+// poll runs a check of a waiter; it is safe to run again whatever became
+// of an earlier run (a grant whose answer was lost is found by the next).
+func (s *Store) poll(ctx context.Context, args []any) ([]arow, error) {
+	var rows []arow
+	err := s.retry(ctx, true, func() error {
+		var err error
+		rows, err = s.callAcquire(ctx, args)
+		return err
+	})
+	return rows, err
+}
+
+// listenPoll is DefaultListenPoll but in tests.
+var listenPoll = func() *atomic.Int64 {
+	var v atomic.Int64
+	v.Store(int64(DefaultListenPoll))
+	return &v
+}()
+
+// rearm sets the timer of waiter w: none when w is not at the head of this
+// node's queue (the waiters ahead wake it as they leave), the poll delay
+// while no LISTEN connection is up, else DefaultListenPoll or until the
+// next expiry of a blocking lease.
+func (s *Store) rearm(t *time.Timer, w *waiter, delay, hint time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	if !s.d.head(w) {
+		return
+	}
+	if s.d.listening.Load() {
+		delay = time.Duration(listenPoll.Load())
+		if hint > 0 && hint < delay {
+			delay = hint
+		}
+	}
+	t.Reset(delay)
+}
+
+func slotsOf(rows []arow) map[string]int {
+	m := make(map[string]int, len(rows))
+	for _, r := range rows {
+		m[r.lock] = int(r.slots)
+	}
+	return m
+}
+
 // outcome turns the final rows of an acquisition into a grant or an error.
-func (s *Store) outcome(ctx context.Context, req *store.AcquireRequest, names []string, op int64, rows []arow) (store.Grant, error) {
+func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store.Grant, error) {
+	req := a.req
 	switch r := &rows[0]; r.ev {
 	case "notfound":
 		return store.Grant{}, store.NotFound(r.lock)
@@ -220,7 +325,7 @@ func (s *Store) outcome(ctx context.Context, req *store.AcquireRequest, names []
 			Waiting: int(r.waiting), Holder: e.Kind, Time: fromMicros(r.at)})
 		return store.Grant{}, e
 	case "cancelled":
-		return store.Grant{}, s.abandon(ctx, req, names, op, errors.New("pgstore: acquisition cancelled"))
+		return store.Grant{}, s.abandon(ctx, a, errors.New("pgstore: acquisition cancelled"))
 	}
 	g := store.Grant{Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold, Reentered: true}
 	n := 0
@@ -244,10 +349,10 @@ func (s *Store) outcome(ctx context.Context, req *store.AcquireRequest, names []
 		}
 		n++
 	}
-	if n != len(names) {
-		return store.Grant{}, s.abandon(ctx, req, names, op, fmt.Errorf("pgstore: acquire granted %d of %d locks", n, len(names)))
+	if n != len(a.names) {
+		return store.Grant{}, s.abandon(ctx, a, fmt.Errorf("pgstore: acquire granted %d of %d locks", n, len(a.names)))
 	}
-	if g.Reentered && len(names) == 1 {
+	if g.Reentered && len(a.names) == 1 {
 		g.Kind, g.TTL, g.Hold = rows[len(rows)-1].kind, time.Duration(rows[len(rows)-1].ttl)*time.Microsecond,
 			time.Duration(rows[len(rows)-1].hold)*time.Microsecond
 	}
@@ -260,7 +365,7 @@ func (s *Store) emitRows(ev store.Emitter, req *store.AcquireRequest, rows []aro
 	for i := range rows {
 		r := &rows[i]
 		e := store.Event{Lock: r.lock, Slots: int(r.slots), Running: int(r.running), Waiting: int(r.waiting),
-			Ref: r.ref, Kind: r.kind, Token: r.token, Time: fromMicros(r.at)}
+			Ref: r.ref, Kind: r.kind, Token: r.token, Time: fromMicros(r.at), Seq: uint64(r.seq)}
 		switch r.ev {
 		case "expired":
 			e.Type, e.Held = store.EventExpired, time.Duration(r.dur)*time.Microsecond
@@ -276,28 +381,45 @@ func (s *Store) emitRows(ev store.Emitter, req *store.AcquireRequest, rows []aro
 	}
 }
 
-// abandon gives up acquisition op after err (the context ended, the
-// connection failed, …): whatever the statement may still do or have done
-// is undone, so no slot is leaked. It returns ctx's error when ctx ended,
-// else err.
-func (s *Store) abandon(ctx context.Context, req *store.AcquireRequest, names []string, op int64, err error) error {
-	if ctx.Err() != nil {
+// abandon gives up acquisition a after err (the context ended, the store
+// closed, the connection failed, …): unless none of its statements reached
+// the server, whatever they may still do or have done is undone (a bounded
+// number of tries), so no slot is leaked and no place in the queue is
+// kept. It returns ctx's error when ctx ended, store.ErrClosed when the
+// store closed, else err (matching ErrUnreachable for a connection that
+// could not be had back).
+func (s *Store) abandon(ctx context.Context, a *acquisition, err error) error {
+	switch {
+	case ctx.Err() != nil:
 		err = ctx.Err()
+	case errors.Is(err, store.ErrClosed):
+		err = store.ErrClosed
+	default:
+		err = unreachable(err)
 	}
-	if pgconn.SafeToRetry(err) && ctx.Err() == nil {
+	if !a.reached {
 		return err // nothing reached the server
 	}
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	rows, uerr := s.callRelease(uctx, s.q.undo, []any{textArray(names), req.Ref.String(), op})
+	var rows []rrow
+	uerr := s.retry(uctx, true, func() error {
+		var e error
+		rows, e = s.callRelease(uctx, s.q.undo, []any{textArray(a.names), a.req.Ref.String(), a.op})
+		return e
+	})
 	if uerr != nil {
-		return errors.Join(err, fmt.Errorf("pgstore: undoing an abandoned acquisition (its holds expire with their TTL): %w", uerr))
+		if err == store.ErrClosed || err == ctx.Err() {
+			return err
+		}
+		return fmt.Errorf("%w (a slot it may have been granted expires with its TTL)", err)
 	}
-	s.emitReleased(req.Events, rows, fmt.Errorf("%w: granted while its acquisition was abandoned", store.ErrLeaseLost))
+	s.emitReleased(a.req.Events, rows, fmt.Errorf("%w: granted while its acquisition was abandoned", store.ErrLeaseLost))
 	return err
 }
 
-// rrow is one result row of the release and undo functions.
+// rrow is one result row of the release and undo functions, with the
+// event's Seq.
 type rrow struct {
 	ev                      string
 	idx                     int32
@@ -305,13 +427,15 @@ type rrow struct {
 	slots, running, waiting int32
 	ref, kind               string
 	token, at, dur          int64
+	seq                     int64
 }
 
 func (s *Store) callRelease(ctx context.Context, q string, args []any) ([]rrow, error) {
 	var out []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r rrow
-		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token, &r.at, &r.dur); err != nil {
+		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token, &r.at, &r.dur,
+			&r.seq); err != nil {
 			return err
 		}
 		out = append(out, r)
@@ -326,7 +450,7 @@ func (s *Store) emitReleased(ev store.Emitter, rows []rrow, reason error) {
 			s.ended(r.lock, r.ref, r.token, reason)
 			emit(ev, store.Event{Type: store.EventReleased, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
 				Waiting: int(r.waiting), Ref: r.ref, Kind: r.kind, Token: r.token, Held: time.Duration(r.dur) * time.Microsecond,
-				Time: fromMicros(r.at)})
+				Time: fromMicros(r.at), Seq: uint64(r.seq)})
 		}
 	}
 }
@@ -341,25 +465,47 @@ func handleArgs(h *store.Handle) (names, tokens string) {
 	return textArray(ns), intArray(ts)
 }
 
+// undefined returns store.NotFound for the first lock of h that no
+// definition covers, nil when each is covered. It runs only after a call
+// found h not held: the common paths pay nothing for it.
+func (s *Store) undefined(ctx context.Context, h *store.Handle) error {
+	names, _ := handleArgs(h)
+	var name string
+	err := s.retry(ctx, true, func() error { return queryOne(ctx, s.c, s.q.undefined, []any{names}, &name) })
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	return store.NotFound(name)
+}
+
 // Release implements store.Store in one statement.
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
 	var rows []rrow
-	var err error
-	if len(h.More) == 0 {
-		if ev != nil {
-			rows, err = s.callRelease(ctx, s.q.releaseOneEv, []any{h.Name, h.Token, h.Ref.String(), patterns(h.Name)})
+	err := s.retry(ctx, false, func() error {
+		var err error
+		if len(h.More) == 0 {
+			if ev != nil {
+				rows, err = s.callRelease(ctx, s.q.releaseOneEv, []any{h.Name, h.Token, h.Ref.String(), patterns(h.Name)})
+			} else {
+				rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, h.Ref.String()})
+			}
 		} else {
-			rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, h.Ref.String()})
+			names, tokens := handleArgs(&h)
+			rows, err = s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), nil, ev != nil})
 		}
-	} else {
-		names, tokens := handleArgs(&h)
-		rows, err = s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), nil, ev != nil})
-	}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("pgstore: release: %w", err)
+	}
+	if len(rows) > 0 && rows[0].ev == "notfound" {
+		return store.NotFound(rows[0].lock)
 	}
 	reason := store.ErrReleased
 	if h.Token == 0 {
@@ -390,9 +536,17 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 		return false, err
 	}
 	names, tokens := handleArgs(&h)
-	rows, err := s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), micros(max(staleAfter, 0)), ev != nil})
+	var rows []rrow
+	err := s.retry(ctx, false, func() error {
+		var err error
+		rows, err = s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), micros(max(staleAfter, 0)), ev != nil})
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("pgstore: release stale: %w", err)
+	}
+	if len(rows) > 0 && rows[0].ev == "notfound" {
+		return false, store.NotFound(rows[0].lock)
 	}
 	s.emitReleased(ev, rows, fmt.Errorf("%w: released as stale", store.ErrLeaseLost))
 	return len(rows) > 0, nil
@@ -405,29 +559,34 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 	}
 	var ok bool
 	var now, exp int64
-	var err error
-	if len(h.More) == 0 {
-		length, back := lease(ttl, hold)
-		err = queryOne(ctx, s.c, s.q.keepOne, []any{h.Name, h.Token, h.Ref.String(), micros(ttl), micros(hold), length, back},
-			&ok, &now, &exp)
-		if errors.Is(err, sql.ErrNoRows) {
-			ok, err = false, nil
+	err := s.retry(ctx, true, func() error {
+		if len(h.More) == 0 {
+			length, back := lease(ttl, hold)
+			err := queryOne(ctx, s.c, s.q.keepOne, []any{h.Name, h.Token, h.Ref.String(), micros(ttl), micros(hold), length, back},
+				&ok, &now, &exp)
+			if errors.Is(err, sql.ErrNoRows) {
+				ok, err = false, nil
+			}
+			return err
 		}
-	} else {
 		names, tokens := handleArgs(&h)
-		err = queryOne(ctx, s.c, s.q.keep, []any{names, tokens, h.Ref.String(), micros(ttl), micros(hold)}, &ok, &now, &exp)
-	}
+		return queryOne(ctx, s.c, s.q.keep, []any{names, tokens, h.Ref.String(), micros(ttl), micros(hold)}, &ok, &now, &exp)
+	})
 	if err != nil {
 		return time.Time{}, fmt.Errorf("pgstore: keep: %w", err)
 	}
 	if !ok {
+		if err := s.undefined(ctx, &h); err != nil {
+			return time.Time{}, err
+		}
 		s.lostHandle(&h, "taken over or released by another holder")
 		return time.Time{}, store.ErrNotHeld
 	}
 	return fromMicros(exp), nil
 }
 
-// Held implements store.Store in one statement.
+// Held implements store.Store in one statement. A lease past its expiry
+// is not held, taken over or not.
 func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Status{}, err
@@ -439,12 +598,16 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 		names, tokens := handleArgs(&h)
 		q, args = s.q.held, []any{names, tokens, h.Ref.String()}
 	}
-	if err := queryOne(ctx, s.c, q, args, &held, &now, &renewed, &exp); err != nil {
+	err := s.retry(ctx, true, func() error { return queryOne(ctx, s.c, q, args, &held, &now, &renewed, &exp) })
+	if err != nil {
 		return store.Status{}, fmt.Errorf("pgstore: held: %w", err)
 	}
+	held = held && (exp == 0 || exp > now)
 	st := store.Status{Held: held, Now: fromMicros(now)}
 	if held {
 		st.Renewed, st.Expires = fromMicros(renewed), fromMicros(exp)
+	} else if err := s.undefined(ctx, &h); err != nil {
+		return store.Status{}, err
 	}
 	return st, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,10 +22,15 @@ import (
 const (
 	// DefaultSchema is the schema of the tables unless WithSchema names another.
 	DefaultSchema = "sleeplock"
-	// DefaultPollInterval is the longest pause between two checks of a waiter.
+	// DefaultPollInterval is the longest pause between two checks of a
+	// waiter while the store has no LISTEN connection.
 	DefaultPollInterval = 25 * time.Millisecond
-	// DefaultWaiterTTL is the lease of a waiter's place in the queue.
-	DefaultWaiterTTL = 10 * time.Second
+	// DefaultWaiterTTL is the lease of a waiter's place in the queue: the
+	// waiters of a node that dies or pauses stop blocking others after it.
+	DefaultWaiterTTL = time.Second
+	// DefaultListenPoll is the longest pause between two checks of a
+	// waiter at the head of this node's queue while notifications arrive.
+	DefaultListenPoll = 250 * time.Millisecond
 )
 
 // Option configures New, NewSQL, Open, Migrate and MigrateSQL.
@@ -35,8 +41,39 @@ type config struct {
 	poll      time.Duration
 	waiterTTL time.Duration
 	unlogged  bool
+	listen    listenMode
+	listenDSN string
 	err       error
 }
+
+// listenMode says where a store listens for wake-ups.
+type listenMode uint8
+
+const (
+	listenAuto listenMode = iota // a connection like the pool's (New, Open); none for NewSQL
+	listenDSN                    // WithListenDSN
+	listenOff                    // WithoutListen
+)
+
+// WithListenDSN names the database connection (a postgres:// URL or
+// key=value string) on which the store LISTENs for wake-ups of its
+// waiters. By default a store made by New or Open opens one connection
+// like its pool's; a store made by NewSQL listens only with this option.
+// Behind a pooler in transaction mode (PgBouncer), where LISTEN does not
+// work, give a DSN that reaches PostgreSQL directly, or use WithoutListen.
+func WithListenDSN(dsn string) Option {
+	return func(c *config) {
+		if _, err := pgx.ParseConfig(dsn); err != nil && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redact(err.Error()))
+		}
+		c.listen, c.listenDSN = listenDSN, dsn
+	}
+}
+
+// WithoutListen makes the store's waiters poll (WithPollInterval) instead
+// of being woken by notifications: for a pooler in transaction mode when
+// no direct connection can be given to WithListenDSN.
+func WithoutListen() Option { return func(c *config) { c.listen = listenOff } }
 
 // WithSchema names the PostgreSQL schema of the tables (default
 // "sleeplock"). Any name works, quoted as an identifier; it must be 1 to 63
@@ -63,8 +100,10 @@ func WithPollInterval(d time.Duration) Option {
 }
 
 // WithWaiterTTL sets the lease of a waiter's place in the queue (default
-// 10s, and at least 10 poll intervals): a waiter renews it while it polls,
-// so the waiters of a node that died leave the queue after this long.
+// 1s, at least 100ms): each store renews the leases of its waiters every
+// quarter of it, so the waiters of a node that died or paused stop
+// blocking others after this long (and a paused node's waiters queue
+// again at the back when it resumes).
 func WithWaiterTTL(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 && c.err == nil {
@@ -90,7 +129,7 @@ func newConfig(opts []Option) (config, error) {
 	if c.err != nil {
 		return c, c.err
 	}
-	c.waiterTTL = max(c.waiterTTL, 10*c.poll)
+	c.waiterTTL = max(c.waiterTTL, 100*time.Millisecond)
 	return c, nil
 }
 
@@ -100,10 +139,12 @@ func newConfig(opts []Option) (config, error) {
 type Store struct {
 	c      conn
 	pool   *pgxpool.Pool // owned by the store (Open), closed by Close
+	lcfg   *pgx.ConnConfig
 	cfg    config
 	q      queries
 	closed atomic.Bool
 	w      watchers
+	d      dispatcher
 }
 
 var (
@@ -116,26 +157,38 @@ var (
 type queries struct {
 	acquire, release, undo, keep, held, states, define, resize, guard, version string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne                     string
-	advanceHolders, advanceWaiters                                             string
+	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen        string
 }
 
 func newQueries(schema string) queries {
 	s := quoteIdent(schema)
+	seqs := quoteLiteral(s+".seqs") + "::regclass"
 	return queries{
 		acquireOne:   statement(acquireOneSQL, schema),
 		releaseOne:   statement(releaseOneSQL, schema),
 		releaseOneEv: statement(releaseOneEvSQL, schema),
 		keepOne:      statement(keepOneSQL, schema),
 		heldOne:      statement(heldOneSQL, schema),
-		acquire: "SELECT * FROM " + s + ".acquire($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
-			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint)",
-		release: "SELECT * FROM " + s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean)",
-		undo:    "SELECT * FROM " + s + ".undo($1::text::text[], $2::text, $3::bigint)",
-		keep:    "SELECT * FROM " + s + ".keep($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::bigint)",
-		held:    "SELECT * FROM " + s + ".held($1::text::text[], $2::text::bigint[], $3::text)",
-		states:  "SELECT r_name, r_slots, r_family, r_running, r_waiting, r_now, coalesce(r_holders, ''), coalesce(r_queue, '') FROM " + s + ".states($1::text, $2::boolean)",
-		define:  "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0) FROM " + s + ".define($1::text, $2::integer, $3::boolean)",
-		resize:  "SELECT * FROM " + s + ".resize($1::text, $2::integer)",
+		// The event's Seq is drawn while the statement holds the lock's row.
+		acquire: "SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+			s + ".acquire($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
+			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint) a",
+		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+			s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
+		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+			s + ".undo($1::text::text[], $2::text, $3::bigint) b",
+		keep:   "SELECT * FROM " + s + ".keep($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::bigint)",
+		held:   "SELECT * FROM " + s + ".held($1::text::text[], $2::text::bigint[], $3::text)",
+		states: "SELECT r_name, r_slots, r_family, r_running, r_waiting, r_now, coalesce(r_holders, ''), coalesce(r_queue, '') FROM " + s + ".states($1::text, $2::boolean)",
+		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
+			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +
+			"CASE WHEN r_created AND r_old IS NOT NULL THEN nextval(" + seqs + ") ELSE 0 END FROM " + s + ".define($1::text, $2::integer, $3::boolean)",
+		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + s + ".resize($1::text, $2::integer) r",
+		// The first name of $1 that no definition covers.
+		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
+		heartbeat: "SELECT count(*)::bigint FROM " + s + ".heartbeat($1::text::bigint[], $2::bigint)",
+		sweep:     "SELECT " + s + ".sweep(64)::bigint",
+		listen:    "LISTEN " + quoteIdent(channelOf(schema)),
 		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
 			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
 			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
@@ -152,7 +205,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if pool == nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.New needs a *pgxpool.Pool")
 	}
-	return newStore(ctx, pgxConn{pool}, nil, opts)
+	if ctx == nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.New needs a context")
+	}
+	return newStore(ctx, pgxConn{pool}, nil, pool.Config().ConnConfig, opts)
 }
 
 // NewSQL returns a store on db, a database/sql handle of any PostgreSQL
@@ -162,13 +218,22 @@ func NewSQL(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if db == nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.NewSQL needs a *sql.DB")
 	}
-	return newStore(ctx, sqlConn{q: db, db: db}, nil, opts)
+	if ctx == nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.NewSQL needs a context")
+	}
+	return newStore(ctx, sqlConn{q: db, db: db}, nil, nil, opts)
 }
 
 // Open connects to the database named by dsn (a postgres:// URL or
 // key=value string) with a pool of its own, which Close closes. A dsn that
 // does not parse is an error matching store.ErrInvalidConfig.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	if ctx == nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.Open needs a context")
+	}
+	if dsn == "" {
+		return nil, store.Invalid(store.ErrInvalidConfig, `""`, "pgstore.Open needs a DSN")
+	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "DSN", "cannot be parsed: "+redact(err.Error()))
@@ -178,7 +243,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	s, err := newStore(ctx, pgxConn{pool}, pool, opts)
+	s, err := newStore(ctx, pgxConn{pool}, pool, pc.ConnConfig, opts)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -193,6 +258,9 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // statement running on the server. Either way an abandoned acquisition is
 // undone; with the cancel request no grant can land after the undo.
 func ConfigurePool(cfg *pgxpool.Config) {
+	if cfg == nil || cfg.ConnConfig == nil {
+		return
+	}
 	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, DeadlineDelay: time.Second}
 	}
@@ -210,12 +278,29 @@ func redact(s string) string {
 	return s
 }
 
-func newStore(ctx context.Context, c conn, pool *pgxpool.Pool, opts []Option) (*Store, error) {
+// newStore makes a store on c; pool is closed by Close (Open's own), and
+// poolCfg is the pool's connection configuration (nil for database/sql),
+// the default of the LISTEN connection.
+func newStore(ctx context.Context, c conn, pool *pgxpool.Pool, poolCfg *pgx.ConnConfig, opts []Option) (*Store, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{c: c, pool: pool, cfg: cfg, q: newQueries(cfg.schema)}
+	switch cfg.listen {
+	case listenAuto:
+		if poolCfg != nil {
+			s.lcfg = poolCfg.Copy()
+		}
+	case listenDSN:
+		if s.lcfg, err = pgx.ParseConfig(cfg.listenDSN); err != nil {
+			return nil, store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redact(err.Error()))
+		}
+	}
+	if s.lcfg != nil {
+		s.lcfg.Tracer = nil
+	}
+	s.d.init(s)
 	var have int64
 	if err := queryOne(ctx, c, s.q.version, nil, &have); err != nil {
 		var pe *pgconn.PgError
@@ -231,14 +316,25 @@ func newStore(ctx context.Context, c conn, pool *pgxpool.Pool, opts []Option) (*
 }
 
 // Schema returns the name of the store's schema.
-func (s *Store) Schema() string { return s.cfg.schema }
+func (s *Store) Schema() string {
+	if s == nil {
+		return ""
+	}
+	return s.cfg.schema
+}
 
-// Close makes later calls fail with store.ErrClosed and closes the pool if
-// Open made it. Leases are not released.
+// Close makes later calls fail with store.ErrClosed, ends the waiting
+// Acquire calls with store.ErrClosed after removing their places in the
+// queue, stops the listener and closes the pool if Open made it. Leases are
+// not released.
 func (s *Store) Close() error {
+	if s == nil || s.c == nil {
+		return nil
+	}
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.d.close()
 	if s.pool != nil {
 		s.pool.Close()
 	}
@@ -251,6 +347,9 @@ func (s *Store) Close() error {
 // waiting; it changes nothing else, and waiters' own liveness leases are
 // left as they are.
 func (s *Store) Advance(ctx context.Context, d time.Duration) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
 	if err := s.c.exec(ctx, s.q.advanceHolders, micros(d)); err != nil {
 		return err
 	}

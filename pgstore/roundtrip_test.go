@@ -96,7 +96,7 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	must(t, err)
 	var ev string
 	err = tx.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+
-		".acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000)").Scan(&ev)
+		".acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0)").Scan(&ev)
 	must(t, err)
 	var xid *int64
 	must(t, tx.QueryRow(ctx, "SELECT pg_current_xact_id_if_assigned()::text::bigint").Scan(&xid))

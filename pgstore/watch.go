@@ -33,6 +33,9 @@ func watchKey(lock, ref string, token int64) string {
 // saw the hold end (among its last 4096 ended holds); otherwise the hold is
 // taken to be held.
 func (s *Store) Watch(h store.Handle, f func(reason error)) {
+	if s == nil || f == nil {
+		return
+	}
 	k := watchKey(h.Name, h.Ref.String(), h.Token)
 	s.w.mu.Lock()
 	if reason, ok := s.w.gone[k]; ok {

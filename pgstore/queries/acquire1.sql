@@ -18,8 +18,10 @@
 --   - 'raced' (it took the lock's row, yet the slot was taken since its
 --     read): the caller runs the statement again; acquire() cannot run in
 --     the same statement as the insert of the row it would lock.
--- Result rows as acquire()'s. The comment on the first line names the
--- statement in pg_stat_activity.
+-- Result rows as acquire()'s, and the event's Seq, drawn from seqs while the
+-- statement holds the lock's row (0 for rows that are no event). Not used
+-- with StaleAfter (acquire() decides those). The comment on the first line
+-- names the statement in pg_stat_activity.
 --
 -- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 counted, $7 wait,
 -- $8 op, $9 waiter ttl µs, $10 the patterns of the name (the name, then its
@@ -63,7 +65,7 @@ WITH x AS (
     -- granted, raced, or refused on this read (with the oldest unexpired holder)
     SELECT CASE WHEN i.token IS NOT NULL THEN 'granted'
                 WHEN EXISTS (SELECT 1 FROM lk) THEN 'raced' ELSE 'refused' END AS ev, 1 AS idx, $1::text AS lock,
-           x.slots, x.nrows + CASE WHEN i.token IS NOT NULL THEN 1 ELSE 0 END AS running, 0 AS waiting,
+           x.slots, coalesce(c.running, x.nrows) AS running, coalesce(c.waiting, 0) AS waiting,
            CASE WHEN i.token IS NOT NULL THEN $2::text ELSE x.oref END AS ref,
            CASE WHEN i.token IS NOT NULL THEN $3::text ELSE x.okind END AS kind,
            coalesce(i.token, 0) AS token, {{schema}}.micros(x.t) AS at,
@@ -72,10 +74,14 @@ WITH x AS (
            CASE WHEN i.token IS NOT NULL THEN $4::bigint ELSE 0 END AS ttl,
            CASE WHEN i.token IS NOT NULL THEN $5::bigint ELSE 0 END AS hold
       FROM x LEFT JOIN ins i ON true
+      -- the counts after the grant, read afresh (fresh_counts in 002)
+      LEFT JOIN LATERAL (SELECT f.running, f.waiting FROM {{schema}}.fresh_counts($1::text) f
+                          WHERE i.token IS NOT NULL) c ON true
      WHERE i.token IS NOT NULL OR EXISTS (SELECT 1 FROM lk) OR (x.ok AND NOT $7::boolean AND x.live >= x.slots)
 )
-SELECT * FROM r
-UNION ALL
-SELECT a.* FROM {{schema}}.acquire(ARRAY[$1::text], $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean,
-                                   $7::boolean, $8::bigint, 0::bigint, $9::bigint) a
- WHERE NOT EXISTS (SELECT 1 FROM r)
+SELECT u.*, CASE WHEN u.ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+  FROM (SELECT * FROM r
+        UNION ALL
+        SELECT a.* FROM {{schema}}.acquire(ARRAY[$1::text], $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean,
+                                           $7::boolean, $8::bigint, 0::bigint, $9::bigint, 0::bigint) a
+         WHERE NOT EXISTS (SELECT 1 FROM r)) u

@@ -9,6 +9,8 @@
 -- 0 (release1ev.sql fills them in). The comment on the first line names the
 -- statement in pg_stat_activity.
 --
+-- The last column is the event's Seq (see acquire1.sql).
+--
 -- $1 name, $2 token (0: any), $3 ref.
 WITH lk AS (
     DELETE FROM {{schema}}.locks l
@@ -18,6 +20,7 @@ WITH lk AS (
                       AND h.count <= 1)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = $1::text AND h.ref <> $3::text)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = $1::text)
+       AND NOT {{schema}}.fresh_busy($1::text, $3::text) -- again once the row is ours (002)
     RETURNING l.name
 ), del AS (
     DELETE FROM {{schema}}.holders h
@@ -25,9 +28,10 @@ WITH lk AS (
        AND EXISTS (SELECT 1 FROM lk)
     RETURNING h.kind, h.token, h.acquired, clock_timestamp() AS t
 )
-SELECT 'released'::text, 1, $1::text, 0, 0, 0, $3::text, r.kind, r.token, {{schema}}.micros(r.t),
-       {{schema}}.micros(r.t) - {{schema}}.micros(r.acquired)
-  FROM del r
-UNION ALL
-SELECT b.* FROM {{schema}}.release(ARRAY[$1::text], ARRAY[$2::bigint], $3::text, NULL::bigint, false) b
- WHERE NOT EXISTS (SELECT 1 FROM del)
+SELECT u.*, CASE WHEN u.ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
+  FROM (SELECT 'released'::text AS ev, 1, $1::text, 0, 0, 0, $3::text, r.kind, r.token, {{schema}}.micros(r.t),
+               {{schema}}.micros(r.t) - {{schema}}.micros(r.acquired)
+          FROM del r
+        UNION ALL
+        SELECT b.* FROM {{schema}}.release(ARRAY[$1::text], ARRAY[$2::bigint], $3::text, NULL::bigint, false) b
+         WHERE NOT EXISTS (SELECT 1 FROM del)) u

@@ -1,0 +1,27 @@
+package pgstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// MigrateTo migrates pool's schema up to version (for tests of upgrades).
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int, opts ...Option) error {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	return migrate(ctx, pgxConn{pool}, cfg, version)
+}
+
+// Listening reports whether the store's LISTEN connection is up.
+func (s *Store) Listening() bool { return s.d.listening.Load() }
+
+// SetListenPoll sets how often the heads of this process's queue check
+// while notifications arrive; it returns a function that restores it.
+func SetListenPoll(d time.Duration) func() {
+	old := listenPoll.Swap(int64(d))
+	return func() { listenPoll.Store(old) }
+}

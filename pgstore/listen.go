@@ -1,0 +1,310 @@
+package pgstore
+
+import (
+	"context"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// channelOf is the NOTIFY channel of a schema: a hash, since a channel name
+// is an identifier of at most 63 bytes.
+func channelOf(schema string) string {
+	h := fnv.New64a()
+	h.Write([]byte(schema))
+	return "sleeplock_" + strconv.FormatUint(h.Sum64(), 16)
+}
+
+// waiter is one waiting Acquire of this store.
+type waiter struct {
+	op     int64
+	ticket int64          // 0 until queued
+	names  []string       // the locks it waits for
+	slots  map[string]int // their slots, as last read
+	wake   chan struct{}  // a check is due (capacity 1)
+}
+
+// dispatcher keeps this store's waiters per lock in ticket order, wakes
+// them when a notification says their lock may have a slot for them (only
+// as many as it has free slots, the first in ticket order), renews their
+// waiter leases (one statement per store, not per waiter) and sweeps what
+// dead nodes left behind. Its goroutines start with the first waiter and
+// stop at Close.
+type dispatcher struct {
+	s         *Store
+	mu        sync.Mutex
+	byLock    map[string][]*waiter // local waiters of each lock, in ticket order
+	all       map[int64]*waiter    // by op
+	started   bool
+	closing   bool
+	listening atomic.Bool // notifications arrive: waiters need not poll fast
+	done      chan struct{}
+	cancel    context.CancelFunc
+	bg        sync.WaitGroup // listener and heartbeat
+	active    sync.WaitGroup // waiting Acquire calls
+}
+
+func (d *dispatcher) init(s *Store) {
+	d.s = s
+	d.byLock = make(map[string][]*waiter)
+	d.all = make(map[int64]*waiter)
+	d.done = make(chan struct{})
+}
+
+// join registers w, starting the background work on the first waiter. It
+// returns false when the store is closing.
+func (d *dispatcher) join(w *waiter) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return false
+	}
+	d.active.Add(1)
+	d.all[w.op] = w
+	if !d.started {
+		d.started = true
+		ctx, cancel := context.WithCancel(context.Background())
+		d.cancel = cancel
+		d.bg.Add(1)
+		go d.heartbeat(ctx)
+		if d.s.lcfg != nil {
+			d.bg.Add(1)
+			go d.listen(ctx)
+		}
+	}
+	return true
+}
+
+// queued records w's ticket (a new one when it queued again) and the slots
+// of its locks.
+func (d *dispatcher) queued(w *waiter, ticket int64, slots map[string]int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unlist(w)
+	w.ticket = ticket
+	w.slots = slots
+	for _, n := range w.names {
+		ws := d.byLock[n]
+		i, _ := slices.BinarySearchFunc(ws, ticket, func(x *waiter, t int64) int { return compareInt(x.ticket, t) })
+		d.byLock[n] = slices.Insert(ws, i, w)
+	}
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// setSlots updates the slots w read for lock n; when they grew, the
+// waiters that became heads are woken.
+func (d *dispatcher) setSlots(w *waiter, n string, slots int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.slots == nil || w.slots[n] == slots || slots <= 0 {
+		return
+	}
+	grew := slots > w.slots[n]
+	for _, x := range d.byLock[n] {
+		if x.slots != nil {
+			x.slots[n] = slots
+		}
+	}
+	if grew {
+		d.wakeFirst(n, slots)
+	}
+}
+
+// unlist removes w from the per-lock lists (d.mu held) and wakes the
+// waiters that became heads.
+func (d *dispatcher) unlist(w *waiter) {
+	if w.ticket == 0 {
+		return
+	}
+	for _, n := range w.names {
+		ws := d.byLock[n]
+		if i := slices.Index(ws, w); i >= 0 {
+			ws = slices.Delete(ws, i, i+1)
+			if len(ws) == 0 {
+				delete(d.byLock, n)
+			} else {
+				d.byLock[n] = ws
+				if slots := w.slots[n]; i < slots && slots-1 < len(ws) {
+					wakeOne(ws[slots-1])
+				}
+			}
+		}
+	}
+	w.ticket = 0
+}
+
+// leave removes w for good.
+func (d *dispatcher) leave(w *waiter) {
+	d.mu.Lock()
+	d.unlist(w)
+	delete(d.all, w.op)
+	d.mu.Unlock()
+	d.active.Done()
+}
+
+// head reports whether w could be granted as far as this store knows: for
+// each of its locks, fewer of this store's waiters are ahead of it than the
+// lock has slots. A waiter that is not a head waits to be woken instead of
+// polling: the waiters ahead of it leave first, and wake it as they do.
+func (d *dispatcher) head(w *waiter) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if w.ticket == 0 {
+		return true
+	}
+	for _, n := range w.names {
+		i := slices.Index(d.byLock[n], w)
+		if s := w.slots[n]; s > 0 && i >= s {
+			return false
+		}
+	}
+	return true
+}
+
+func wakeOne(w *waiter) {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// wakeFirst wakes the first free waiters of lock n (d.mu held).
+func (d *dispatcher) wakeFirst(n string, free int) {
+	ws := d.byLock[n]
+	for i := 0; i < len(ws) && i < free; i++ {
+		wakeOne(ws[i])
+	}
+}
+
+// notified handles a payload "<free>:<lock>"; unknown locks are ignored.
+func (d *dispatcher) notified(payload string) {
+	num, name, ok := strings.Cut(payload, ":")
+	free, err := strconv.Atoi(num)
+	if !ok || err != nil || free < 1 {
+		free = 1
+	}
+	d.mu.Lock()
+	d.wakeFirst(name, free)
+	d.mu.Unlock()
+}
+
+// wakeAll makes every waiter check (the listener came or went).
+func (d *dispatcher) wakeAll() {
+	d.mu.Lock()
+	for _, w := range d.all {
+		wakeOne(w)
+	}
+	d.mu.Unlock()
+}
+
+// ops returns the acquisitions of the queued waiters.
+func (d *dispatcher) ops() []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]int64, 0, len(d.all))
+	for op, w := range d.all {
+		if w.ticket != 0 {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
+// close ends the waiting calls (they leave the queue) and stops the
+// background work.
+func (d *dispatcher) close() {
+	d.mu.Lock()
+	d.closing = true
+	close(d.done)
+	d.mu.Unlock()
+	d.active.Wait()
+	if d.cancel != nil {
+		d.cancel()
+	}
+	d.bg.Wait()
+}
+
+// jitter returns d scaled by a random factor in [0.5, 1.5).
+func jitter(d time.Duration) time.Duration {
+	return d/2 + time.Duration(rand.Int64N(int64(d)+1))
+}
+
+// sleep waits d or until ctx ends; false when ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// heartbeat renews the waiter leases of this store's waiters every quarter
+// of the waiter TTL, and sweeps every few seconds.
+func (d *dispatcher) heartbeat(ctx context.Context) {
+	defer d.bg.Done()
+	every := d.s.cfg.waiterTTL / 4
+	beats := 0
+	for sleep(ctx, every) {
+		if ops := d.ops(); len(ops) > 0 {
+			var n int64
+			_ = queryOne(ctx, d.s.c, d.s.q.heartbeat, []any{intArray(ops), micros(d.s.cfg.waiterTTL)}, &n)
+		}
+		if beats++; beats%20 == 0 {
+			var n int64
+			_ = queryOne(ctx, d.s.c, d.s.q.sweep, nil, &n)
+		}
+	}
+}
+
+// listen keeps one LISTEN connection, reconnecting with backoff. While it
+// is down the waiters poll; when it comes back they all check once, so no
+// wake-up sent meanwhile is missed.
+func (d *dispatcher) listen(ctx context.Context) {
+	defer d.bg.Done()
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		c, err := pgx.ConnectConfig(ctx, d.s.lcfg)
+		if err == nil {
+			if _, err = c.Exec(ctx, d.s.q.listen); err == nil {
+				d.listening.Store(true)
+				backoff = 50 * time.Millisecond
+				d.wakeAll()
+				for {
+					n, werr := c.WaitForNotification(ctx)
+					if werr != nil {
+						break
+					}
+					d.notified(n.Payload)
+				}
+				d.listening.Store(false)
+				d.wakeAll()
+			}
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = c.Close(cctx)
+			cancel()
+		}
+		if !sleep(ctx, jitter(backoff)) {
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
