@@ -25,3 +25,6 @@ func SetListenPoll(d time.Duration) func() {
 	old := listenPoll.Swap(int64(d))
 	return func() { listenPoll.Store(old) }
 }
+
+// ChannelOf is the NOTIFY channel of a schema.
+func ChannelOf(schema string) string { return channelOf(schema) }
