@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -193,5 +194,225 @@ func BenchmarkRows(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// handoffNodes returns n stores on one migrated schema, each with a pool of
+// its own (nodes of a cluster), listening for wake-ups unless poll.
+func handoffNodes(b *testing.B, n int, poll bool) []*pgstore.Store {
+	b.Helper()
+	pool := newPoolN(b, nil, 40)
+	schema := newSchema(b, pool)
+	ctx := context.Background()
+	must(b, pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
+	var out []*pgstore.Store
+	for range n {
+		opts := []pgstore.Option{pgstore.WithSchema(schema)}
+		if poll {
+			opts = append(opts, pgstore.WithoutListen())
+		}
+		s, err := pgstore.New(ctx, newPoolN(b, nil, 40), opts...)
+		must(b, err)
+		b.Cleanup(func() { _ = s.Close() })
+		out = append(out, s)
+	}
+	return out
+}
+
+// quantile returns the q-quantile of ds (sorted in place).
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(q*float64(len(ds))))]
+}
+
+// BenchmarkHandoff: waiters spread over two nodes take turns on a 1-slot
+// lock (hold 0): the time from a holder's Release call to the next grant,
+// on whichever node, with 1 and 10 waiters queued. "listen" is the default
+// (woken by NOTIFY); "poll" is WithoutListen, the fallback.
+func BenchmarkHandoff(b *testing.B) {
+	for _, waiters := range []int{1, 10} {
+		for _, mode := range []string{"listen", "poll"} {
+			b.Run(fmt.Sprintf("waiters=%d/%s", waiters, mode), func(b *testing.B) {
+				nodes := handoffNodes(b, 2, mode == "poll")
+				ctx := context.Background()
+				define(b, nodes[0], "h", 1)
+				var released atomic.Int64 // UnixNano of the last Release call
+				var mu sync.Mutex
+				var lat []time.Duration
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for c := range waiters + 1 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						s := nodes[c%2]
+						for next.Add(1) <= int64(b.N) {
+							r := req("c"+strconv.Itoa(c), time.Minute, "h")
+							r.Wait = true
+							g, err := s.Acquire(ctx, r)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							if t0 := released.Load(); t0 != 0 {
+								mu.Lock()
+								lat = append(lat, time.Since(time.Unix(0, t0)))
+								mu.Unlock()
+							}
+							released.Store(time.Now().UnixNano())
+							if err := s.Release(ctx, g.Handle(), nil); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				b.ReportMetric(float64(quantile(lat, 0.5).Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(quantile(lat, 0.99).Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "grants/s")
+			})
+		}
+	}
+}
+
+// BenchmarkCycle: clients cycling through one 1-slot lock with a blocking
+// Acquire and a Release (hold 0), spread over two nodes: grants per second
+// with 32 clients against 1.
+func BenchmarkCycle(b *testing.B) {
+	for _, clients := range []int{1, 32} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			nodes := handoffNodes(b, 2, false)
+			ctx := context.Background()
+			define(b, nodes[0], "cy", 1)
+			parallel(b, clients, func(c int) error {
+				s := nodes[c%2]
+				r := req("c"+strconv.Itoa(c), time.Minute, "cy")
+				r.Wait = true
+				g, err := s.Acquire(ctx, r)
+				if err != nil {
+					return err
+				}
+				return s.Release(ctx, g.Handle(), nil)
+			})
+		})
+	}
+}
+
+// seqRecorder keeps the Seq of each ref's waiting and acquired events.
+type seqRecorder struct {
+	mu       sync.Mutex
+	waited   map[string]uint64
+	acquired map[string]uint64
+}
+
+func (r *seqRecorder) Emit(e store.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch e.Type {
+	case store.EventWaiting:
+		r.waited[e.Ref] = e.Seq
+	case store.EventAcquired:
+		r.acquired[e.Ref] = e.Seq
+	}
+}
+
+// BenchmarkWaiters1000: 1,000 waiters on one held 1-slot lock across 4
+// stores (pools of 20). It reports the statements the stores send per
+// second while the waiters wait (the database's work: heartbeats and the
+// heads' checks), then the drain rate once the holder releases (each
+// waiter releases at once, hold 0), and checks the grants kept ticket
+// order. Run it with -benchtime 1x.
+func BenchmarkWaiters1000(b *testing.B) {
+	const waiters = 1000
+	for b.Loop() {
+		pool := newPoolN(b, nil, 20)
+		schema := newSchema(b, pool)
+		ctx := context.Background()
+		must(b, pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
+		tr := &counter{}
+		var nodes []*pgstore.Store
+		for range 4 {
+			s, err := pgstore.New(ctx, newPoolN(b, tr, 20), pgstore.WithSchema(schema))
+			must(b, err)
+			defer s.Close()
+			nodes = append(nodes, s)
+		}
+		define(b, nodes[0], "crowd", 1)
+		h, err := nodes[0].Acquire(ctx, req("holder", time.Hour, "crowd"))
+		must(b, err)
+		rec := &seqRecorder{waited: map[string]uint64{}, acquired: map[string]uint64{}}
+		var wg sync.WaitGroup
+		start := time.Now()
+		for i := range waiters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := nodes[i%4]
+				r := req("w"+strconv.Itoa(i), time.Minute, "crowd")
+				r.Wait, r.Events = true, rec
+				g, err := s.Acquire(ctx, r)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := s.Release(ctx, g.Handle(), nil); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		waitForB(b, func() bool {
+			st, err := nodes[0].State(ctx, "crowd", false)
+			return err == nil && st.Waiting == waiters
+		})
+		queued := time.Since(start)
+		n0 := tr.n.Load()
+		t0 := time.Now()
+		time.Sleep(3 * time.Second) // the measured wait
+		idle := float64(tr.n.Load()-n0) / time.Since(t0).Seconds()
+		t1 := time.Now()
+		must(b, nodes[0].Release(ctx, h.Handle(), nil))
+		wg.Wait()
+		drain := time.Since(t1)
+		b.ReportMetric(queued.Seconds(), "s-to-queue")
+		b.ReportMetric(idle, "stmts/s-waiting")
+		b.ReportMetric(waiters/drain.Seconds(), "drain-grants/s")
+		refs := make([]string, 0, waiters)
+		for ref := range rec.waited {
+			refs = append(refs, ref)
+		}
+		slices.SortFunc(refs, func(x, y string) int { return compareU(rec.waited[x], rec.waited[y]) })
+		for i := 1; i < len(refs); i++ {
+			if rec.acquired[refs[i]] < rec.acquired[refs[i-1]] {
+				b.Fatalf("%s queued after %s but was granted before it", refs[i], refs[i-1])
+			}
+		}
+	}
+}
+
+func compareU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// waitForB polls cond (a state) for up to three minutes.
+func waitForB(b *testing.B, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatal("timed out")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
