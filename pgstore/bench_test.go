@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -236,6 +237,9 @@ func BenchmarkHandoff(b *testing.B) {
 	for _, waiters := range []int{1, 10} {
 		for _, mode := range []string{"listen", "poll"} {
 			b.Run(fmt.Sprintf("waiters=%d/%s", waiters, mode), func(b *testing.B) {
+				if os.Getenv("HANDOFF_NOTIFY_ONLY") != "" {
+					defer pgstore.SetListenPoll(time.Hour)()
+				}
 				nodes := handoffNodes(b, 2, mode == "poll")
 				ctx := context.Background()
 				define(b, nodes[0], "h", 1)

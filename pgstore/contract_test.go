@@ -171,12 +171,11 @@ func TestHeldFalsePastExpiry(t *testing.T) {
 	define(t, e.s, "b", 1)
 	one, err := e.s.Acquire(ctx, req("r", time.Minute, "a"))
 	must(t, err)
-	two, err := e.s.Acquire(ctx, req("r2", time.Minute, "b", "a/x"))
-	if !errors.Is(err, store.ErrNotFound) {
+	if _, err := e.s.Acquire(ctx, req("r2", time.Minute, "b", "a/x")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("AcquireAll naming a ghost: %v", err)
 	}
 	define(t, e.s, "c", 1)
-	two, err = e.s.Acquire(ctx, req("r2", time.Minute, "b", "c"))
+	two, err := e.s.Acquire(ctx, req("r2", time.Minute, "b", "c"))
 	must(t, err)
 	for _, g := range []store.Grant{one, two} {
 		if st, err := e.s.Held(ctx, g.Handle()); err != nil || !st.Held {
@@ -231,7 +230,7 @@ func TestZeroInputsNoPanic(t *testing.T) {
 	var nilCtx context.Context
 	check := func(what string, err error) {
 		t.Helper()
-		if err == nil || !(errors.Is(err, store.ErrInvalidConfig) || errors.Is(err, store.ErrInvalid)) {
+		if err == nil || !errors.Is(err, store.ErrInvalidConfig) && !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: %v, want an error matching ErrInvalidConfig", what, err)
 		}
 	}

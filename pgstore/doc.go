@@ -13,10 +13,13 @@
 //	err := pgstore.Migrate(ctx, pool)           // *pgxpool.Pool
 //	err := pgstore.MigrateSQL(ctx, db)          // *sql.DB
 //
-// Migrations are embedded, numbered (migrations/001_init.sql, …) and
-// idempotent, and run in one transaction under a transaction-scoped
-// advisory lock, so several nodes may run them at once. New, NewSQL and
-// Open check the schema's version and fail with an error matching
+// Migrations are embedded, numbered (migrations/001_init.sql,
+// 002_liveness.sql, …) and idempotent, and run in one transaction under a
+// transaction-scoped advisory lock, so several nodes may run them at once.
+// A released migration is never edited: a schema change is a new file, and
+// a database made by an older release upgrades with `sleeplock migrate`
+// (leases and waiters in it survive the upgrade). New, NewSQL and Open
+// check the schema's version and fail with an error matching
 // ErrSchemaMissing ("run `sleeplock migrate`") when it is missing or older.
 //
 // # The schema
@@ -34,11 +37,23 @@
 //     sorted order for several locks). It goes when the lock is idle.
 //   - waiters and queue: callers waiting, in ticket order (a global
 //     sequence, so waiters for several locks never deadlock), each with a
-//     short lease of its own renewed while it polls: the waiters of a dead
-//     node leave the queue.
-//   - tokens and tickets: sequences, bigint, NO CYCLE: tokens only grow.
+//     short lease of its own (WithWaiterTTL, 1s) that its store renews for
+//     all its waiters in one statement: the waiters of a node that died or
+//     paused stop counting after a second, and are deleted by the next
+//     operation that meets them (and by a bounded sweep each store runs
+//     every few seconds). A paused node's waiter that resumes queues again
+//     at the back.
+//   - tokens, tickets and seqs: sequences, bigint, NO CYCLE: tokens only
+//     grow; seqs numbers the events (Event.Seq), drawn while the statement
+//     holds the lock's row, so one lock's events sorted by Seq replay its
+//     states in the store's order whichever node emitted them.
 //   - cancelled: acquisitions their callers gave up, so a statement still
-//     running on the server grants nothing.
+//     running on the server grants nothing; swept after an hour.
+//
+// Since version 2 a single lock's release deletes the lock's row only
+// after checking again, once it has the row, that no other holder and no
+// waiter appeared; a holder never exists without its lock's row, which is
+// what serialises every grant of the lock.
 //
 // The common cases of a single lock are plain statements (queries/*.sql):
 // a grant or a refusal of one lock, its release, its renewal and its check.
@@ -64,13 +79,44 @@
 // conditional UPDATE of the holder's rows, never an upsert; a release names
 // the holder's ref and token, so a late release never frees a newer holder.
 //
-// A blocking Acquire joins the queue and checks again (one statement)
-// after 1ms, 2ms, … up to WithPollInterval; a waiter whose context ends
-// leaves the queue, and a grant racing with the cancellation is given back.
-// An acquisition abandoned mid-statement (context ended, connection lost)
-// is undone by a second statement, which also leaves a tombstone that
-// stops a slow-path statement still running on the server; ConfigurePool
-// makes pgx cancel such a statement on the server before returning.
+// # Waiting: LISTEN/NOTIFY, polling as the fallback
+//
+// A blocking Acquire joins the queue, then checks again (one statement)
+// when woken. Each store keeps one LISTEN connection (not one per waiter)
+// on a channel of its schema; a statement that frees a slot of a lock with
+// waiters, or removes a waiter, sends NOTIFY with the lock and its free
+// slots, and each store wakes that many of its own waiters of the lock, in
+// ticket order. Only the heads of a store's queue keep a timer: at the next
+// expiry of a lease that blocks them (a holder that died) or every 250ms;
+// a waiter with as many of its store's waiters ahead as the lock has slots
+// sleeps until they leave. So 1,000 waiters cost the database a few
+// statements a second, not a thousand.
+//
+// While the LISTEN connection is down (it reconnects with backoff, and
+// every waiter checks once when it is back, so no wake-up is missed) the
+// waiters poll after 1ms, 2ms, … up to WithPollInterval. A store made by
+// New or Open listens on a connection configured like its pool's; NewSQL
+// listens only with WithListenDSN. Behind PgBouncer in transaction mode,
+// where LISTEN does not work, give WithListenDSN a DSN that reaches
+// PostgreSQL directly, or use WithoutListen to poll.
+//
+// A waiter whose context ends leaves the queue, and a grant racing with
+// the cancellation is given back; Close ends its store's waiters with
+// store.ErrClosed after removing them from the queue. An acquisition
+// abandoned mid-statement (context ended, connection lost) is undone by a
+// second statement, which also leaves a tombstone that stops a slow-path
+// statement still running on the server; ConfigurePool makes pgx cancel
+// such a statement on the server before returning.
+//
+// # Connection errors
+//
+// A statement that never reached the server (no connection could be had,
+// or pgx says nothing was sent) changed nothing: it is retried with a
+// jittered backoff (about three seconds in all, enough to ride out a
+// restart of PostgreSQL), never undone, and when the server stays away
+// the caller gets one error matching ErrUnreachable. Checks of a waiter,
+// renewals, Held and the undo are retried also after a connection lost
+// mid-statement, since running them twice changes nothing more.
 //
 // Store also implements store.Watcher for what this process sees: a hold
 // taken over, released or found gone by this process ends its watchers at

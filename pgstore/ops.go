@@ -409,7 +409,7 @@ func (s *Store) abandon(ctx context.Context, a *acquisition, err error) error {
 		return e
 	})
 	if uerr != nil {
-		if err == store.ErrClosed || err == ctx.Err() {
+		if errors.Is(err, store.ErrClosed) || ctx.Err() != nil {
 			return err
 		}
 		return fmt.Errorf("%w (a slot it may have been granted expires with its TTL)", err)

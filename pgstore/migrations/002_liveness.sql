@@ -93,12 +93,24 @@ BEGIN
      WHERE c.op IN (SELECT x.op FROM {{schema}}.cancelled x WHERE x.at < v_now - interval '1 hour' LIMIT p_limit);
     GET DIAGNOSTICS v_k = ROW_COUNT;
     v_n := v_n + v_k;
-    DELETE FROM {{schema}}.locks l
-     WHERE l.name IN (SELECT x.name FROM {{schema}}.locks x
-                       WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = x.name)
-                         AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = x.name)
-                       LIMIT p_limit FOR UPDATE SKIP LOCKED);
-    GET DIAGNOSTICS v_k = ROW_COUNT;
+    -- Idle lock rows: lock some (skipping those in use), then delete those
+    -- that a fresh read still finds idle (a grant may have committed
+    -- between this statement's snapshot and the lock).
+    v_k := 0;
+    FOR v_l IN
+        SELECT x.name FROM {{schema}}.locks x
+         WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = x.name)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = x.name)
+         LIMIT p_limit FOR UPDATE SKIP LOCKED
+    LOOP
+        DELETE FROM {{schema}}.locks l
+         WHERE l.name = v_l
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = v_l)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_l);
+        IF FOUND THEN
+            v_k := v_k + 1;
+        END IF;
+    END LOOP;
     RETURN v_n + v_k;
 END
 $sleeplock$;
@@ -113,26 +125,14 @@ LANGUAGE sql AS $sleeplock$
     RETURNING w.op
 $sleeplock$;
 
--- The holders and live waiters of lock p_name as they are now: VOLATILE,
--- so each statement in it reads the latest committed state (and the
--- caller's own changes), not the calling statement's snapshot, which may
--- predate a change it waited for. The plain grant and release statements
--- report these counts in their events.
-CREATE OR REPLACE FUNCTION {{schema}}.fresh_counts(p_name text, OUT running integer, OUT waiting integer)
-LANGUAGE plpgsql VOLATILE AS $sleeplock$
-BEGIN
-    SELECT count(*)::int INTO running FROM {{schema}}.holders h WHERE h.lock = p_name;
-    SELECT count(*)::int INTO waiting FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
-     WHERE q.lock = p_name AND w.expires > clock_timestamp();
-END
-$sleeplock$;
-
 -- Whether lock p_name has a holder other than p_ref or a queue, read
--- afresh (VOLATILE). The plain release deletes the lock's row only when
--- this says no, evaluated again once it has the row: on the statement's
--- snapshot alone it could miss a grant that committed while it waited for
--- the row, and leave a holder without a lock row (which serialises the
--- lock's grants and the order of its events).
+-- afresh (VOLATILE: each statement in it takes a new snapshot). The plain
+-- release deletes the lock's row only when this says no once it holds the
+-- row: on the statement's snapshot alone it could miss a grant that
+-- committed while it waited for the row, and leave a holder without a lock
+-- row. Every holder and waiter has its lock's row, which serialises the
+-- lock's grants (tokens grow) and the order of its events (Seq); so a plain
+-- grant, which creates the row, knows nothing else holds or queues.
 CREATE OR REPLACE FUNCTION {{schema}}.fresh_busy(p_name text, p_ref text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $sleeplock$
 BEGIN

@@ -65,7 +65,8 @@ WITH x AS (
     -- granted, raced, or refused on this read (with the oldest unexpired holder)
     SELECT CASE WHEN i.token IS NOT NULL THEN 'granted'
                 WHEN EXISTS (SELECT 1 FROM lk) THEN 'raced' ELSE 'refused' END AS ev, 1 AS idx, $1::text AS lock,
-           x.slots, coalesce(c.running, x.nrows) AS running, coalesce(c.waiting, 0) AS waiting,
+           -- a plain grant made the lock's row: nothing else held or queued
+           x.slots, CASE WHEN i.token IS NOT NULL THEN 1 ELSE x.nrows END AS running, 0 AS waiting,
            CASE WHEN i.token IS NOT NULL THEN $2::text ELSE x.oref END AS ref,
            CASE WHEN i.token IS NOT NULL THEN $3::text ELSE x.okind END AS kind,
            coalesce(i.token, 0) AS token, {{schema}}.micros(x.t) AS at,
@@ -74,9 +75,6 @@ WITH x AS (
            CASE WHEN i.token IS NOT NULL THEN $4::bigint ELSE 0 END AS ttl,
            CASE WHEN i.token IS NOT NULL THEN $5::bigint ELSE 0 END AS hold
       FROM x LEFT JOIN ins i ON true
-      -- the counts after the grant, read afresh (fresh_counts in 002)
-      LEFT JOIN LATERAL (SELECT f.running, f.waiting FROM {{schema}}.fresh_counts($1::text) f
-                          WHERE i.token IS NOT NULL) c ON true
      WHERE i.token IS NOT NULL OR EXISTS (SELECT 1 FROM lk) OR (x.ok AND NOT $7::boolean AND x.live >= x.slots)
 )
 SELECT u.*, CASE WHEN u.ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END

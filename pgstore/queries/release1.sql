@@ -12,15 +12,22 @@
 -- The last column is the event's Seq (see acquire1.sql).
 --
 -- $1 name, $2 token (0: any), $3 ref.
-WITH lk AS (
-    DELETE FROM {{schema}}.locks l
+WITH own AS (
+    -- the lock's row, locked, when on this snapshot the ref's hold is the
+    -- lock's only one and nobody queues
+    SELECT l.name FROM {{schema}}.locks l
      WHERE l.name = $1::text
        AND EXISTS (SELECT 1 FROM {{schema}}.holders h
                     WHERE h.lock = $1::text AND h.ref = $3::text AND ($2::bigint = 0 OR h.token = $2::bigint)
                       AND h.count <= 1)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = $1::text AND h.ref <> $3::text)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = $1::text)
-       AND NOT {{schema}}.fresh_busy($1::text, $3::text) -- again once the row is ours (002)
+       FOR UPDATE
+), lk AS (
+    -- deleted only if that is still so once the row is ours: fresh_busy
+    -- (002) reads afresh, and it runs on own's row, so after the lock
+    DELETE FROM {{schema}}.locks l USING own o
+     WHERE l.name = o.name AND NOT {{schema}}.fresh_busy(o.name, $3::text)
     RETURNING l.name
 ), del AS (
     DELETE FROM {{schema}}.holders h
