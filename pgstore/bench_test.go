@@ -420,3 +420,28 @@ func waitForB(b *testing.B, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// BenchmarkTakeover: a holder on one node dies (stops renewing; TTL
+// 300ms) while a caller waits on another node: the time from the dead
+// lease's expiry (the database's clock, on this machine) to the waiter's
+// grant. Run it with -benchtime 10x or so.
+func BenchmarkTakeover(b *testing.B) {
+	nodes := handoffNodes(b, 2, false)
+	ctx := context.Background()
+	define(b, nodes[0], "t", 1)
+	var lat []time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		dead, err := nodes[0].Acquire(ctx, req("dead"+strconv.Itoa(i), 300*time.Millisecond, "t"))
+		must(b, err)
+		r := req("next", time.Minute, "t")
+		r.Wait = true
+		g, err := nodes[1].Acquire(ctx, r)
+		must(b, err)
+		lat = append(lat, time.Since(dead.Expires))
+		must(b, nodes[1].Release(ctx, g.Handle(), nil))
+	}
+	b.ReportMetric(float64(quantile(lat, 0.5).Microseconds())/1000, "p50-ms-after-expiry")
+	b.ReportMetric(float64(quantile(lat, 1).Microseconds())/1000, "max-ms-after-expiry")
+}
