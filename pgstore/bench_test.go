@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -341,11 +342,39 @@ func BenchmarkWaiters1000(b *testing.B) {
 		must(b, pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
 		tr := &counter{}
 		var nodes []*pgstore.Store
+		app := "sleeplock-bench-" + schema
 		for range 4 {
-			s, err := pgstore.New(ctx, newPoolN(b, tr, 20), pgstore.WithSchema(schema))
+			cfg, err := pgxpool.ParseConfig(dbURL())
+			must(b, err)
+			cfg.MaxConns = 20
+			cfg.ConnConfig.Tracer = tr
+			cfg.ConnConfig.RuntimeParams["application_name"] = app // the listener's too
+			p, err := pgxpool.NewWithConfig(ctx, cfg)
+			must(b, err)
+			defer p.Close()
+			s, err := pgstore.New(ctx, p, pgstore.WithSchema(schema))
 			must(b, err)
 			defer s.Close()
 			nodes = append(nodes, s)
+		}
+		// cpu sums the CPU time of the stores' backends (the server runs on
+		// this machine): utime+stime of /proc/PID/stat, in clock ticks.
+		cpu := func() (ticks int64) {
+			rows, err := pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+			must(b, err)
+			pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+			must(b, err)
+			for _, pid := range pids {
+				raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				if err != nil {
+					continue // gone meanwhile, or another machine
+				}
+				f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+				u, _ := strconv.ParseInt(f[11], 10, 64)
+				st, _ := strconv.ParseInt(f[12], 10, 64)
+				ticks += u + st
+			}
+			return ticks
 		}
 		define(b, nodes[0], "crowd", 1)
 		h, err := nodes[0].Acquire(ctx, req("holder", time.Hour, "crowd"))
@@ -370,15 +399,22 @@ func BenchmarkWaiters1000(b *testing.B) {
 				}
 			}()
 		}
+		last := 0
 		waitForB(b, func() bool {
 			st, err := nodes[0].State(ctx, "crowd", false)
+			if st.Waiting/100 != last/100 {
+				b.Logf("%v: %d waiting", time.Since(start), st.Waiting)
+			}
+			last = st.Waiting
 			return err == nil && st.Waiting == waiters
 		})
 		queued := time.Since(start)
-		n0 := tr.n.Load()
+		n0, c0 := tr.n.Load(), cpu()
 		t0 := time.Now()
-		time.Sleep(3 * time.Second) // the measured wait
+		time.Sleep(5 * time.Second) // the measured wait
 		idle := float64(tr.n.Load()-n0) / time.Since(t0).Seconds()
+		// clock ticks are 1/100 s on Linux: ticks per second = % of a core
+		b.ReportMetric(float64(cpu()-c0)/time.Since(t0).Seconds(), "pg-cpu-%-waiting")
 		t1 := time.Now()
 		must(b, nodes[0].Release(ctx, h.Handle(), nil))
 		wg.Wait()

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 )
 
 // channelOf is the NOTIFY channel of a schema: a hash, since a channel name
@@ -257,16 +259,25 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// beat renews the waiter leases of this store's waiters through c.
+func (d *dispatcher) beat(ctx context.Context, c conn) {
+	if ops := d.ops(); len(ops) > 0 {
+		var n int64
+		_ = queryOne(ctx, c, d.s.q.heartbeat, []any{intArray(ops), micros(d.s.cfg.waiterTTL)}, &n)
+	}
+}
+
 // heartbeat renews the waiter leases of this store's waiters every quarter
-// of the waiter TTL, and sweeps every few seconds.
+// of the waiter TTL through the pool while the listener is down (the
+// listener does it on its own connection, which a busy pool cannot hold
+// up), and sweeps every few seconds.
 func (d *dispatcher) heartbeat(ctx context.Context) {
 	defer d.bg.Done()
 	every := d.s.cfg.waiterTTL / 4
 	beats := 0
 	for sleep(ctx, every) {
-		if ops := d.ops(); len(ops) > 0 {
-			var n int64
-			_ = queryOne(ctx, d.s.c, d.s.q.heartbeat, []any{intArray(ops), micros(d.s.cfg.waiterTTL)}, &n)
+		if !d.listening.Load() {
+			d.beat(ctx, d.s.c)
 		}
 		if beats++; beats%20 == 0 {
 			var n int64
@@ -275,25 +286,41 @@ func (d *dispatcher) heartbeat(ctx context.Context) {
 	}
 }
 
-// listen keeps one LISTEN connection, reconnecting with backoff. While it
-// is down the waiters poll; when it comes back they all check once, so no
-// wake-up sent meanwhile is missed.
+// listen keeps one LISTEN connection, reconnecting with backoff, and
+// renews the waiter leases on it between notifications. While it is down
+// the waiters poll; when it comes back they all check once, so no wake-up
+// sent meanwhile is missed.
 func (d *dispatcher) listen(ctx context.Context) {
 	defer d.bg.Done()
+	cfg := d.s.lcfg.Copy()
+	// A wait for notifications that times out must leave the connection
+	// usable: a deadline, not a cancel request.
+	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
+	}
+	every := d.s.cfg.waiterTTL / 4
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
-		c, err := pgx.ConnectConfig(ctx, d.s.lcfg)
+		c, err := pgx.ConnectConfig(ctx, cfg)
 		if err == nil {
 			if _, err = c.Exec(ctx, d.s.q.listen); err == nil {
 				d.listening.Store(true)
 				backoff = 50 * time.Millisecond
 				d.wakeAll()
+				next := time.Now().Add(every)
 				for {
-					n, werr := c.WaitForNotification(ctx)
-					if werr != nil {
+					wctx, cancel := context.WithDeadline(ctx, next)
+					n, werr := c.WaitForNotification(wctx)
+					cancel()
+					if werr == nil {
+						d.notified(n.Payload)
+						continue
+					}
+					if ctx.Err() != nil || !pgconn.Timeout(werr) || c.IsClosed() {
 						break
 					}
-					d.notified(n.Payload)
+					d.beat(ctx, pgxConn{c})
+					next = time.Now().Add(every)
 				}
 				d.listening.Store(false)
 				d.wakeAll()
