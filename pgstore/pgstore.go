@@ -106,8 +106,8 @@ func WithPollInterval(d time.Duration) Option {
 // again at the back when it resumes).
 func WithWaiterTTL(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a waiter TTL must be positive")
+		if d < 100*time.Millisecond && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a waiter TTL must be at least 100ms")
 		}
 		c.waiterTTL = d
 	}
@@ -129,7 +129,6 @@ func newConfig(opts []Option) (config, error) {
 	if c.err != nil {
 		return c, c.err
 	}
-	c.waiterTTL = max(c.waiterTTL, 100*time.Millisecond)
 	return c, nil
 }
 
