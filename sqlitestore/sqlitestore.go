@@ -151,6 +151,7 @@ type Store struct {
 	bcast   chan struct{} // closed and replaced at each change
 	nwait   int
 	polling bool
+	shut    bool // Close began: no new poller
 	pollWG  sync.WaitGroup
 }
 
@@ -321,6 +322,9 @@ func (s *Store) Path() string { return s.path }
 // the database. Leases are not released.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.bmu.Lock()
+		s.shut = true
+		s.bmu.Unlock()
 		close(s.closing)
 		s.pollWG.Wait()
 		s.mu.Lock()
@@ -381,7 +385,7 @@ func (s *Store) addWaiter() {
 	s.bmu.Lock()
 	defer s.bmu.Unlock()
 	s.nwait++
-	if !s.polling {
+	if !s.polling && !s.shut {
 		s.polling = true
 		s.pollWG.Add(1)
 		go s.pollChanges()
