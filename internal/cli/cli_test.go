@@ -70,7 +70,6 @@ func TestUsageErrors(t *testing.T) {
 		{"demo", "-tasks", "0"},
 		{"demo", "-slots", "x"},
 		{"demo", "extra"},
-		{"state"},
 		{"state", "--store", "redis://x"},
 		{"release", "x"},
 		{"migrate", "--store", "mysql://x"},
@@ -86,7 +85,7 @@ func TestUsageErrors(t *testing.T) {
 	if _, _, code := run(t, "help"); code != 0 {
 		t.Errorf("help: exit %d", code)
 	}
-	if _, errOut, code := run(t, "state", "--store", "sqlite:/tmp/x.db"); code != 1 || !strings.Contains(errOut, "not available") {
+	if _, errOut, code := run(t, "state", "--store", "sqlite:/nonexistent-dir/x.db"); code != 1 || !strings.Contains(errOut, "does not exist") {
 		t.Errorf("sqlite: exit %d %q", code, errOut)
 	}
 }
