@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,10 @@ func helperMain() bool {
 // to be killed; "queue DB LOCK ID OUT" waits for LOCK, appends ID to OUT and
 // releases; "wait DB LOCK" queues for LOCK and waits forever.
 func runHelper(role string, args []string) int {
+	if role == "pingpong" {
+		n, _ := strconv.Atoi(args[2])
+		return pingpong(args[0], args[1], n, args[3])
+	}
 	ctx := context.Background()
 	s, err := sqlitestore.Open(ctx, args[0])
 	if err != nil {
@@ -73,8 +78,24 @@ func runHelper(role string, args []string) int {
 	return 2
 }
 
+func openLocks(path string) (*sleeplock.Locks, error) {
+	s, err := sqlitestore.Open(context.Background(), path)
+	if err != nil {
+		return nil, err
+	}
+	return sleeplock.New(s), nil
+}
+
+func writeFile(path, text string) int {
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
 // helper starts a helper process and waits for its "ready" when it says one.
-func helper(t *testing.T, ready bool, role string, args ...string) *exec.Cmd {
+func helper(t testing.TB, ready bool, role string, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "SQLITESTORE_HELPER="+role, "GORACE=atexit_sleep_ms=0")

@@ -22,12 +22,12 @@ func TestMain(m *testing.M) {
 
 // open opens a store on a new file of the test's temporary directory,
 // closed at the end of the test.
-func open(t *testing.T, opts ...sqlitestore.Option) *sqlitestore.Store {
+func open(t testing.TB, opts ...sqlitestore.Option) *sqlitestore.Store {
 	t.Helper()
 	return openAt(t, filepath.Join(t.TempDir(), "locks.db"), opts...)
 }
 
-func openAt(t *testing.T, path string, opts ...sqlitestore.Option) *sqlitestore.Store {
+func openAt(t testing.TB, path string, opts ...sqlitestore.Option) *sqlitestore.Store {
 	t.Helper()
 	s, err := sqlitestore.Open(context.Background(), path, opts...)
 	if err != nil {

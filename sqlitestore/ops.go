@@ -246,9 +246,9 @@ func (s *Store) poll(ctx context.Context, req *store.AcquireRequest, ticket *int
 // wait waits in the queue with ticket until the request is granted, ctx
 // ends or the store closes.
 func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int64) (store.Grant, error) {
+	changed := s.changes() // before addWaiter: the poller's first read wakes us
 	s.addWaiter()
 	defer s.removeWaiter()
-	changed := s.changes()
 	for {
 		r, err := s.poll(ctx, req, &ticket)
 		if r.granted {

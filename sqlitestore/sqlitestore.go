@@ -32,7 +32,7 @@ const SchemaVersion = 1
 const (
 	// DefaultPollInterval is the longest pause between two checks for
 	// another process's change while callers wait.
-	DefaultPollInterval = 4 * time.Millisecond
+	DefaultPollInterval = 2 * time.Millisecond
 	// DefaultWaiterTTL is the lease of a waiter's place in the queue, for
 	// waiters whose process cannot be checked.
 	DefaultWaiterTTL = 10 * time.Second
@@ -89,7 +89,7 @@ type config struct {
 }
 
 // WithPollInterval sets the longest pause between two checks for another
-// process's change while callers wait (default 4ms). A check is a read of
+// process's change while callers wait (default 2ms). A check is a read of
 // SQLite's shared memory, not a transaction.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
@@ -197,6 +197,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if err == nil {
 		s.wc = wc
 		err = s.migrate(ctx)
+	}
+	if err == nil {
+		// Transactions begin in begin's own retry loop.
+		_, err = s.wc.ExecContext(ctx, "PRAGMA busy_timeout = 0")
 	}
 	if err != nil {
 		if s.wc != nil {
@@ -332,7 +336,7 @@ func (s *Store) Close() error {
 		s.closed = true
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.busy)
 		defer cancel()
-		if _, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err == nil {
+		if err := s.begin(ctx); err == nil {
 			_, err1 := s.wc.ExecContext(ctx, "DELETE FROM queue WHERE ticket IN (SELECT ticket FROM waiters WHERE owner = ?)", s.id)
 			_, err2 := s.wc.ExecContext(ctx, "DELETE FROM waiters WHERE owner = ?", s.id)
 			if err := errors.Join(err1, err2); err != nil {
@@ -401,9 +405,13 @@ func (s *Store) removeWaiter() {
 // pollChanges reads PRAGMA data_version on a connection of its own while
 // callers wait: it changes when another connection (this process's or
 // another's) commits. Checks start every 250µs after a change and back off
-// to the poll interval.
+// to the poll interval. Waiters take the change channel before they start
+// it (addWaiter), and it wakes them after its first read.
 func (s *Store) pollChanges() {
 	defer s.pollWG.Done()
+	// The poller lingers a second after the last waiter left, so that a
+	// lock taken in turns does not start one per wait.
+	idleSince := time.Time{}
 	stop := func() bool {
 		s.bmu.Lock()
 		defer s.bmu.Unlock()
@@ -413,7 +421,12 @@ func (s *Store) pollChanges() {
 			return true
 		default:
 		}
-		if s.nwait == 0 {
+		switch {
+		case s.nwait > 0:
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = time.Now()
+		case time.Since(idleSince) > time.Second:
 			s.polling = false
 			return true
 		}
@@ -455,9 +468,9 @@ func (s *Store) pollChanges() {
 		if err := c.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
 			d = s.cfg.poll
 		} else if v != last {
-			if last >= 0 {
-				s.notify()
-			}
+			// Also at the first read: a change made before it went
+			// unseen, so waiters check once more.
+			s.notify()
 			last, d = v, first
 		} else {
 			d = min(d*2, s.cfg.poll)

@@ -5,8 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -72,7 +76,7 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 		s.mu.Unlock()
 		return store.ErrClosed
 	}
-	if _, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := s.begin(ctx); err != nil {
 		s.mu.Unlock()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -107,6 +111,33 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 		s.notify()
 	}
 	return err
+}
+
+// begin starts a write transaction on wc, retrying while another
+// connection writes: from 50µs doubling to 2ms between tries (with
+// jitter), up to the busy timeout. SQLite's own busy handler sleeps
+// 1, 2, 5, 10, 15, 20, 25… ms, too coarse for a hand-off between
+// processes; the connection's busy timeout is 0 for this reason.
+func (s *Store) begin(ctx context.Context) error {
+	deadline := time.Now().Add(s.cfg.busy)
+	for d := 50 * time.Microsecond; ; d = min(2*d, 2*time.Millisecond) {
+		_, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE")
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(d/2 + rand.N(d))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
 }
 
 func isDB(err error) bool {
