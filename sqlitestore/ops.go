@@ -144,7 +144,7 @@ func (t *txn) enqueue(req *store.AcquireRequest, locks []*lk) (int64, error) {
 		&ticket); err != nil {
 		return 0, err
 	}
-	t.changed = true
+	t.changed, t.s.queued = true, true
 	for _, l := range locks {
 		if err := t.exec("INSERT INTO queue (lock, ticket) VALUES (?, ?)", l.name, ticket); err != nil {
 			return 0, err

@@ -140,6 +140,7 @@ type Store struct {
 	mu     sync.Mutex // serialises this store's transactions on wc
 	wc     *sql.Conn
 	closed bool
+	queued bool // this store has queued a waiter (Close removes its rows)
 
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -336,21 +337,30 @@ func (s *Store) Close() error {
 		s.closed = true
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.busy)
 		defer cancel()
-		if err := s.begin(ctx); err == nil {
-			_, err1 := s.wc.ExecContext(ctx, "DELETE FROM queue WHERE ticket IN (SELECT ticket FROM waiters WHERE owner = ?)", s.id)
-			_, err2 := s.wc.ExecContext(ctx, "DELETE FROM waiters WHERE owner = ?", s.id)
-			if err := errors.Join(err1, err2); err != nil {
-				_, _ = s.wc.ExecContext(ctx, "ROLLBACK")
-				s.closeErr = fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
-			} else if _, err := s.wc.ExecContext(ctx, "COMMIT"); err != nil {
-				s.closeErr = fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
-			}
-		} else {
-			s.closeErr = fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
+		if s.queued {
+			s.closeErr = s.removeWaiters(ctx)
 		}
 		s.closeErr = errors.Join(s.closeErr, s.wc.Close(), s.db.Close())
 	})
 	return s.closeErr
+}
+
+// removeWaiters deletes this store's waiter rows; s.mu is held.
+func (s *Store) removeWaiters(ctx context.Context) error {
+	if err := s.begin(ctx); err != nil {
+		return fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
+	}
+	_, err1 := s.wc.ExecContext(ctx, "DELETE FROM queue WHERE ticket IN (SELECT ticket FROM waiters WHERE owner = ?)", s.id)
+	_, err2 := s.wc.ExecContext(ctx, "DELETE FROM waiters WHERE owner = ?", s.id)
+	if err := errors.Join(err1, err2); err != nil {
+		_, _ = s.wc.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
+	}
+	if _, err := s.wc.ExecContext(ctx, "COMMIT"); err != nil {
+		_, _ = s.wc.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
+	}
+	return nil
 }
 
 // Advance dates every lease and waiter of the database back by d, as if d
