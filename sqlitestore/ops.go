@@ -170,8 +170,20 @@ type pollResult struct {
 // it when so. A waiter whose row is gone (its lease ran out while this
 // process was stopped) queues again at the back.
 func (s *Store) poll(ctx context.Context, req *store.AcquireRequest, ticket *int64) (pollResult, error) {
+	// A check on a snapshot first: of the waiters woken by a change, only
+	// the one that can be granted (or that finds a row to clean up) takes
+	// the write lock.
+	r, err := s.pollWith(ctx, s.read, req, ticket)
+	if errors.Is(err, errNeedWrite) {
+		r, err = s.pollWith(ctx, s.do, req, ticket)
+	}
+	return r, err
+}
+
+func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*txn) error) error,
+	req *store.AcquireRequest, ticket *int64) (pollResult, error) {
 	var r pollResult
-	err := s.do(ctx, func(t *txn) error {
+	err := run(ctx, func(t *txn) error {
 		var alive, since int64
 		found, err := t.queryRow("SELECT alive, since FROM waiters WHERE ticket = ?", []any{*ticket}, &alive, &since)
 		if err != nil {

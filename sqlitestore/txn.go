@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -31,7 +32,11 @@ type txn struct {
 	evs     []pending
 	ends    []ending
 	counter map[string]*counter
+	read    bool // a read-only check: a write fails with errNeedWrite
 }
+
+// errNeedWrite ends a read-only check that found something to change.
+var errNeedWrite = errors.New("sqlitestore: needs a write transaction")
 
 type pending struct {
 	to store.Emitter
@@ -140,12 +145,38 @@ func isBusy(err error) bool {
 	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
 }
 
+// read runs f in a read transaction (a snapshot; it waits for no writer)
+// on the store's connection. f fails with errNeedWrite at its first write.
+func (s *Store) read(ctx context.Context, f func(t *txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	if _, err := s.wc.ExecContext(ctx, "BEGIN"); err != nil {
+		return s.pathError(err)
+	}
+	t := &txn{s: s, ctx: context.WithoutCancel(ctx), now: time.Now().UnixMicro(), read: true}
+	err := f(t)
+	_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
+	if isDB(err) {
+		return s.pathError(errors.Unwrap(err))
+	}
+	return err
+}
+
 func isDB(err error) bool {
 	var d *dbError
 	return errors.As(err, &d)
 }
 
 func (t *txn) exec(q string, args ...any) error {
+	if t.read {
+		return errNeedWrite
+	}
 	if _, err := t.s.wc.ExecContext(t.ctx, q, args...); err != nil {
 		return &dbError{err}
 	}
@@ -170,6 +201,9 @@ func (t *txn) query(q string, args []any, row func(scan func(...any) error) erro
 }
 
 func (t *txn) queryRow(q string, args []any, dest ...any) (bool, error) {
+	if t.read && !strings.HasPrefix(q, "SELECT") {
+		return false, errNeedWrite
+	}
 	err := t.s.wc.QueryRowContext(t.ctx, q, args...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
