@@ -369,3 +369,83 @@ func TestRunKillOnLoss(t *testing.T) {
 		t.Fatalf("the command got %q, want SIGTERM", b)
 	}
 }
+
+// A signal while waiting ends the wait with 128+signal and leaves the
+// queue; nothing is held.
+func TestRunSignalWhileWaiting(t *testing.T) {
+	e := newRunEnv(t)
+	startHolder(t, e, "sw")
+	waiter := e.sleeplock(context.Background(), "run", "--store", e.store(), "sw", "--", os.Args[0], "test-child-exit", "0")
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := e.locks(t)
+	waitUntil(t, "the waiter to queue", func() bool {
+		st, err := l.State(t.Context(), "sw")
+		return err == nil && st.Waiting == 1
+	})
+	if err := waiter.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err := waiter.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v; want 130", err)
+	}
+	e.wantState(t, "sw", 1, 0)
+}
+
+func TestDefaultStore(t *testing.T) {
+	e := newRunEnv(t)
+	exe := os.Args[0]
+	if _, errOut, code := run(t, "run", "--slots", "1", "d", "--", exe, "test-child-exit", "0"); code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "sleeplock", "locks.db")); err != nil {
+		t.Fatalf("no database in $XDG_STATE_HOME/sleeplock: %v", err)
+	}
+	home := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", home)
+	if out, errOut, code := run(t, "migrate"); code != 0 || !strings.Contains(out, "schema version") {
+		t.Fatalf("migrate: exit %d %s %s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "state", "sleeplock", "locks.db")); err != nil {
+		t.Fatalf("no database in ~/.local/state/sleeplock: %v", err)
+	}
+	t.Setenv("SLEEPLOCK_STORE", "sqlite:"+filepath.Join(e.dir, "sleeplock", "locks.db"))
+	if out, _, code := run(t, "state"); code != 0 || !strings.Contains(out, "d ") {
+		t.Fatalf("state with SLEEPLOCK_STORE: exit %d %q", code, out)
+	}
+}
+
+func TestStoreTargets(t *testing.T) {
+	newRunEnv(t)
+	for dsn, want := range map[string]storeKind{
+		"sqlite:/tmp/x.db":                    sqliteStore,
+		"sqlite:///tmp/x.db":                  sqliteStore,
+		"postgres://u@h/db":                   postgresStore,
+		"postgresql://u@h/db":                 postgresStore,
+		"host=127.0.0.1 dbname=test":          postgresStore,
+		"  dbname=test user=postgres":         postgresStore,
+		"user=postgres password='a b' dbname": postgresStore,
+	} {
+		sf := storeFlags{dsn: &dsn}
+		kind, _, err := sf.target()
+		if err != nil || kind != want {
+			t.Errorf("%q: %v %v, want %v", dsn, kind, err, want)
+		}
+	}
+	for _, dsn := range []string{"sqlite:", "mysql://x", "/tmp/x.db", "redis://h"} {
+		_, errOut, code := run(t, "state", "--store", dsn)
+		if code != 2 || errOut == "" {
+			t.Errorf("%q: exit %d %q; want a usage error", dsn, code, errOut)
+		}
+	}
+	if got := redactDSN("host=h password=secret dbname=x"); strings.Contains(got, "secret") {
+		t.Errorf("redact: %q", got)
+	}
+	if _, errOut, code := run(t, "migrate", "--store", "sqlite:"+filepath.Join(t.TempDir(), "m.db"), "--unlogged"); code != 2 || !strings.Contains(errOut, "PostgreSQL") {
+		t.Errorf("migrate --unlogged on SQLite: exit %d %q", code, errOut)
+	}
+}
