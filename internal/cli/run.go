@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -119,12 +120,11 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"SLEEPLOCK_LOCK="+name,
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(lease.Token(), 10),
 		"SLEEPLOCK_REF="+lease.Ref())
-	if err := cmd.Start(); err != nil {
+	started, waited := startCommand(cmd)
+	if err := <-started; err != nil {
 		release()
 		return startError(command[0], err, errOut)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
 
 	lost := lease.Done()
 	var kill <-chan time.Time
@@ -342,6 +342,26 @@ func startError(name string, err error, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "sleeplock run: %s: cannot run: %v\n", name, err)
 		return &exitError{exitNoExec}
 	}
+}
+
+// startCommand starts cmd on a goroutine locked to its OS thread and waits
+// for it there: the command is told to die with that thread
+// (dieWithParent), so a sleeplock killed with SIGKILL, whose slot is given
+// back at once, does not leave its command running unguarded.
+func startCommand(cmd *exec.Cmd) (started, waited <-chan error) {
+	s, w := make(chan error, 1), make(chan error, 1)
+	dieWithParent(cmd)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			s <- err
+			return
+		}
+		s <- nil
+		w <- cmd.Wait()
+	}()
+	return s, w
 }
 
 // exitStatus is the command's exit status, 128+signal when a signal ended it.

@@ -330,7 +330,7 @@ func TestRunForwardsSignals(t *testing.T) {
 // through the pid check.
 func TestRunKill9HolderHandsOver(t *testing.T) {
 	e := newRunEnv(t)
-	holder, _ := startHolder(t, e, "k9")
+	holder, ready := startHolder(t, e, "k9")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute) // far below the TTL
 	defer cancel()
 	next := e.sleeplock(ctx, "run", "--store", e.store(), "k9", "--", os.Args[0], "test-child-exit", "0")
@@ -350,6 +350,23 @@ func TestRunKill9HolderHandsOver(t *testing.T) {
 		t.Fatalf("the waiter did not get the dead holder's slot: %v", err)
 	}
 	e.wantState(t, "k9", 0, 0)
+	b, err := os.ReadFile(ready)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(string(b))
+	waitUntil(t, "the killed sleeplock's command to die with it", func() bool { return procGone(pid) })
+}
+
+// procGone reports whether pid has exited (a zombie counts as exited).
+func procGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
 func TestRunKillOnLoss(t *testing.T) {
