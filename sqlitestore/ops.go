@@ -620,7 +620,9 @@ func isDefined(t *txn, name string) bool {
 // that the lease has not expired, with a write that takes SQLite's write
 // lock for tx: no other connection can take the lease over or release it
 // until tx ends. When the lease is lost the error matches
-// store.ErrLeaseLost, and tx should be rolled back.
+// store.ErrLeaseLost, and tx should be rolled back. Open the caller's
+// database with a busy timeout (for example "file:PATH?_pragma=busy_timeout(5000)"):
+// Guard waits for the write lock like any write.
 func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	t, ok := tx.(*sql.Tx)
 	if !ok {
