@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
@@ -245,10 +244,14 @@ func checkPath(path string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%w: %s is a directory, not a database file", store.ErrInvalidConfig, path)
 	}
-	if err := unix.Access(dir, unix.W_OK); err != nil {
+	// SQLite creates its WAL and shared-memory files next to the database.
+	f, err := os.CreateTemp(dir, ".sleeplock-check-*")
+	if err != nil {
 		return fmt.Errorf("%w: cannot use %s: directory %s is not writable (%v); SQLite needs to create files next to the database",
 			store.ErrInvalidConfig, path, dir, err)
 	}
+	_ = f.Close()
+	_ = os.Remove(f.Name())
 	return nil
 }
 
