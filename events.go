@@ -44,12 +44,19 @@ type Notifier interface {
 // NotifierFunc adapts a function to a Notifier.
 type NotifierFunc func(Event)
 
-// Notify calls f(e).
-func (f NotifierFunc) Notify(e Event) { f(e) }
+// Notify calls f(e); a nil f does nothing.
+func (f NotifierFunc) Notify(e Event) {
+	if f != nil {
+		f(e)
+	}
+}
 
-// LogEvents returns a Notifier that logs each event to logger: expired and
-// lost at level Warn, the others at Debug.
+// LogEvents returns a Notifier that logs each event to logger (slog.Default()
+// when logger is nil): expired and lost at level Warn, the others at Debug.
 func LogEvents(logger *slog.Logger) Notifier {
+	if logger == nil {
+		logger = slog.Default()
+	}
 	return NotifierFunc(func(e Event) {
 		level := slog.LevelDebug
 		if e.Type == EventExpired || e.Type == EventLost {

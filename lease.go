@@ -116,9 +116,12 @@ func (x Lease) Expires() time.Time { return x.grant().Expires }
 // already (and so took no new slot).
 func (x Lease) Reentered() bool { return x.grant().Reentered }
 
-func (x Lease) ok() error {
+func (x Lease) ok(ctx context.Context) error {
 	if x.l == nil {
 		return store.ErrNotHeld
+	}
+	if ctx == nil {
+		return errNilContext
 	}
 	return nil
 }
@@ -128,7 +131,7 @@ func (x Lease) ok() error {
 // returns ErrNotHeld, which callers may ignore: it can never free another
 // holder's slot.
 func (x Lease) Release(ctx context.Context) error {
-	if err := x.ok(); err != nil {
+	if err := x.ok(ctx); err != nil {
 		return err
 	}
 	if x.x == nil && x.l.mem != nil {
@@ -154,7 +157,7 @@ func (x Lease) Release(ctx context.Context) error {
 // hold) from now on the store's clock, only while its ref still holds every
 // lock; otherwise nothing changes and Keep returns ErrNotHeld.
 func (x Lease) Keep(ctx context.Context) error {
-	if err := x.ok(); err != nil {
+	if err := x.ok(ctx); err != nil {
 		return err
 	}
 	g := x.grant()
@@ -172,7 +175,7 @@ func (x Lease) Held(ctx context.Context) (bool, error) {
 // Status reports whether the lease is held, with its times on the store's
 // clock.
 func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
-	if err := x.ok(); err != nil {
+	if err := x.ok(ctx); err != nil {
 		return LeaseStatus{}, err
 	}
 	return x.l.store.Held(ctx, x.handle())
@@ -185,7 +188,7 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 // the lease is no longer held, and ErrUnsupported on stores without
 // transactions.
 func (x Lease) Guard(ctx context.Context, tx any) error {
-	if err := x.ok(); err != nil {
+	if err := x.ok(ctx); err != nil {
 		return err
 	}
 	g, ok := x.l.store.(store.Guarder)
