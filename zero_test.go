@@ -21,7 +21,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"LogEvents": sleeplock.LogEvents, "Execute": sleeplock.Execute[int],
 			"BindTo": sleeplock.BindTo, "Counted": sleeplock.Counted, "Hold": sleeplock.Hold,
 			"NoKeepAlive": sleeplock.NoKeepAlive, "NoWait": sleeplock.NoWait, "TTL": sleeplock.TTL,
-			"WithKind": sleeplock.WithKind, "WithRef": sleeplock.WithRef,
+			"WithKind": sleeplock.WithKind, "WithRef": sleeplock.WithRef, "StaleAfter": sleeplock.StaleAfter,
 			"ReadConfig": sleeplock.ReadConfig, "LoadConfig": sleeplock.LoadConfig,
 		},
 		Receivers: []func() any{
