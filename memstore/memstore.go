@@ -86,9 +86,7 @@ type waiter struct {
 func New(opts ...Option) *Store {
 	s := &Store{clock: systemClock{}, locks: make(map[string]*lock), fams: make(map[string]*family)}
 	for _, o := range opts {
-		if o != nil { // a nil Option changes nothing
-			o(s)
-		}
+		o(s)
 	}
 	return s
 }
@@ -144,9 +142,6 @@ func (o *op) finish() {
 
 // Define implements store.Store.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	if err := s.usable(ctx); err != nil {
-		return false, err
-	}
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return false, err
 	}
@@ -187,9 +182,6 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 
 // Resize implements store.Store.
 func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emitter) error {
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return err
 	}
@@ -348,9 +340,6 @@ func (s *Store) removeHolder(lk *lock, i int) {
 // ReleasePlain releases a lease that AcquirePlain granted: Release of
 // that lease without a notifier.
 func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64) error {
-	if s == nil || s.locks == nil {
-		return errNoStore
-	}
 	s.mu.Lock()
 	lk := slot.lk
 	if lk == nil || lk.gone {
@@ -437,9 +426,6 @@ func (s *Store) renew(o *op, lk *lock, h *holder, ttl, hold time.Duration) {
 
 // Acquire implements store.Store.
 func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
-	if err := s.usable(ctx); err != nil {
-		return store.Grant{}, err
-	}
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
@@ -455,9 +441,6 @@ type Slot struct{ lk *lock }
 // for ref, a new generated ref, with no kind, no TTL and no notifier. It
 // returns the granted token and the lock's Slot for ReleasePlain.
 func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
-	if err := s.usable(ctx); err != nil {
-		return Slot{}, 0, err
-	}
 	if err := ctx.Err(); err != nil {
 		return Slot{}, 0, err
 	}
@@ -785,9 +768,6 @@ func (s *Store) arm(o *op, lk *lock) {
 
 // Release implements store.Store.
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -874,9 +854,6 @@ func (s *Store) releaseOne(o *op, lk *lock, ref store.Ref, token int64, reason e
 
 // Keep implements store.Store.
 func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
-	if err := s.usable(ctx); err != nil {
-		return time.Time{}, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -905,9 +882,6 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 
 // Held implements store.Store.
 func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
-	if err := s.usable(ctx); err != nil {
-		return store.Status{}, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -949,9 +923,6 @@ func renewed(h *holder) time.Time {
 
 // ReleaseStale implements store.Store.
 func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
-	if err := s.usable(ctx); err != nil {
-		return false, err
-	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -994,13 +965,6 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 
 // Watch implements store.Watcher.
 func (s *Store) Watch(h store.Handle, f func(reason error)) {
-	if f == nil {
-		return
-	}
-	if s == nil || s.locks == nil {
-		f(errNoStore)
-		return
-	}
 	s.mu.Lock()
 	lk := s.locks[h.Name]
 	i := -1
@@ -1018,9 +982,6 @@ func (s *Store) Watch(h store.Handle, f func(reason error)) {
 
 // State implements store.Store.
 func (s *Store) State(ctx context.Context, name string, detail bool) (store.State, error) {
-	if err := s.usable(ctx); err != nil {
-		return store.State{}, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -1058,9 +1019,6 @@ func (s *Store) state(lk *lock, detail bool) store.State {
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
-	if err := s.usable(ctx); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -1081,9 +1039,6 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 // stop and callers waiting in a queue return ErrClosed. Leases are not
 // released.
 func (s *Store) Close() error {
-	if s == nil || s.locks == nil {
-		return errNoStore
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
