@@ -60,3 +60,29 @@ func secret(p, rest string) bool {
 	}
 	return true
 }
+
+// A DSN that does not parse is quoted in Open's error; its password is not
+// (FuzzOpenDSN found "postgres://0 password=00000000" quoted whole).
+func TestOpenErrorHidesPassword(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, dsn := range []string{
+		"postgres://0 password=Sekret1234pw",
+		"postgres://host password=Sekret1234pw dbname=x",
+		"host=h password='Sekret 1234pw' port=x",
+		"host=h password=Sekret1234pw password=Other5678pw port=x",
+		"postgres://u:Sekret1234pw@h:x/db",
+		"postgres://u:Sekret1234pw@h/db?sslpassword=Other5678pw&%zz",
+		"postgres://u:Sek%20ret1234pw@h/db?port=x",
+	} {
+		_, err := pgstore.Open(ctx, dsn)
+		if err == nil {
+			t.Fatalf("Open(%q) succeeded", dsn)
+		}
+		for _, pw := range []string{"Sekret1234pw", "Sekret 1234pw", "Other5678pw", "Sek%20ret1234pw", "Sek ret1234pw"} {
+			if strings.Contains(err.Error(), pw) {
+				t.Errorf("Open(%q) = %q quotes the password", dsn, err)
+			}
+		}
+	}
+}
