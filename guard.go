@@ -35,6 +35,18 @@ func (l *Locks) usable(ctx context.Context) error {
 	return l.err
 }
 
+// usable returns why x cannot serve a call with ctx: it holds nothing (the
+// zero Lease), or ctx is nil. (Release takes a nil ctx: it is cleanup.)
+func (x Lease) usable(ctx context.Context) error {
+	if err := x.ok(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return errNilContext
+	}
+	return nil
+}
+
 // setErr records the first bad Option.
 func (l *Locks) setErr(err error) {
 	if l.err == nil {

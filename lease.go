@@ -150,12 +150,9 @@ func (x Lease) Expires() time.Time { return x.grant().Expires }
 // already (and so took no new slot).
 func (x Lease) Reentered() bool { return x.grant().Reentered }
 
-func (x Lease) ok(ctx context.Context) error {
+func (x Lease) ok() error {
 	if x.l == nil {
 		return store.ErrNotHeld
-	}
-	if ctx == nil {
-		return errNilContext
 	}
 	return nil
 }
@@ -176,7 +173,7 @@ const ReleaseTimeout = 5 * time.Second
 // there: Err stays nil, the keep-alive stops, and the lease ends (Done,
 // ErrLeaseLost) when it expires; Release may be called again meanwhile.
 func (x Lease) Release(ctx context.Context) error {
-	if err := x.ok(ctx); err != nil {
+	if err := x.ok(); err != nil {
 		return err
 	}
 	if ctx == nil || ctx.Err() != nil {
@@ -227,7 +224,7 @@ func (x Lease) Release(ctx context.Context) error {
 // lock; otherwise nothing changes and Keep returns ErrNotHeld (and the
 // lease ends as lost).
 func (x Lease) Keep(ctx context.Context) error {
-	if err := x.ok(ctx); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return err
 	}
 	g := x.grant()
@@ -254,7 +251,7 @@ func (x Lease) Held(ctx context.Context) (bool, error) {
 // Status reports whether the lease is held, with its times on the store's
 // clock.
 func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
-	if err := x.ok(ctx); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return LeaseStatus{}, err
 	}
 	return x.l.store.Held(ctx, x.handle())
@@ -267,7 +264,7 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 // the lease is no longer held, and ErrUnsupported on stores without
 // transactions.
 func (x Lease) Guard(ctx context.Context, tx any) error {
-	if err := x.ok(ctx); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return err
 	}
 	g, ok := x.l.store.(store.Guarder)
