@@ -109,21 +109,24 @@ func LoadConfig(path string) (*Config, error) {
 	return parseConfig(data, path)
 }
 
-// parseConfig reads data. The YAML library's parser is not ours: should it
-// ever panic on some input, the panic stops here as a *ConfigError, since a
-// config file is user input.
-func parseConfig(data []byte, file string) (c *Config, err error) {
+// parseConfig reads data.
+func parseConfig(data []byte, file string) (*Config, error) {
+	return contained(file, func() (*Config, error) {
+		p := configParser{file: file}
+		return p.parse(data)
+	})
+}
+
+// contained runs read, stopping a panic there as a *ConfigError: the YAML
+// library's parser is not ours, and a config file is user input.
+func contained(file string, read func() (*Config, error)) (c *Config, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			msg := fmt.Sprint(r)
-			if len(msg) > 200 {
-				msg = msg[:200] + "…"
-			}
+			msg := clip(fmt.Sprint(r))
 			c, err = nil, &ConfigError{File: file, Entry: -1, Err: fmt.Errorf("the YAML reader failed on this input: %s", msg)}
 		}
 	}()
-	p := configParser{file: file}
-	return p.parse(data)
+	return read()
 }
 
 // configParser walks the YAML node tree, so that every error can name the

@@ -194,6 +194,13 @@ func FuzzReadConfig(f *testing.F) {
 			}
 			return
 		}
+		seen := map[string]bool{}
+		for i, e := range cfg.Locks {
+			if e.Line <= 0 || seen[e.Name] {
+				t.Fatalf("locks[%d] = %+v: no line, or a name given twice", i, e)
+			}
+			seen[e.Name] = true
+		}
 		ctx := context.Background()
 		l := sleeplock.New(nil)
 		defer l.Close()
