@@ -329,11 +329,10 @@ func (p *configParser) eachKey(n *yaml.Node, known []string, f func(key string, 
 			if s := suggest(key, known); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			where := "an entry"
 			if p.entry < 0 {
-				where = "the top level"
+				return p.fail(k, "%s; the only key of the top level is %s", msg, quoteAll(known))
 			}
-			return p.fail(k, "%s; the keys of %s are %s", msg, where, quoteAll(known))
+			return p.fail(k, "%s; the keys of an entry are %s", msg, quoteAll(known))
 		}
 		if first, dup := line[key]; dup {
 			return p.fail(k, "%q is given twice (first at line %d)", key, first)
