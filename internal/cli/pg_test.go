@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/pgstore"
+)
+
+// pgEnv is a migrated schema of its own in the test database, with the
+// flags that point a command at it and Locks on it for the test's own
+// holders.
+type pgEnv struct {
+	dsn, schema string
+	locks       *sleeplock.Locks
+}
+
+// newPG migrates a fresh schema (dropped when the test ends) through
+// "sleeplock migrate"; it skips, or fails under CI, like testDSN.
+func newPG(t *testing.T, opts ...sleeplock.Option) pgEnv {
+	t.Helper()
+	dsn := testDSN(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "cli_test_" + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), dsn)
+		if err == nil {
+			_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+			_ = conn.Close(context.Background())
+		}
+	})
+	if out, errOut, code := run(t, "migrate", "--store", dsn, "--schema", schema); code != 0 {
+		t.Fatalf("migrate: exit %d %s %s", code, out, errOut)
+	}
+	s, err := pgstore.Open(t.Context(), dsn, pgstore.WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := sleeplock.New(s, opts...)
+	t.Cleanup(func() { _ = locks.Close() })
+	return pgEnv{dsn, schema, locks}
+}
+
+// run runs a command against the env's store.
+func (e pgEnv) run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return run(t, append(args, "--store", e.dsn, "--schema", e.schema)...)
+}
