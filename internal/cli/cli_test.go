@@ -127,7 +127,7 @@ func TestMigrateStateRelease(t *testing.T) {
 	}
 	t.Setenv("SLEEPLOCK_STORE", dsn)
 	out, errOut, code := run(t, "state", "--schema", schema, "--json")
-	if code != 0 || strings.TrimSpace(out) != "null" {
+	if code != 0 || strings.TrimSpace(out) != "[]" {
 		t.Fatalf("state of an empty store: exit %d %q %q", code, out, errOut)
 	}
 	if _, errOut, code := run(t, "release", "--schema", schema, "--ref", "r1", "nope"); code != 1 || !strings.Contains(errOut, "not") {

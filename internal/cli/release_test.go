@@ -61,7 +61,9 @@ func TestReleaseStaleFlagAfterName(t *testing.T) {
 	}
 	defer func() { _ = lease.Release(ctx) }()
 
-	out, errOut, code := pg.run(t, "release", "--ref", "worker-2", "payments", "--stale")
+	// As the operator typed it, the store coming from the environment.
+	t.Setenv("SLEEPLOCK_STORE", pg.dsn)
+	out, errOut, code := run(t, "release", "--schema", pg.schema, "--ref", "worker-2", "payments", "--stale")
 	if code != 1 || !strings.Contains(errOut, "has not expired: nothing released") || out != "" {
 		t.Errorf("release --stale of a live lease: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
