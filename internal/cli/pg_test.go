@@ -4,13 +4,70 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
 )
+
+// testDatabaseURL is SLEEPLOCK_TEST_DATABASE_URL or the local test database.
+func testDatabaseURL() string {
+	if u := os.Getenv("SLEEPLOCK_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+}
+
+// pgSkip is why the PostgreSQL tests skip, "" when they run.
+var pgSkip string
+
+// checkTestDatabase connects to the test database, creating it when the
+// server answers but the database is missing, and otherwise prints one
+// loud line: the PostgreSQL tests of this package will skip.
+func checkTestDatabase() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ensureDatabase(ctx, testDatabaseURL()); err != nil {
+		pgSkip = strings.Join(strings.Fields(err.Error()), " ") // one line
+		fmt.Fprintf(os.Stderr, "\n*** SKIPPING every PostgreSQL test of internal/cli: %s (set SLEEPLOCK_TEST_DATABASE_URL) ***\n\n", pgSkip)
+	}
+}
+
+// ensureDatabase creates the database of url (through the database
+// "postgres" of the same server) when it does not exist.
+func ensureDatabase(ctx context.Context, url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		return c.Close(ctx)
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name
+		return err
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	if c, err = pgx.ConnectConfig(ctx, cfg); err != nil {
+		return err
+	}
+	defer func() { _ = c.Close(ctx) }()
+	_, err = c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if errors.As(err, &pe) && pe.Code == "42P04" { // created meanwhile
+		err = nil
+	}
+	return err
+}
 
 // pgEnv is a migrated schema of its own in the test database, with the
 // flags that point a command at it and Locks on it for the test's own
