@@ -44,9 +44,10 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
 	for {
-		if clear {
+		switch {
+		case clear:
 			fmt.Fprint(out, "\x1b[H\x1b[2J") // home, clear screen
-		} else {
+		case !*asJSON: // JSON documents follow each other as a stream
 			fmt.Fprintln(out, "--", now())
 		}
 		if err := showStates(ctx, locks, names, *asJSON, out); err != nil {
