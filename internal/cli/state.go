@@ -226,7 +226,7 @@ func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	if err := lease.Release(ctx); err != nil {
 		if errors.Is(err, sleeplock.ErrNotHeld) {
-			return fmt.Errorf("%q stopped holding some of %s while this release ran (taken over or released by someone else); see sleeplock state: %w", *ref, list, err)
+			return fmt.Errorf("%q no longer holds some of %s (expired, taken over or released by someone else; an expired lease goes with --stale); see sleeplock state: %w", *ref, list, err)
 		}
 		return err
 	}
