@@ -163,6 +163,7 @@ type pollResult struct {
 	g       store.Grant
 	granted bool
 	wake    int64 // µs: check again by then (0: no deadline)
+	far     bool  // at least twice the slots of a lock wait ahead: no hurry
 	pids    []int // processes of this host holding the locks: check again when one ends
 }
 
@@ -235,6 +236,9 @@ func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*tx
 				if at := t.wakeAt(l, req.StaleAfter); at > 0 && at < r.wake {
 					r.wake = at
 				}
+				if p >= 2*l.slots {
+					r.far = true
+				}
 				for i := range l.holders {
 					if h := &l.holders[i]; h.host == s.me.host && h.pid != s.me.pid && s.me.checks {
 						r.pids = append(r.pids, h.pid)
@@ -261,8 +265,27 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 	changed := s.changes() // before addWaiter: the poller's first read wakes us
 	s.addWaiter()
 	defer s.removeWaiter()
+	near := false // counted in s.near
+	defer func() {
+		if near {
+			s.near.Add(-1)
+		}
+	}()
 	for {
 		r, err := s.poll(ctx, req, &ticket)
+		if near == r.far { // near changed
+			near = !r.far
+			if near {
+				if s.near.Add(1) == 1 {
+					select {
+					case s.kick <- struct{}{}:
+					default:
+					}
+				}
+			} else {
+				s.near.Add(-1)
+			}
+		}
 		if r.granted {
 			return r.g, nil
 		}
@@ -272,10 +295,18 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 			}
 			return store.Grant{}, err
 		}
-		wake := time.NewTimer(time.Until(time.UnixMicro(r.wake)))
+		until := time.Until(time.UnixMicro(r.wake))
+		wakeOn := changed
+		if r.far {
+			// Far from the head: changes are for others; look again
+			// now and then.
+			wakeOn = nil
+			until = min(until, slowPoll)
+		}
+		wake := time.NewTimer(until)
 		var pidTick <-chan time.Time
 		var tk *time.Ticker
-		if len(r.pids) > 0 {
+		if len(r.pids) > 0 && !r.far {
 			tk = time.NewTicker(10 * time.Millisecond)
 			pidTick = tk.C
 		}
@@ -288,7 +319,7 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 	sleep:
 		for {
 			select {
-			case <-changed:
+			case <-wakeOn:
 				break sleep
 			case <-wake.C:
 				break sleep

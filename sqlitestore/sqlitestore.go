@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sqlite "modernc.org/sqlite"
@@ -39,6 +40,12 @@ const (
 	// process's transaction to end.
 	DefaultBusyTimeout = 10 * time.Second
 )
+
+// slowPoll is how often a waiter far from the head of its queue (at
+// least twice the lock's slots ahead) looks again; such waiters are not
+// woken by changes, and while a store has only such waiters it does not
+// poll for changes.
+const slowPoll = 25 * time.Millisecond
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
@@ -150,6 +157,8 @@ type Store struct {
 	bmu     sync.Mutex
 	bcast   chan struct{} // closed and replaced at each change
 	nwait   int
+	near    atomic.Int32  // waiters that may be granted soon: poll fast
+	kick    chan struct{} // a waiter became near: poll now
 	polling bool
 	shut    bool // Close began: no new poller
 	pollWG  sync.WaitGroup
@@ -189,7 +198,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	db.SetMaxOpenConns(2) // one for transactions, one for change polling
 	db.SetMaxIdleConns(2)
 	db.SetConnMaxLifetime(0)
-	s := &Store{path: path, cfg: cfg, db: db, me: self(), closing: make(chan struct{}), bcast: make(chan struct{})}
+	s := &Store{path: path, cfg: cfg, db: db, me: self(), closing: make(chan struct{}), bcast: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
 	var id [12]byte
 	_, _ = rand.Read(id[:])
 	s.id = hex.EncodeToString(id[:])
@@ -473,9 +483,16 @@ func (s *Store) pollChanges() {
 			stop()
 			return
 		case <-timer.C:
+		case <-s.kick:
 		}
 		if stop() {
 			return
+		}
+		if s.near.Load() == 0 {
+			// Every waiter here is far from the head of its queue and
+			// looks again on its own timer: nobody to wake.
+			timer.Reset(slowPoll)
+			continue
 		}
 		var v int64
 		if err := c.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
