@@ -242,7 +242,7 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 	defer cancel()
 	caught := make(chan os.Signal, 1)
 	stop := make(chan struct{})
-	var joined = make(chan struct{})
+	joined := make(chan struct{})
 	go func() {
 		defer close(joined)
 		select {
@@ -252,13 +252,20 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 		case <-stop:
 		}
 	}()
-	if !f.quiet {
-		go reportQueue(actx, locks, name, f.ref, errOut)
+	reported := make(chan struct{})
+	if f.quiet {
+		close(reported)
+	} else {
+		go func() {
+			defer close(reported)
+			reportQueue(actx, locks, name, f.ref, errOut)
+		}()
 	}
 	lease, err := locks.Acquire(actx, name, opts...)
 	close(stop)
 	<-joined
 	cancel()
+	<-reported
 	if err == nil {
 		select {
 		case sig := <-caught: // granted as the signal came: give it back
