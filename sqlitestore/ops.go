@@ -655,12 +655,15 @@ func isDefined(t *txn, name string) bool {
 // database with a busy timeout (for example "file:PATH?_pragma=busy_timeout(5000)"):
 // Guard waits for the write lock like any write.
 func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
 	t, ok := tx.(*sql.Tx)
 	if !ok {
 		return fmt.Errorf("%w: Guard needs a *sql.Tx on the same SQLite file, not %T", store.ErrUnsupported, tx)
 	}
 	if t == nil {
-		return store.Invalid(store.ErrInvalidConfig, "nil", "Guard needs a *sql.Tx")
+		return fmt.Errorf("%w: Guard needs a *sql.Tx, not a nil one", store.ErrUnsupported)
 	}
 	s.mu.Lock()
 	closed := s.closed

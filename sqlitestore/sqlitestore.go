@@ -66,6 +66,9 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
+	if e == nil {
+		return "sqlitestore: schema error"
+	}
 	if e.Have > e.Want {
 		return fmt.Sprintf("sqlitestore: %s has schema version %d, newer than this build's %d: use a newer sleeplock (or another file)",
 			e.Path, e.Have, e.Want)
@@ -77,6 +80,9 @@ func (e *SchemaError) Error() string {
 // Unwrap returns ErrSchemaTooNew for a newer schema, and
 // store.ErrInvalidConfig.
 func (e *SchemaError) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
 	if e.Have > e.Want {
 		return []error{ErrSchemaTooNew, store.ErrInvalidConfig}
 	}
@@ -179,10 +185,15 @@ var (
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL, busy: DefaultBusyTimeout, migrate: true}
 	for _, o := range opts {
-		o(&cfg)
+		if o != nil {
+			o(&cfg)
+		}
 	}
 	if cfg.err != nil {
 		return nil, cfg.err
+	}
+	if ctx == nil {
+		return nil, errNilContext
 	}
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -333,12 +344,36 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // Path returns the database file's path.
-func (s *Store) Path() string { return s.path }
+func (s *Store) Path() string {
+	if s == nil {
+		return ""
+	}
+	return s.path
+}
+
+var (
+	errNilContext = store.Invalid(store.ErrInvalidConfig, "nil", "a context is required")
+	errNoStore    = store.Invalid(store.ErrInvalidConfig, "a nil or zero *sqlitestore.Store", "a Store comes from sqlitestore.Open")
+)
+
+// check reports a receiver or a context that cannot be used.
+func (s *Store) check(ctx context.Context) error {
+	switch {
+	case s == nil || s.db == nil:
+		return errNoStore
+	case ctx == nil:
+		return errNilContext
+	}
+	return nil
+}
 
 // Close removes this store's waiters from the queue (their callers return
 // store.ErrClosed), makes later calls fail with store.ErrClosed and closes
 // the database. Leases are not released.
 func (s *Store) Close() error {
+	if s == nil || s.db == nil {
+		return errNoStore
+	}
 	s.closeOnce.Do(func() {
 		s.bmu.Lock()
 		s.shut = true
@@ -380,6 +415,9 @@ func (s *Store) removeWaiters(ctx context.Context) error {
 // had passed on the host's clock. It is meant for tests that must make a TTL
 // pass without waiting; waiters' own liveness leases are left as they are.
 func (s *Store) Advance(ctx context.Context, d time.Duration) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
 	us := d.Microseconds()
 	return s.do(ctx, func(t *txn) error {
 		if err := t.exec(`UPDATE holders SET acquired = acquired - ?1, renewed = renewed - ?1,

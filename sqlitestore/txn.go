@@ -73,6 +73,9 @@ type lk struct {
 // delivers the events f emitted and wakes the waiters of this process when
 // anything changed. ctx bounds the wait for the write lock only.
 func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -148,6 +151,9 @@ func isBusy(err error) bool {
 // read runs f in a read transaction (a snapshot; it waits for no writer)
 // on the store's connection. f fails with errNeedWrite at its first write.
 func (s *Store) read(ctx context.Context, f func(t *txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

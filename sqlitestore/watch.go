@@ -33,6 +33,9 @@ func watchKey(lock, ref string, token int64) string {
 // Watch implements store.Watcher: f is called when this process sees h's
 // first lock end, at once if it has seen that already.
 func (s *Store) Watch(h store.Handle, f func(reason error)) {
+	if s == nil || f == nil {
+		return
+	}
 	k := watchKey(h.Name, h.Ref.String(), h.Token)
 	s.w.mu.Lock()
 	if reason, ok := s.w.gone[k]; ok {
