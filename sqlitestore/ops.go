@@ -468,7 +468,7 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 // Held implements store.Store.
 func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
 	var st store.Status
-	err := s.do(ctx, func(t *txn) error {
+	err := s.readOrWrite(ctx, func(t *txn) error {
 		if err := t.checkNames(&h); err != nil {
 			return err
 		}
@@ -549,12 +549,22 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 // State implements store.Store.
 func (s *Store) State(ctx context.Context, name string, detail bool) (store.State, error) {
 	var st store.State
-	err := s.do(ctx, func(t *txn) error {
+	err := s.readOrWrite(ctx, func(t *txn) error {
 		var err error
 		st, err = t.state(name, detail)
 		return err
 	})
 	return st, err
+}
+
+// readOrWrite runs f on a snapshot, and again in a write transaction when
+// it found something to change (a row of a dead process to delete).
+func (s *Store) readOrWrite(ctx context.Context, f func(t *txn) error) error {
+	err := s.read(ctx, f)
+	if errors.Is(err, errNeedWrite) {
+		err = s.do(ctx, f)
+	}
+	return err
 }
 
 func (t *txn) state(name string, detail bool) (store.State, error) {
@@ -605,7 +615,7 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 	var out []store.State
-	err := s.do(ctx, func(t *txn) error {
+	err := s.readOrWrite(ctx, func(t *txn) error {
 		var names []string
 		err := t.query(`SELECT name FROM defs UNION SELECT lock FROM holders UNION SELECT lock FROM queue`, nil,
 			func(scan func(...any) error) error {
@@ -624,7 +634,7 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 		for _, n := range names {
 			st, err := t.state(n, detail)
 			if err != nil {
-				if isDB(err) {
+				if isDB(err) || errors.Is(err, errNeedWrite) {
 					return err
 				}
 				continue // a row of a lock whose definition went away

@@ -108,12 +108,14 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 		s.mu.Unlock()
 		return s.pathError(cerr)
 	}
+	// Events go out before the next transaction of this store commits, so
+	// that this process delivers them in commit order (Emit does not block).
+	for _, p := range t.evs {
+		p.to.Emit(p.e)
+	}
 	s.mu.Unlock()
 	for _, e := range t.ends {
 		s.ended(e)
-	}
-	for _, p := range t.evs {
-		p.to.Emit(p.e)
 	}
 	if t.changed {
 		s.notify()
@@ -127,9 +129,16 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 // 1, 2, 5, 10, 15, 20, 25… ms, too coarse for a hand-off between
 // processes; the connection's busy timeout is 0 for this reason.
 func (s *Store) begin(ctx context.Context) error {
+	return s.beginAs(ctx, "BEGIN IMMEDIATE")
+}
+
+// beginAs runs stmt (a BEGIN) as begin describes. The statement itself
+// runs without ctx's cancellation: a BEGIN interrupted after it took effect
+// would leave the connection inside a transaction.
+func (s *Store) beginAs(ctx context.Context, stmt string) error {
 	deadline := time.Now().Add(s.cfg.busy)
 	for d := 50 * time.Microsecond; ; d = min(2*d, 2*time.Millisecond) {
-		_, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE")
+		_, err := s.wc.ExecContext(context.WithoutCancel(ctx), stmt)
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -162,7 +171,10 @@ func (s *Store) read(ctx context.Context, f func(t *txn) error) error {
 	if s.closed {
 		return store.ErrClosed
 	}
-	if _, err := s.wc.ExecContext(ctx, "BEGIN"); err != nil {
+	if err := s.beginAs(ctx, "BEGIN"); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		return s.pathError(err)
 	}
 	t := &txn{s: s, ctx: context.WithoutCancel(ctx), now: time.Now().UnixMicro(), read: true}
