@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sleeplock/sleeplock/store"
@@ -39,6 +40,7 @@ type Store struct {
 	locks  map[string]*lock // defined locks and family members in use
 	fams   map[string]*family
 	token  int64
+	seq    atomic.Uint64 // Event.Seq: store-wide, so it also grows across a family member's forget
 	closed bool
 }
 
@@ -129,6 +131,9 @@ func (o *op) emit(e store.Event) {
 		return
 	}
 	e.Time = o.clock()
+	if e.Type != store.EventRefused && e.Type != store.EventLost {
+		e.Seq = o.s.seq.Add(1)
+	}
 	o.ev.Emit(e)
 }
 
@@ -251,6 +256,18 @@ func (s *Store) lookup(name string, create bool) (*lock, *family, error) {
 	return lk, fam, nil
 }
 
+// covered returns NotFound for the first name of h that no definition or
+// family covers, else nil.
+func (s *Store) covered(h *store.Handle) error {
+	var err error
+	h.Each(func(l store.Lock) {
+		if err == nil && s.locks[l.Name] == nil {
+			_, _, err = s.lookup(l.Name, false)
+		}
+	})
+	return err
+}
+
 // forget drops a family member that nobody holds or waits for.
 func (s *Store) forget(lk *lock) {
 	if lk.fam != nil && !lk.defined && len(lk.holders) == 0 && len(lk.queue) == 0 {
@@ -284,9 +301,9 @@ func (lk *lock) find(ref store.Ref, token int64) int {
 	return -1
 }
 
-// free returns the free slots of lk, first taking over expired leases when
-// need slots are wanted and fewer are free.
-func (s *Store) free(o *op, lk *lock, need int) int {
+// free returns the free slots of lk, first taking over leases that may be
+// taken over (see takeover) when need slots are wanted and fewer are free.
+func (s *Store) free(o *op, lk *lock, need int, staleAfter time.Duration) int {
 	free := lk.slots - len(lk.holders)
 	if free >= need || lk.nexp == 0 {
 		return free
@@ -294,10 +311,14 @@ func (s *Store) free(o *op, lk *lock, need int) int {
 	now := o.clock()
 	for i := 0; i < len(lk.holders); {
 		h := &lk.holders[i]
-		if !h.expires.IsZero() && !h.expires.After(now) {
+		if at := takeover(h, staleAfter); !at.IsZero() && !at.After(now) {
 			gone := *h
 			s.removeHolder(lk, i)
-			o.lost(gone.watch, fmt.Errorf("%w: taken over after its TTL", store.ErrLeaseLost))
+			why := "taken over after its TTL"
+			if gone.expires.After(now) {
+				why = "taken over as stale"
+			}
+			o.lost(gone.watch, fmt.Errorf("%w: %s", store.ErrLeaseLost, why))
 			o.emit(store.Event{Type: store.EventExpired, Lock: lk.name, Slots: lk.slots, Running: len(lk.holders),
 				Waiting: len(lk.queue), Ref: o.refText(gone.ref), Kind: gone.kind, Token: gone.token, Held: since(now, gone.acquired)})
 			continue
@@ -305,6 +326,21 @@ func (s *Store) free(o *op, lk *lock, need int) int {
 		i++
 	}
 	return lk.slots - len(lk.holders)
+}
+
+// takeover is when h may be taken over by a request with staleAfter: at its
+// expiry, or staleAfter after its last renewal when that is sooner. A lease
+// with no TTL is never taken over (zero).
+func takeover(h *holder, staleAfter time.Duration) time.Time {
+	if h.expires.IsZero() {
+		return time.Time{}
+	}
+	if staleAfter > 0 {
+		if at := renewed(h).Add(staleAfter); at.Before(h.expires) {
+			return at
+		}
+	}
+	return h.expires
 }
 
 func (o *op) refText(r store.Ref) string {
@@ -472,7 +508,7 @@ func (s *Store) acquireLocked(ctx context.Context, req store.AcquireRequest) (st
 			s.mu.Unlock()
 			return g, nil
 		}
-		if len(lk.queue) < s.free(&o, lk, len(lk.queue)+1) {
+		if len(lk.queue) < s.free(&o, lk, len(lk.queue)+1, req.StaleAfter) {
 			g := store.Grant{Lock: s.addHolder(&o, lk, &req), Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold}
 			h := &lk.holders[len(lk.holders)-1]
 			g.Acquired, g.Expires = h.acquired, h.expires
@@ -541,7 +577,7 @@ func (s *Store) acquireAll(ctx context.Context, o *op, req *store.AcquireRequest
 	}
 	ok := true
 	for _, lk := range locks {
-		if lk.find(req.Ref, 0) < 0 && len(lk.queue) >= s.free(o, lk, len(lk.queue)+1) {
+		if lk.find(req.Ref, 0) < 0 && len(lk.queue) >= s.free(o, lk, len(lk.queue)+1, req.StaleAfter) {
 			ok = false
 			if !req.Wait {
 				err := s.refuse(o, lk)
@@ -689,7 +725,7 @@ func (s *Store) pump(o *op, first *lock) {
 		work = work[:len(work)-1]
 		for i := 0; i < len(lk.queue); {
 			w := lk.queue[i]
-			if i >= s.free(o, lk, i+1) && lk.find(w.req.Ref, 0) < 0 {
+			if i >= s.free(o, lk, i+1, w.req.StaleAfter) && lk.find(w.req.Ref, 0) < 0 {
 				break
 			}
 			if !s.grantable(o, w, lk) {
@@ -718,7 +754,7 @@ func (s *Store) grantable(o *op, w *waiter, at *lock) bool {
 			continue
 		}
 		p := lk.position(w)
-		if p < 0 || p >= s.free(o, lk, p+1) {
+		if p < 0 || p >= s.free(o, lk, p+1, w.req.StaleAfter) {
 			return false
 		}
 	}
@@ -735,11 +771,22 @@ func (s *Store) arm(o *op, lk *lock) {
 		}
 		return
 	}
+	// The head of the queue is the first to take a slot over; a time
+	// already past is not armed (pump has just judged it: nobody needed it).
+	now := o.clock()
+	stale := lk.queue[0].req.StaleAfter
 	var at time.Time
 	for i := range lk.holders {
-		if e := lk.holders[i].expires; !e.IsZero() && (at.IsZero() || e.Before(at)) {
+		if e := takeover(&lk.holders[i], stale); !e.IsZero() && e.After(now) && (at.IsZero() || e.Before(at)) {
 			at = e
 		}
+	}
+	if at.IsZero() {
+		if lk.stop != nil {
+			lk.stop()
+			lk.stop = nil
+		}
+		return
 	}
 	if lk.stop != nil && lk.timerAt.Equal(at) {
 		return
@@ -748,7 +795,7 @@ func (s *Store) arm(o *op, lk *lock) {
 		lk.stop()
 	}
 	lk.timerAt = at
-	lk.stop = s.clock.AfterFunc(at.Sub(o.clock()), func() {
+	lk.stop = s.clock.AfterFunc(at.Sub(now), func() {
 		s.mu.Lock()
 		if s.locks[lk.name] != lk || s.closed {
 			s.mu.Unlock()
@@ -772,6 +819,10 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	if s.closed {
 		s.mu.Unlock()
 		return store.ErrClosed
+	}
+	if err := s.covered(&h); err != nil {
+		s.mu.Unlock()
+		return err
 	}
 	o := op{s: s, ev: ev}
 	reason := store.ErrReleased
@@ -859,6 +910,9 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 	if s.closed {
 		return time.Time{}, store.ErrClosed
 	}
+	if err := s.covered(&h); err != nil {
+		return time.Time{}, err
+	}
 	o := op{s: s}
 	held := true
 	h.Each(func(l store.Lock) {
@@ -887,6 +941,9 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 	if s.closed {
 		return store.Status{}, store.ErrClosed
 	}
+	if err := s.covered(&h); err != nil {
+		return store.Status{}, err
+	}
 	st := store.Status{Held: true, Now: s.clock.Now()}
 	first := true
 	h.Each(func(l store.Lock) {
@@ -900,6 +957,10 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 			return
 		}
 		hd := &lk.holders[i]
+		if !hd.expires.IsZero() && !hd.expires.After(st.Now) {
+			st.Held = false // expired, though nobody has taken it over yet
+			return
+		}
 		if first {
 			st.Renewed, st.Expires = renewed(hd), hd.expires
 			first = false
@@ -927,6 +988,10 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 	if s.closed {
 		s.mu.Unlock()
 		return false, store.ErrClosed
+	}
+	if err := s.covered(&h); err != nil {
+		s.mu.Unlock()
+		return false, err
 	}
 	o := op{s: s, ev: ev}
 	lk := s.locks[h.Name]
