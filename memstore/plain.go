@@ -1,0 +1,160 @@
+package memstore
+
+import (
+	"context"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Slot names the holder record of a plain lease (AcquirePlain), so that
+// its release and its context need no lookup by name. The zero Slot names
+// none.
+type Slot struct{ h *holder }
+
+// released is the context of every plain lease that was released by its
+// holder before anyone asked for its context: one for all, so asking
+// costs nothing however often.
+var released = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(store.ErrReleased)
+	return ctx
+}()
+
+// AcquirePlain is the fast path of package sleeplock: Acquire of one lock
+// for ref, a new generated ref, with no kind, no TTL and no notifier. It
+// returns the granted token and the lease's Slot for ReleasePlain and
+// PlainContext.
+func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return Slot{}, 0, err
+	}
+	if lk := s.load(name); lk != nil && !s.times {
+		lk.mu.Lock()
+		if len(lk.queue) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() {
+			h := lk.newHolder(ref, s.token.Add(1))
+			lk.mu.Unlock()
+			return Slot{h}, h.token, nil
+		}
+		lk.mu.Unlock()
+	}
+	return s.acquirePlain(ctx, name, ref, wait)
+}
+
+// acquirePlain is AcquirePlain when a slot is not free at once.
+func (s *Store) acquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+	o := op{s: s}
+	lk, err := s.enterName(&o, name)
+	if err != nil {
+		return Slot{}, 0, err
+	}
+	if len(lk.queue) < s.free(&o, lk, len(lk.queue)+1, 0) {
+		h := s.addHolder(&o, lk, &store.AcquireRequest{Ref: ref})
+		o.done()
+		return Slot{h}, h.token, nil
+	}
+	if !wait {
+		err := s.refuse(&o, lk)
+		s.forget(lk)
+		o.done()
+		return Slot{}, 0, err
+	}
+	w := waiters.Get().(*waiter)
+	w.ref = ref
+	w.one[0] = lk
+	w.locks = w.one[:]
+	_, err = s.wait(ctx, &o, w)
+	var slot Slot
+	var token int64
+	if err == nil {
+		slot, token = Slot{w.h}, w.h.token
+	}
+	*w = waiter{ready: w.ready}
+	waiters.Put(w)
+	return slot, token, err
+}
+
+// ReleasePlain releases a lease that AcquirePlain granted: Release of
+// that lease without a notifier.
+func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64) error {
+	h := slot.h
+	if h == nil {
+		return s.Release(context.Background(), store.Handle{Lock: store.Lock{Name: name, Token: token}, Ref: ref}, nil)
+	}
+	lk := h.lk
+	o := op{s: s}
+	if !o.enter(lk) {
+		return store.ErrNotHeld
+	}
+	if s.closed.Load() {
+		o.done()
+		return store.ErrClosed
+	}
+	if h.token != token || h.idx < 0 {
+		o.done()
+		return store.ErrNotHeld
+	}
+	if h.count > 1 {
+		h.count--
+		o.done()
+		return nil
+	}
+	o.end(lk, h, store.ErrReleased)
+	if len(lk.queue) > 0 {
+		s.pump(&o, lk)
+	} else if lk.fam != nil {
+		s.forget(lk)
+	}
+	o.done()
+	return nil
+}
+
+// PlainContext returns the context of the plain lease in slot with token:
+// cancelled, with the cause of its end, once the lease ends. Every call
+// for one lease returns the same context, made on the first call.
+func (s *Store) PlainContext(slot Slot, token int64) context.Context {
+	h := slot.h
+	if h == nil {
+		return released
+	}
+	lk := h.lk
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if h.token != token {
+		return released // its record went to another hold: it was released
+	}
+	x := h.x
+	switch {
+	case x != nil && x.ctx != nil:
+		return x.ctx
+	case h.idx >= 0:
+		x = h.ext()
+		x.ctx, x.cancel = context.WithCancelCause(context.Background())
+		return x.ctx
+	case x == nil || x.cause == store.ErrReleased: //nolint:errorlint // the sentinel itself
+		return released
+	}
+	x.ctx, x.cancel = context.WithCancelCause(context.Background())
+	x.cancel(x.cause)
+	return x.ctx
+}
+
+// PlainErr returns nil while the plain lease in slot with token is held,
+// and why it ended otherwise: context.Cause of PlainContext.
+func (s *Store) PlainErr(slot Slot, token int64) error {
+	h := slot.h
+	if h == nil {
+		return store.ErrReleased
+	}
+	lk := h.lk
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	switch {
+	case h.token != token:
+		return store.ErrReleased
+	case h.idx >= 0:
+		return nil
+	case h.x == nil:
+		return store.ErrReleased
+	}
+	return h.x.cause
+}
