@@ -196,7 +196,7 @@ func (x Lease) Guard(ctx context.Context, tx any) error {
 }
 
 // Done returns a channel that is closed when the lease ends: lost, or
-// released through this lease.
+// released through this lease. Every call returns the same channel.
 func (x Lease) Done() <-chan struct{} {
 	if rt := x.rt(); rt != nil {
 		return rt.ctx.Done()
@@ -217,6 +217,10 @@ func (x Lease) Context() context.Context {
 		cancel(store.ErrNotHeld)
 		return ctx
 	}
+	if x.x == nil && x.l.mem != nil {
+		// A plain lease: its context is made once, in its holder record.
+		return x.l.mem.PlainContext(x.slot, x.token)
+	}
 	if x.l.watcher == nil || (x.x != nil && x.x.byRef) {
 		// A LeaseOf handle (or a lease on a store that cannot watch, which
 		// always has a runtime) has nothing to end its context.
@@ -235,6 +239,9 @@ func (x Lease) Err() error {
 	}
 	if x.l == nil {
 		return store.ErrNotHeld
+	}
+	if x.x == nil && x.l.mem != nil {
+		return x.l.mem.PlainErr(x.slot, x.token)
 	}
 	return nil
 }
