@@ -92,6 +92,20 @@ func (lk *lock) newHolder(ref store.Ref, token int64) *holder {
 	return h
 }
 
+// dropPlain removes h, a record with no side record, released by its
+// holder, and keeps it for reuse.
+func (lk *lock) dropPlain(h *holder) {
+	i, last := h.idx, int32(len(lk.holders)-1)
+	if i != last {
+		lk.holders[i] = lk.holders[last]
+		lk.holders[i].idx = i
+	}
+	lk.holders[last] = nil
+	lk.holders = lk.holders[:last]
+	h.idx = -1
+	h.next, lk.spare = lk.spare, h
+}
+
 // end removes h from lk's holders for reason, and has its watchers and
 // context told once the operation lets go.
 func (o *op) end(lk *lock, h *holder, reason error) {

@@ -81,6 +81,15 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 		return s.Release(context.Background(), store.Handle{Lock: store.Lock{Name: name, Token: token}, Ref: ref}, nil)
 	}
 	lk := h.lk
+	lk.mu.Lock()
+	if lk.multi == 0 && len(lk.queue) == 0 && lk.fam == nil && h.x == nil && h.count == 1 && h.token == token && h.idx >= 0 &&
+		!s.closed.Load() {
+		// Nobody waits and nobody watches: drop the record, nothing else.
+		lk.dropPlain(h)
+		lk.mu.Unlock()
+		return nil
+	}
+	lk.mu.Unlock()
 	o := op{s: s}
 	if !o.enter(lk) {
 		return store.ErrNotHeld
