@@ -222,5 +222,3 @@ func TestStressAcquireAllAgainstPlain(t *testing.T) {
 		}
 	}
 }
-
-
