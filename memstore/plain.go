@@ -167,3 +167,42 @@ func (s *Store) PlainErr(slot Slot, token int64) error {
 	}
 	return h.x.cause
 }
+
+// Named is a defined lock looked up once (Lookup), for callers that
+// acquire it often: AcquireNamed needs no lookup by name.
+type Named struct{ lk *lock }
+
+// Lookup returns the defined lock name, or nil when name is not a lock
+// defined by name (a family member comes and goes: it is looked up by name
+// on every call).
+func (s *Store) Lookup(name string) *Named {
+	lk := s.load(name)
+	if lk == nil {
+		return nil
+	}
+	lk.mu.Lock()
+	defined := lk.defined && !lk.gone
+	lk.mu.Unlock()
+	if !defined {
+		return nil
+	}
+	return &Named{lk}
+}
+
+// AcquireNamed is AcquirePlain of the lock n, which Lookup returned for
+// name.
+func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return Slot{}, 0, err
+	}
+	if lk := n.lk; !s.times {
+		lk.mu.Lock()
+		if len(lk.queue) == 0 && int(lk.slots) > len(lk.holders) && !s.closed.Load() {
+			h := lk.newHolder(ref, s.token.Add(1))
+			lk.mu.Unlock()
+			return Slot{h}, h.token, nil
+		}
+		lk.mu.Unlock()
+	}
+	return s.acquirePlain(ctx, name, ref, wait)
+}
