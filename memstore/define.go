@@ -73,8 +73,8 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		}
 		f.slots = slots
 		o.emit(store.Event{Type: store.EventResized, Lock: name, Slots: slots})
-		s.locks.Range(func(_, v any) bool {
-			if lk := v.(*lock); lk.fam == f {
+		s.locks.Range(func(lk *lock) bool {
+			if lk.fam == f {
 				o.lock(lk)
 				if !lk.gone && lk.fam == f {
 					s.setSlots(&o, lk, slots)
@@ -180,8 +180,7 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 	for _, f := range s.fams {
 		out = append(out, store.State{Name: f.pattern, Slots: f.slots, Family: true, Now: s.clock.Now()})
 	}
-	s.locks.Range(func(_, v any) bool {
-		lk := v.(*lock)
+	s.locks.Range(func(lk *lock) bool {
 		lk.mu.Lock()
 		if !lk.gone {
 			out = append(out, s.state(lk, detail))

@@ -14,10 +14,39 @@ type lockTimer struct {
 	at   time.Time
 }
 
-func (lk *lock) stopTimer() {
-	if lk.tm != nil {
-		lk.tm.stop()
-		lk.tm = nil
+// timer returns lk's timer, nil when it has none; lk's mutex is held.
+func (s *Store) timer(lk *lock) *lockTimer {
+	if !lk.timed {
+		return nil
+	}
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	return s.timers[lk]
+}
+
+// setTimer records lk's timer (nil: none); lk's mutex is held.
+func (s *Store) setTimer(lk *lock, t *lockTimer) {
+	if !lk.timed && t == nil {
+		return
+	}
+	s.tmu.Lock()
+	if t == nil {
+		delete(s.timers, lk)
+	} else {
+		if s.timers == nil {
+			s.timers = make(map[*lock]*lockTimer)
+		}
+		s.timers[lk] = t
+	}
+	s.tmu.Unlock()
+	lk.timed = t != nil
+}
+
+// stopTimer stops lk's timer; lk's mutex is held.
+func (s *Store) stopTimer(lk *lock) {
+	if t := s.timer(lk); t != nil {
+		t.stop()
+		s.setTimer(lk, nil)
 	}
 }
 
@@ -100,7 +129,7 @@ func (o *op) setExpiry(lk *lock, h *holder, ttl, hold time.Duration) {
 // on time.
 func (s *Store) arm(o *op, lk *lock) {
 	if len(lk.queue) == 0 || lk.nexp == 0 {
-		lk.stopTimer()
+		s.stopTimer(lk)
 		return
 	}
 	// A time already past is not armed: pump has just judged it (nobody
@@ -114,19 +143,20 @@ func (s *Store) arm(o *op, lk *lock) {
 		}
 	}
 	if at.IsZero() {
-		lk.stopTimer()
+		s.stopTimer(lk)
 		return
 	}
-	if lk.tm != nil && lk.tm.at.Equal(at) {
+	if t := s.timer(lk); t != nil && t.at.Equal(at) {
 		return
 	}
-	lk.stopTimer()
-	lk.tm = &lockTimer{at: at}
-	lk.tm.stop = s.clock.AfterFunc(at.Sub(now), func() { s.expire(lk) })
+	s.stopTimer(lk)
+	t := &lockTimer{at: at}
+	t.stop = s.clock.AfterFunc(at.Sub(now), func() { s.expire(lk, t) })
+	s.setTimer(lk, t)
 }
 
 // expire is lk's timer: it grants what expired leases free.
-func (s *Store) expire(lk *lock) {
+func (s *Store) expire(lk *lock, t *lockTimer) {
 	o := op{s: s}
 	if !o.enter(lk) {
 		return
@@ -135,7 +165,11 @@ func (s *Store) expire(lk *lock) {
 		o.done()
 		return
 	}
-	lk.tm = nil
+	if s.timer(lk) != t {
+		o.done() // stopped meanwhile, or another timer took its place
+		return
+	}
+	s.setTimer(lk, nil)
 	if len(lk.queue) > 0 && lk.queue[0].req != nil {
 		o.ev = lk.queue[0].req.Events
 	}

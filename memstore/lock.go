@@ -18,11 +18,12 @@ type lock struct {
 	multi   int32 // queued waiters that wait for other locks too
 	defined bool  // defined by name (not only a family member)
 	gone    bool  // forgotten: whoever finds it looks the name up again
+	timed   bool  // has a timer in the store's timers
 	fam     *family
-	holders []*holder // unordered; State sorts them
+	// holders are unordered (State sorts them). Past their length, up to
+	// their capacity, the slice keeps released records for reuse.
+	holders []*holder
 	queue   []*waiter
-	spare   *holder // holder records to reuse, linked by next
-	tm      *lockTimer
 }
 
 // holder is the record of one hold of a lock. A plain lease of package
@@ -30,13 +31,11 @@ type lock struct {
 // another hold only when nothing can mistake it for its old one: the old
 // hold was released by its holder and nobody asked for its context.
 type holder struct {
-	lk    *lock
 	ref   store.Ref
 	token int64
 	count int32 // re-entrant holds
 	idx   int32 // index in lk.holders; -1 once ended
 	x     *holderExt
-	next  *holder // in lk.spare
 }
 
 // holderExt holds what most holds do not have.
@@ -81,47 +80,48 @@ func (h *holder) kind() string {
 
 // newHolder adds a holder record for ref with a new token to lk.
 func (lk *lock) newHolder(ref store.Ref, token int64) *holder {
-	h := lk.spare
-	if h != nil {
-		lk.spare, h.next = h.next, nil
-	} else {
-		h = &holder{lk: lk}
+	n := len(lk.holders)
+	var h *holder
+	if n < cap(lk.holders) {
+		lk.holders = lk.holders[:n+1]
+		h = lk.holders[n]
 	}
-	h.ref, h.token, h.count, h.idx = ref, token, 1, int32(len(lk.holders))
-	lk.holders = append(lk.holders, h)
+	if h == nil {
+		h = &holder{}
+		if n < cap(lk.holders) {
+			lk.holders[n] = h
+		} else {
+			lk.holders = append(lk.holders, h)
+		}
+	}
+	h.ref, h.token, h.count, h.idx = ref, token, 1, int32(n)
 	return h
 }
 
-// dropPlain removes h, a record with no side record, released by its
-// holder, and keeps it for reuse.
-func (lk *lock) dropPlain(h *holder) {
+// remove takes h out of lk's holders; keep leaves its record past their
+// end for reuse.
+func (lk *lock) remove(h *holder, keep bool) {
 	i, last := h.idx, int32(len(lk.holders)-1)
 	if i != last {
 		lk.holders[i] = lk.holders[last]
 		lk.holders[i].idx = i
 	}
 	lk.holders[last] = nil
+	if keep {
+		lk.holders[last] = h
+	}
 	lk.holders = lk.holders[:last]
 	h.idx = -1
-	h.next, lk.spare = lk.spare, h
 }
 
 // end removes h from lk's holders for reason, and has its watchers and
 // context told once the operation lets go.
 func (o *op) end(lk *lock, h *holder, reason error) {
-	i := h.idx
-	last := len(lk.holders) - 1
-	if int(i) != last {
-		lk.holders[i] = lk.holders[last]
-		lk.holders[i].idx = i
-	}
-	lk.holders[last] = nil
-	lk.holders = lk.holders[:last]
-	h.idx = -1
 	if h.x == nil {
 		if reason == store.ErrReleased { //nolint:errorlint // the sentinel itself: released by its holder
-			h.next, lk.spare = lk.spare, h
+			lk.remove(h, true)
 		} else {
+			lk.remove(h, false)
 			h.x = &holderExt{cause: reason}
 		}
 		return
@@ -135,10 +135,11 @@ func (o *op) end(lk *lock, h *holder, reason error) {
 		o.fire = append(o.fire, firing{fs: x.watch, f: x.cancel, reason: reason})
 		x.watch = nil
 	}
-	if reason == store.ErrReleased && x.ctx == nil { //nolint:errorlint // as above
+	keep := reason == store.ErrReleased && x.ctx == nil //nolint:errorlint // as above
+	if keep {
 		h.x = nil
-		h.next, lk.spare = lk.spare, h
 	}
+	lk.remove(h, keep)
 }
 
 // find returns the record of ref's hold on lk (with token, unless 0).
@@ -161,10 +162,7 @@ func (lk *lock) find(ref store.Ref, token int64) *holder {
 
 // load returns the lock named name, or nil.
 func (s *Store) load(name string) *lock {
-	if v, ok := s.locks.Load(name); ok {
-		return v.(*lock)
-	}
-	return nil
+	return s.locks.Load(name)
 }
 
 // get returns the lock named name, creating a family member on first use
@@ -207,7 +205,7 @@ func (s *Store) forget(lk *lock) {
 	if lk.fam == nil || lk.defined || len(lk.holders) > 0 || len(lk.queue) > 0 || lk.gone {
 		return
 	}
-	lk.stopTimer()
+	s.stopTimer(lk)
 	lk.gone = true
 	s.locks.CompareAndDelete(lk.name, lk)
 }

@@ -48,11 +48,14 @@ type Store struct {
 	// locks maps a name to its *lock: defined locks and family members in
 	// use. Read without any mutex; entries are added under mu and removed
 	// (a family member forgotten) under the lock's own mutex.
-	locks sync.Map
+	locks names
 
 	mu     sync.Mutex         // the store's mutex: see the package doc
 	fams   map[string]*family // under mu
 	closed atomic.Bool        // set under mu; read under a lock's mutex
+
+	tmu    sync.Mutex           // guards timers; taken under a lock's mutex
+	timers map[*lock]*lockTimer // the expiry timers of locks that have one
 
 	seq   atomic.Uint64 // Event.Seq, store-wide so it also grows across a family member's forget
 	token atomic.Int64  // the last fencing token granted, store-wide
@@ -235,10 +238,9 @@ func (s *Store) Close() error {
 	o.enterGlobal()
 	defer o.done()
 	s.closed.Store(true)
-	s.locks.Range(func(_, v any) bool {
-		lk := v.(*lock)
+	s.locks.Range(func(lk *lock) bool {
 		lk.mu.Lock()
-		lk.stopTimer()
+		s.stopTimer(lk)
 		for _, w := range lk.queue {
 			if !w.done && w.err == nil {
 				w.err = store.ErrClosed

@@ -9,7 +9,10 @@ import (
 // Slot names the holder record of a plain lease (AcquirePlain), so that
 // its release and its context need no lookup by name. The zero Slot names
 // none.
-type Slot struct{ h *holder }
+type Slot struct {
+	lk *lock
+	h  *holder
+}
 
 // released is the context of every plain lease that was released by its
 // holder before anyone asked for its context: one for all, so asking
@@ -28,16 +31,31 @@ func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wa
 	if err := ctx.Err(); err != nil {
 		return Slot{}, 0, err
 	}
-	if lk := s.load(name); lk != nil && !s.times {
-		lk.mu.Lock()
-		if len(lk.queue) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() {
-			h := lk.newHolder(ref, s.token.Add(1))
-			lk.mu.Unlock()
-			return Slot{h}, h.token, nil
-		}
-		lk.mu.Unlock()
+	if lk := s.load(name); lk != nil {
+		return s.acquireAt(ctx, lk, name, ref, wait)
 	}
 	return s.acquirePlain(ctx, name, ref, wait)
+}
+
+// acquireAt is AcquirePlain of lk, the lock named name when it was looked
+// up.
+func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+	if s.times {
+		return s.acquirePlain(ctx, name, ref, wait)
+	}
+	lk.mu.Lock()
+	if len(lk.queue) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() {
+		h := lk.newHolder(ref, s.token.Add(1))
+		lk.mu.Unlock()
+		return Slot{lk, h}, h.token, nil
+	}
+	if lk.gone || lk.multi > 0 || s.closed.Load() {
+		lk.mu.Unlock()
+		return s.acquirePlain(ctx, name, ref, wait)
+	}
+	// Go on holding the mutex: a lock no waiter of several locks waits for.
+	o := op{s: s, lk: lk}
+	return s.acquirePlainLocked(ctx, &o, lk, ref, wait)
 }
 
 // acquirePlain is AcquirePlain when a slot is not free at once.
@@ -47,13 +65,18 @@ func (s *Store) acquirePlain(ctx context.Context, name string, ref store.Ref, wa
 	if err != nil {
 		return Slot{}, 0, err
 	}
-	if len(lk.queue) < s.free(&o, lk, len(lk.queue)+1, 0) {
-		h := s.addHolder(&o, lk, &store.AcquireRequest{Ref: ref})
+	return s.acquirePlainLocked(ctx, &o, lk, ref, wait)
+}
+
+// acquirePlainLocked is acquirePlain once the op holds lk.
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, ref store.Ref, wait bool) (Slot, int64, error) {
+	if len(lk.queue) < s.free(o, lk, len(lk.queue)+1, 0) {
+		h := s.addHolder(o, lk, &store.AcquireRequest{Ref: ref})
 		o.done()
-		return Slot{h}, h.token, nil
+		return Slot{lk, h}, h.token, nil
 	}
 	if !wait {
-		err := s.refuse(&o, lk)
+		err := s.refuse(o, lk)
 		s.forget(lk)
 		o.done()
 		return Slot{}, 0, err
@@ -62,11 +85,11 @@ func (s *Store) acquirePlain(ctx context.Context, name string, ref store.Ref, wa
 	w.ref = ref
 	w.one[0] = lk
 	w.locks = w.one[:]
-	_, err = s.wait(ctx, &o, w)
+	_, err := s.wait(ctx, o, w)
 	var slot Slot
 	var token int64
 	if err == nil {
-		slot, token = Slot{w.h}, w.h.token
+		slot, token = Slot{lk, w.h}, w.h.token
 	}
 	*w = waiter{ready: w.ready}
 	waiters.Put(w)
@@ -80,19 +103,22 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 	if h == nil {
 		return s.Release(context.Background(), store.Handle{Lock: store.Lock{Name: name, Token: token}, Ref: ref}, nil)
 	}
-	lk := h.lk
+	lk := slot.lk
 	lk.mu.Lock()
 	if lk.multi == 0 && len(lk.queue) == 0 && lk.fam == nil && h.x == nil && h.count == 1 && h.token == token && h.idx >= 0 &&
 		!s.closed.Load() {
 		// Nobody waits and nobody watches: drop the record, nothing else.
-		lk.dropPlain(h)
+		lk.remove(h, true)
 		lk.mu.Unlock()
 		return nil
 	}
-	lk.mu.Unlock()
-	o := op{s: s}
-	if !o.enter(lk) {
-		return store.ErrNotHeld
+	o := op{s: s, lk: lk}
+	if lk.multi > 0 {
+		lk.mu.Unlock()
+		o.lk = nil
+		if !o.enter(lk) {
+			return store.ErrNotHeld
+		}
 	}
 	if s.closed.Load() {
 		o.done()
@@ -125,7 +151,7 @@ func (s *Store) PlainContext(slot Slot, token int64) context.Context {
 	if h == nil {
 		return released
 	}
-	lk := h.lk
+	lk := slot.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	if h.token != token {
@@ -154,7 +180,7 @@ func (s *Store) PlainErr(slot Slot, token int64) error {
 	if h == nil {
 		return store.ErrReleased
 	}
-	lk := h.lk
+	lk := slot.lk
 	lk.mu.Lock()
 	defer lk.mu.Unlock()
 	switch {
@@ -195,14 +221,5 @@ func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, ref sto
 	if err := ctx.Err(); err != nil {
 		return Slot{}, 0, err
 	}
-	if lk := n.lk; !s.times {
-		lk.mu.Lock()
-		if len(lk.queue) == 0 && int(lk.slots) > len(lk.holders) && !s.closed.Load() {
-			h := lk.newHolder(ref, s.token.Add(1))
-			lk.mu.Unlock()
-			return Slot{h}, h.token, nil
-		}
-		lk.mu.Unlock()
-	}
-	return s.acquirePlain(ctx, name, ref, wait)
+	return s.acquireAt(ctx, n.lk, name, ref, wait)
 }
