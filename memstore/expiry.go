@@ -70,19 +70,15 @@ func renewed(h *holder) time.Time {
 }
 
 // takeover is when h may be taken over by a request with staleAfter: at its
-// expiry, or staleAfter after its last renewal when that is sooner. A lease
-// with no TTL is never taken over (zero).
+// expiry or, when staleAfter is not 0, staleAfter after its last renewal
+// whatever its expiry says (sooner or later). A lease with no TTL is never
+// taken over (zero).
 func takeover(h *holder, staleAfter time.Duration) time.Time {
 	exp := h.expires()
-	if exp.IsZero() {
-		return time.Time{}
+	if exp.IsZero() || staleAfter <= 0 {
+		return exp
 	}
-	if staleAfter > 0 {
-		if at := renewed(h).Add(staleAfter); at.Before(exp) {
-			return at
-		}
-	}
-	return exp
+	return renewed(h).Add(staleAfter)
 }
 
 // free returns the free slots of lk, first taking over leases that may be
