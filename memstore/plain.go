@@ -26,13 +26,20 @@ var released = func() context.Context {
 // AcquirePlain is the fast path of package sleeplock: Acquire of one lock
 // for ref, a new generated ref, with no kind, no TTL and no notifier. It
 // returns the granted token and the lease's Slot for ReleasePlain and
-// PlainContext.
+// PlainContext. A name that is not a lock the store has is checked
+// (store.CheckName) before anything else.
 func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
-	if err := ctx.Err(); err != nil {
+	if lk := s.load(name); lk != nil {
+		if err := ctx.Err(); err != nil {
+			return Slot{}, 0, err
+		}
+		return s.acquireAt(ctx, lk, name, ref, wait)
+	}
+	if err := store.CheckName(name); err != nil {
 		return Slot{}, 0, err
 	}
-	if lk := s.load(name); lk != nil {
-		return s.acquireAt(ctx, lk, name, ref, wait)
+	if err := ctx.Err(); err != nil {
+		return Slot{}, 0, err
 	}
 	return s.acquirePlain(ctx, name, ref, wait)
 }
