@@ -46,11 +46,14 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 		}
 		// A family member in use becomes a lock of its own.
 		lk.defined, lk.fam = true, nil
+		s.locks.Defined(name, lk)
 		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.queue)})
 		s.setSlots(&o, lk, slots)
 		return true, nil
 	}
-	s.locks.Store(name, &lock{name: name, slots: int32(slots), defined: true})
+	lk := &lock{name: name, slots: int32(slots), defined: true}
+	s.locks.Store(name, lk)
+	s.locks.Defined(name, lk)
 	o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
 	return true, nil
 }

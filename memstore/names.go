@@ -1,12 +1,27 @@
 package memstore
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // names maps a name to its lock: defined locks and family members in use.
 // It is split in shards, each a map under a read-write mutex, so that
 // lookups of unrelated names rarely touch the same memory and an entry
 // costs a map slot (no boxed key, as in a sync.Map).
+//
+// Locks defined by name are never removed, so they are also kept in an
+// immutable snapshot that a lookup reads with one atomic load and no
+// write: the hot path of a defined lock touches no shared memory. A
+// snapshot is made again (in time linear in the defined locks) once the
+// lookups that missed it outnumber them while some are not in it yet.
 type names struct {
+	snap   atomic.Pointer[map[string]*lock]
+	dirty  atomic.Int32 // defined locks not in snap
+	misses atomic.Int32 // lookups that missed snap while dirty
+	ndefs  atomic.Int32 // len(defs)
+	mu     sync.Mutex   // guards defs
+	defs   map[string]*lock
 	shards [nameShards]nameShard
 }
 
@@ -30,11 +45,50 @@ func (n *names) shard(name string) *nameShard {
 
 // Load returns the lock named name, or nil.
 func (n *names) Load(name string) *lock {
+	if m := n.snap.Load(); m != nil {
+		if lk := (*m)[name]; lk != nil {
+			return lk
+		}
+	}
 	sh := n.shard(name)
 	sh.mu.RLock()
 	lk := sh.m[name]
 	sh.mu.RUnlock()
+	if n.dirty.Load() > 0 && n.misses.Add(1) >= n.ndefs.Load() {
+		n.promote()
+	}
 	return lk
+}
+
+// Defined records that lk, stored under name, is now a lock defined by
+// name (it is never removed again).
+func (n *names) Defined(name string, lk *lock) {
+	n.mu.Lock()
+	if n.defs == nil {
+		n.defs = make(map[string]*lock)
+	}
+	if n.defs[name] == nil {
+		n.defs[name] = lk
+		n.ndefs.Add(1)
+		n.dirty.Add(1)
+	}
+	n.mu.Unlock()
+}
+
+// promote makes a new snapshot of the defined locks.
+func (n *names) promote() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.dirty.Load() == 0 {
+		return
+	}
+	m := make(map[string]*lock, len(n.defs))
+	for k, v := range n.defs {
+		m[k] = v
+	}
+	n.dirty.Store(0)
+	n.misses.Store(0)
+	n.snap.Store(&m)
 }
 
 // Store maps name to lk.
