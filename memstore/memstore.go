@@ -10,10 +10,11 @@
 // path reads no clock and allocates nothing.
 //
 // The file layout follows the concerns: lock.go (a lock, its holders and
-// fencing tokens), queue.go (waiting, FIFO order and the hand-off of a slot
-// to a waiter), expiry.go (TTLs, takeovers and their timers, renewal),
-// define.go (definitions, families, State and List), acquire.go and
-// release.go (the Store methods), plain.go (package sleeplock's fast path).
+// fencing tokens), names.go (finding a lock by name), queue.go (waiting,
+// FIFO order and the hand-off of a slot to a waiter), expiry.go (TTLs,
+// takeovers and their timers, renewal), define.go (definitions, families,
+// State and List), acquire.go and release.go (the Store methods), plain.go
+// (package sleeplock's fast path and lock handles).
 //
 // Leases with a TTL expire on the store's clock (the system clock unless
 // WithClock gives another); a lease with no TTL lasts until it is released.
