@@ -29,6 +29,8 @@
   // later runs f now, or after the load in flight.
   const later = (f) => (loading ? pending.push(f) : f());
 
+  const short = (s) => (s.length > 24 ? s.slice(0, 12) + "…" + s.slice(-6) : s);
+
   async function fetchLocks() {
     const q = new URLSearchParams({ prefix, limit: String(limit) });
     const res = await fetch("/api/locks?" + q);
@@ -71,6 +73,7 @@
       '<span class="nums">' + v.slots + " slot" + (v.slots === 1 ? "" : "s") + (v.family ? " each (family)" : "") +
       " · " + v.running + " running · " + v.waiting + " waiting</span></div><div class=\"cells\">";
     let drawn = 0;
+    if (v.family) h += '<span class="muted">a family: each member (' + esc(v.name.slice(0, -1)) + '…) is a lock of its own, listed while in use</span>';
     for (const ho of v.holders) {
       if (drawn++ >= MAX_CELLS) break;
       const k = ho.kind ? " k-" + esc(ho.kind) : "";
@@ -82,7 +85,7 @@
         '<div class="t">held <span data-up="' + (ho.age_ms ?? "") + '">' + dur(ho.age_ms) + "</span>" +
         (ho.left_ms == null ? " · no expiry" : ' · left <span data-down="' + ho.left_ms + '">' + dur(ho.left_ms) + "</span>") + "</div></div>";
     }
-    const free = Math.max(0, v.slots - v.running);
+    const free = v.family ? 0 : Math.max(0, v.slots - v.running);
     const freeCells = Math.min(free, Math.max(0, MAX_CELLS - drawn));
     for (let i = 0; i < freeCells; i++) h += '<div class="cell free">free</div>';
     if (v.holders.length + free > drawn + freeCells) h += '<span class="morecells">+' + (v.holders.length + free - drawn - freeCells) + " more slots</span>";
@@ -145,7 +148,7 @@
     const li = document.createElement("li");
     const t = new Date(e.time);
     let what = esc(e.lock);
-    if (e.ref) what += " · " + esc(e.ref) + (e.kind ? " (" + esc(e.kind) + ")" : "");
+    if (e.ref) what += " · " + esc(short(e.ref)) + (e.kind ? " (" + esc(e.kind) + ")" : "");
     if (e.waited_ms != null) what += " · waited " + dur(e.waited_ms);
     if (e.held_ms != null) what += " · held " + dur(e.held_ms);
     if (e.holder) what += " · held by " + esc(e.holder);
