@@ -120,7 +120,9 @@
     views.set(v.name, entry);
     const el = document.querySelector('.lock[data-name="' + CSS.escape(v.name) + '"]');
     if (known && el) { fill(el, entry); return; }
-    if (names.length >= limit && v.name > names[names.length - 1]) { total++; counts(); return; }
+    // Beyond the page shown: not drawn (and already counted, unless it is new:
+    // the next load tells).
+    if (names.length >= limit && v.name > names[names.length - 1]) { views.delete(v.name); return; }
     let i = names.findIndex((n) => n > v.name);
     if (i < 0) i = names.length;
     names.splice(i, 0, v.name);
@@ -136,7 +138,7 @@
 
   function gone(name) {
     const i = names.indexOf(name);
-    if (i < 0) return;
+    if (i < 0) { if (name.startsWith(prefix)) { total = Math.max(names.length, total - 1); counts(); } return; }
     names.splice(i, 1);
     views.delete(name);
     total = Math.max(0, total - 1);
