@@ -108,23 +108,28 @@ func serveLocks(ctx context.Context, locks *sleeplock.Locks, hub *web.Hub, metri
 	if _, mem := locks.Store().(*memstore.Store); mem {
 		poll = 0 // every change comes through this process's events
 	}
-	srv, err := web.New(web.Config{
-		Locks: locks, Hub: hub, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Poll: poll, AllowRelease: c.allowRelease, Token: c.token, Logger: c.logger,
-	})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
+	loopback := false
 	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
-		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
-			c.logger.Warn("sleeplock serve: listening beyond loopback: anyone who can reach it sees the locks and their holders", "addr", ln.Addr().String())
-		}
+		ip := net.ParseIP(host)
+		loopback = ip != nil && ip.IsLoopback()
 	}
+	if !loopback {
+		c.logger.Warn("sleeplock serve: listening beyond loopback: anyone who can reach it sees the locks and their holders", "addr", ln.Addr().String())
+	}
+	srv, err := web.New(web.Config{
+		Locks: locks, Hub: hub, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Poll: poll, AllowRelease: c.allowRelease, Token: c.token, Logger: c.logger,
+		LocalOnly: loopback,
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	defer srv.Close()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	hs.RegisterOnShutdown(srv.Close) // ends the event streams, which Shutdown would wait for
 	fmt.Fprintf(c.out, "serving the locks on http://%s/\n", ln.Addr())

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +50,10 @@ type Config struct {
 	// Logger logs every operator action and refused request (default
 	// slog.Default()).
 	Logger *slog.Logger
+	// LocalOnly refuses requests whose Host is not an IP address or
+	// "localhost": on a loopback address, this stops a web site whose name
+	// resolves to 127.0.0.1 (DNS rebinding) from reading the locks.
+	LocalOnly bool
 }
 
 // Server serves the locks of a Config. Close it to end its streams.
@@ -108,11 +113,25 @@ func New(cfg Config) (*Server, error) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.LocalOnly && !localHost(r.Host) {
+		fail(w, http.StatusMisdirectedRequest, "this server answers only to an IP address or localhost")
+		return
+	}
 	h := w.Header()
 	h.Set("X-Content-Type-Options", "nosniff")
 	// The page loads nothing from elsewhere, and no other site may frame it.
 	h.Set("Content-Security-Policy", "default-src 'self'; frame-ancestors 'none'")
 	s.mux.ServeHTTP(w, r)
+}
+
+// localHost reports whether host (with or without a port) is an IP
+// address or localhost.
+func localHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return net.ParseIP(host) != nil || strings.EqualFold(host, "localhost")
 }
 
 // Close ends the event streams and the Server's goroutines. It does not

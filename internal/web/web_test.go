@@ -518,3 +518,23 @@ func TestHealthzAndPage(t *testing.T) {
 		t.Fatalf("healthz on a closed store: %d", code)
 	}
 }
+
+// TestLocalOnly: with LocalOnly, a request naming another host (DNS
+// rebinding) is refused; an IP address or localhost is served.
+func TestLocalOnly(t *testing.T) {
+	e := newEnv(t, Config{LocalOnly: true})
+	for host, want := range map[string]int{
+		"evil.example:7070": http.StatusMisdirectedRequest, "evil.example": http.StatusMisdirectedRequest,
+		"localhost:7070": 200, "127.0.0.1:7070": 200, "[::1]:7070": 200,
+	} {
+		req, err := http.NewRequest("GET", e.http.URL+"/api/locks", nil)
+		must(t, err)
+		req.Host = host
+		res, err := e.http.Client().Do(req)
+		must(t, err)
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, res.StatusCode, want)
+		}
+	}
+}
