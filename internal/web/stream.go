@@ -110,15 +110,42 @@ func (s *Server) refresh() {
 			return
 		case <-time.After(s.cfg.Refresh):
 		}
-		for _, name := range s.cfg.Hub.takeDirty() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			st, err := s.cfg.Locks.StateDetail(ctx, name)
-			cancel()
-			if err != nil {
-				continue // deleted or the store is down: the next poll or event tells
+		s.refreshLocks(s.cfg.Hub.takeDirty())
+	}
+}
+
+// manyDirty is how many changed locks are read with one List rather than
+// one State each.
+const manyDirty = 32
+
+func (s *Server) refreshLocks(names []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if len(names) > manyDirty {
+		states, err := s.cfg.Locks.List(ctx)
+		if err == nil {
+			dirty := make(map[string]struct{}, len(names))
+			for _, n := range names {
+				dirty[n] = struct{}{}
 			}
-			s.sendState(st, true)
+			for _, st := range states {
+				if _, ok := dirty[st.Name]; ok {
+					delete(dirty, st.Name)
+					s.sendState(st, true)
+				}
+			}
+			names = names[:0]
+			for n := range dirty { // not listed: family members no longer in use
+				names = append(names, n)
+			}
 		}
+	}
+	for _, name := range names {
+		st, err := s.cfg.Locks.StateDetail(ctx, name)
+		if err != nil {
+			continue // deleted or the store is down: the next poll or event tells
+		}
+		s.sendState(st, true)
 	}
 }
 

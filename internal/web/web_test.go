@@ -538,3 +538,28 @@ func TestLocalOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestManyChanges: when many locks change at once, each changed lock's new
+// state still reaches the stream (read with one List).
+func TestManyChanges(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Config{Refresh: 50 * time.Millisecond})
+	must(t, e.locks.Define(ctx, "job/*", 1))
+	s := e.stream(t, "")
+	s.next(t, func(m sse) bool { return m.event == "hello" })
+	want := map[string]bool{}
+	for i := range 3 * manyDirty {
+		name := fmt.Sprintf("job/%d", i)
+		_, err := e.locks.Acquire(ctx, name, sleeplock.WithRef("r"))
+		must(t, err)
+		want[name] = true
+	}
+	for len(want) > 0 {
+		m := s.next(t, func(m sse) bool { return m.event == "lock" })
+		var v lockview.Lock
+		must(t, json.Unmarshal([]byte(m.data), &v))
+		if v.Running == 1 && v.Holders[0].Ref == "r" {
+			delete(want, v.Name)
+		}
+	}
+}
