@@ -17,7 +17,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 	zerocall.Run(t, zerocall.Suite{
 		Dir: ".",
 		Funcs: map[string]any{
-			"New": sleeplock.New, "WithTTL": sleeplock.WithTTL, "WithNotifier": sleeplock.WithNotifier,
+			"New": sleeplock.New, "WithTTL": sleeplock.WithTTL, "WithNotifier": sleeplock.WithNotifier, "WithInlineNotifier": sleeplock.WithInlineNotifier,
 			"LogEvents": sleeplock.LogEvents, "Execute": sleeplock.Execute[int],
 			"BindTo": sleeplock.BindTo, "Counted": sleeplock.Counted, "Hold": sleeplock.Hold,
 			"NoKeepAlive": sleeplock.NoKeepAlive, "NoWait": sleeplock.NoWait, "TTL": sleeplock.TTL,

@@ -2,7 +2,7 @@
 // the OpenTelemetry metrics API, and optionally a span for each wait.
 //
 //	m, err := otelevents.New(otel.Meter("sleeplock"))
-//	locks := sleeplock.New(s, sleeplock.WithNotifier(m))
+//	locks := sleeplock.New(s, sleeplock.WithInlineNotifier(m)) // or WithNotifier, with WithTracer
 //	reg, err := m.Track(locks) // the gauges; reg.Unregister() to stop
 //
 // The instruments are those of package promevents: counters

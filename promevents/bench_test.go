@@ -26,6 +26,7 @@ func BenchmarkPair(b *testing.B) {
 		{"none", nil},
 		{"noop", []sleeplock.Option{sleeplock.WithNotifier(sleeplock.NotifierFunc(func(sleeplock.Event) {}))}},
 		{"prometheus", []sleeplock.Option{sleeplock.WithNotifier(promevents.New())}},
+		{"prometheus-inline", []sleeplock.Option{sleeplock.WithInlineNotifier(promevents.New())}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()

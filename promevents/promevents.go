@@ -2,8 +2,13 @@
 // Prometheus metrics.
 //
 //	m := promevents.New()
-//	locks := sleeplock.New(s, sleeplock.WithNotifier(m))
+//	locks := sleeplock.New(s, sleeplock.WithInlineNotifier(m))
 //	prometheus.MustRegister(m.Track(locks))
+//
+// Notify is cheap and never blocks (a label lookup and an atomic add), so
+// Metrics is best given to sleeplock.WithInlineNotifier, which calls it on
+// the lock path with no queue; give it to sleeplock.WithNotifier instead
+// when a mapper of your own (WithMapper) is slow.
 //
 // Counters and histograms come from the events; the gauges (slots,
 // running, waiting) are read from the store at scrape time, so they are
@@ -103,7 +108,8 @@ type series struct {
 	wait, hold               prometheus.Observer
 }
 
-// New returns Metrics; give it to sleeplock.WithNotifier and register it
+// New returns Metrics; give it to sleeplock.WithInlineNotifier (or
+// WithNotifier) and register it
 // (or what Track returns) with a prometheus.Registerer.
 func New(opts ...Option) *Metrics {
 	c := config{namespace: "sleeplock", timeout: 5 * time.Second,
