@@ -127,7 +127,7 @@ func TestChaosShort(t *testing.T) {
 	})
 	f := rep.Findings
 	if v := f.Violations(); v != 0 {
-		t.Errorf("%d safety violations (overlaps %d, late writes %d), want 0", v, f.Overlaps, f.LateWrites)
+		t.Errorf("%d safety violations (overlaps %d, late writes %d, writes by a lost lease %d), want 0", v, f.Overlaps, f.LateWrites, f.Unheld)
 	}
 	if rep.LostSlots != 0 {
 		t.Errorf("%d slots not grantable %v after the last kill, want 0: %s", rep.LostSlots, rep.Config.TTL+time.Second, strings.Join(rep.Stuck, "; "))
@@ -152,7 +152,7 @@ func TestChaosShort(t *testing.T) {
 func TestChaosNegativeControl(t *testing.T) {
 	rep := run(t, chaos.Config{
 		Workers: 4, Goroutines: 6, Members: 4,
-		Duration: 12 * time.Second, TTL: 2 * time.Second, WaiterTTL: time.Second,
+		Duration: 10 * time.Second, TTL: 2 * time.Second, WaiterTTL: time.Second,
 		Hold: 300 * time.Millisecond, Writes: 6, NoGuard: true, NoAcquireAll: true,
 		FaultEvery: 2 * time.Second, PauseFor: 4 * time.Second, Faults: []string{chaos.FaultPause},
 	})
@@ -184,7 +184,7 @@ func TestChaosRestart(t *testing.T) {
 	}
 	f := rep.Findings
 	if v := f.Violations(); v != 0 {
-		t.Errorf("%d safety violations (overlaps %d, late writes %d), want 0", v, f.Overlaps, f.LateWrites)
+		t.Errorf("%d safety violations (overlaps %d, late writes %d, writes by a lost lease %d), want 0", v, f.Overlaps, f.LateWrites, f.Unheld)
 	}
 	if rep.LostSlots != 0 {
 		t.Errorf("%d slots not grantable after the last kill, want 0: %s", rep.LostSlots, strings.Join(rep.Stuck, "; "))

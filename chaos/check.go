@@ -50,6 +50,10 @@ type Findings struct {
 	// of a newer token of that lock was observed: a write by a holder whose
 	// lease had been taken over.
 	LateWrites int64
+	// Unheld counts accepted writes made while their lease was no longer
+	// held, as a probe in the write's own transaction found (workers
+	// without Guard only: with Guard such a write is refused).
+	Unheld     int64
 	MaxHolders map[string]int // the most holdings of each lock at once
 
 	KillTakeover  Dist // kill -9 of a holder → next grant of its lock
@@ -57,8 +61,9 @@ type Findings struct {
 	Handoff       Dist // release → grant to a caller that was waiting
 }
 
-// Violations is the number of safety violations found: Overlaps + LateWrites.
-func (f *Findings) Violations() int64 { return f.Overlaps + f.LateWrites }
+// Violations is the number of safety violations found: Overlaps +
+// LateWrites + Unheld.
+func (f *Findings) Violations() int64 { return f.Overlaps + f.LateWrites + f.Unheld }
 
 // Check reads the run's tables in schema and checks its safety: no lock
 // with more holdings than slots at any moment, no write accepted from a
@@ -128,6 +133,10 @@ SELECT count(*) FROM ` + q + `.chaos_writes w
  WHERE EXISTS (SELECT 1 FROM ` + q + `.chaos_holdings h
                 WHERE h.lock = w.resource AND h.token > w.token AND h.observed < w.t_end)`
 	if err := pool.QueryRow(ctx, late).Scan(&f.LateWrites); err != nil {
+		return nil, fmt.Errorf("chaos check: %w", err)
+	}
+
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".chaos_writes WHERE NOT held").Scan(&f.Unheld); err != nil {
 		return nil, fmt.Errorf("chaos check: %w", err)
 	}
 
@@ -254,8 +263,8 @@ func (r *Report) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "operations: holdings=%d accepted-writes=%d %s\n", f.Holdings, f.Writes, strings.Join(ops, " "))
 	fmt.Fprintf(w, "faults: %s\n", strings.Join(faults, " "))
-	fmt.Fprintf(w, "violations: %d (overlaps %d, late writes %d); most holders at once: %s\n",
-		f.Violations(), f.Overlaps, f.LateWrites, strings.Join(most, " "))
+	fmt.Fprintf(w, "violations: %d (overlaps %d, late writes %d, writes by a lost lease %d); most holders at once: %s\n",
+		f.Violations(), f.Overlaps, f.LateWrites, f.Unheld, strings.Join(most, " "))
 	fmt.Fprintf(w, "lost slots: %d (all grantable %v after the last kill); free after the last kill: %v\n",
 		r.LostSlots, r.Config.livenessBound(), r.FreeAfter)
 	for _, s := range r.Stuck {

@@ -14,8 +14,9 @@ import (
 
 // TestCheck feeds the checker a history with known faults: a holding that
 // began while another held a one-slot lock, a write accepted after a newer
-// grant was seen, a fourth holder of the three-slot lock, a kill and a
-// handoff; it must count exactly those.
+// grant was seen, a fourth holder of the three-slot lock, a write made
+// after its lease was lost, a kill and a handoff; it must count exactly
+// those.
 func TestCheck(t *testing.T) {
 	pool := newPool(t)
 	ctx := context.Background()
@@ -74,12 +75,16 @@ func TestCheck(t *testing.T) {
 		write(chaos.Pool, int64(30+i), 100)
 	}
 
+	// a write its probe found made after the lease was lost
+	write(chaos.Pool, 30, 50)
+	exec("UPDATE " + q + ".chaos_writes SET held = false WHERE id = (SELECT max(id) FROM " + q + ".chaos_writes)")
+
 	f, err := chaos.Check(ctx, pool, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Overlaps != 2 || f.LateWrites != 2 || f.Violations() != 4 {
-		t.Errorf("overlaps %d, late writes %d, violations %d; want 2, 2, 4", f.Overlaps, f.LateWrites, f.Violations())
+	if f.Overlaps != 2 || f.LateWrites != 2 || f.Unheld != 1 || f.Violations() != 5 {
+		t.Errorf("overlaps %d, late writes %d, unheld %d, violations %d; want 2, 2, 1, 5", f.Overlaps, f.LateWrites, f.Unheld, f.Violations())
 	}
 	if f.MaxHolders[r0] != 2 || f.MaxHolders[r1] != 1 || f.MaxHolders[chaos.Pool] != 4 {
 		t.Errorf("most holders %v, want %s=2 %s=1 %s=4", f.MaxHolders, r0, r1, chaos.Pool)
@@ -90,8 +95,8 @@ func TestCheck(t *testing.T) {
 	if f.Handoff.N != 1 || f.Handoff.Max != 5*time.Millisecond {
 		t.Errorf("handoff %v, want one of 5ms", f.Handoff)
 	}
-	if f.Holdings != 11 || f.Writes != 9 || f.Faults["kill"] != 1 {
-		t.Errorf("holdings %d, writes %d, faults %v; want 11, 9, kill=1", f.Holdings, f.Writes, f.Faults)
+	if f.Holdings != 11 || f.Writes != 10 || f.Faults["kill"] != 1 {
+		t.Errorf("holdings %d, writes %d, faults %v; want 11, 10, kill=1", f.Holdings, f.Writes, f.Faults)
 	}
 }
 

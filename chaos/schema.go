@@ -33,7 +33,9 @@ func Member(i int) string { return fmt.Sprintf("%s/%d", Family, i) }
 //     one-slot resource, a token lower than that (SQLSTATE CH001): the
 //     resource fences by itself, as the fencing-token pattern asks.
 //   - chaos_writes: every accepted write, with the database's clock when the
-//     statement started and when the trigger accepted it.
+//     statement started and when the trigger accepted it; held says whether
+//     the lease was still held in the write's transaction (true with Guard;
+//     without, a probe after the write; null when the probe failed).
 //   - chaos_holdings: every grant a worker saw, with the grant's time (the
 //     store's clock), how long the caller waited, the database's clock right
 //     after Acquire returned (observed: later than the grant's commit) and
@@ -55,6 +57,7 @@ CREATE TABLE %[1]s.chaos_writes (
     ref      text NOT NULL,
     worker   text NOT NULL,
     guarded  boolean NOT NULL,
+    held     boolean,
     t_start  timestamptz NOT NULL DEFAULT clock_timestamp(),
     t_end    timestamptz
 );

@@ -352,8 +352,21 @@ func (w *worker) writeOne(ctx context.Context, lease sleeplock.Lease, name strin
 			return true
 		}
 	}
-	_, err = tx.Exec(ctx, "INSERT INTO "+w.q+".chaos_writes (resource, token, ref, worker, guarded) VALUES ($1, $2, $3, $4, $5)",
-		name, token, ref, w.c.Name, !w.c.NoGuard)
+	var id int64
+	err = tx.QueryRow(ctx, "INSERT INTO "+w.q+".chaos_writes (resource, token, ref, worker, guarded, held) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+		name, token, ref, w.c.Name, !w.c.NoGuard, heldIf(!w.c.NoGuard)).Scan(&id)
+	if err == nil && w.c.NoGuard {
+		// Not a fence: a probe, after the write and in its transaction, of
+		// whether the lease is still held as the write commits.
+		switch perr := lease.Guard(ctx, tx); {
+		case perr == nil:
+			_, err = tx.Exec(ctx, "UPDATE "+w.q+".chaos_writes SET held = true WHERE id = $1", id)
+		case errors.Is(perr, sleeplock.ErrLeaseLost):
+			_, err = tx.Exec(ctx, "UPDATE "+w.q+".chaos_writes SET held = false WHERE id = $1", id)
+		default:
+			err = perr
+		}
+	}
 	if err == nil {
 		err = tx.Commit(ctx)
 	}
@@ -367,6 +380,15 @@ func (w *worker) writeOne(ctx context.Context, lease sleeplock.Lease, name strin
 		w.count("write-error")
 	}
 	return true
+}
+
+// heldIf is the held column of a write: true when Guard fenced it, unknown
+// until the probe otherwise.
+func heldIf(guarded bool) *bool {
+	if guarded {
+		return &guarded
+	}
+	return nil
 }
 
 // pause waits d or until ctx ends: the simulated work of a holder and the
