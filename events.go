@@ -34,9 +34,13 @@ const (
 )
 
 // Notifier receives events. Notify is called on a goroutine of sleeplock's,
-// one event at a time, in the order the store made them for each lock; it
-// never runs on the lock path, so a slow notifier delays only later events
-// (they queue in memory).
+// one event at a time; it never runs on the lock path, so a slow notifier
+// delays only later events (they queue in memory). Events arrive in the
+// order the store made them, except that on a database store two changes
+// of one lock made at once by different goroutines may arrive swapped:
+// Event.Seq orders the events of a lock as the store made them, across
+// every process that shares the store, and Running and Waiting are the
+// state right after each change.
 type Notifier interface {
 	Notify(Event)
 }
@@ -48,12 +52,19 @@ type NotifierFunc func(Event)
 func (f NotifierFunc) Notify(e Event) { f(e) }
 
 // LogEvents returns a Notifier that logs each event to logger: expired and
-// lost at level Warn, the others at Debug.
+// lost at level Warn; created, resized and refused at Info; acquired,
+// released and waiting — one or more per acquisition — at Debug, so a
+// logger at its default level (Info, as slog.Default) shows the changes
+// and refusals without a line per grant. Set the handler's level to Debug
+// to see every event.
 func LogEvents(logger *slog.Logger) Notifier {
 	return NotifierFunc(func(e Event) {
 		level := slog.LevelDebug
-		if e.Type == EventExpired || e.Type == EventLost {
+		switch e.Type {
+		case EventExpired, EventLost:
 			level = slog.LevelWarn
+		case EventCreated, EventResized, EventRefused:
+			level = slog.LevelInfo
 		}
 		attrs := []slog.Attr{
 			slog.String("lock", e.Lock), slog.Int("slots", e.Slots),
@@ -76,6 +87,9 @@ func LogEvents(logger *slog.Logger) Notifier {
 		}
 		if e.Holder != "" {
 			attrs = append(attrs, slog.String("holder", e.Holder))
+		}
+		if e.Seq != 0 {
+			attrs = append(attrs, slog.Uint64("seq", e.Seq))
 		}
 		if e.Reason != nil {
 			attrs = append(attrs, slog.String("reason", e.Reason.Error()))

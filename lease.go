@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sleeplock/sleeplock/memstore"
@@ -30,15 +31,24 @@ type Lease struct {
 	x     *leaseExt     // nil for a plain lease from the memory store's fast path
 }
 
-// leaseExt is what a lease has beyond one lock, a ref and a token.
+// leaseExt is what a lease has beyond one lock, a ref and a token. Every
+// copy of a Lease shares it.
 type leaseExt struct {
 	g     store.Grant
-	rt    *runtime
 	byRef bool // made by LeaseOf
+	// rt is set at the grant when the lease needs a keep-alive or a bound
+	// context, and otherwise on the first call of Done, Context or Err.
+	rt       atomic.Pointer[runtime]
+	mu       sync.Mutex // serialises the lazy runtime with a release
+	released bool       // released through a Lease before rt was made
 }
 
 func newLease(l *Locks, g store.Grant, rt *runtime, byRef bool) Lease {
-	return Lease{l: l, name: g.Name, token: g.Token, ref: g.Ref, x: &leaseExt{g: g, rt: rt, byRef: byRef}}
+	x := &leaseExt{g: g, byRef: byRef}
+	if rt != nil {
+		x.rt.Store(rt)
+	}
+	return Lease{l: l, name: g.Name, token: g.Token, ref: g.Ref, x: x}
 }
 
 func (x Lease) grant() store.Grant {
@@ -57,9 +67,33 @@ func (x Lease) handle() store.Handle {
 
 func (x Lease) rt() *runtime {
 	if x.x != nil {
-		return x.x.rt
+		return x.x.rt.Load()
 	}
 	return nil
+}
+
+// runtime returns the lease's runtime, making it on first use for a lease
+// that had no need of one at its grant. nil for a plain lease of the memory
+// store's fast path and for a LeaseOf handle.
+func (x Lease) runtime() *runtime {
+	if x.x == nil || x.x.byRef {
+		return nil
+	}
+	if rt := x.x.rt.Load(); rt != nil {
+		return rt
+	}
+	x.x.mu.Lock()
+	defer x.x.mu.Unlock()
+	if rt := x.x.rt.Load(); rt != nil {
+		return rt
+	}
+	var ended error
+	if x.x.released {
+		ended = store.ErrReleased
+	}
+	rt := x.l.newRuntime(x.x.g, context.Background(), ended)
+	x.x.rt.Store(rt)
+	return rt
 }
 
 // LeaseStatus is what Status reports: whether the lease is held, the
@@ -123,42 +157,87 @@ func (x Lease) ok() error {
 	return nil
 }
 
+// ReleaseTimeout bounds a release whose context had already ended when
+// Release was called: the release still reaches the store, under a context
+// of its own that ends after ReleaseTimeout (as database drivers clean up).
+const ReleaseTimeout = 5 * time.Second
+
 // Release gives the slots back; waiters get them. Releasing a lease that is
 // no longer held (released already, or taken over) changes nothing and
 // returns ErrNotHeld, which callers may ignore: it can never free another
 // holder's slot.
+//
+// A release is cleanup, so it is made even when ctx has ended (a deferred
+// Release after a timeout): it then runs under a context of its own bounded
+// by ReleaseTimeout. When the store cannot be reached the lease stays held
+// there: Err stays nil, the keep-alive stops, and the lease ends (Done,
+// ErrLeaseLost) when it expires; Release may be called again meanwhile.
 func (x Lease) Release(ctx context.Context) error {
 	if err := x.ok(); err != nil {
 		return err
+	}
+	if ctx == nil || ctx.Err() != nil {
+		parent := context.Background()
+		if ctx != nil {
+			parent = context.WithoutCancel(ctx)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, ReleaseTimeout)
+		defer cancel()
 	}
 	if x.x == nil && x.l.mem != nil {
 		return x.l.mem.ReleasePlain(x.slot, x.name, x.ref, x.token)
 	}
 	rt := x.rt()
 	if rt != nil {
-		rt.stop()
+		rt.releasing.Store(true)
 	}
 	err := x.l.store.Release(ctx, x.handle(), x.l.emitter)
-	if rt != nil {
-		if errors.Is(err, store.ErrNotHeld) {
-			// It was gone before this release: lost, not released.
-			rt.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
-		} else {
-			rt.end(store.ErrReleased)
+	if rt == nil && x.x != nil {
+		x.x.mu.Lock()
+		if rt = x.x.rt.Load(); rt == nil && err == nil {
+			x.x.released = true
 		}
+		x.x.mu.Unlock()
+	}
+	if rt == nil {
+		return err
+	}
+	switch {
+	case err == nil:
+		rt.stop()
+		rt.end(store.ErrReleased)
+	case errors.Is(err, store.ErrNotHeld) && !errors.Is(err, store.ErrNotFound):
+		// It was gone before this release: lost, not released.
+		rt.stop()
+		rt.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
+	default:
+		// Not released: the store keeps the lease until it expires.
+		rt.releasing.Store(false)
+		rt.releaseFailed(err)
 	}
 	return err
 }
 
 // Keep renews the lease now, as the keep-alive does: it expires a TTL (or
 // hold) from now on the store's clock, only while its ref still holds every
-// lock; otherwise nothing changes and Keep returns ErrNotHeld.
+// lock; otherwise nothing changes and Keep returns ErrNotHeld (and the
+// lease ends as lost).
 func (x Lease) Keep(ctx context.Context) error {
 	if err := x.ok(); err != nil {
 		return err
 	}
 	g := x.grant()
+	start := time.Now()
 	_, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
+	if rt := x.rt(); rt != nil {
+		switch {
+		case err == nil:
+			rt.extend(start.Add(rt.length))
+		case errors.Is(err, store.ErrNotHeld):
+			rt.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
+		}
+	}
 	return err
 }
 
@@ -195,186 +274,53 @@ func (x Lease) Guard(ctx context.Context, tx any) error {
 	return g.Guard(ctx, tx, x.handle())
 }
 
-// Done returns a channel that is closed when the lease ends: lost, or
-// released through this lease.
+// Done returns a channel that is closed when the lease ends: released
+// through a Lease of its hold, lost (taken over, released by someone else
+// naming its ref, not renewed before it expired), or — for a lease of
+// Execute — when Execute's context ends. Every call returns the same
+// channel. A LeaseOf handle's channel never closes.
 func (x Lease) Done() <-chan struct{} {
-	if rt := x.rt(); rt != nil {
-		return rt.ctx.Done()
-	}
 	return x.Context().Done()
 }
 
-// Context returns a context that is cancelled when the lease ends; its
-// cause (context.Cause) matches ErrLeaseLost when the lease was lost and is
-// ErrReleased after a release. A lease from Execute (or BindTo) has a
-// context derived from that call's context.
+// Context returns a context that is cancelled when the lease ends, the same
+// context on every call; its cause (context.Cause) matches ErrLeaseLost
+// when the lease was lost and is ErrReleased after a release. A lease from
+// Execute (or BindTo) has a context derived from that call's context. A
+// LeaseOf handle's context never ends.
 func (x Lease) Context() context.Context {
-	if rt := x.rt(); rt != nil {
+	if x.l == nil {
+		return endedContext
+	}
+	if x.x == nil {
+		return x.plainContext()
+	}
+	if rt := x.runtime(); rt != nil {
 		return rt.ctx
 	}
-	if x.l == nil {
-		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(store.ErrNotHeld)
-		return ctx
-	}
-	if x.l.watcher == nil || (x.x != nil && x.x.byRef) {
-		// A LeaseOf handle (or a lease on a store that cannot watch, which
-		// always has a runtime) has nothing to end its context.
-		return context.Background()
-	}
-	ctx, cancel := context.WithCancelCause(context.Background())
-	x.l.watcher.Watch(x.handle(), func(reason error) { cancel(reason) })
-	return ctx
+	return context.Background()
 }
 
-// Err returns nil while the lease is believed held, and why it ended
-// otherwise (as context.Cause of Context).
+// Err returns nil while the lease is held, and why it ended otherwise: the
+// same error as context.Cause(x.Context()). ErrNotHeld for the zero Lease.
 func (x Lease) Err() error {
-	if rt := x.rt(); rt != nil {
-		return context.Cause(rt.ctx)
-	}
 	if x.l == nil {
 		return store.ErrNotHeld
 	}
-	return nil
+	return context.Cause(x.Context())
 }
 
-// runtime is the keep-alive and loss signalling of a lease.
-type runtime struct {
-	l        *Locks
-	g        store.Grant
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	once     sync.Once
-	quit     chan struct{} // closed to stop the keep-alive
-	quitOnce sync.Once
-	exited   chan struct{} // closed when the keep-alive goroutine ends
-	unhook   []func() bool // context.AfterFunc registrations to undo
-}
+// endedContext is the context of the zero Lease: ended, with ErrNotHeld.
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(store.ErrNotHeld)
+	return ctx
+}()
 
-func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *runtime {
-	parent := context.Background()
-	if c.execute != nil {
-		parent = context.WithoutCancel(c.execute)
-	}
-	rt := &runtime{l: l, g: g, quit: make(chan struct{})}
-	rt.ctx, rt.cancel = context.WithCancelCause(parent)
-	if c.execute != nil {
-		ctx := c.execute
-		rt.unhook = append(rt.unhook, context.AfterFunc(ctx, func() { rt.cancel(context.Cause(ctx)) }))
-	}
-	if c.bind != nil {
-		ctx := c.bind
-		rt.unhook = append(rt.unhook, context.AfterFunc(ctx, func() {
-			_ = newLease(l, g, rt, false).Release(context.WithoutCancel(ctx))
-		}))
-	}
-	if l.watcher != nil && !g.Reentered {
-		l.watcher.Watch(g.Handle(), func(reason error) {
-			if errors.Is(reason, store.ErrReleased) {
-				// Released, maybe through another lease of the same ref.
-				rt.end(reason)
-			} else {
-				rt.lose(reason)
-			}
-		})
-	}
-	if g.TTL > 0 && !g.Reentered {
-		rt.exited = make(chan struct{})
-		l.track(rt)
-		go rt.keepAlive(c.keepAlive, start)
-	}
-	return rt
-}
-
-// keepAlive renews the lease every third of its length; without renewal it
-// only waits for the lease to expire. It declares the lease lost when the
-// store says it is no longer held, or when renewals fail until the lease's
-// expiry (measured from before the call that last succeeded, so the local
-// deadline is never later than the store's).
-func (rt *runtime) keepAlive(renew bool, start time.Time) {
-	defer close(rt.exited)
-	defer rt.l.untrack(rt)
-	length := rt.g.TTL
-	if rt.g.Hold > 0 && rt.g.Hold < length {
-		length = rt.g.Hold
-	}
-	deadline := start.Add(length)
-	interval := length / 3
-	if !renew {
-		interval = length
-	}
-	t := time.NewTimer(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-rt.quit:
-			return
-		case <-rt.ctx.Done():
-			return // lost, or the Execute call ended
-		case <-t.C:
-		}
-		if !renew {
-			rt.lose(fmt.Errorf("%w: expired without renewal", store.ErrLeaseLost))
-			return
-		}
-		now := time.Now()
-		if !now.Before(deadline) {
-			rt.lose(fmt.Errorf("%w: not renewed before it expired", store.ErrLeaseLost))
-			return
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		_, err := rt.l.store.Keep(ctx, rt.g.Handle(), rt.g.TTL, rt.g.Hold)
-		cancel()
-		switch {
-		case err == nil:
-			deadline = now.Add(length)
-			t.Reset(interval)
-		case errors.Is(err, store.ErrNotHeld):
-			rt.lose(fmt.Errorf("%w: taken over or released by another holder", store.ErrLeaseLost))
-			return
-		default:
-			// A passing fault: try again soon, inside the safe window.
-			retry := min(interval/4, time.Second, time.Until(deadline))
-			if retry <= 0 {
-				rt.lose(fmt.Errorf("%w: renewal failed until it expired: %w", store.ErrLeaseLost, err))
-				return
-			}
-			t.Reset(retry)
-		}
-	}
-}
-
-// lose marks the lease lost: once, and not after a release.
-func (rt *runtime) lose(reason error) {
-	rt.once.Do(func() {
-		rt.cancel(reason)
-		if rt.l.ev != nil {
-			rt.l.ev.Emit(store.Event{Type: store.EventLost, Lock: rt.g.Name, Ref: rt.g.Ref.String(), Kind: rt.g.Kind,
-				Token: rt.g.Token, Held: heldFor(rt.g.Acquired), Reason: reason})
-		}
-	})
-}
-
-func heldFor(t time.Time) time.Duration {
-	if t.IsZero() {
-		return 0
-	}
-	return time.Since(t)
-}
-
-// stop ends the keep-alive and waits for it.
-func (rt *runtime) stop() {
-	rt.quitOnce.Do(func() { close(rt.quit) })
-	if rt.exited != nil {
-		<-rt.exited
-	}
-	for _, f := range rt.unhook {
-		f()
-	}
-}
-
-// end closes the lease with reason after a release.
-func (rt *runtime) end(reason error) {
-	rt.once.Do(func() { rt.cancel(reason) })
+// plainContext is the context of a plain lease of the memory store's fast
+// path, ended by the store's watcher.
+func (x Lease) plainContext() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	x.l.watcher.Watch(x.handle(), func(reason error) { cancel(reason) })
+	return ctx
 }

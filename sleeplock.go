@@ -231,7 +231,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if c.err != nil {
 		return Lease{}, c.err
 	}
-	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, Wait: c.wait, Counted: c.counted, Events: l.emitter}
+	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, Events: l.emitter}
 	if names != nil {
 		if err := store.CheckNames(names); err != nil {
 			return Lease{}, err
@@ -251,7 +251,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		req.Ref = store.NewRef()
 	}
 	var start time.Time
-	runtimeNeeded := c.needsRuntime(l)
+	runtimeNeeded := c.needsRuntime()
 	if runtimeNeeded {
 		start = time.Now()
 	}
@@ -282,6 +282,7 @@ type AcquireOption func(*acquireConfig)
 type acquireConfig struct {
 	ref, kind string
 	ttl, hold time.Duration
+	stale     time.Duration
 	wait      bool
 	counted   bool
 	keepAlive bool
@@ -296,10 +297,11 @@ func (c *acquireConfig) fail(err error) {
 	}
 }
 
-// needsRuntime reports whether the lease needs keep-alive or loss
-// signalling of its own (the memory store's plain leases do not).
-func (c *acquireConfig) needsRuntime(l *Locks) bool {
-	return c.bind != nil || c.execute != nil || (c.ttl > 0 && c.keepAlive) || (c.ttl > 0 && l.watcher == nil)
+// needsRuntime reports whether the lease needs its runtime at the grant: a
+// keep-alive or expiry watch (a TTL), or a context bound to a call. Other
+// leases make theirs on the first Done, Context or Err.
+func (c *acquireConfig) needsRuntime() bool {
+	return c.bind != nil || c.execute != nil || c.ttl > 0
 }
 
 // WithRef names the holder: a turn id, a job id. A caller whose ref holds
@@ -341,15 +343,40 @@ func TTL(d time.Duration) AcquireOption {
 	}
 }
 
-// Hold makes the lease block others for d only, though its TTL is longer:
-// it is dated back by TTL-d, so it may be taken over d after it was taken
-// or last kept (the turn locks' hold_s). 0 < d <= TTL.
+// Hold makes the lease block others for d after it was taken or last
+// renewed, though its TTL is longer: it is dated back by TTL-d, so another
+// caller may take it over d after its last renewal (the turn locks'
+// hold_s). 0 < d <= TTL.
+//
+// A hold bounds how long a holder that stops renewing blocks others, not
+// how long a living holder may keep the lease: with the automatic
+// keep-alive (the default) the lease is renewed every d/3 and blocks others
+// for as long as its holder lives, as the seed's click keeps its lock fresh
+// for as long as it runs. With NoKeepAlive it blocks for d unless Keep is
+// called, and its Done closes when d has passed. To bound the time a holder
+// may work, give Execute (or the work) a context with a deadline.
 func Hold(d time.Duration) AcquireOption {
 	return func(c *acquireConfig) {
 		if d <= 0 {
 			c.fail(store.Invalid(store.ErrInvalidHold, d.String(), "a hold must be positive"))
 		}
 		c.hold = d
+	}
+}
+
+// StaleAfter makes this acquisition take over another holder's lease once
+// that lease has not been renewed for d (on the store's clock, a hold
+// dated back), whatever the other lease's own TTL says: the turn locks'
+// rule, where the acquirer's ttl_s says how old a lock must be to be taken
+// over ("busy_since < now - ttl_s"). Without it a lease is taken over once
+// past its own expiry, which is the same when every holder uses the same
+// TTL and safer when they do not. d must be positive.
+func StaleAfter(d time.Duration) AcquireOption {
+	return func(c *acquireConfig) {
+		if d <= 0 {
+			c.fail(store.Invalid(store.ErrInvalidTTL, d.String(), "StaleAfter must be positive"))
+		}
+		c.stale = d
 	}
 }
 

@@ -29,6 +29,10 @@ type Harness struct {
 	// expiry), without waiting: a fake clock moved on, or stored times
 	// moved back.
 	Advance func(t *testing.T, s store.Store, d time.Duration)
+	// Reopen, for a store whose state other processes share (a database),
+	// returns a second store on s's state, as another node would open it;
+	// the suite closes it. nil for a store of one process.
+	Reopen func(t *testing.T, s store.Store) store.Store
 }
 
 // Run runs the whole suite.

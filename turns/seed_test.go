@@ -115,9 +115,9 @@ func TestNoAdvisoryLock_NoConnectionHeldForTheWholeTurn(t *testing.T) {
 func TestLockReleasedOnlyByTurnThatHoldsIt(t *testing.T) {
 	each(t, 2, func(t *testing.T, c *cluster) {
 		must(t, second(c.node(0).Acquire(t.Context(), "1", "7", "turn-a")))
-		must(t, c.node(1).Release(t.Context(), "1", "7", "turn-b"))
-		must(t, c.node(1).ReleaseUser(t.Context(), "7", turns.ClickRef()))
-		must(t, c.node(1).ReleaseUser(t.Context(), "7", "turn-b"))
+		wantErr(t, c.node(1).Release(t.Context(), "1", "7", "turn-b"), sleeplock.ErrNotHeld)
+		wantErr(t, c.node(1).ReleaseUser(t.Context(), "7", turns.ClickRef()), sleeplock.ErrNotHeld)
+		wantErr(t, c.node(1).ReleaseUser(t.Context(), "7", "turn-b"), sleeplock.ErrNotHeld)
 		ok, err := c.node(1).Held(t.Context(), "1", "7", "turn-a")
 		wantBool(t, "Held by the holder after others' releases", ok, err, true)
 		must(t, c.node(1).Release(t.Context(), "1", "7", "turn-a")) // by ref, from any node
@@ -133,7 +133,7 @@ func TestLateReleaseCannotFreeNewerTurn(t *testing.T) {
 		must(t, second(c.node(0).Acquire(t.Context(), "1", "7", "turn-a")))
 		c.advance(ttl + time.Second) // turn-a stalled past its TTL
 		must(t, second(c.node(1).Acquire(t.Context(), "1", "7", "turn-b")))
-		must(t, c.node(0).Release(t.Context(), "1", "7", "turn-a")) // late
+		wantErr(t, c.node(0).Release(t.Context(), "1", "7", "turn-a"), sleeplock.ErrNotHeld) // late: freed nothing
 		ok, err := c.node(1).Held(t.Context(), "1", "7", "turn-b")
 		wantBool(t, "newer turn's Held after a late release", ok, err, true)
 		wantErr(t, second(c.node(0).Acquire(t.Context(), "1", "8", "turn-c")), turns.ErrConversationBusy)
@@ -633,13 +633,13 @@ func TestRelease_BothLocksIfTurnRefStillHoldsThem(t *testing.T) {
 		if c.holder("chat/1") != "" || c.holder("user/7") != "" {
 			t.Fatal("Release left a lock")
 		}
-		must(t, c.node(0).Release(ctx, "1", "7", "turn-a")) // again: nothing to do, no error
+		wantErr(t, c.node(0).Release(ctx, "1", "7", "turn-a"), sleeplock.ErrNotHeld) // again: nothing freed, and told so
 		// One lock taken over: the other is released, the new holder kept.
 		must(t, second(c.node(0).Acquire(ctx, "1", "7", "turn-b")))
 		c.advance(ttl + time.Second)
 		click := turns.ClickRef()
 		must(t, second(c.node(1).AcquireUser(ctx, "7", click, ttl, hold)))
-		must(t, c.node(0).Release(ctx, "1", "7", "turn-b"))
+		wantErr(t, c.node(0).Release(ctx, "1", "7", "turn-b"), sleeplock.ErrNotHeld) // freed only the chat's
 		if c.holder("chat/1") != "" || c.holder("user/7") != click {
 			t.Fatalf("after a partial release: chat %q, user %q", c.holder("chat/1"), c.holder("user/7"))
 		}
@@ -745,13 +745,13 @@ func TestReleaseUser_ReleasesUsersLockIfRefStillHoldsIt(t *testing.T) {
 		ctx := t.Context()
 		click := turns.ClickRef()
 		must(t, second(c.node(0).AcquireUser(ctx, "7", click, ttl, hold)))
-		must(t, c.node(1).ReleaseUser(ctx, "7", turns.ClickRef()))
+		wantErr(t, c.node(1).ReleaseUser(ctx, "7", turns.ClickRef()), sleeplock.ErrNotHeld)
 		if c.holder("user/7") != click {
 			t.Fatal("another click's ReleaseUser freed the lock")
 		}
 		c.advance(hold + time.Second)
 		must(t, second(c.node(1).Acquire(ctx, "1", "7", "turn-a")))
-		must(t, c.node(0).ReleaseUser(ctx, "7", click)) // late: nothing, no error
+		wantErr(t, c.node(0).ReleaseUser(ctx, "7", click), sleeplock.ErrNotHeld) // late: nothing freed, and told so
 		if c.holder("user/7") != "turn-a" {
 			t.Fatal("a late ReleaseUser freed a turn's lock")
 		}
@@ -822,8 +822,8 @@ func TestBadInput_TypedErrorsNothingChanged(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 // Not a sentence of the seed: acquiring again with a turn's ref that holds
-// both locks changes nothing; one that holds only one of them takes the
-// other, and Release frees both.
+// both locks changes nothing; one that holds only one of them is refused
+// (the seed's statement refuses a lock that is neither free nor stale).
 func TestAcquire_SameTurnRefAgain(t *testing.T) {
 	each(t, 1, func(t *testing.T, c *cluster) {
 		ctx := t.Context()
@@ -839,12 +839,60 @@ func TestAcquire_SameTurnRefAgain(t *testing.T) {
 			t.Fatalf("tokens %v, were %v", again.Tokens(), first.Tokens())
 		}
 		must(t, tu.ReleaseUser(ctx, "7", "turn-a"))
-		must(t, second(tu.Acquire(ctx, "1", "7", "turn-a")))
+		wantErr(t, second(tu.Acquire(ctx, "1", "7", "turn-a")), turns.ErrConversationBusy)
+		if c.holder("user/7") != "" {
+			t.Fatal("a refused Acquire took the user's lock")
+		}
 		ok, err := tu.Held(ctx, "1", "7", "turn-a")
-		wantBool(t, "Held", ok, err, true)
-		must(t, tu.Release(ctx, "1", "7", "turn-a"))
+		wantBool(t, "Held", ok, err, false)
+		wantErr(t, tu.Release(ctx, "1", "7", "turn-a"), sleeplock.ErrNotHeld) // freed the chat's only
 		if c.holder("chat/1") != "" || c.holder("user/7") != "" {
 			t.Fatalf("after Release: chat %q, user %q", c.holder("chat/1"), c.holder("user/7"))
 		}
+	})
+}
+
+// Issue 7 item 12: after Acquire("1","7","turn-a"), the same turn ref asking
+// for another chat of the same user is refused: the user's lock is neither
+// free nor stale, whoever holds it.
+func TestAcquire_TurnRefCannotTakeASecondChat(t *testing.T) {
+	each(t, 1, func(t *testing.T, c *cluster) {
+		ctx := t.Context()
+		tu := c.node(0)
+		must(t, second(tu.Acquire(ctx, "1", "7", "turn-a")))
+		err := second(tu.Acquire(ctx, "2", "7", "turn-a"))
+		wantErr(t, err, turns.ErrTurnInFlight)
+		var busy *sleeplock.BusyError
+		if !errors.As(err, &busy) || busy.Lock != "user/7" || busy.Kind != turns.KindTurn {
+			t.Fatalf("refusal %v", err)
+		}
+		if c.holder("chat/2") != "" {
+			t.Fatalf("the refused turn took chat/2 (held by %q)", c.holder("chat/2"))
+		}
+		must(t, tu.Release(ctx, "1", "7", "turn-a"))
+	})
+}
+
+// Issue 7 item 13: the acquirer's TTL decides a takeover, as the seed's
+// "busy_since < now - ttl_s": a click with a TTL of 1 s takes over a turn
+// lock 1.1 s old, though the turn was taken with a TTL of 4 s.
+func TestAcquireUser_AcquirersTTLDecidesTakeover(t *testing.T) {
+	each(t, 1, func(t *testing.T, c *cluster) {
+		ctx := t.Context()
+		short := turns.New(c.locks[0], turns.WithTTL(4*time.Second))
+		must(t, second(short.Acquire(ctx, "1", "7", "turn-a")))
+		c.advance(1100 * time.Millisecond)
+		click := turns.ClickRef()
+		wantErr(t, second(short.AcquireUser(ctx, "7", click, 2*time.Second, time.Second)), turns.ErrTurnInFlight)
+		must(t, second(short.AcquireUser(ctx, "7", click, time.Second, time.Second)))
+		if c.holder("user/7") != click {
+			t.Fatalf("user/7 held by %q", c.holder("user/7"))
+		}
+		// And a turn with a TTL longer than the click's waits for its own TTL.
+		long := turns.New(c.locks[0], turns.WithTTL(time.Minute))
+		c.advance(10 * time.Second) // the click is past its own TTL (1 s)…
+		wantErr(t, second(long.Acquire(ctx, "2", "7", "turn-b")), turns.ErrClickInFlight)
+		c.advance(time.Minute) // …and now older than the turn's.
+		must(t, second(long.Acquire(ctx, "2", "7", "turn-b")))
 	})
 }

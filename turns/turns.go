@@ -11,7 +11,9 @@
 //
 // Every lock has a TTL judged on the store's clock (PostgreSQL's, not the
 // nodes'), so a lock left by a node that went down frees itself: the next
-// turn takes it over once it is older than its TTL, and ReleaseStale
+// turn takes it over once it is older than the acquirer's TTL (the seed's
+// rule; package sleeplock's default judges by the holder's own expiry, see
+// sleeplock.StaleAfter), and ReleaseStale
 // cleans up what is left of a turn lost with its node. A lock is released
 // only by the ref that holds it, so a late release can never free a newer
 // turn, and a running turn checks before each round that it still holds
@@ -171,11 +173,18 @@ func (t *Turns) UserLock(user string) string { return t.userFamily + "/" + user 
 // The chat is tried first, so a second turn in the same chat is
 // ErrConversationBusy; a turn of the user in another chat is
 // ErrTurnInFlight, a click of the user ErrClickInFlight. A lock is taken
-// when it is free or older than the turn TTL on the store's clock. The
-// locks are not renewed: they block other turns for the TTL unless
-// released. Acquiring again with a ref that holds both already succeeds
-// and changes nothing (turn refs are unique per turn): it returns the
-// lease with the tokens of the first acquisition.
+// when it is free or older than the turn TTL (WithTTL) on the store's
+// clock — the acquirer's TTL, as the seed's "busy_since < now - ttl_s",
+// whatever TTL its holder was taken with. The locks are not renewed: they
+// block other turns for the TTL unless released.
+//
+// Acquiring again with a ref that holds both already succeeds and changes
+// nothing (turn refs are unique per turn): it returns the lease with the
+// tokens of the first acquisition. A ref that holds only one of them — a
+// turn asking for a second chat — is refused like any other holder, as the
+// seed's statement refuses a lock that is neither free nor stale: the
+// chat's lock with ErrConversationBusy, the user's with ErrTurnInFlight.
+// Telling these apart costs a read of both locks before the acquisition.
 //
 // The lease returned is of both locks: its fencing tokens (Lease.Tokens)
 // are the chat's and the user's, in that order. A resource written during
@@ -193,12 +202,40 @@ func (t *Turns) Acquire(ctx context.Context, chat, user, turnRef string) (sleepl
 	if err := wantKind(turnRef, KindTurn); err != nil {
 		return sleeplock.Lease{}, err
 	}
+	if err := t.holdsOnlyOne(ctx, turnRef, names); err != nil {
+		return sleeplock.Lease{}, err
+	}
 	lease, err := t.locks.AcquireAll(ctx, names, sleeplock.WithRef(turnRef), sleeplock.WithKind(KindTurn),
-		sleeplock.TTL(t.ttl), sleeplock.NoWait(), sleeplock.NoKeepAlive())
+		sleeplock.TTL(t.ttl), sleeplock.StaleAfter(t.ttl), sleeplock.NoWait(), sleeplock.NoKeepAlive())
 	if err != nil {
 		return sleeplock.Lease{}, t.refusal(err, names[0])
 	}
 	return lease, nil
+}
+
+// holdsOnlyOne refuses an acquisition of names (chat, user) by turnRef
+// when turnRef holds one of them but not the other: re-entry is for a turn
+// that holds both.
+func (t *Turns) holdsOnlyOne(ctx context.Context, turnRef string, names []string) error {
+	var held [2]bool
+	for i, name := range names {
+		lease, err := t.locks.LeaseOf(turnRef, []string{name})
+		if err != nil {
+			return err
+		}
+		if held[i], err = lease.Held(ctx); err != nil {
+			return err
+		}
+	}
+	if held[0] == held[1] {
+		return nil
+	}
+	i := 0
+	if held[1] {
+		i = 1
+	}
+	busy := &sleeplock.BusyError{Lock: names[i], Kind: KindTurn, Ref: turnRef}
+	return t.refusal(busy, names[0])
 }
 
 // AcquireUser takes the user's lock alone for ref, a click on a
@@ -228,7 +265,7 @@ func (t *Turns) AcquireUser(ctx context.Context, user, ref string, ttl, hold tim
 		return sleeplock.Lease{}, err
 	}
 	lease, err := t.locks.TryAcquire(ctx, name, sleeplock.WithRef(ref), sleeplock.WithKind(KindClick),
-		sleeplock.TTL(ttl), sleeplock.Hold(hold), sleeplock.NoKeepAlive())
+		sleeplock.TTL(ttl), sleeplock.Hold(hold), sleeplock.StaleAfter(ttl), sleeplock.NoKeepAlive())
 	if err != nil {
 		return sleeplock.Lease{}, t.refusal(err, "")
 	}
@@ -333,9 +370,11 @@ func (t *Turns) KeepUser(ctx context.Context, user, ref string, ttl, hold time.D
 
 // Release releases both locks if turnRef still holds them; a lock that
 // turnRef no longer holds (taken over after its TTL) is left to its new
-// holder, so a late release can never free a newer turn. Releasing what
-// turnRef does not hold is no error: Release returns an error only for bad
-// input or a store that failed. turnRef must be a turn's ref (see KindOf).
+// holder, so a late release can never free a newer turn. It returns an
+// error matching sleeplock.ErrNotHeld when it freed nothing, or only one of
+// the two locks (callers may ignore it: nothing of another turn was
+// touched), and other errors for bad input or a store that failed. turnRef
+// must be a turn's ref (see KindOf).
 func (t *Turns) Release(ctx context.Context, chat, user, turnRef string) error {
 	names, err := t.both(chat, user)
 	if err != nil {
@@ -367,7 +406,8 @@ func (t *Turns) ReleaseStale(ctx context.Context, chat, user, turnRef string, tt
 }
 
 // ReleaseUser releases the user's lock if ref still holds it (a click's
-// ref, or a turn's). Releasing what ref does not hold is no error.
+// ref, or a turn's). It returns an error matching sleeplock.ErrNotHeld when
+// ref did not hold it (callers may ignore it).
 func (t *Turns) ReleaseUser(ctx context.Context, user, ref string) error {
 	name, err := t.userName(user)
 	if err != nil {
@@ -377,7 +417,7 @@ func (t *Turns) ReleaseUser(ctx context.Context, user, ref string) error {
 }
 
 // release frees what ref holds of names, by ref: a lock that ref no longer
-// holds is left to its holder.
+// holds is left to its holder, and the error then matches ErrNotHeld.
 func (t *Turns) release(ctx context.Context, ref string, names []string) error {
 	if _, err := KindOf(ref); err != nil {
 		return err
@@ -386,10 +426,7 @@ func (t *Turns) release(ctx context.Context, ref string, names []string) error {
 	if err != nil {
 		return err
 	}
-	if err := lease.Release(ctx); err != nil && !errors.Is(err, sleeplock.ErrNotHeld) {
-		return err
-	}
-	return nil
+	return lease.Release(ctx)
 }
 
 // turnLease is a handle on what turnRef holds of names.

@@ -1,0 +1,195 @@
+package sleeplock_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/memstore"
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Hold, first reading: a living holder with the keep-alive on blocks others
+// for as long as it lives, though its hold is short (the seed's click that
+// keeps its lock fresh while it runs).
+func TestHoldWithKeepAliveBlocksWhileHolderLives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := sleeplock.New(nil)
+		defer l.Close()
+		ctx := context.Background()
+		must(t, l.Define(ctx, "user/*", 1))
+		click, err := l.TryAcquire(ctx, "user/7", sleeplock.WithKind("click"), sleeplock.TTL(10*time.Minute), sleeplock.Hold(50*time.Millisecond))
+		must(t, err)
+		time.Sleep(time.Second) // twenty holds
+		_, err = l.TryAcquire(ctx, "user/7", sleeplock.TTL(10*time.Minute))
+		var busy *sleeplock.BusyError
+		if !errors.As(err, &busy) || busy.Kind != "click" {
+			t.Fatalf("a kept-alive click was taken over after 20 holds: %v", err)
+		}
+		if click.Err() != nil {
+			t.Fatalf("the click's lease ended: %v", click.Err())
+		}
+		must(t, click.Release(ctx))
+	})
+}
+
+// Hold, second reading: without the keep-alive the hold blocks others for
+// d, unless kept, and the lease ends then.
+func TestHoldWithoutKeepAliveBlocksForTheHold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := sleeplock.New(nil)
+		defer l.Close()
+		ctx := context.Background()
+		must(t, l.Define(ctx, "user/*", 1))
+		click, err := l.TryAcquire(ctx, "user/7", sleeplock.WithKind("click"), sleeplock.TTL(10*time.Minute),
+			sleeplock.Hold(50*time.Millisecond), sleeplock.NoKeepAlive())
+		must(t, err)
+		time.Sleep(40 * time.Millisecond)
+		must(t, click.Keep(ctx)) // blocks 50 ms from now on
+		time.Sleep(40 * time.Millisecond)
+		if _, err := l.TryAcquire(ctx, "user/7"); !errors.Is(err, sleeplock.ErrUnavailable) {
+			t.Fatalf("a kept click was taken over before its hold passed: %v", err)
+		}
+		select {
+		case <-click.Done():
+			t.Fatal("Done closed before the hold passed since Keep")
+		default:
+		}
+		<-click.Done()
+		if !errors.Is(click.Err(), sleeplock.ErrLeaseLost) {
+			t.Fatalf("Err = %v", click.Err())
+		}
+		turn, err := l.TryAcquire(ctx, "user/7", sleeplock.WithKind("turn"))
+		must(t, err)
+		must(t, turn.Release(ctx))
+	})
+}
+
+// failingRelease fails every Release while failing is set.
+type failingRelease struct {
+	store.Store
+	failing bool
+}
+
+var errUnreachable = errors.New("connection refused (injected)")
+
+func (f *failingRelease) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
+	if f.failing {
+		return errUnreachable
+	}
+	return f.Store.Release(ctx, h, ev)
+}
+
+// A release that did not reach the store never claims it released: the
+// lease stays held (Err nil), may be released again, and if it is not, it
+// ends as lost when it expires.
+func TestFailedReleaseDoesNotClaimRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &failingRelease{Store: memstore.New(), failing: true}
+		l := sleeplock.New(f)
+		defer l.Close()
+		ctx := context.Background()
+		must(t, l.Define(ctx, "k", 2))
+		a, err := l.TryAcquire(ctx, "k", sleeplock.TTL(time.Minute))
+		must(t, err)
+		if err := a.Release(ctx); !errors.Is(err, errUnreachable) {
+			t.Fatalf("Release = %v", err)
+		}
+		if a.Err() != nil {
+			t.Fatalf("after a failed release Err = %v, want nil (still held in the store)", a.Err())
+		}
+		f.failing = false
+		must(t, a.Release(ctx))
+		<-a.Done()
+		if !errors.Is(a.Err(), sleeplock.ErrReleased) {
+			t.Fatalf("after a release Err = %v", a.Err())
+		}
+
+		f.failing = true
+		b, err := l.TryAcquire(ctx, "k", sleeplock.TTL(time.Minute))
+		must(t, err)
+		if err := b.Release(ctx); !errors.Is(err, errUnreachable) {
+			t.Fatalf("Release = %v", err)
+		}
+		<-b.Done() // no more renewals: it ends with its TTL
+		if !errors.Is(b.Err(), sleeplock.ErrLeaseLost) || errors.Is(b.Err(), sleeplock.ErrReleased) {
+			t.Fatalf("a lease left to expire ends with %v", b.Err())
+		}
+	})
+}
+
+// A release with an ended context still reaches the store.
+func TestReleaseAfterContextEnded(t *testing.T) {
+	l := sleeplock.New(nil)
+	defer l.Close()
+	must(t, l.Define(context.Background(), "k", 1))
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := l.TryAcquire(ctx, "k", sleeplock.WithRef("job-1"))
+	must(t, err)
+	cancel()
+	must(t, a.Release(ctx))
+	if !errors.Is(a.Err(), sleeplock.ErrReleased) {
+		t.Fatalf("Err = %v", a.Err())
+	}
+	st, err := l.State(context.Background(), "k")
+	must(t, err)
+	if st.Running != 0 {
+		t.Fatalf("running %d after the release", st.Running)
+	}
+}
+
+// Done and Context of a lease are the same on every call, and many calls
+// keep no memory per call.
+func TestDoneAndContextAreIdempotent(t *testing.T) {
+	l := sleeplock.New(nil)
+	defer l.Close()
+	ctx := context.Background()
+	must(t, l.Define(ctx, "k", 1))
+	a, err := l.TryAcquire(ctx, "k", sleeplock.WithRef("r"))
+	must(t, err)
+	d, c := a.Done(), a.Context()
+	for range 1000 {
+		if a.Done() != d || a.Context() != c {
+			t.Fatal("Done or Context changed between calls")
+		}
+	}
+	must(t, a.Release(ctx))
+	<-d
+	if !errors.Is(context.Cause(c), sleeplock.ErrReleased) || a.Err() != context.Cause(c) {
+		t.Fatalf("cause %v, Err %v", context.Cause(c), a.Err())
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// At slog's default level (Info) LogEvents shows definitions and refusals,
+// not a line per grant.
+func TestLogEventsLevels(t *testing.T) {
+	var buf strings.Builder
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	ctx := context.Background()
+	l := sleeplock.New(nil, sleeplock.WithNotifier(sleeplock.LogEvents(logger)))
+	must(t, l.Define(ctx, "db", 1))
+	lease, err := l.TryAcquire(ctx, "db", sleeplock.WithKind("job"))
+	must(t, err)
+	_, _ = l.TryAcquire(ctx, "db")
+	must(t, lease.Release(ctx))
+	must(t, l.Close())
+	out := buf.String()
+	if !strings.Contains(out, `level=INFO msg="sleeplock created"`) || !strings.Contains(out, `level=INFO msg="sleeplock refused"`) {
+		t.Errorf("created and refused are not logged at Info:\n%s", out)
+	}
+	if strings.Contains(out, "sleeplock acquired") || strings.Contains(out, "sleeplock released") {
+		t.Errorf("grants are logged at Info:\n%s", out)
+	}
+}
