@@ -241,8 +241,12 @@ func (r *Report) Write(w io.Writer) {
 	if c.NoGuard {
 		guard = "NO GUARD (negative control)"
 	}
-	fmt.Fprintf(w, "chaos: %d workers × %d goroutines, %v (elapsed %v), TTL %v, waiter TTL %v, %d members + %s(%d), hold %v/%d writes, %s\n",
-		c.Workers, c.Goroutines, c.Duration, r.Elapsed.Round(time.Millisecond), c.TTL, c.WaiterTTL, c.Members, Pool, PoolSlots, c.Hold, c.Writes, guard)
+	wttl := c.WaiterTTL.String()
+	if c.WaiterTTL == 0 {
+		wttl = "pgstore's default"
+	}
+	fmt.Fprintf(w, "chaos: %d workers × %d goroutines, %v (elapsed %v), TTL %v, waiter TTL %s, %d members + %s(%d), hold %v/%d writes, %s\n",
+		c.Workers, c.Goroutines, c.Duration, r.Elapsed.Round(time.Millisecond), c.TTL, wttl, c.Members, Pool, PoolSlots, c.Hold, c.Writes, guard)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "chaos: SKIPPED %s\n", s)
 	}

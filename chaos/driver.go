@@ -324,7 +324,22 @@ func (d *driver) chaos(ctx context.Context) error {
 	}
 }
 
+// startWorker starts a new worker and waits until it is ready, trying
+// again a few times if it exits first (the database may be restarting).
 func (d *driver) startWorker(ctx context.Context) (*proc, error) {
+	var err error
+	for range 5 {
+		var p *proc
+		if p, err = d.startOnce(ctx); err == nil || ctx.Err() != nil {
+			return p, err
+		}
+		d.logf("%v; trying again", err)
+		pause(ctx, time.Second)
+	}
+	return nil, err
+}
+
+func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 	d.mu.Lock()
 	d.next++
 	name := fmt.Sprintf("w%d", d.next)
