@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -352,6 +351,7 @@ func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 	}
 	p.cmd = exec.Command(d.bin, wc.Args()...)
 	p.cmd.Stderr = p.stderr
+	dieWithDriver(p.cmd)
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -527,7 +527,9 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 		d.mu.Lock()
 		p.paused = true
 		d.mu.Unlock()
-		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		if err := stopProcess(p.cmd.Process); err != nil {
+			return err
+		}
 		d.logf("paused %s for %v", p.name, d.cfg.PauseFor)
 		d.pauses.Go(func() {
 			t := time.NewTimer(d.cfg.PauseFor)
@@ -536,7 +538,7 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 			case <-t.C:
 			case <-d.stop:
 			}
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = contProcess(p.cmd.Process)
 			d.mu.Lock()
 			p.paused = false
 			d.mu.Unlock()
