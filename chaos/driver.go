@@ -104,21 +104,21 @@ func (c *Config) defaults() {
 
 func (c *Config) validate() error {
 	if c.DSN == "" && !slices.Contains(c.Faults, FaultRestart) {
-		return errors.New("chaos: Config.DSN is required")
+		return invalid("Config.DSN is required")
 	}
 	for _, f := range c.Faults {
 		switch f {
 		case FaultKill, FaultPause, FaultTerminate, FaultRestart:
 		default:
-			return fmt.Errorf("chaos: unknown fault %q (kill, pause, terminate, restart)", f)
+			return invalid(fmt.Sprintf("unknown fault %q (kill, pause, terminate, restart)", f))
 		}
 	}
 	if c.Workers < 1 || c.Goroutines < 1 || c.Members < 1 || c.Writes < 1 {
-		return errors.New("chaos: Workers, Goroutines, Members and Writes must be at least 1")
+		return invalid("Workers, Goroutines, Members and Writes must be at least 1")
 	}
 	if c.Duration < 0 || c.TTL < 0 || c.WaiterTTL < 0 || c.Poll < 0 || c.Hold < 0 || c.FaultEvery < 0 ||
 		c.PauseFor < 0 || c.WaiterBound < 0 || c.AcquireTimeout < 0 {
-		return errors.New("chaos: durations must not be negative")
+		return invalid("durations must not be negative")
 	}
 	return nil
 }

@@ -123,7 +123,7 @@ const errStale = "CH001"
 // 0..members-1 as resources, and the lock Pool of PoolSlots slots.
 func Setup(ctx context.Context, pool *pgxpool.Pool, schema string, members int) error {
 	if members < 1 {
-		return fmt.Errorf("chaos: %d members: at least one is needed", members)
+		return invalid(fmt.Sprintf("%d members: at least one is needed", members))
 	}
 	if err := pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)); err != nil {
 		return fmt.Errorf("chaos: migrate: %w", err)
@@ -184,3 +184,7 @@ func withParams(dsn string, kv ...string) string {
 }
 
 func quote(schema string) string { return pgx.Identifier{schema}.Sanitize() }
+
+// invalid is the error of a configuration that cannot be used: it matches
+// sleeplock.ErrInvalidConfig and says what is wrong.
+func invalid(msg string) error { return fmt.Errorf("chaos: %w: %s", sleeplock.ErrInvalidConfig, msg) }

@@ -73,17 +73,22 @@ func (c WorkerConfig) Args() []string {
 	}
 }
 
-// ParseWorkerArgs parses a worker's command line (as Args makes it).
+// ParseWorkerArgs parses a worker's command line (as Args makes it). An
+// argument that cannot be used is an error matching
+// sleeplock.ErrInvalidConfig that names it.
 func ParseWorkerArgs(args []string, errOut io.Writer) (WorkerConfig, error) {
 	var c WorkerConfig
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	c.flags(fs)
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, fmt.Errorf("chaos: %w: worker: %w", sleeplock.ErrInvalidConfig, err)
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("chaos worker: unexpected arguments %q", fs.Args())
+		return c, invalid(fmt.Sprintf("worker: unexpected arguments %q", fs.Args()))
 	}
 	return c, c.validate()
 }
@@ -91,21 +96,21 @@ func ParseWorkerArgs(args []string, errOut io.Writer) (WorkerConfig, error) {
 func (c WorkerConfig) validate() error {
 	switch {
 	case c.DSN == "":
-		return errors.New("chaos worker: -dsn is required")
+		return invalid("worker: -dsn is required")
 	case c.Schema == "":
-		return errors.New("chaos worker: -schema is required")
+		return invalid("worker: -schema is required")
 	case c.Goroutines < 1:
-		return fmt.Errorf("chaos worker: -goroutines %d: at least 1", c.Goroutines)
+		return invalid(fmt.Sprintf("worker: -goroutines %d: at least 1", c.Goroutines))
 	case c.Members < 1:
-		return fmt.Errorf("chaos worker: -members %d: at least 1", c.Members)
+		return invalid(fmt.Sprintf("worker: -members %d: at least 1", c.Members))
 	case c.TTL <= 0:
-		return fmt.Errorf("chaos worker: -ttl %v: must be positive", c.TTL)
+		return invalid(fmt.Sprintf("worker: -ttl %v: must be positive", c.TTL))
 	case c.WaiterTTL < 0 || c.Poll < 0 || c.Hold < 0:
-		return errors.New("chaos worker: -waiter-ttl, -poll and -hold must not be negative")
+		return invalid("worker: -waiter-ttl, -poll and -hold must not be negative")
 	case c.Writes < 1:
-		return fmt.Errorf("chaos worker: -writes %d: at least 1", c.Writes)
+		return invalid(fmt.Sprintf("worker: -writes %d: at least 1", c.Writes))
 	case c.AcquireTimeout <= 0:
-		return fmt.Errorf("chaos worker: -acquire-timeout %v: must be positive", c.AcquireTimeout)
+		return invalid(fmt.Sprintf("worker: -acquire-timeout %v: must be positive", c.AcquireTimeout))
 	}
 	return nil
 }
