@@ -27,6 +27,7 @@ func distOf(ds []time.Duration) Dist {
 	return Dist{N: len(ds), P50: q(0.50), P99: q(0.99), Max: ds[len(ds)-1]}
 }
 
+// String prints the count, p50, p99 and max, rounded to 0.1ms.
 func (d Dist) String() string {
 	if d.N == 0 {
 		return "n=0"

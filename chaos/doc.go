@@ -61,7 +61,7 @@
 //
 // # Running it
 //
-// TestChaosShort (about 25 s) and TestChaosNegativeControl (about 15 s)
+// TestChaosShort (about 25 s) and TestChaosNegativeControl (about 17 s)
 // run with go test unless -short; they need PostgreSQL
 // (SLEEPLOCK_TEST_DATABASE_URL, default the local test database) and fail
 // under CI when it is unreachable. TestChaosRestart adds PostgreSQL restarts
