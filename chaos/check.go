@@ -226,6 +226,10 @@ type Report struct {
 	// Stuck says, for each lock not grantable at the bound, its state then
 	// and when it became grantable (if it did within the wait).
 	Stuck []string
+	// LeftHolders and LeftWaiters are the holders and waiters that State
+	// still reports for the run's locks once they were all grantable (or the
+	// liveness check gave up): what the dead workers left behind.
+	LeftHolders, LeftWaiters int
 	// Skipped names the faults that could not be injected, and why.
 	Skipped []string
 }
@@ -272,6 +276,7 @@ func (r *Report) Write(w io.Writer) {
 		f.Violations(), f.Overlaps, f.LateWrites, f.Unheld, strings.Join(most, " "))
 	fmt.Fprintf(w, "lost slots: %d (all grantable %v after the last kill); free after the last kill: %v\n",
 		r.LostSlots, r.Config.livenessBound(), r.FreeAfter)
+	fmt.Fprintf(w, "left behind (State, after the check): holders %d, waiters %d\n", r.LeftHolders, r.LeftWaiters)
 	for _, s := range r.Stuck {
 		fmt.Fprintf(w, "  stuck: %s\n", s)
 	}

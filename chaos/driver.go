@@ -668,6 +668,14 @@ func (d *driver) liveness(ctx context.Context) error {
 		}
 	}
 	d.rep.FreeAfter = distOf(frees)
+	for _, name := range sortedKeys(slots) {
+		st, err := locks.State(ctx, name)
+		if err != nil {
+			return fmt.Errorf("chaos: state of %s: %w", name, err)
+		}
+		d.rep.LeftHolders += st.Running
+		d.rep.LeftWaiters += st.Waiting
+	}
 	return nil
 }
 
