@@ -160,7 +160,7 @@ func TestDoneAndContextAreIdempotent(t *testing.T) {
 	}
 	must(t, a.Release(ctx))
 	<-d
-	if !errors.Is(context.Cause(c), sleeplock.ErrReleased) || a.Err() != context.Cause(c) {
+	if !errors.Is(context.Cause(c), sleeplock.ErrReleased) || !errors.Is(a.Err(), context.Cause(c)) {
 		t.Fatalf("cause %v, Err %v", context.Cause(c), a.Err())
 	}
 }
