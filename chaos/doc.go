@@ -28,7 +28,8 @@
 // transaction) then records whether the lease was still held.
 //
 // The driver injects, in turn, every Config.FaultEvery:
-//   - kill: SIGKILL of a worker (a new one replaces it);
+//   - kill: SIGKILL of a worker that has just taken a member of the family
+//     (a new worker replaces it);
 //   - pause: SIGSTOP, for Config.PauseFor (TTL + 1s), of a worker that has
 //     just taken a lock, then SIGCONT;
 //   - terminate: pg_terminate_backend of a worker's connections;

@@ -26,7 +26,7 @@ import (
 
 // The faults the driver injects, in turn.
 const (
-	FaultKill      = "kill"      // SIGKILL of a worker, which a fresh one replaces
+	FaultKill      = "kill"      // SIGKILL of a worker that holds a lock, which a fresh worker replaces
 	FaultPause     = "pause"     // SIGSTOP for PauseFor of a worker that holds a lock, then SIGCONT
 	FaultTerminate = "terminate" // pg_terminate_backend of a worker's connections
 	FaultRestart   = "restart"   // immediate restart of PostgreSQL: only on a cluster of the run's own
@@ -428,13 +428,14 @@ func (d *driver) victim() *proc {
 }
 
 // holder picks a running worker that is not paused and holds a lock now,
-// the one that took the pool last if any holds it, so that the pause
-// catches a holder early in its writes; any running worker if none holds.
-func (d *driver) holder(ctx context.Context) *proc {
+// the one that took the pool (or, with pool false, a family member) last if
+// any holds it, so that the fault catches a holder early in its writes; any
+// running worker if none holds.
+func (d *driver) holder(ctx context.Context, pool bool) *proc {
 	rows, err := d.pool.Query(ctx, "SELECT worker FROM "+quote(d.schema)+".chaos_holdings "+
 		"WHERE released IS NULL AND observed > clock_timestamp() - $1::bigint * interval '1 microsecond' "+
-		"ORDER BY lock = $2 DESC, observed DESC",
-		(d.cfg.Hold + 100*time.Millisecond).Microseconds(), Pool)
+		"ORDER BY (lock = $2) = $3 DESC, observed DESC",
+		(d.cfg.Hold + 100*time.Millisecond).Microseconds(), Pool, pool)
 	if err != nil {
 		return d.victim()
 	}
@@ -493,7 +494,7 @@ func (d *driver) record(ctx context.Context, kind, worker string, at time.Time, 
 func (d *driver) inject(ctx context.Context, kind string) error {
 	switch kind {
 	case FaultKill:
-		p := d.victim()
+		p := d.holder(ctx, false)
 		if p == nil {
 			return nil
 		}
@@ -516,7 +517,7 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 		_, err = d.startWorker(ctx)
 		return err
 	case FaultPause:
-		p := d.holder(ctx)
+		p := d.holder(ctx, true)
 		if p == nil {
 			return nil
 		}
