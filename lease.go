@@ -224,7 +224,7 @@ func (x Lease) Release(ctx context.Context) error {
 // lock; otherwise nothing changes and Keep returns ErrNotHeld (and the
 // lease ends as lost).
 func (x Lease) Keep(ctx context.Context) error {
-	if err := x.ok(); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return err
 	}
 	g := x.grant()
@@ -251,7 +251,7 @@ func (x Lease) Held(ctx context.Context) (bool, error) {
 // Status reports whether the lease is held, with its times on the store's
 // clock.
 func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
-	if err := x.ok(); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return LeaseStatus{}, err
 	}
 	return x.l.store.Held(ctx, x.handle())
@@ -264,7 +264,7 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 // the lease is no longer held, and ErrUnsupported on stores without
 // transactions.
 func (x Lease) Guard(ctx context.Context, tx any) error {
-	if err := x.ok(); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return err
 	}
 	g, ok := x.l.store.(store.Guarder)

@@ -160,7 +160,7 @@ func TestDoneAndContextAreIdempotent(t *testing.T) {
 	}
 	must(t, a.Release(ctx))
 	<-d
-	if !errors.Is(context.Cause(c), sleeplock.ErrReleased) || a.Err() != context.Cause(c) {
+	if !errors.Is(context.Cause(c), sleeplock.ErrReleased) || !errors.Is(a.Err(), context.Cause(c)) {
 		t.Fatalf("cause %v, Err %v", context.Cause(c), a.Err())
 	}
 }
@@ -191,5 +191,30 @@ func TestLogEventsLevels(t *testing.T) {
 	}
 	if strings.Contains(out, "sleeplock acquired") || strings.Contains(out, "sleeplock released") {
 		t.Errorf("grants are logged at Info:\n%s", out)
+	}
+}
+
+// An inline notifier sees every event as it happens, in the store's order,
+// together with a queued one.
+func TestInlineNotifier(t *testing.T) {
+	var inline []sleeplock.EventType
+	queued := make(chan sleeplock.Event, 16)
+	ctx := context.Background()
+	l := sleeplock.New(nil,
+		sleeplock.WithInlineNotifier(sleeplock.NotifierFunc(func(e sleeplock.Event) { inline = append(inline, e.Type) })),
+		sleeplock.WithNotifier(sleeplock.NotifierFunc(func(e sleeplock.Event) { queued <- e })))
+	must(t, l.Define(ctx, "k", 1))
+	a, err := l.TryAcquire(ctx, "k")
+	must(t, err)
+	if len(inline) != 2 || inline[1] != sleeplock.EventAcquired {
+		t.Fatalf("inline events after the grant: %v", inline)
+	}
+	must(t, a.Release(ctx))
+	must(t, l.Close())
+	if len(inline) != 3 || inline[2] != sleeplock.EventReleased || len(queued) != 3 {
+		t.Fatalf("inline %v, queued %d", inline, len(queued))
+	}
+	if err := sleeplock.New(nil, sleeplock.WithInlineNotifier(nil)).Define(ctx, "x", 1); !errors.Is(err, sleeplock.ErrInvalidConfig) {
+		t.Fatalf("WithInlineNotifier(nil): %v", err)
 	}
 }

@@ -212,8 +212,8 @@ func (rt *runtime) releaseFailed(err error) {
 func (rt *runtime) lose(reason error) {
 	rt.once.Do(func() {
 		rt.cancel(reason)
-		if rt.l.ev != nil {
-			rt.l.ev.Emit(store.Event{Type: store.EventLost, Lock: rt.g.Name, Ref: rt.g.Ref.String(), Kind: rt.g.Kind,
+		if rt.l.emitter != nil {
+			rt.l.emitter.Emit(store.Event{Type: store.EventLost, Lock: rt.g.Name, Ref: rt.g.Ref.String(), Kind: rt.g.Kind,
 				Token: rt.g.Token, Held: heldFor(rt.g.Acquired), Reason: reason})
 		}
 	})
