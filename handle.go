@@ -23,11 +23,20 @@ type Lock struct {
 // Lock returns a handle on the lock name. The lock need not be defined
 // yet; an invalid name makes every call of the handle return its error.
 func (l *Locks) Lock(name string) *Lock {
-	return &Lock{l: l, name: name, err: store.CheckName(name)}
+	err := l.valid()
+	if err == nil {
+		err = store.CheckName(name)
+	}
+	return &Lock{l: l, name: name, err: err}
 }
 
-// Name returns the lock's name.
-func (k *Lock) Name() string { return k.name }
+// Name returns the lock's name ("" for a nil handle).
+func (k *Lock) Name() string {
+	if k == nil {
+		return ""
+	}
+	return k.name
+}
 
 // Acquire is (*Locks).Acquire of the handle's lock.
 func (k *Lock) Acquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
@@ -40,12 +49,15 @@ func (k *Lock) TryAcquire(ctx context.Context, opts ...AcquireOption) (Lease, er
 }
 
 func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Lease, error) {
+	if k == nil || k.l == nil {
+		return Lease{}, store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
+	}
 	l := k.l
+	if err := l.usable(ctx); err != nil {
+		return Lease{}, err
+	}
 	if k.err != nil {
 		return Lease{}, k.err
-	}
-	if l == nil {
-		return Lease{}, store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
 	}
 	if len(opts) != 0 || l.err != nil || l.mem == nil || l.emitter != nil || l.ttl != 0 {
 		return l.acquire(ctx, k.name, nil, wait, opts)

@@ -32,6 +32,9 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return (*sleeplock.ConfigError)(nil) },
 			func() any { return &sleeplock.ConfigError{} },
 			func() any { return sleeplock.NotifierFunc(nil) },
+			func() any { return (*sleeplock.Lock)(nil) },
+			func() any { return &sleeplock.Lock{} },
+			func() any { return sleeplock.New(nil).Lock("a") },
 		},
 	})
 }

@@ -9,6 +9,9 @@ import (
 
 // Acquire implements store.Store.
 func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.Grant{}, err
+	}
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}

@@ -17,6 +17,9 @@ type family struct {
 
 // Define implements store.Store.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, err
+	}
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return false, err
 	}
@@ -60,6 +63,9 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 
 // Resize implements store.Store.
 func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emitter) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return err
 	}
@@ -113,6 +119,9 @@ func (s *Store) setSlots(o *op, lk *lock, slots int) {
 
 // State implements store.Store.
 func (s *Store) State(ctx context.Context, name string, detail bool) (store.State, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.State{}, err
+	}
 	if s.closed.Load() {
 		return store.State{}, store.ErrClosed
 	}
@@ -174,6 +183,9 @@ func (s *Store) state(lk *lock, detail bool) store.State {
 
 // List implements store.Store.
 func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {

@@ -176,6 +176,9 @@ func (s *Store) expire(lk *lock, t *lockTimer) {
 
 // Keep implements store.Store.
 func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
+	if err := s.usable(ctx); err != nil {
+		return time.Time{}, err
+	}
 	o := op{s: s}
 	if err := s.enterHandle(&o, &h); err != nil {
 		return time.Time{}, err
@@ -203,6 +206,9 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 
 // Held implements store.Store.
 func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.Status{}, err
+	}
 	o := op{s: s}
 	if err := s.enterHandle(&o, &h); err != nil {
 		return store.Status{}, err
@@ -239,6 +245,9 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 
 // ReleaseStale implements store.Store.
 func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, err
+	}
 	o := op{s: s, ev: ev}
 	if err := s.enterHandle(&o, &h); err != nil {
 		return false, err

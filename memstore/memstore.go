@@ -66,7 +66,12 @@ type Store struct {
 func New(opts ...Option) *Store {
 	s := &Store{clock: systemClock{}, fams: make(map[string]*family)}
 	for _, o := range opts {
-		o(s)
+		if o != nil { // a nil Option changes nothing
+			o(s)
+		}
+	}
+	if s.clock == nil {
+		s.clock = systemClock{} // WithClock(nil)
 	}
 	return s
 }
@@ -235,6 +240,9 @@ func since(now, t time.Time) time.Duration {
 // stop and callers waiting in a queue return ErrClosed. Leases are not
 // released.
 func (s *Store) Close() error {
+	if s == nil || s.fams == nil {
+		return errNoStore
+	}
 	o := op{s: s}
 	o.enterGlobal()
 	defer o.done()

@@ -29,11 +29,17 @@ var released = func() context.Context {
 // PlainContext. A name that is not a lock the store has is checked
 // (store.CheckName) before anything else.
 func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+	if s == nil || ctx == nil {
+		return Slot{}, 0, s.usable(ctx)
+	}
 	if lk := s.load(name); lk != nil {
 		if err := ctx.Err(); err != nil {
 			return Slot{}, 0, err
 		}
 		return s.acquireAt(ctx, lk, name, ref, wait)
+	}
+	if err := s.usable(ctx); err != nil {
+		return Slot{}, 0, err
 	}
 	if err := store.CheckName(name); err != nil {
 		return Slot{}, 0, err
@@ -106,6 +112,9 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, ref sto
 // ReleasePlain releases a lease that AcquirePlain granted: Release of
 // that lease without a notifier.
 func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64) error {
+	if s == nil {
+		return errNoStore
+	}
 	h := slot.h
 	if h == nil {
 		return s.Release(context.Background(), store.Handle{Lock: store.Lock{Name: name, Token: token}, Ref: ref}, nil)
@@ -209,6 +218,9 @@ type Named struct{ lk *lock }
 // defined by name (a family member comes and goes: it is looked up by name
 // on every call).
 func (s *Store) Lookup(name string) *Named {
+	if s == nil {
+		return nil
+	}
 	lk := s.load(name)
 	if lk == nil {
 		return nil
@@ -225,6 +237,12 @@ func (s *Store) Lookup(name string) *Named {
 // AcquireNamed is AcquirePlain of the lock n, which Lookup returned for
 // name.
 func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+	if s == nil || ctx == nil {
+		return Slot{}, 0, s.usable(ctx)
+	}
+	if n == nil || n.lk == nil {
+		return Slot{}, 0, errNoNamed
+	}
 	if err := ctx.Err(); err != nil {
 		return Slot{}, 0, err
 	}

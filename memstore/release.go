@@ -11,6 +11,9 @@ import (
 
 // Release implements store.Store.
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
 	o := op{s: s, ev: ev}
 	if err := s.enterHandle(&o, &h); err != nil {
 		return err
@@ -86,6 +89,13 @@ func (s *Store) releaseHolder(o *op, lk *lock, h *holder, reason error) {
 
 // Watch implements store.Watcher.
 func (s *Store) Watch(h store.Handle, f func(reason error)) {
+	if f == nil {
+		return
+	}
+	if err := s.usable(context.Background()); err != nil {
+		f(err)
+		return
+	}
 	var hd *holder
 	var lk *lock
 	for {
