@@ -229,11 +229,11 @@ func (x Lease) Keep(ctx context.Context) error {
 	}
 	g := x.grant()
 	start := time.Now()
-	_, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
+	exp, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
 	if rt := x.rt(); rt != nil {
 		switch {
 		case err == nil:
-			rt.extend(start.Add(rt.length))
+			rt.kept(start, exp)
 		case errors.Is(err, store.ErrNotHeld):
 			rt.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
 		}

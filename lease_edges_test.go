@@ -218,3 +218,32 @@ func TestInlineNotifier(t *testing.T) {
 		t.Fatalf("WithInlineNotifier(nil): %v", err)
 	}
 }
+
+// A lease nobody renews ends at its expiry — unless its ref kept it through
+// another handle (LeaseOf(ref).Keep, as turns.KeepUser does): then it ends
+// at the expiry that Keep set.
+func TestNoKeepAliveLeaseKeptByRefElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := sleeplock.New(nil)
+		defer l.Close()
+		ctx := context.Background()
+		must(t, l.Define(ctx, "k", 1))
+		a, err := l.TryAcquire(ctx, "k", sleeplock.WithRef("click-1"), sleeplock.TTL(100*time.Millisecond), sleeplock.NoKeepAlive())
+		must(t, err)
+		time.Sleep(80 * time.Millisecond)
+		other, err := l.LeaseOf("click-1", []string{"k"}, sleeplock.TTL(100*time.Millisecond))
+		must(t, err)
+		must(t, other.Keep(ctx)) // now expires at 180 ms
+		time.Sleep(70 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-a.Done():
+			t.Fatalf("a lease kept by its ref elsewhere ended at its first expiry: %v", a.Err())
+		default:
+		}
+		<-a.Done()
+		if !errors.Is(a.Err(), sleeplock.ErrLeaseLost) {
+			t.Fatalf("Err = %v", a.Err())
+		}
+	})
+}

@@ -156,7 +156,9 @@ func (l *Locks) Close() error {
 	l.mu.Unlock()
 	for _, rt := range live {
 		rt.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
-		<-rt.exited
+		if rt.exited != nil {
+			<-rt.exited
+		}
 	}
 	if l.ev != nil {
 		l.ev.flush()
