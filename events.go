@@ -158,3 +158,23 @@ func (d *dispatcher) flush() {
 	}
 	d.mu.Unlock()
 }
+
+// inlineEmitter calls one inline notifier.
+type inlineEmitter struct{ n Notifier }
+
+func (e inlineEmitter) Emit(ev Event) { e.n.Notify(ev) }
+
+// fanout calls the inline notifiers, then queues for the others.
+type fanout struct {
+	inline []Notifier
+	queued *dispatcher // nil without WithNotifier
+}
+
+func (f *fanout) Emit(ev Event) {
+	for _, n := range f.inline {
+		n.Notify(ev)
+	}
+	if f.queued != nil {
+		f.queued.Emit(ev)
+	}
+}

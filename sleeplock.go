@@ -21,9 +21,10 @@ type Locks struct {
 	mem     *memstore.Store // the store, when it is a memory store (fast paths)
 	watcher store.Watcher   // non-nil when the store can tell at once of a lost hold
 	ttl     time.Duration
-	ev      *dispatcher // nil without a notifier
-	emitter store.Emitter
-	err     error // a bad Option, reported by every call
+	ev      *dispatcher   // nil without a notifier
+	emitter store.Emitter // nil without notifiers
+	inline  []Notifier    // WithInlineNotifier
+	err     error         // a bad Option, reported by every call
 
 	mu   sync.Mutex
 	live map[*runtime]struct{} // leases whose keep-alive runs
@@ -60,8 +61,10 @@ func WithTTL(d time.Duration) Option {
 	}
 }
 
-// WithNotifier sends every event of these Locks to n. A nil n (or a nil
-// pointer or func in it) is a bad option: leave WithNotifier out for none.
+// WithNotifier sends every event of these Locks to n, queued and delivered
+// on a goroutine of sleeplock's, so a slow n never delays the lock path. A
+// nil n (or a nil pointer or func in it) is a bad option: leave
+// WithNotifier out for none.
 func WithNotifier(n Notifier) Option {
 	return func(l *Locks) {
 		if isNil(n) {
@@ -69,7 +72,39 @@ func WithNotifier(n Notifier) Option {
 			return
 		}
 		l.ev = newDispatcher(n)
+		l.setEmitter()
+	}
+}
+
+// WithInlineNotifier sends every event of these Locks to n on the lock
+// path, as each change happens, with no queue: for notifiers that are
+// cheap, never block and are safe for concurrent use, such as metric
+// counters (package promevents). n runs on the caller's goroutine, on the
+// memory store while the lock's state is held, so a slow n slows every
+// caller of that lock, and n must not call the Locks. It may be given
+// more than once, and together with WithNotifier.
+func WithInlineNotifier(n Notifier) Option {
+	return func(l *Locks) {
+		if isNil(n) {
+			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithInlineNotifier needs a Notifier (leave the option out for none)"))
+			return
+		}
+		l.inline = append(l.inline, n)
+		l.setEmitter()
+	}
+}
+
+// setEmitter makes the emitter the stores are given from the notifiers.
+func (l *Locks) setEmitter() {
+	switch {
+	case len(l.inline) == 0 && l.ev == nil:
+		l.emitter = nil
+	case len(l.inline) == 0:
 		l.emitter = l.ev
+	case len(l.inline) == 1 && l.ev == nil:
+		l.emitter = inlineEmitter{l.inline[0]}
+	default:
+		l.emitter = &fanout{inline: l.inline, queued: l.ev}
 	}
 }
 
@@ -121,7 +156,9 @@ func (l *Locks) Close() error {
 	l.mu.Unlock()
 	for _, rt := range live {
 		rt.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
-		<-rt.exited
+		if rt.exited != nil {
+			<-rt.exited
+		}
 	}
 	if l.ev != nil {
 		l.ev.flush()
@@ -230,10 +267,8 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		return Lease{}, err
 	}
 	if len(opts) == 0 && names == nil && l.mem != nil && l.emitter == nil && l.ttl == 0 {
-		// The memory store's fast path: an anonymous lease of one lock.
-		if err := store.CheckName(name); err != nil {
-			return Lease{}, err
-		}
+		// The memory store's fast path: an anonymous lease of one lock
+		// (the store checks a name it does not hold already).
 		ref := store.NewRef()
 		slot, token, err := l.mem.AcquirePlain(ctx, name, ref, wait)
 		if err != nil {

@@ -17,7 +17,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 	zerocall.Run(t, zerocall.Suite{
 		Dir: ".",
 		Funcs: map[string]any{
-			"New": sleeplock.New, "WithTTL": sleeplock.WithTTL, "WithNotifier": sleeplock.WithNotifier,
+			"New": sleeplock.New, "WithTTL": sleeplock.WithTTL, "WithNotifier": sleeplock.WithNotifier, "WithInlineNotifier": sleeplock.WithInlineNotifier,
 			"LogEvents": sleeplock.LogEvents, "Execute": sleeplock.Execute[int],
 			"BindTo": sleeplock.BindTo, "Counted": sleeplock.Counted, "Hold": sleeplock.Hold,
 			"NoKeepAlive": sleeplock.NoKeepAlive, "NoWait": sleeplock.NoWait, "TTL": sleeplock.TTL,
@@ -32,6 +32,9 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return (*sleeplock.ConfigError)(nil) },
 			func() any { return &sleeplock.ConfigError{} },
 			func() any { return sleeplock.NotifierFunc(nil) },
+			func() any { return (*sleeplock.Lock)(nil) },
+			func() any { return &sleeplock.Lock{} },
+			func() any { return sleeplock.New(nil).Lock("a") },
 		},
 	})
 }
