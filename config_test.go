@@ -41,7 +41,7 @@ func TestReadConfigNamesEntryAndLine(t *testing.T) {
 		{"slot", "locks:\n  - name: a\n    slot: 2\n", 0, 3, nil, `unknown key "slot" (did you mean "slots"?)`},
 		{"seed's num_slots", "locks:\n  - name: test1\n    num_slots: 2\n", 0, 3, nil, `locks[0] ("test1"): unknown key "num_slots" (did you mean "slots"?)`},
 		{"num_slots before name", "locks:\n  - num_slots: 2\n    name: test2\n", 0, 2, nil, `locks[0] ("test2"): unknown key "num_slots"`},
-		{"typo", "locks:\n  - nmae: a\n    slots: 1\n", 0, 2, nil, `did you mean "name"?`},
+		{"typo", "locks:\n  - nmae: a\n    slots: 1\n", 0, 2, nil, `did you mean "name"?`}, //nolint:misspell // the misspelling is the input
 		{"slots two", "locks:\n  - name: a\n    slots: two\n", 0, 3, sleeplock.ErrInvalidSlots, "whole number"},
 		{"slots 2.5", "locks:\n  - name: a\n    slots: 2.5\n", 0, 3, sleeplock.ErrInvalidSlots, "not a fraction"},
 		{"slots 2.0", "locks:\n  - {name: x, slots: 1}\n  - name: a\n    slots: 2.0\n", 1, 4, sleeplock.ErrInvalidSlots, "not a fraction"},

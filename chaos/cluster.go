@@ -34,7 +34,7 @@ func createCluster(ctx context.Context, version, name string, port int) (*cluste
 		dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
 	out, err := exec.CommandContext(ctx, "pg_lsclusters", "--no-header").CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("pg_lsclusters: %v: %s", err, out)
+		return nil, fmt.Errorf("pg_lsclusters: %w: %s", err, out)
 	}
 	for line := range strings.SplitSeq(string(out), "\n") {
 		f := strings.Fields(line)
@@ -59,7 +59,7 @@ func createCluster(ctx context.Context, version, name string, port int) (*cluste
 		"--", "--auth=trust").CombinedOutput()
 	if err != nil {
 		_ = c.drop(context.Background())
-		return nil, fmt.Errorf("pg_createcluster %s %s: %v: %s", version, name, err, lastLines(out))
+		return nil, fmt.Errorf("pg_createcluster %s %s: %w: %s", version, name, err, lastLines(out))
 	}
 	if err := c.waitUp(ctx, 30*time.Second); err != nil {
 		_ = c.drop(context.Background())
@@ -73,7 +73,7 @@ func createCluster(ctx context.Context, version, name string, port int) (*cluste
 func (c *cluster) restart(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, "pg_ctlcluster", c.version, c.name, "restart", "-m", "immediate").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_ctlcluster restart: %v: %s", err, lastLines(out))
+		return fmt.Errorf("pg_ctlcluster restart: %w: %s", err, lastLines(out))
 	}
 	return c.waitUp(ctx, 30*time.Second)
 }

@@ -223,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		if d.bin, err = BuildWorker(ctx, dir); err != nil {
 			return nil, err
 		}
@@ -620,7 +620,7 @@ func (d *driver) liveness(ctx context.Context) error {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(d.cfg.TTL))
-	defer locks.Close()
+	defer func() { _ = locks.Close() }()
 	slots := map[string]int{Pool: PoolSlots}
 	for i := range d.cfg.Members {
 		slots[Member(i)] = 1

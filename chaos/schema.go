@@ -146,7 +146,7 @@ func Setup(ctx context.Context, pool *pgxpool.Pool, schema string, members int) 
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	locks := sleeplock.New(s)
 	if err := locks.Define(ctx, Family+"/*", 1); err != nil {
 		return fmt.Errorf("chaos: %w", err)

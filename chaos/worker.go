@@ -153,7 +153,7 @@ func RunWorker(ctx context.Context, c WorkerConfig, ready func()) error {
 		return err
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(c.TTL))
-	defer locks.Close()
+	defer func() { _ = locks.Close() }()
 	db, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return err

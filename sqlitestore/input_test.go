@@ -176,7 +176,7 @@ func TestCloseRemovesWaiters(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-got; err != sleeplock.ErrClosed && !errors.Is(err, store.ErrClosed) {
+	if err := <-got; !errors.Is(err, store.ErrClosed) {
 		t.Fatalf("waiter of a closed store: %v", err)
 	}
 	wantState(t, b, "c", 1, 0)

@@ -353,7 +353,7 @@ func (s *Store) anyGone(pids []int) bool {
 // the caller's error.
 func (s *Store) leave(ctx context.Context, ticket int64) error {
 	err := s.do(context.WithoutCancel(ctx), func(t *txn) error { return t.dropWaiter(ticket) })
-	if err == store.ErrClosed {
+	if errors.Is(err, store.ErrClosed) {
 		return store.ErrClosed
 	}
 	return ctx.Err()

@@ -50,13 +50,15 @@ const slowPoll = 25 * time.Millisecond
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// ErrNotDatabase: the file exists but is not a SQLite database. It also
-// matches store.ErrInvalidConfig.
-var ErrNotDatabase = errors.New("sqlitestore: not a SQLite database")
-
-// ErrSchemaTooNew: the database was made by a newer sleeplock. Errors of
-// Open that match it are *SchemaError.
-var ErrSchemaTooNew = errors.New("sqlitestore: database schema is newer than this build")
+// Errors of Open.
+var (
+	// ErrNotDatabase: the file exists but is not a SQLite database. It
+	// also matches store.ErrInvalidConfig.
+	ErrNotDatabase = errors.New("sqlitestore: not a SQLite database")
+	// ErrSchemaTooNew: the database was made by a newer sleeplock. Errors
+	// of Open that match it are *SchemaError.
+	ErrSchemaTooNew = errors.New("sqlitestore: database schema is newer than this build")
+)
 
 // SchemaError reports a database whose schema this build cannot use.
 type SchemaError struct {
@@ -258,7 +260,7 @@ func checkPath(path string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: cannot create %s: directory %s does not exist", store.ErrInvalidConfig, path, dir)
 	case err != nil:
-		return fmt.Errorf("%w: cannot use %s: %v", store.ErrInvalidConfig, path, err)
+		return fmt.Errorf("%w: cannot use %s: %w", store.ErrInvalidConfig, path, err)
 	case !fi.IsDir():
 		return fmt.Errorf("%w: cannot create %s: %s is not a directory", store.ErrInvalidConfig, path, dir)
 	}
@@ -268,7 +270,7 @@ func checkPath(path string) error {
 	// SQLite creates its WAL and shared-memory files next to the database.
 	f, err := os.CreateTemp(dir, ".sleeplock-check-*")
 	if err != nil {
-		return fmt.Errorf("%w: cannot use %s: directory %s is not writable (%v); SQLite needs to create files next to the database",
+		return fmt.Errorf("%w: cannot use %s: directory %s is not writable (%w); SQLite needs to create files next to the database",
 			store.ErrInvalidConfig, path, dir, err)
 	}
 	_ = f.Close()
@@ -286,7 +288,7 @@ func (s *Store) pathError(err error) error {
 	case sqlite3.SQLITE_NOTADB:
 		return fmt.Errorf("%w: %s (%w)", ErrNotDatabase, s.path, store.ErrInvalidConfig)
 	case sqlite3.SQLITE_READONLY:
-		return fmt.Errorf("%w: %s is read-only: %v", store.ErrInvalidConfig, s.path, err)
+		return fmt.Errorf("%w: %s is read-only: %w", store.ErrInvalidConfig, s.path, err)
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
 		return fmt.Errorf("%w: cannot open %s: %v", store.ErrInvalidConfig, s.path, err)
 	}

@@ -206,7 +206,7 @@ func (t *txn) query(q string, args []any, row func(scan func(...any) error) erro
 	if err != nil {
 		return &dbError{err}
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	for rows.Next() {
 		if err := row(rows.Scan); err != nil {
 			return &dbError{err}

@@ -147,8 +147,11 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 			}
 		case <-kill:
 			_ = cmd.Process.Kill()
-		case <-waited:
+		case werr := <-waited:
 			done = true
+			if cmd.ProcessState == nil && werr != nil {
+				fmt.Fprintf(errOut, "sleeplock run: waiting for the command: %v\n", werr)
+			}
 		}
 	}
 	release()

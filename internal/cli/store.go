@@ -58,7 +58,7 @@ func (f storeFlags) target() (storeKind, string, error) {
 			return 0, "", err
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return 0, "", fmt.Errorf("%w: cannot make the default store's directory: %v", store.ErrInvalidConfig, err)
+			return 0, "", fmt.Errorf("%w: cannot make the default store's directory: %w", store.ErrInvalidConfig, err)
 		}
 		return sqliteStore, path, nil
 	case strings.HasPrefix(dsn, "sqlite:"):
@@ -69,7 +69,7 @@ func (f storeFlags) target() (storeKind, string, error) {
 		if rest, ok := strings.CutPrefix(path, "~/"); ok {
 			home, err := os.UserHomeDir()
 			if err != nil {
-				return 0, "", fmt.Errorf("%w: cannot expand ~: %v", store.ErrInvalidConfig, err)
+				return 0, "", fmt.Errorf("%w: cannot expand ~: %w", store.ErrInvalidConfig, err)
 			}
 			path = filepath.Join(home, rest)
 		}
@@ -89,7 +89,7 @@ func defaultSQLitePath() (string, error) {
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return "", fmt.Errorf("%w: no home directory for the default store (give --store or set SLEEPLOCK_STORE): %v",
+		return "", fmt.Errorf("%w: no home directory for the default store (give --store or set SLEEPLOCK_STORE): %w",
 			store.ErrInvalidConfig, err)
 	}
 	return filepath.Join(home, ".local", "state", "sleeplock", "locks.db"), nil
