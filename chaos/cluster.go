@@ -82,7 +82,7 @@ func (c *cluster) restart(ctx context.Context) error {
 func (c *cluster) drop(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, "pg_dropcluster", c.version, c.name, "--stop").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_dropcluster: %v: %s", err, lastLines(out))
+		return fmt.Errorf("pg_dropcluster: %w: %s", err, lastLines(out))
 	}
 	return nil
 }

@@ -282,7 +282,7 @@ func BuildWorker(ctx context.Context, dir string) (string, error) {
 	bin := filepath.Join(dir, "chaos-worker")
 	out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "github.com/sleeplock/sleeplock/chaos/worker").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("chaos: go build of the worker: %v: %s", err, out)
+		return "", fmt.Errorf("chaos: go build of the worker: %w: %s", err, out)
 	}
 	return bin, nil
 }

@@ -290,7 +290,7 @@ func (s *Store) pathError(err error) error {
 	case sqlite3.SQLITE_READONLY:
 		return fmt.Errorf("%w: %s is read-only: %w", store.ErrInvalidConfig, s.path, err)
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
-		return fmt.Errorf("%w: cannot open %s: %v", store.ErrInvalidConfig, s.path, err)
+		return fmt.Errorf("%w: cannot open %s: %w", store.ErrInvalidConfig, s.path, err)
 	}
 	return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
 }

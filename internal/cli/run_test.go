@@ -253,7 +253,7 @@ func TestRunSixteenProcesses(t *testing.T) {
 			for range runs {
 				cmd := e.sleeplock(t.Context(), "run", "--store", e.store(), "-q", "--slots", "2", "pool", "--", os.Args[0], "test-child-counter", counter, "2")
 				if out, err := cmd.CombinedOutput(); err != nil {
-					errs <- fmt.Errorf("%v: %s", err, out)
+					errs <- fmt.Errorf("%w: %s", err, out)
 				}
 			}
 		}()
