@@ -48,16 +48,23 @@ type Notifier interface {
 // NotifierFunc adapts a function to a Notifier.
 type NotifierFunc func(Event)
 
-// Notify calls f(e).
-func (f NotifierFunc) Notify(e Event) { f(e) }
+// Notify calls f(e); a nil f does nothing.
+func (f NotifierFunc) Notify(e Event) {
+	if f != nil {
+		f(e)
+	}
+}
 
-// LogEvents returns a Notifier that logs each event to logger: expired and
-// lost at level Warn; created, resized and refused at Info; acquired,
-// released and waiting — one or more per acquisition — at Debug, so a
-// logger at its default level (Info, as slog.Default) shows the changes
-// and refusals without a line per grant. Set the handler's level to Debug
-// to see every event.
+// LogEvents returns a Notifier that logs each event to logger (slog.Default()
+// when logger is nil): expired and lost at level Warn; created, resized and
+// refused at Info; acquired, released and waiting — one or more per
+// acquisition — at Debug, so a logger at its default level (Info, as
+// slog.Default) shows the changes and refusals without a line per grant. Set
+// the handler's level to Debug to see every event.
 func LogEvents(logger *slog.Logger) Notifier {
+	if logger == nil {
+		logger = slog.Default()
+	}
 	return NotifierFunc(func(e Event) {
 		level := slog.LevelDebug
 		switch e.Type {
@@ -150,4 +157,24 @@ func (d *dispatcher) flush() {
 		d.idle.Wait()
 	}
 	d.mu.Unlock()
+}
+
+// inlineEmitter calls one inline notifier.
+type inlineEmitter struct{ n Notifier }
+
+func (e inlineEmitter) Emit(ev Event) { e.n.Notify(ev) }
+
+// fanout calls the inline notifiers, then queues for the others.
+type fanout struct {
+	inline []Notifier
+	queued *dispatcher // nil without WithNotifier
+}
+
+func (f *fanout) Emit(ev Event) {
+	for _, n := range f.inline {
+		n.Notify(ev)
+	}
+	if f.queued != nil {
+		f.queued.Emit(ev)
+	}
 }

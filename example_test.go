@@ -154,7 +154,7 @@ locks:
 `))
 	fmt.Println(cfg, err)
 	// Output:
-	// <nil> sleeplock: invalid config line 5: locks[1] ("chat/*"): sleeplock: invalid slots 0: slots must be a positive integer no larger than 1000000
+	// <nil> sleeplock: invalid config line 6: locks[1] ("chat/*"): sleeplock: invalid slots 0: slots must be a positive integer no larger than 1000000
 }
 
 func ExampleLogEvents() {

@@ -224,16 +224,16 @@ func (x Lease) Release(ctx context.Context) error {
 // lock; otherwise nothing changes and Keep returns ErrNotHeld (and the
 // lease ends as lost).
 func (x Lease) Keep(ctx context.Context) error {
-	if err := x.ok(); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return err
 	}
 	g := x.grant()
 	start := time.Now()
-	_, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
+	exp, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
 	if rt := x.rt(); rt != nil {
 		switch {
 		case err == nil:
-			rt.extend(start.Add(rt.length))
+			rt.kept(start, exp)
 		case errors.Is(err, store.ErrNotHeld):
 			rt.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
 		}
@@ -251,7 +251,7 @@ func (x Lease) Held(ctx context.Context) (bool, error) {
 // Status reports whether the lease is held, with its times on the store's
 // clock.
 func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
-	if err := x.ok(); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return LeaseStatus{}, err
 	}
 	return x.l.store.Held(ctx, x.handle())
@@ -264,7 +264,7 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 // the lease is no longer held, and ErrUnsupported on stores without
 // transactions.
 func (x Lease) Guard(ctx context.Context, tx any) error {
-	if err := x.ok(); err != nil {
+	if err := x.usable(ctx); err != nil {
 		return err
 	}
 	g, ok := x.l.store.(store.Guarder)
@@ -307,6 +307,9 @@ func (x Lease) Err() error {
 	if x.l == nil {
 		return store.ErrNotHeld
 	}
+	if x.x == nil {
+		return x.l.mem.PlainErr(x.slot, x.token) // as the cause, without making the context
+	}
 	return context.Cause(x.Context())
 }
 
@@ -318,9 +321,7 @@ var endedContext = func() context.Context {
 }()
 
 // plainContext is the context of a plain lease of the memory store's fast
-// path, ended by the store's watcher.
+// path: made once, in the lease's holder record, on the first call.
 func (x Lease) plainContext() context.Context {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	x.l.watcher.Watch(x.handle(), func(reason error) { cancel(reason) })
-	return ctx
+	return x.l.mem.PlainContext(x.slot, x.token)
 }

@@ -160,7 +160,7 @@ func TestDoneAndContextAreIdempotent(t *testing.T) {
 	}
 	must(t, a.Release(ctx))
 	<-d
-	if !errors.Is(context.Cause(c), sleeplock.ErrReleased) || a.Err() != context.Cause(c) {
+	if !errors.Is(context.Cause(c), sleeplock.ErrReleased) || !errors.Is(a.Err(), context.Cause(c)) {
 		t.Fatalf("cause %v, Err %v", context.Cause(c), a.Err())
 	}
 }
@@ -192,4 +192,58 @@ func TestLogEventsLevels(t *testing.T) {
 	if strings.Contains(out, "sleeplock acquired") || strings.Contains(out, "sleeplock released") {
 		t.Errorf("grants are logged at Info:\n%s", out)
 	}
+}
+
+// An inline notifier sees every event as it happens, in the store's order,
+// together with a queued one.
+func TestInlineNotifier(t *testing.T) {
+	var inline []sleeplock.EventType
+	queued := make(chan sleeplock.Event, 16)
+	ctx := context.Background()
+	l := sleeplock.New(nil,
+		sleeplock.WithInlineNotifier(sleeplock.NotifierFunc(func(e sleeplock.Event) { inline = append(inline, e.Type) })),
+		sleeplock.WithNotifier(sleeplock.NotifierFunc(func(e sleeplock.Event) { queued <- e })))
+	must(t, l.Define(ctx, "k", 1))
+	a, err := l.TryAcquire(ctx, "k")
+	must(t, err)
+	if len(inline) != 2 || inline[1] != sleeplock.EventAcquired {
+		t.Fatalf("inline events after the grant: %v", inline)
+	}
+	must(t, a.Release(ctx))
+	must(t, l.Close())
+	if len(inline) != 3 || inline[2] != sleeplock.EventReleased || len(queued) != 3 {
+		t.Fatalf("inline %v, queued %d", inline, len(queued))
+	}
+	if err := sleeplock.New(nil, sleeplock.WithInlineNotifier(nil)).Define(ctx, "x", 1); !errors.Is(err, sleeplock.ErrInvalidConfig) {
+		t.Fatalf("WithInlineNotifier(nil): %v", err)
+	}
+}
+
+// A lease nobody renews ends at its expiry — unless its ref kept it through
+// another handle (LeaseOf(ref).Keep, as turns.KeepUser does): then it ends
+// at the expiry that Keep set.
+func TestNoKeepAliveLeaseKeptByRefElsewhere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := sleeplock.New(nil)
+		defer l.Close()
+		ctx := context.Background()
+		must(t, l.Define(ctx, "k", 1))
+		a, err := l.TryAcquire(ctx, "k", sleeplock.WithRef("click-1"), sleeplock.TTL(100*time.Millisecond), sleeplock.NoKeepAlive())
+		must(t, err)
+		time.Sleep(80 * time.Millisecond)
+		other, err := l.LeaseOf("click-1", []string{"k"}, sleeplock.TTL(100*time.Millisecond))
+		must(t, err)
+		must(t, other.Keep(ctx)) // now expires at 180 ms
+		time.Sleep(70 * time.Millisecond)
+		synctest.Wait()
+		select {
+		case <-a.Done():
+			t.Fatalf("a lease kept by its ref elsewhere ended at its first expiry: %v", a.Err())
+		default:
+		}
+		<-a.Done()
+		if !errors.Is(a.Err(), sleeplock.ErrLeaseLost) {
+			t.Fatalf("Err = %v", a.Err())
+		}
+	})
 }

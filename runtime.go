@@ -21,13 +21,16 @@ type runtime struct {
 	cancel context.CancelCauseFunc
 	once   sync.Once
 
-	// With a TTL: the keep-alive loop.
+	// With a TTL: the keep-alive loop, or a timer at the expiry of a lease
+	// nobody renews.
 	length    time.Duration // how long a grant or renewal holds: Hold when shorter than TTL
 	renew     atomic.Bool   // the loop renews (false: it only watches the expiry)
 	releasing atomic.Bool   // a Release is under way: a renewal refused is no loss
 	mu        sync.Mutex
 	deadline  time.Time     // local expiry: never later than the store's
 	failure   error         // the last renewal or release that failed
+	known     time.Time     // the store's expiry as last learnt (grant, Keep)
+	timer     *time.Timer   // without keep-alive: fires at the local deadline
 	poke      chan struct{} // wakes the loop when the deadline or renew changed
 	quit      chan struct{} // closed to stop the loop
 	quitOnce  sync.Once
@@ -82,14 +85,75 @@ func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *
 			rt.length = g.Hold
 		}
 		rt.deadline = start.Add(rt.length)
-		rt.renew.Store(c.keepAlive)
-		rt.poke = make(chan struct{}, 1)
-		rt.quit = make(chan struct{})
-		rt.exited = make(chan struct{})
+		rt.known = g.Expires
 		l.track(rt)
-		go rt.loop(start)
+		if c.keepAlive {
+			rt.renew.Store(true)
+			rt.poke = make(chan struct{}, 1)
+			rt.quit = make(chan struct{})
+			rt.exited = make(chan struct{})
+			go rt.loop(start)
+		} else {
+			// No goroutine for a lease nobody renews: a timer at its expiry.
+			rt.mu.Lock()
+			rt.timer = time.AfterFunc(time.Until(rt.deadline), rt.expire)
+			rt.mu.Unlock()
+		}
 	}
 	return rt
+}
+
+// expire runs when the local deadline of a lease without keep-alive
+// passes. The lease may have been kept meanwhile through another handle of
+// its ref (LeaseOf(ref).Keep, turns.KeepUser): the store says so by an
+// expiry later than the last one this lease knew of, and the timer is set
+// again for the difference. Otherwise the lease has expired: it is lost.
+func (rt *runtime) expire() {
+	if rt.ctx.Err() != nil {
+		return
+	}
+	if left := time.Until(rt.expiry()); left > 0 {
+		rt.rearm(left) // Keep moved it on
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
+	st, err := rt.l.store.Held(ctx, rt.g.Handle())
+	cancel()
+	rt.mu.Lock()
+	known := rt.known
+	rt.mu.Unlock()
+	if err == nil && st.Held && !st.Expires.IsZero() && st.Expires.After(known) && st.Expires.After(st.Now) {
+		left := st.Expires.Sub(st.Now)
+		rt.mu.Lock()
+		rt.known = st.Expires
+		rt.mu.Unlock()
+		rt.extend(time.Now().Add(left))
+		rt.rearm(left)
+		return
+	}
+	if err != nil {
+		rt.fail(err)
+	}
+	rt.lose(rt.expiredReason())
+}
+
+func (rt *runtime) rearm(d time.Duration) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.timer != nil && rt.ctx.Err() == nil {
+		rt.timer.Reset(d)
+	}
+}
+
+// kept records a renewal by this lease that started at start and gave the
+// store's expiry exp.
+func (rt *runtime) kept(start, exp time.Time) {
+	rt.mu.Lock()
+	if exp.After(rt.known) {
+		rt.known = exp
+	}
+	rt.mu.Unlock()
+	rt.extend(start.Add(rt.length))
 }
 
 // loop renews the lease every third of its length (Hold, or TTL) while
@@ -158,7 +222,7 @@ func (rt *runtime) expiry() time.Time {
 // extend moves the local deadline on to d (never back) after a renewal
 // that started before d-length.
 func (rt *runtime) extend(d time.Time) {
-	if rt.exited == nil {
+	if rt.length == 0 {
 		return
 	}
 	rt.mu.Lock()
@@ -177,6 +241,9 @@ func (rt *runtime) fail(err error) {
 }
 
 func (rt *runtime) wake() {
+	if rt.poke == nil {
+		return // a timer reads the deadline when it fires
+	}
 	select {
 	case rt.poke <- struct{}{}:
 	default:
@@ -200,7 +267,7 @@ func (rt *runtime) expiredReason() error {
 // store: the lease stays held there until it expires, and the loop
 // declares it lost then.
 func (rt *runtime) releaseFailed(err error) {
-	if rt.exited == nil {
+	if rt.length == 0 {
 		return
 	}
 	rt.fail(err)
@@ -212,8 +279,9 @@ func (rt *runtime) releaseFailed(err error) {
 func (rt *runtime) lose(reason error) {
 	rt.once.Do(func() {
 		rt.cancel(reason)
-		if rt.l.ev != nil {
-			rt.l.ev.Emit(store.Event{Type: store.EventLost, Lock: rt.g.Name, Ref: rt.g.Ref.String(), Kind: rt.g.Kind,
+		rt.stopTimer()
+		if rt.l.emitter != nil {
+			rt.l.emitter.Emit(store.Event{Type: store.EventLost, Lock: rt.g.Name, Ref: rt.g.Ref.String(), Kind: rt.g.Kind,
 				Token: rt.g.Token, Held: heldFor(rt.g.Acquired), Reason: reason})
 		}
 	})
@@ -239,5 +307,20 @@ func (rt *runtime) stop() {
 
 // end closes the lease with reason after a release.
 func (rt *runtime) end(reason error) {
-	rt.once.Do(func() { rt.cancel(reason) })
+	rt.once.Do(func() {
+		rt.cancel(reason)
+		rt.stopTimer()
+	})
+}
+
+// stopTimer stops the expiry timer of a lease without keep-alive, once
+// the lease has ended.
+func (rt *runtime) stopTimer() {
+	rt.mu.Lock()
+	t := rt.timer
+	rt.mu.Unlock()
+	if t != nil {
+		t.Stop()
+		rt.l.untrack(rt)
+	}
 }

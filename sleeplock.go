@@ -21,9 +21,10 @@ type Locks struct {
 	mem     *memstore.Store // the store, when it is a memory store (fast paths)
 	watcher store.Watcher   // non-nil when the store can tell at once of a lost hold
 	ttl     time.Duration
-	ev      *dispatcher // nil without a notifier
-	emitter store.Emitter
-	err     error // a bad Option, reported by every call
+	ev      *dispatcher   // nil without a notifier
+	emitter store.Emitter // nil without notifiers
+	inline  []Notifier    // WithInlineNotifier
+	err     error         // a bad Option, reported by every call
 
 	mu   sync.Mutex
 	live map[*runtime]struct{} // leases whose keep-alive runs
@@ -60,18 +61,57 @@ func WithTTL(d time.Duration) Option {
 	}
 }
 
-// WithNotifier sends every event of these Locks to n.
+// WithNotifier sends every event of these Locks to n, queued and delivered
+// on a goroutine of sleeplock's, so a slow n never delays the lock path. A
+// nil n (or a nil pointer or func in it) is a bad option: leave
+// WithNotifier out for none.
 func WithNotifier(n Notifier) Option {
 	return func(l *Locks) {
-		if n != nil {
-			l.ev = newDispatcher(n)
-			l.emitter = l.ev
+		if isNil(n) {
+			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithNotifier needs a Notifier (leave the option out for none)"))
+			return
 		}
+		l.ev = newDispatcher(n)
+		l.setEmitter()
+	}
+}
+
+// WithInlineNotifier sends every event of these Locks to n on the lock
+// path, as each change happens, with no queue: for notifiers that are
+// cheap, never block and are safe for concurrent use, such as metric
+// counters (package promevents). n runs on the caller's goroutine, on the
+// memory store while the lock's state is held, so a slow n slows every
+// caller of that lock, and n must not call the Locks. It may be given
+// more than once, and together with WithNotifier.
+func WithInlineNotifier(n Notifier) Option {
+	return func(l *Locks) {
+		if isNil(n) {
+			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithInlineNotifier needs a Notifier (leave the option out for none)"))
+			return
+		}
+		l.inline = append(l.inline, n)
+		l.setEmitter()
+	}
+}
+
+// setEmitter makes the emitter the stores are given from the notifiers.
+func (l *Locks) setEmitter() {
+	switch {
+	case len(l.inline) == 0 && l.ev == nil:
+		l.emitter = nil
+	case len(l.inline) == 0:
+		l.emitter = l.ev
+	case len(l.inline) == 1 && l.ev == nil:
+		l.emitter = inlineEmitter{l.inline[0]}
+	default:
+		l.emitter = &fanout{inline: l.inline, queued: l.ev}
 	}
 }
 
 // New returns Locks kept in s, or in a new memory store when s is nil. A bad
-// option (a TTL that is not positive) makes every call return its error.
+// option (a TTL that is not positive, a nil option or notifier) makes every
+// call return its error. Every method of a nil or zero Locks, and every call
+// given a nil context, returns an error matching ErrInvalid.
 func New(s store.Store, opts ...Option) *Locks {
 	l := &Locks{store: s}
 	if s == nil {
@@ -82,19 +122,31 @@ func New(s store.Store, opts ...Option) *Locks {
 	l.watcher, _ = l.store.(store.Watcher)
 	l.mem, _ = l.store.(*memstore.Store)
 	for _, o := range opts {
+		if o == nil {
+			l.setErr(errNilOption)
+			continue
+		}
 		o(l)
 	}
 	return l
 }
 
 // Store returns the store the locks are kept in.
-func (l *Locks) Store() store.Store { return l.store }
+func (l *Locks) Store() store.Store {
+	if l == nil {
+		return nil
+	}
+	return l.store
+}
 
 // Close closes the store, ends the keep-alives of the leases still held
 // (they are lost: Done closes, their contexts are cancelled) and delivers
 // the events still queued. Leases are not released: other processes take
 // them over after their TTL. Callers waiting to acquire return ErrClosed.
 func (l *Locks) Close() error {
+	if l == nil || l.store == nil {
+		return errNoLocks
+	}
 	err := l.store.Close()
 	l.mu.Lock()
 	live := make([]*runtime, 0, len(l.live))
@@ -104,7 +156,9 @@ func (l *Locks) Close() error {
 	l.mu.Unlock()
 	for _, rt := range live {
 		rt.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
-		<-rt.exited
+		if rt.exited != nil {
+			<-rt.exited
+		}
 	}
 	if l.ev != nil {
 		l.ev.flush()
@@ -118,8 +172,8 @@ func (l *Locks) Close() error {
 // use. Defining the same lock again with the same slots does nothing; with
 // other slots it is a *ConflictError (use Resize).
 func (l *Locks) Define(ctx context.Context, name string, slots int) error {
-	if l.err != nil {
-		return l.err
+	if err := l.usable(ctx); err != nil {
+		return err
 	}
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return err
@@ -132,8 +186,8 @@ func (l *Locks) Define(ctx context.Context, name string, slots int) error {
 // holders. With fewer slots than holders, new grants wait until enough
 // holders have released.
 func (l *Locks) Resize(ctx context.Context, name string, slots int) error {
-	if l.err != nil {
-		return l.err
+	if err := l.usable(ctx); err != nil {
+		return err
 	}
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return err
@@ -163,8 +217,8 @@ func (l *Locks) StateDetail(ctx context.Context, name string) (State, error) {
 }
 
 func (l *Locks) state(ctx context.Context, name string, detail bool) (State, error) {
-	if l.err != nil {
-		return State{}, l.err
+	if err := l.usable(ctx); err != nil {
+		return State{}, err
 	}
 	if err := store.CheckDefinition(name, 1); err != nil {
 		return State{}, err
@@ -175,8 +229,8 @@ func (l *Locks) state(ctx context.Context, name string, detail bool) (State, err
 // List reports the state of every defined lock and family and of every
 // family member in use, sorted by name, with holders and queues.
 func (l *Locks) List(ctx context.Context) ([]State, error) {
-	if l.err != nil {
-		return nil, l.err
+	if err := l.usable(ctx); err != nil {
+		return nil, err
 	}
 	return l.store.List(ctx, true)
 }
@@ -209,14 +263,12 @@ func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireO
 }
 
 func (l *Locks) acquire(ctx context.Context, name string, names []string, wait bool, opts []AcquireOption) (Lease, error) {
-	if l.err != nil {
-		return Lease{}, l.err
+	if err := l.usable(ctx); err != nil {
+		return Lease{}, err
 	}
 	if len(opts) == 0 && names == nil && l.mem != nil && l.emitter == nil && l.ttl == 0 {
-		// The memory store's fast path: an anonymous lease of one lock.
-		if err := store.CheckName(name); err != nil {
-			return Lease{}, err
-		}
+		// The memory store's fast path: an anonymous lease of one lock
+		// (the store checks a name it does not hold already).
 		ref := store.NewRef()
 		slot, token, err := l.mem.AcquirePlain(ctx, name, ref, wait)
 		if err != nil {
@@ -271,6 +323,10 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
 	p := &c
 	for _, o := range opts {
+		if o == nil {
+			p.fail(errNilOption)
+			continue
+		}
 		o(p)
 	}
 	return *p
@@ -412,8 +468,8 @@ func BindTo(ctx context.Context) AcquireOption {
 // holds of names then; it has no token and no keep-alive. Keep renews it
 // with the TTL and Hold given here (or the Locks' default TTL).
 func (l *Locks) LeaseOf(ref string, names []string, opts ...AcquireOption) (Lease, error) {
-	if l.err != nil {
-		return Lease{}, l.err
+	if err := l.valid(); err != nil {
+		return Lease{}, err
 	}
 	c := withOptions(acquireConfig{ttl: l.ttl}, append([]AcquireOption{WithRef(ref)}, opts...))
 	if c.err != nil {
@@ -439,6 +495,9 @@ func (l *Locks) LeaseOf(ref string, names []string, opts ...AcquireOption) (Leas
 // this call released them: of several callers at most one gets true. A
 // lease with no TTL is never stale.
 func (l *Locks) ReleaseStale(ctx context.Context, ref string, names []string, staleAfter time.Duration) (bool, error) {
+	if err := l.usable(ctx); err != nil {
+		return false, err
+	}
 	lease, err := l.LeaseOf(ref, names)
 	if err != nil {
 		return false, err
@@ -456,6 +515,9 @@ func (l *Locks) ReleaseStale(ctx context.Context, ref string, names []string, st
 // error, or the acquisition's error.
 func Execute[T any](ctx context.Context, l *Locks, name string, fn func(ctx context.Context) (T, error), opts ...AcquireOption) (T, error) {
 	var zero T
+	if fn == nil {
+		return zero, store.Invalid(store.ErrInvalidConfig, "nil", "Execute needs a function to run")
+	}
 	opts = append(opts[:len(opts):len(opts)], func(c *acquireConfig) { c.execute = ctx })
 	lease, err := l.Acquire(ctx, name, opts...)
 	if err != nil {

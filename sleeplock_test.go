@@ -14,57 +14,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestReadConfigNamesEntryAndLine(t *testing.T) {
-	cases := []struct {
-		yaml string
-		line int
-		want error
-		text string
-	}{
-		{"locks:\n  - name: a\n    slots: 2\n  - name: b\n    slots: 0\n", 4, sleeplock.ErrInvalidSlots, `locks[1] ("b")`},
-		{"locks:\n  - name: a\n    slots: 2\n  - slots: 3\n", 4, sleeplock.ErrInvalidName, "locks[1]"},
-		{"locks:\n  - name: a\n    slots: 1\n  - name: a\n    slots: 1\n", 4, sleeplock.ErrAlreadyDefined, "declared again"},
-		{"locks:\n  - name: a\n    slot: 2\n", 3, nil, `unknown field "slot"`},
-		{"locks:\n  - name: a\n    slots: two\n", 3, nil, "int"},
-		{"locks: [\n", 0, nil, ""},
-		{"lock:\n  - name: a\n", 1, nil, `unknown field "lock"`},
-	}
-	for _, c := range cases {
-		cfg, err := sleeplock.ReadConfig(strings.NewReader(c.yaml))
-		var ce *sleeplock.ConfigError
-		if cfg != nil || !errors.As(err, &ce) || !errors.Is(err, sleeplock.ErrInvalidConfig) {
-			t.Errorf("%q: got %v, %v; want a *ConfigError", c.yaml, cfg, err)
-			continue
-		}
-		if c.line != 0 && ce.Line != c.line {
-			t.Errorf("%q: line %d, want %d (%v)", c.yaml, ce.Line, c.line, err)
-		}
-		if c.want != nil && !errors.Is(err, c.want) {
-			t.Errorf("%q: %v does not match %v", c.yaml, err, c.want)
-		}
-		if !strings.Contains(err.Error(), c.text) {
-			t.Errorf("%q: %q does not say %q", c.yaml, err, c.text)
-		}
-	}
-}
-
-func TestReadConfigGood(t *testing.T) {
-	cfg, err := sleeplock.ReadConfig(strings.NewReader("# locks of the app\nlocks:\n  - name: test1\n    slots: 2\n  - name: chat/*\n    slots: 1\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cfg.Locks) != 2 || cfg.Locks[0] != (sleeplock.LockConfig{Name: "test1", Slots: 2, Line: 3}) || cfg.Locks[1].Line != 5 {
-		t.Fatalf("config %+v", cfg.Locks)
-	}
-	empty, err := sleeplock.ReadConfig(strings.NewReader(""))
-	if err != nil || len(empty.Locks) != 0 {
-		t.Fatalf("empty config: %+v %v", empty, err)
-	}
-	if _, err := sleeplock.LoadConfig("/nonexistent/locks.yaml"); !errors.Is(err, sleeplock.ErrInvalidConfig) {
-		t.Fatalf("missing file: %v", err)
-	}
-}
-
 func TestBadOptionFailsEveryCall(t *testing.T) {
 	l := sleeplock.New(nil, sleeplock.WithTTL(0))
 	defer l.Close()
@@ -184,28 +133,6 @@ func FuzzDefineName(f *testing.F) {
 				t.Fatalf("TryAcquire of a defined lock %q: %v", name, err)
 			}
 			_ = lease.Release(ctx)
-		}
-	})
-}
-
-func FuzzReadConfig(f *testing.F) {
-	f.Add("locks:\n  - name: a\n    slots: 2\n")
-	f.Add("locks: [{name: b, slots: 0}]")
-	f.Add("locks:\n  - name: \"\\x01\"\n    slots: 1\n")
-	f.Add("- - -")
-	f.Fuzz(func(t *testing.T, text string) {
-		cfg, err := sleeplock.ReadConfig(strings.NewReader(text))
-		if err != nil {
-			if !errors.Is(err, sleeplock.ErrInvalidConfig) {
-				t.Fatalf("ReadConfig error %v is not ErrInvalidConfig", err)
-			}
-			return
-		}
-		ctx := context.Background()
-		l := sleeplock.New(nil)
-		defer l.Close()
-		if err := l.Apply(ctx, cfg); err != nil {
-			t.Fatalf("a config that parsed does not apply: %v", err)
 		}
 	})
 }

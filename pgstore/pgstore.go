@@ -235,7 +235,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	pc, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, store.Invalid(store.ErrInvalidConfig, "DSN", "cannot be parsed: "+redact(err.Error()))
+		return nil, store.Invalid(store.ErrInvalidConfig, "DSN", "cannot be parsed: "+redactDSN(err.Error(), dsn))
 	}
 	ConfigurePool(pc)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)

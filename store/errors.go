@@ -83,11 +83,19 @@ type InvalidError struct {
 }
 
 func (e *InvalidError) Error() string {
+	if e == nil || e.Kind == nil {
+		return ErrInvalid.Error()
+	}
 	return e.Kind.Error() + " " + e.Value + ": " + e.Rule
 }
 
 // Unwrap returns the kind and ErrInvalid.
-func (e *InvalidError) Unwrap() []error { return []error{e.Kind, ErrInvalid} }
+func (e *InvalidError) Unwrap() []error {
+	if e == nil || e.Kind == nil {
+		return []error{ErrInvalid}
+	}
+	return []error{e.Kind, ErrInvalid}
+}
 
 // Invalid builds an *InvalidError.
 func Invalid(kind error, value, rule string) error {
@@ -103,6 +111,9 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
+	if e == nil {
+		return ErrAlreadyDefined.Error()
+	}
 	return fmt.Sprintf("sleeplock: lock %q already defined with %d slots (asked for %d; use Resize to change it)",
 		e.Name, e.Slots, e.Requested)
 }
@@ -122,6 +133,9 @@ type BusyError struct {
 }
 
 func (e *BusyError) Error() string {
+	if e == nil {
+		return ErrUnavailable.Error()
+	}
 	s := "sleeplock: lock " + strconv.Quote(e.Lock) + " unavailable"
 	switch {
 	case e.Queued && e.Ref == "":

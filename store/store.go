@@ -116,6 +116,9 @@ type AcquireRequest struct {
 
 // Names returns the request's locks in the caller's order.
 func (r *AcquireRequest) Names() []string {
+	if r == nil {
+		return nil
+	}
 	return append([]string{r.Name}, r.More...)
 }
 
@@ -138,7 +141,12 @@ type Grant struct {
 }
 
 // Handle returns the handle that names g's hold.
-func (g *Grant) Handle() Handle { return Handle{Lock: g.Lock, More: g.More, Ref: g.Ref} }
+func (g *Grant) Handle() Handle {
+	if g == nil {
+		return Handle{}
+	}
+	return Handle{Lock: g.Lock, More: g.More, Ref: g.Ref}
+}
 
 // Handle names a hold: locks and ref, and tokens where known (a token of 0
 // matches any hold of the ref).
@@ -150,6 +158,9 @@ type Handle struct {
 
 // Each calls f for every lock of h in order.
 func (h *Handle) Each(f func(Lock)) {
+	if h == nil || f == nil {
+		return
+	}
 	f(h.Lock)
 	for _, l := range h.More {
 		f(l)

@@ -139,6 +139,9 @@ func clip(s string) string {
 // FamilyOf returns the family patterns that could cover name, most specific
 // first: "a/b/c" → "a/b/*", "a/*".
 func FamilyOf(name string, yield func(pattern string) bool) {
+	if yield == nil {
+		return
+	}
 	for i := len(name) - 1; i > 0; i-- {
 		if name[i] == '/' && i < len(name)-1 {
 			if !yield(name[:i] + FamilySuffix) {

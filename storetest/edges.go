@@ -32,7 +32,7 @@ func wantEnded(t *testing.T, x sleeplock.Lease, want error) {
 	if err := x.Err(); err == nil || err.Error() != cause.Error() {
 		t.Fatalf("Err() = %v, want the context's cause %v", err, cause)
 	}
-	if x.Done() != x.Done() || x.Context() != x.Context() {
+	if d, c := x.Done(), x.Context(); d != x.Done() || c != x.Context() {
 		t.Fatal("Done or Context is not the same on every call")
 	}
 }

@@ -131,6 +131,12 @@ func New(locks *sleeplock.Locks, opts ...Option) *Turns {
 		ttl:        DefaultTTL,
 	}
 	for _, o := range opts {
+		if o == nil {
+			if t.err == nil {
+				t.err = invalid(sleeplock.ErrInvalidConfig, "nil", "an option must not be nil")
+			}
+			continue
+		}
 		o(t)
 	}
 	if t.err == nil && locks == nil {
@@ -148,12 +154,20 @@ func New(locks *sleeplock.Locks, opts ...Option) *Turns {
 }
 
 // TTL returns the TTL of a turn's locks.
-func (t *Turns) TTL() time.Duration { return t.ttl }
+func (t *Turns) TTL() time.Duration {
+	if t == nil {
+		return 0
+	}
+	return t.ttl
+}
 
 // Define creates the two lock families, "chat/*" and "user/*" (or those
 // set by the options), with one slot each. Defining them again does
 // nothing, so every node may call it at start-up.
 func (t *Turns) Define(ctx context.Context) error {
+	if t == nil {
+		return errNoTurns
+	}
 	if t.err != nil {
 		return t.err
 	}
@@ -164,10 +178,20 @@ func (t *Turns) Define(ctx context.Context) error {
 }
 
 // ChatLock returns the name of the chat's lock ("chat/42").
-func (t *Turns) ChatLock(chat string) string { return t.chatFamily + "/" + chat }
+func (t *Turns) ChatLock(chat string) string {
+	if t == nil {
+		return ""
+	}
+	return t.chatFamily + "/" + chat
+}
 
 // UserLock returns the name of the user's lock ("user/7").
-func (t *Turns) UserLock(user string) string { return t.userFamily + "/" + user }
+func (t *Turns) UserLock(user string) string {
+	if t == nil {
+		return ""
+	}
+	return t.userFamily + "/" + user
+}
 
 // Acquire takes both locks for turnRef, or neither, in one atomic step.
 // The chat is tried first, so a second turn in the same chat is
@@ -467,6 +491,9 @@ func (t *Turns) both(chat, user string) ([]string, error) {
 }
 
 func (t *Turns) chatName(chat string) (string, error) {
+	if t == nil {
+		return "", errNoTurns
+	}
 	if t.err != nil {
 		return "", t.err
 	}
@@ -477,6 +504,9 @@ func (t *Turns) chatName(chat string) (string, error) {
 }
 
 func (t *Turns) userName(user string) (string, error) {
+	if t == nil {
+		return "", errNoTurns
+	}
 	if t.err != nil {
 		return "", t.err
 	}
@@ -511,6 +541,9 @@ func checkHold(ttl, hold time.Duration) error {
 	}
 	return nil
 }
+
+// errNoTurns is the error of every call on a nil *Turns.
+var errNoTurns = invalid(sleeplock.ErrInvalidConfig, "nil", "a *Turns must come from turns.New")
 
 func invalid(kind error, value, rule string) error {
 	return &sleeplock.InvalidError{Kind: kind, Value: value, Rule: rule}

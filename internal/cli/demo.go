@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,11 @@ var _ = register("demo", "run ex_sleeplock's walk-through: tasks share a lock wi
 
 // demo is ex_sleeplock's walk-through: tasks queue for a lock with fewer
 // slots than tasks, each works about a second while it holds a slot.
+//
+// Tasks start one at a time: "Queued [i]" is printed once task i has
+// joined the lock's queue (or got a slot at once), and only then does task
+// i+1 start. So the queue order is the Queued order, and the Lock lines,
+// printed from the lock's events in grant order, follow it (FIFO).
 func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("demo", errOut, "[flags]")
 	tasks := fs.Int("tasks", 6, "number of tasks")
@@ -40,29 +47,63 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 		defer mu.Unlock()
 		fmt.Fprintf(out, format+"\n", args...)
 	}
-	var opts []sleeplock.Option
-	if *events {
-		opts = append(opts, sleeplock.WithNotifier(sleeplock.NotifierFunc(func(e sleeplock.Event) {
-			say("  event %-8s running %d, waiting %d", e.Type, e.Running, e.Waiting)
-		})))
+	const name, refPrefix = "test_sleepwalk", "task-"
+	// The lines come from the lock's events, which are delivered one at a
+	// time in the store's order: "Queued [i]" when task i joins the queue
+	// (or, for a task that gets a slot at once, just before its Lock line),
+	// "Lock [i]" when it is granted a slot. joined[i] is closed after
+	// task i+1's Queued line, locked[i] after its Lock line.
+	joined := make([]chan struct{}, *tasks)
+	locked := make([]chan struct{}, *tasks)
+	for i := range joined {
+		joined[i], locked[i] = make(chan struct{}), make(chan struct{})
 	}
-	locks := sleeplock.New(nil, opts...)
+	queuedSaid := make([]bool, *tasks) // only the notifier touches it
+	notifier := sleeplock.NotifierFunc(func(e sleeplock.Event) {
+		if *events {
+			say("  event %-8s running %d, waiting %d", e.Type, e.Running, e.Waiting)
+		}
+		if e.Lock != name || (e.Type != sleeplock.EventAcquired && e.Type != sleeplock.EventWaiting) {
+			return
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(e.Ref, refPrefix))
+		if err != nil || n < 1 || n > len(joined) {
+			return
+		}
+		if !queuedSaid[n-1] {
+			queuedSaid[n-1] = true
+			say("Queued  [%d] at: %s.", n, now())
+			close(joined[n-1])
+		}
+		if e.Type == sleeplock.EventAcquired {
+			say("Lock    [%d] at: %s.", n, now())
+			close(locked[n-1])
+		}
+	})
+	locks := sleeplock.New(nil, sleeplock.WithNotifier(notifier))
 	defer func() { _ = locks.Close() }()
-	const name = "test_sleepwalk"
 	if err := locks.Define(ctx, name, *slots); err != nil {
 		return err
 	}
 	results := make([]int, *tasks)
 	errs := make([]error, *tasks)
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	// Start the tasks one at a time, each once the one before has joined
+	// the queue: the queue order is the task order.
 	for i := range *tasks {
 		idx := i + 1
-		say("Queued  [%d] at: %s.", idx, now())
+		done := make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(done)
 			results[i], errs[i] = sleeplock.Execute(ctx, locks, name, func(ctx context.Context) (int, error) {
-				say("Lock    [%d] at: %s.", idx, now())
+				select { // work after the Lock line is out
+				case <-locked[i]:
+				case <-ctx.Done():
+					return 0, context.Cause(ctx)
+				}
 				d := *work
 				if *jitter > 0 {
 					d += rand.N(*jitter)
@@ -74,8 +115,17 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 				}
 				say("Release [%d] at: %s.", idx, now())
 				return idx, nil
-			})
+			}, sleeplock.WithRef(refPrefix+strconv.Itoa(idx)))
 		}()
+		select {
+		case <-joined[i]:
+		case <-done: // finished, or failed before it joined
+			if errs[i] != nil {
+				return errs[i]
+			}
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
 	}
 	wg.Wait()
 	for _, err := range errs {

@@ -3,23 +3,32 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/internal/lockview"
 )
 
-var _ = register("state", "show locks: slots, running, waiting and holders", runState)
+var _ = register("state", "show locks: slots, running, waiting, holders and queue", runState)
 
 func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("state", errOut, "[flags] [NAME…]")
 	sf := addStoreFlags(fs)
-	asJSON := fs.Bool("json", false, "print JSON")
+	asJSON := fs.Bool("json", false, "print JSON: a list of locks, [] for none")
+	watch := fs.Bool("watch", false, "redraw every --every until interrupted")
+	every := fs.Duration("every", time.Second, "with --watch, the time between redraws")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *every <= 0 {
+		return usagef("--every must be positive, got %v", *every)
 	}
 	s, err := sf.open(ctx)
 	if err != nil {
@@ -27,13 +36,42 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
+	names := fs.Args()
+	if !*watch {
+		return showStates(ctx, locks, names, *asJSON, out)
+	}
+	clear := isTerminal(out)
+	tick := time.NewTicker(*every)
+	defer tick.Stop()
+	for {
+		switch {
+		case clear:
+			fmt.Fprint(out, "\x1b[H\x1b[2J") // home, clear screen
+		case !*asJSON: // JSON documents follow each other as a stream
+			fmt.Fprintln(out, "--", now())
+		}
+		if err := showStates(ctx, locks, names, *asJSON, out); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-tick.C:
+		}
+	}
+}
+
+// showStates prints the states of names, or of every lock when names is
+// empty, as a table or as JSON.
+func showStates(ctx context.Context, locks *sleeplock.Locks, names []string, asJSON bool, out io.Writer) error {
 	var states []sleeplock.State
-	if fs.NArg() == 0 {
+	var err error
+	if len(names) == 0 {
 		if states, err = locks.List(ctx); err != nil {
 			return err
 		}
 	} else {
-		for _, name := range fs.Args() {
+		for _, name := range names {
 			st, err := locks.StateDetail(ctx, name)
 			if err != nil {
 				return err
@@ -41,20 +79,32 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 			states = append(states, st)
 		}
 	}
-	if *asJSON {
+	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(states)
+		return enc.Encode(lockview.All(states))
 	}
 	printStates(out, states)
 	return nil
 }
 
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
 func printStates(out io.Writer, states []sleeplock.State) {
+	if len(states) == 0 {
+		fmt.Fprintln(out, `no locks: define one with "sleeplock define NAME SLOTS" or "sleeplock apply FILE"`)
+		return
+	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tSLOTS\tRUNNING\tWAITING\tHOLDERS")
+	fmt.Fprintln(tw, "LOCK\tSLOTS\tRUNNING\tWAITING\tHOLDERS\tQUEUE")
 	for _, st := range states {
-		name := st.Name
 		var holders []string
 		for _, h := range st.Holders {
 			s := h.Ref
@@ -73,9 +123,30 @@ func printStates(out io.Writer, states []sleeplock.State) {
 			}
 			holders = append(holders, s)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", name, st.Slots, st.Running, st.Waiting, strings.Join(holders, "; "))
+		var queue []string
+		for i, w := range st.Queue {
+			s := fmt.Sprintf("%d. %s", i+1, w.Ref)
+			if w.Kind != "" {
+				s += " (" + w.Kind + ")"
+			}
+			if !w.Since.IsZero() {
+				s += " waited " + roundDur(st.Now.Sub(w.Since))
+			}
+			if len(w.Locks) > 1 {
+				s += " for " + strings.Join(w.Locks, "+")
+			}
+			queue = append(queue, s)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Slots, st.Running, st.Waiting, orDash(holders), orDash(queue))
 	}
 	_ = tw.Flush()
+}
+
+func orDash(items []string) string {
+	if len(items) == 0 {
+		return "-"
+	}
+	return strings.Join(items, "; ")
 }
 
 func roundDur(d time.Duration) string {
@@ -89,8 +160,11 @@ func roundDur(d time.Duration) string {
 	}
 }
 
-var _ = register("release", "release a holder's slot by its ref (operator clean-up)", runRelease)
+var _ = register("release", "release a holder's slots by its ref (operator clean-up)", runRelease)
 
+// runRelease releases what --ref holds of every NAME, all or nothing: it
+// first checks that the ref holds each of them (and, with --stale, that
+// its lease of the first has expired) and changes nothing otherwise.
 func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("release", errOut, "[flags] NAME…")
 	sf := addStoreFlags(fs)
@@ -99,8 +173,14 @@ func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *ref == "" || fs.NArg() == 0 {
+	names := fs.Args()
+	if *ref == "" || len(names) == 0 {
 		return usagef("give the lock names and --ref REF")
+	}
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return usagef("lock %q is named twice", n)
+		}
 	}
 	s, err := sf.open(ctx)
 	if err != nil {
@@ -108,24 +188,48 @@ func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
+	lease, err := locks.LeaseOf(*ref, names) // checks the names; changes nothing
+	if err != nil {
+		return err
+	}
+	// All or nothing: refuse unless ref holds every name.
+	var missing []string
+	for _, n := range names {
+		st, err := locks.StateDetail(ctx, n)
+		if err != nil {
+			return fmt.Errorf("%w: nothing released", err)
+		}
+		if !slices.ContainsFunc(st.Holders, func(h sleeplock.Holder) bool { return h.Ref == *ref }) {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %q does not hold %s: nothing released", sleeplock.ErrNotHeld, *ref, strings.Join(missing, ", "))
+	}
+	list := strings.Join(names, ", ")
 	if *stale {
-		ok, err := locks.ReleaseStale(ctx, *ref, fs.Args(), 0)
+		ok, err := locks.ReleaseStale(ctx, *ref, names, 0)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%q holds no expired lease of %q: nothing released", *ref, fs.Arg(0))
+			msg := fmt.Sprintf("the lease of %q on %s has not expired: nothing released", *ref, names[0])
+			if st, err := lease.Status(ctx); err == nil && !st.Expires.IsZero() {
+				msg += fmt.Sprintf(" (it expires in %s)", roundDur(st.Expires.Sub(st.Now)))
+			} else if err == nil && st.Held {
+				msg += " (it never expires)"
+			}
+			return errors.New(msg)
 		}
-		fmt.Fprintf(out, "released the stale lease of %q\n", *ref)
+		fmt.Fprintf(out, "released the stale lease of %q on %s\n", *ref, list)
 		return nil
 	}
-	lease, err := locks.LeaseOf(*ref, fs.Args())
-	if err != nil {
-		return err
-	}
 	if err := lease.Release(ctx); err != nil {
+		if errors.Is(err, sleeplock.ErrNotHeld) {
+			return fmt.Errorf("%q no longer holds some of %s (expired, taken over or released by someone else; an expired lease goes with --stale); see sleeplock state: %w", *ref, list, err)
+		}
 		return err
 	}
-	fmt.Fprintf(out, "released %q\n", *ref)
+	fmt.Fprintf(out, "released %q on %s\n", *ref, list)
 	return nil
 }

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/sqlitestore"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -22,34 +25,88 @@ type storeFlags struct {
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
-		dsn:    fs.String("store", "", "the store: postgres://… (default $SLEEPLOCK_STORE)"),
+		dsn: fs.String("store", "", "the store: sqlite:PATH, postgres://… or host=… dbname=… "+
+			"(default $SLEEPLOCK_STORE, else sqlite:$XDG_STATE_HOME/sleeplock/locks.db)"),
 		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL schema of sleeplock's tables"),
 	}
 }
 
-// target returns the DSN of the store the flags name.
-func (f storeFlags) target() (string, error) {
+// storeKind says which store a target names.
+type storeKind int
+
+const (
+	sqliteStore storeKind = iota + 1
+	postgresStore
+)
+
+// keyValueDSN matches the start of a libpq key=value connection string.
+var keyValueDSN = regexp.MustCompile(`^\s*[A-Za-z_]+\s*=`)
+
+// target returns the store the flags name: its kind and its DSN (for
+// SQLite, the file's path). With neither --store nor SLEEPLOCK_STORE it is
+// the SQLite file in the user's state directory, whose directory is made
+// if missing.
+func (f storeFlags) target() (storeKind, string, error) {
 	dsn := *f.dsn
 	if dsn == "" {
 		dsn = os.Getenv("SLEEPLOCK_STORE")
 	}
 	switch {
 	case dsn == "":
-		return "", usagef("no store: give --store postgres://… or set SLEEPLOCK_STORE")
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return dsn, nil
+		path, err := defaultSQLitePath()
+		if err != nil {
+			return 0, "", err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return 0, "", fmt.Errorf("%w: cannot make the default store's directory: %w", store.ErrInvalidConfig, err)
+		}
+		return sqliteStore, path, nil
 	case strings.HasPrefix(dsn, "sqlite:"):
-		return "", fmt.Errorf("%w: the SQLite store is not available yet; use postgres://…", store.ErrUnsupported)
+		path := strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "//")
+		if path == "" {
+			return 0, "", usagef("store %q names no file: want sqlite:PATH", dsn)
+		}
+		if rest, ok := strings.CutPrefix(path, "~/"); ok {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return 0, "", fmt.Errorf("%w: cannot expand ~: %w", store.ErrInvalidConfig, err)
+			}
+			path = filepath.Join(home, rest)
+		}
+		return sqliteStore, path, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), keyValueDSN.MatchString(dsn):
+		return postgresStore, dsn, nil
 	default:
-		return "", usagef("unknown store %q: want postgres://…", redactDSN(dsn))
+		return 0, "", usagef("unknown store %q: want sqlite:PATH, postgres://… or host=… dbname=…", redactDSN(dsn))
 	}
+}
+
+// defaultSQLitePath is $XDG_STATE_HOME/sleeplock/locks.db, else
+// ~/.local/state/sleeplock/locks.db.
+func defaultSQLitePath() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "sleeplock", "locks.db"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("%w: no home directory for the default store (give --store or set SLEEPLOCK_STORE): %w",
+			store.ErrInvalidConfig, err)
+	}
+	return filepath.Join(home, ".local", "state", "sleeplock", "locks.db"), nil
 }
 
 // open opens the store named by the flags.
 func (f storeFlags) open(ctx context.Context) (store.Store, error) {
-	dsn, err := f.target()
+	kind, dsn, err := f.target()
 	if err != nil {
 		return nil, err
+	}
+	if kind == sqliteStore {
+		s, err := sqlitestore.Open(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	s, err := pgstore.Open(ctx, dsn, pgstore.WithSchema(*f.schema))
 	if err != nil {
@@ -63,16 +120,27 @@ var _ = register("migrate", "create or upgrade the store's tables", runMigrate)
 func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("migrate", errOut, "[flags]")
 	sf := addStoreFlags(fs)
-	unlogged := fs.Bool("unlogged", false, "make the lease and queue tables UNLOGGED: faster, but leases vanish if the database crashes or fails over")
+	unlogged := fs.Bool("unlogged", false, "PostgreSQL: make the lease and queue tables UNLOGGED: faster, but leases vanish if the database crashes or fails over")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
-	dsn, err := sf.target()
+	kind, dsn, err := sf.target()
 	if err != nil {
 		return err
+	}
+	if kind == sqliteStore {
+		if *unlogged {
+			return usagef("--unlogged is for PostgreSQL stores")
+		}
+		v, err := sqlitestore.Migrate(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "SQLite database %s is at schema version %d\n", dsn, v)
+		return nil
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -94,7 +162,7 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 	return nil
 }
 
-// redactDSN hides a password in a DSN.
+// redactDSN hides a password in a DSN (URL or key=value).
 func redactDSN(dsn string) string {
 	if i := strings.Index(dsn, "://"); i >= 0 {
 		if at := strings.Index(dsn[i+3:], "@"); at >= 0 {
@@ -104,5 +172,7 @@ func redactDSN(dsn string) string {
 			}
 		}
 	}
-	return dsn
+	return passwordKV.ReplaceAllString(dsn, "${1}xxxxx")
 }
+
+var passwordKV = regexp.MustCompile(`(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)

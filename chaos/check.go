@@ -1,0 +1,286 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Dist is a distribution of durations.
+type Dist struct {
+	N             int
+	P50, P99, Max time.Duration
+}
+
+func distOf(ds []time.Duration) Dist {
+	if len(ds) == 0 {
+		return Dist{}
+	}
+	slices.Sort(ds)
+	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	return Dist{N: len(ds), P50: q(0.50), P99: q(0.99), Max: ds[len(ds)-1]}
+}
+
+// String prints the count, p50, p99 and max, rounded to 0.1ms.
+func (d Dist) String() string {
+	if d.N == 0 {
+		return "n=0"
+	}
+	r := func(x time.Duration) time.Duration { return x.Round(100 * time.Microsecond) }
+	return fmt.Sprintf("n=%d p50=%v p99=%v max=%v", d.N, r(d.P50), r(d.P99), r(d.Max))
+}
+
+// Findings is what Check reads from a run's tables.
+type Findings struct {
+	Holdings int64            // grants recorded by the workers
+	Writes   int64            // accepted writes
+	Stats    map[string]int64 // the workers' counters, summed
+	Faults   map[string]int   // faults by kind
+
+	// Overlaps counts holdings that began while their lock already had as
+	// many holdings as slots: a holding spans from just after its grant
+	// (observed) to its last accepted write.
+	Overlaps int64
+	// LateWrites counts writes to a one-slot resource accepted after a grant
+	// of a newer token of that lock was observed: a write by a holder whose
+	// lease had been taken over.
+	LateWrites int64
+	// Unheld counts accepted writes made while their lease was no longer
+	// held, as a probe in the write's own transaction found (workers
+	// without Guard only: with Guard such a write is refused).
+	Unheld     int64
+	MaxHolders map[string]int // the most holdings of each lock at once
+
+	KillTakeover  Dist // kill -9 of a holder → next grant of its lock
+	PauseTakeover Dist // SIGSTOP of a holder → next grant of its lock
+	Handoff       Dist // release → grant to a caller that was waiting
+}
+
+// Violations is the number of safety violations found: Overlaps +
+// LateWrites + Unheld.
+func (f *Findings) Violations() int64 { return f.Overlaps + f.LateWrites + f.Unheld }
+
+// Check reads the run's tables in schema and checks its safety: no lock
+// with more holdings than slots at any moment, no write accepted from a
+// holder whose one-slot lease was taken over. It also measures the kill→
+// takeover, pause→takeover and handoff latencies, all on the database's
+// clock.
+func Check(ctx context.Context, pool *pgxpool.Pool, schema string) (*Findings, error) {
+	q := pgx.Identifier{schema}.Sanitize()
+	f := &Findings{Stats: map[string]int64{}, Faults: map[string]int{}, MaxHolders: map[string]int{}}
+	err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+q+".chaos_holdings), (SELECT count(*) FROM "+q+".chaos_writes)").
+		Scan(&f.Holdings, &f.Writes)
+	if err != nil {
+		return nil, fmt.Errorf("chaos check: %w", err)
+	}
+	if err := collect(ctx, pool, "SELECT name, sum(n)::bigint FROM "+q+".chaos_stats GROUP BY name", func(r pgx.Rows) error {
+		var n string
+		var v int64
+		err := r.Scan(&n, &v)
+		f.Stats[n] = v
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if err := collect(ctx, pool, "SELECT kind, count(*)::int FROM "+q+".chaos_faults GROUP BY kind", func(r pgx.Rows) error {
+		var k string
+		var v int
+		err := r.Scan(&k, &v)
+		f.Faults[k] = v
+		return err
+	}); err != nil {
+		return nil, err
+	}
+
+	// Overlaps: a sweep over the holdings' intervals, ends before starts at
+	// the same instant.
+	overlaps := `
+WITH iv AS (
+    SELECT h.lock, h.token, h.observed AS s, max(w.t_end) AS e
+      FROM ` + q + `.chaos_holdings h
+      JOIN ` + q + `.chaos_writes w ON w.resource = h.lock AND w.token = h.token
+     GROUP BY h.lock, h.token, h.observed
+), ev AS (
+    SELECT lock, s AS t, 1 AS d FROM iv
+    UNION ALL
+    SELECT lock, e, -1 FROM iv
+), run AS (
+    SELECT lock, d, sum(d) OVER (PARTITION BY lock ORDER BY t, d ROWS UNBOUNDED PRECEDING) AS c FROM ev
+)
+SELECT run.lock, max(run.c)::int, count(*) FILTER (WHERE run.d = 1 AND run.c > r.slots)
+  FROM run JOIN ` + q + `.chaos_resources r ON r.name = run.lock
+ GROUP BY run.lock`
+	if err := collect(ctx, pool, overlaps, func(r pgx.Rows) error {
+		var lock string
+		var most int
+		var n int64
+		err := r.Scan(&lock, &most, &n)
+		f.MaxHolders[lock] = most
+		f.Overlaps += n
+		return err
+	}); err != nil {
+		return nil, err
+	}
+
+	late := `
+SELECT count(*) FROM ` + q + `.chaos_writes w
+  JOIN ` + q + `.chaos_resources r ON r.name = w.resource AND r.slots = 1
+ WHERE EXISTS (SELECT 1 FROM ` + q + `.chaos_holdings h
+                WHERE h.lock = w.resource AND h.token > w.token AND h.observed < w.t_end)`
+	if err := pool.QueryRow(ctx, late).Scan(&f.LateWrites); err != nil {
+		return nil, fmt.Errorf("chaos check: %w", err)
+	}
+
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".chaos_writes WHERE NOT held").Scan(&f.Unheld); err != nil {
+		return nil, fmt.Errorf("chaos check: %w", err)
+	}
+
+	// Takeovers: the one-slot locks a worker held when it was killed or
+	// paused, and the next grant of each.
+	takeover := `
+SELECT f.kind, f.at, (SELECT min(n.acquired) FROM ` + q + `.chaos_holdings n WHERE n.lock = h.lock AND n.token > h.token)
+  FROM ` + q + `.chaos_faults f
+  JOIN ` + q + `.chaos_holdings h ON h.worker = f.worker AND h.observed < f.at AND (h.released IS NULL OR h.released > f.at)
+  JOIN ` + q + `.chaos_resources r ON r.name = h.lock AND r.slots = 1
+ WHERE f.kind IN ('kill', 'pause')`
+	var kills, pauses []time.Duration
+	if err := collect(ctx, pool, takeover, func(r pgx.Rows) error {
+		var kind string
+		var at time.Time
+		var next *time.Time
+		if err := r.Scan(&kind, &at, &next); err != nil {
+			return err
+		}
+		if next == nil || next.Before(at) {
+			return nil // nobody took it after the fault, or it was released before
+		}
+		if kind == "kill" {
+			kills = append(kills, next.Sub(at))
+		} else {
+			pauses = append(pauses, next.Sub(at))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	f.KillTakeover, f.PauseTakeover = distOf(kills), distOf(pauses)
+
+	// Handoffs: a release of a one-slot lock and the next grant, to a caller
+	// that asked before the release.
+	handoff := `
+SELECT h.released, n.acquired
+  FROM ` + q + `.chaos_holdings h
+  JOIN ` + q + `.chaos_resources r ON r.name = h.lock AND r.slots = 1
+  JOIN LATERAL (SELECT n.acquired, n.waited FROM ` + q + `.chaos_holdings n
+                 WHERE n.lock = h.lock AND n.token > h.token ORDER BY n.token LIMIT 1) n ON true
+ WHERE h.released IS NOT NULL AND n.acquired - n.waited < h.released`
+	var hs []time.Duration
+	if err := collect(ctx, pool, handoff, func(r pgx.Rows) error {
+		var rel, acq time.Time
+		err := r.Scan(&rel, &acq)
+		hs = append(hs, max(0, acq.Sub(rel)))
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	f.Handoff = distOf(hs)
+	return f, nil
+}
+
+func collect(ctx context.Context, pool *pgxpool.Pool, sql string, row func(pgx.Rows) error) error {
+	rows, err := pool.Query(ctx, sql)
+	if err != nil {
+		return fmt.Errorf("chaos check: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return fmt.Errorf("chaos check: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("chaos check: %w", err)
+	}
+	return nil
+}
+
+// Report is the outcome of a run: what Check found and what the driver saw.
+type Report struct {
+	Config   Config
+	Schema   string
+	Elapsed  time.Duration
+	Findings *Findings
+	// LostSlots is the number of slots not grantable once TTL + 1s +
+	// Config.WaiterBound had passed on the database's clock after every
+	// worker was killed.
+	LostSlots int
+	// FreeAfter is how long after the last kill each lock was first found
+	// grantable (all its slots), on the database's clock.
+	FreeAfter Dist
+	// Stuck says, for each lock not grantable at the bound, its state then
+	// and when it became grantable (if it did within the wait).
+	Stuck []string
+	// LeftHolders and LeftWaiters are the holders and waiters that State
+	// still reports for the run's locks once they were all grantable (or the
+	// liveness check gave up): what the dead workers left behind.
+	LeftHolders, LeftWaiters int
+	// Skipped names the faults that could not be injected, and why.
+	Skipped []string
+}
+
+// OK reports whether the run found no safety violation and no lost slot.
+func (r *Report) OK() bool {
+	return r.Findings != nil && r.Findings.Violations() == 0 && r.LostSlots == 0
+}
+
+// Write prints the report.
+func (r *Report) Write(w io.Writer) {
+	c := r.Config
+	guard := "Guard on"
+	if c.NoGuard {
+		guard = "NO GUARD (negative control)"
+	}
+	wttl := c.WaiterTTL.String()
+	if c.WaiterTTL == 0 {
+		wttl = "pgstore's default"
+	}
+	fmt.Fprintf(w, "chaos: %d workers × %d goroutines, %v (elapsed %v), TTL %v, waiter TTL %s, %d members + %s(%d), hold %v/%d writes, %s\n",
+		c.Workers, c.Goroutines, c.Duration, r.Elapsed.Round(time.Millisecond), c.TTL, wttl, c.Members, Pool, PoolSlots, c.Hold, c.Writes, guard)
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "chaos: SKIPPED %s\n", s)
+	}
+	f := r.Findings
+	if f == nil {
+		return
+	}
+	var ops, faults []string
+	for _, k := range statNames {
+		ops = append(ops, fmt.Sprintf("%s=%d", k, f.Stats[k]))
+	}
+	for _, k := range sortedKeys(f.Faults) {
+		faults = append(faults, fmt.Sprintf("%s=%d", k, f.Faults[k]))
+	}
+	var most []string
+	for _, k := range sortedKeys(f.MaxHolders) {
+		most = append(most, fmt.Sprintf("%s=%d", k, f.MaxHolders[k]))
+	}
+	fmt.Fprintf(w, "operations: holdings=%d accepted-writes=%d %s\n", f.Holdings, f.Writes, strings.Join(ops, " "))
+	fmt.Fprintf(w, "faults: %s\n", strings.Join(faults, " "))
+	fmt.Fprintf(w, "violations: %d (overlaps %d, late writes %d, writes by a lost lease %d); most holders at once: %s\n",
+		f.Violations(), f.Overlaps, f.LateWrites, f.Unheld, strings.Join(most, " "))
+	fmt.Fprintf(w, "lost slots: %d (all grantable %v after the last kill); free after the last kill: %v\n",
+		r.LostSlots, r.Config.livenessBound(), r.FreeAfter)
+	fmt.Fprintf(w, "left behind (State, after the check): holders %d, waiters %d\n", r.LeftHolders, r.LeftWaiters)
+	for _, s := range r.Stuck {
+		fmt.Fprintf(w, "  stuck: %s\n", s)
+	}
+	fmt.Fprintf(w, "kill→takeover:  %v\n", f.KillTakeover)
+	fmt.Fprintf(w, "pause→takeover: %v\n", f.PauseTakeover)
+	fmt.Fprintf(w, "handoff:        %v\n", f.Handoff)
+}

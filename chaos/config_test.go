@@ -1,0 +1,69 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/chaos"
+)
+
+// TestConfigErrors: a run or a worker configured with something unusable
+// is an error matching ErrInvalidConfig that names it, before anything
+// starts.
+func TestConfigErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		cfg  chaos.Config
+		want string
+	}{
+		{chaos.Config{DSN: "postgres://x", Faults: []string{"flood"}}, `"flood"`},
+		{chaos.Config{DSN: "postgres://x", Workers: -1}, "Workers"},
+		{chaos.Config{DSN: "postgres://x", TTL: -time.Second}, "negative"},
+		{chaos.Config{}, "DSN"},
+	} {
+		rep, err := chaos.Run(ctx, c.cfg)
+		if !errors.Is(err, sleeplock.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Run(%+v) = %v, want ErrInvalidConfig naming %s", c.cfg, err, c.want)
+		}
+		if rep != nil {
+			t.Errorf("Run(%+v) made a report", c.cfg)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-schema", "s"}, "-dsn"},
+		{[]string{"-dsn", "x", "-schema", "s", "-ttl", "soon"}, "-ttl"},
+		{[]string{"-dsn", "x", "-schema", "s", "-goroutines", "0"}, "-goroutines"},
+		{[]string{"-dsn", "x", "-schema", "s", "extra"}, "extra"},
+	} {
+		_, err := chaos.ParseWorkerArgs(c.args, io.Discard)
+		if !errors.Is(err, sleeplock.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseWorkerArgs(%q) = %v, want ErrInvalidConfig naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+// TestWorkerArgs: the driver's command line for a worker parses back into
+// the same configuration.
+func TestWorkerArgs(t *testing.T) {
+	want := chaos.WorkerConfig{
+		DSN: "postgres://u@h/db?x=1", Schema: "s", Name: "w7", AppName: "app w7", Goroutines: 3, Members: 5,
+		TTL: 2 * time.Second, WaiterTTL: time.Second, Poll: 5 * time.Millisecond, Hold: 30 * time.Millisecond,
+		Writes: 4, AcquireTimeout: 5 * time.Second, NoGuard: true, NoAcquireAll: true, Seed: 42,
+	}
+	got, err := chaos.ParseWorkerArgs(want.Args(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parsed %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,83 @@
+// Package chaos is a chaos test of sleeplock's PostgreSQL store: worker
+// processes take locks and write to guarded resources while a driver
+// kills, pauses and disconnects them (and restarts PostgreSQL, on a cluster
+// of its own), and a checker proves from the database that no lock ever had
+// more holders than slots, that no write of a holder whose lease was lost
+// was accepted, and that every lock is grantable again TTL + 1s after the
+// last worker died.
+//
+// # The run
+//
+// Run (the driver) makes a schema of its own (sleeplock's tables and the
+// chaos_* tables of this package; dropped at the end), builds the worker
+// command (chaos/worker) with go build into a temporary directory unless
+// Config.WorkerBin names one, and starts Config.Workers worker processes.
+//
+// Each worker opens the store with pgstore.Open (its connections named by
+// application_name) and runs Config.Goroutines loops. A loop takes, in a
+// random mix, a member of the one-slot family "res/*" or the three-slot
+// lock "pool" with a blocking Acquire (with a deadline) or TryAcquire, or
+// both with AcquireAll (blocking or NoWait). It records the grant (lock,
+// token, ref, worker, the grant's time and how long it waited, and the
+// database's clock just after: "observed"), then writes Config.Writes
+// times over Config.Hold into chaos_writes, each write in a transaction
+// fenced by Lease.Guard, and releases. The resources fence by themselves
+// too: a trigger refuses a write to a one-slot resource with a token lower
+// than the highest it accepted. With Config.NoGuard (the negative control)
+// the writes are not fenced; a probe (Guard after the write, in its
+// transaction) then records whether the lease was still held.
+//
+// The driver injects, in turn, every Config.FaultEvery:
+//   - kill: SIGKILL of a worker that has just taken a member of the family
+//     (a new worker replaces it);
+//   - pause: SIGSTOP, for Config.PauseFor (TTL + 1s), of a worker that has
+//     just taken a lock, then SIGCONT;
+//   - terminate: pg_terminate_backend of a worker's connections;
+//   - restart: an immediate restart of PostgreSQL, only on a cluster the
+//     run creates for itself (pg_createcluster 15 chaos --port 5433; the
+//     whole run then uses it). When it cannot be created the fault is
+//     skipped with a loud line; the shared server is never restarted.
+//
+// After Config.Duration every worker is killed at once. Every lock must then
+// be grantable (all its slots, to TryAcquire) once TTL + 1s +
+// Config.WaiterBound has passed on the database's clock; a slot that is not
+// is a lost slot.
+//
+// # The checks
+//
+// Check reads the tables. A holding spans from its observed time to the end
+// of its last accepted write: both on the database's clock, and with Guard
+// the holding's writes commit before any takeover of its lease commits, so
+// these intervals of one lock overlap by at most its slots. Violations:
+//   - overlaps: a holding that began while its lock had as many holdings
+//     as slots;
+//   - late writes: a write to a one-slot resource accepted after a grant
+//     of a newer token of that lock was observed;
+//   - writes by a lost lease: accepted writes whose probe found the lease
+//     no longer held (NoGuard only).
+//
+// It also measures, on the database's clock, kill -9 of a holder → next
+// grant of its lock, pause of a holder → next grant, and handoffs (a
+// release → the grant to a caller that was waiting), as p50/p99/max.
+//
+// # Running it
+//
+// TestChaosShort (about 25 s) and TestChaosNegativeControl (about 17 s)
+// run with go test unless -short; they need PostgreSQL
+// (SLEEPLOCK_TEST_DATABASE_URL, default the local test database) and fail
+// under CI when it is unreachable. TestChaosRestart adds PostgreSQL restarts
+// on a cluster of its own when SLEEPLOCK_CHAOS_RESTART=1 (it needs
+// postgresql-common and the rights to create a cluster).
+//
+// A long run, from the module's root, prints the same report and exits 1
+// on a violation or a lost slot:
+//
+//	go run ./chaos/cmd/chaos -duration 10m -v
+//	go run ./chaos/cmd/chaos -duration 10m -faults kill,pause,terminate,restart
+//	go run ./chaos/cmd/chaos -duration 1m -no-guard -no-acquire-all -faults pause -hold 300ms -writes 6 -workers 4 -goroutines 6 -fault-every 2s -pause-for 4s
+//
+// The last is the negative control: it must report violations. By default
+// the workers use a waiter TTL of 1s (pgstore.WithWaiterTTL); with
+// -waiter-ttl 0 they use pgstore's default, and -waiter-bound adds an
+// allowance to the liveness check.
+package chaos

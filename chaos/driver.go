@@ -1,0 +1,705 @@
+package chaos
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/pgstore"
+)
+
+// The faults the driver injects, in turn.
+const (
+	FaultKill      = "kill"      // SIGKILL of a worker that holds a lock, which a fresh worker replaces
+	FaultPause     = "pause"     // SIGSTOP for PauseFor of a worker that holds a lock, then SIGCONT
+	FaultTerminate = "terminate" // pg_terminate_backend of a worker's connections
+	FaultRestart   = "restart"   // immediate restart of PostgreSQL: only on a cluster of the run's own
+)
+
+// Config is one chaos run.
+type Config struct {
+	DSN            string        // the database (with FaultRestart, the run uses a cluster of its own instead)
+	Workers        int           // worker processes running at once
+	Goroutines     int           // loops per worker
+	Members        int           // Family members in use
+	Duration       time.Duration // how long faults are injected before every worker is killed
+	TTL            time.Duration // lease TTL
+	WaiterTTL      time.Duration // pgstore.WithWaiterTTL of the workers; 0: pgstore's default
+	Poll           time.Duration // pgstore.WithPollInterval of the workers; 0: pgstore's default
+	Hold           time.Duration // how long a holder holds
+	Writes         int           // writes per holding
+	AcquireTimeout time.Duration // deadline of a blocking acquisition (default 2×TTL + 1s)
+	NoGuard        bool          // workers write without Guard: the negative control
+	NoAcquireAll   bool          // workers never call AcquireAll (its waiters hold up the pool's queue)
+	Faults         []string      // the faults, injected in turn (default kill, pause, terminate)
+	FaultEvery     time.Duration // time between two faults (default TTL)
+	PauseFor       time.Duration // how long a paused worker stays stopped (default TTL + 1s)
+	// WaiterBound is added to TTL + 1s, the time after the last kill by
+	// which every lock must be grantable: an allowance for a store whose dead
+	// waiters block a free lock for longer than a lease TTL.
+	WaiterBound    time.Duration
+	ClusterVersion string // PostgreSQL version of the own cluster (default "15")
+	ClusterName    string // its name (default "chaos")
+	ClusterPort    int    // its port (default 5433)
+	WorkerBin      string // the worker command; empty: built with go build into a temporary directory
+	KeepSchema     bool   // keep the run's schema for inspection
+	Seed           uint64 // seeds the operation mix and the choice of victims (0: random)
+	Log            io.Writer
+}
+
+func (c *Config) defaults() {
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	defd := func(p *time.Duration, v time.Duration) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.Workers, 3)
+	def(&c.Goroutines, 4)
+	def(&c.Members, 4)
+	def(&c.Writes, 3)
+	def(&c.ClusterPort, 5433)
+	defd(&c.Duration, 20*time.Second)
+	defd(&c.TTL, 2*time.Second)
+	defd(&c.Hold, 30*time.Millisecond)
+	defd(&c.AcquireTimeout, 2*c.TTL+time.Second)
+	defd(&c.FaultEvery, c.TTL)
+	defd(&c.PauseFor, c.TTL+time.Second)
+	if c.Faults == nil {
+		c.Faults = []string{FaultKill, FaultPause, FaultTerminate}
+	}
+	if c.ClusterVersion == "" {
+		c.ClusterVersion = "15"
+	}
+	if c.ClusterName == "" {
+		c.ClusterName = "chaos"
+	}
+	if c.Seed == 0 {
+		c.Seed = mrand.Uint64()
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+}
+
+func (c *Config) validate() error {
+	if c.DSN == "" && !slices.Contains(c.Faults, FaultRestart) {
+		return invalid("Config.DSN is required")
+	}
+	for _, f := range c.Faults {
+		switch f {
+		case FaultKill, FaultPause, FaultTerminate, FaultRestart:
+		default:
+			return invalid(fmt.Sprintf("unknown fault %q (kill, pause, terminate, restart)", f))
+		}
+	}
+	if c.Workers < 1 || c.Goroutines < 1 || c.Members < 1 || c.Writes < 1 {
+		return invalid("Workers, Goroutines, Members and Writes must be at least 1")
+	}
+	if c.Duration < 0 || c.TTL < 0 || c.WaiterTTL < 0 || c.Poll < 0 || c.Hold < 0 || c.FaultEvery < 0 ||
+		c.PauseFor < 0 || c.WaiterBound < 0 || c.AcquireTimeout < 0 {
+		return invalid("durations must not be negative")
+	}
+	return nil
+}
+
+// livenessBound is how long after the last kill every lock must be grantable.
+func (c Config) livenessBound() time.Duration { return c.TTL + time.Second + c.WaiterBound }
+
+// proc is a running worker process.
+type proc struct {
+	name, app string
+	cmd       *exec.Cmd
+	done      chan struct{} // closed when the process has exited
+	killed    bool          // by the driver
+	paused    bool
+	stderr    *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b.Len() > 64<<10 {
+		return len(p), nil
+	}
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type driver struct {
+	cfg    Config
+	run    string // this run's id
+	dsn    string
+	bin    string
+	schema string
+	pool   *pgxpool.Pool
+	cl     *cluster
+	rng    *mrand.Rand
+	rep    *Report
+
+	mu     sync.Mutex
+	procs  []*proc
+	next   int
+	pauses sync.WaitGroup
+	stop   chan struct{} // closed to end the pauses early
+}
+
+func (d *driver) logf(format string, args ...any) {
+	fmt.Fprintf(d.cfg.Log, "chaos %s: %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// Run makes a chaos run: it sets up a schema of its own, starts the
+// workers, injects the faults in turn for Duration, kills every worker,
+// checks that every lock is grantable TTL + 1s (+ WaiterBound) later on the
+// database's clock, runs Check and drops the schema. The error is for a run
+// that could not be made; what the run found is in the Report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	var id [4]byte
+	_, _ = rand.Read(id[:])
+	d := &driver{cfg: cfg, run: hex.EncodeToString(id[:]), dsn: cfg.DSN, rng: mrand.New(mrand.NewPCG(cfg.Seed, 0)),
+		stop: make(chan struct{})}
+	d.rep = &Report{Config: cfg}
+	d.schema = "chaos_" + d.run
+	d.rep.Schema = d.schema
+
+	if slices.Contains(cfg.Faults, FaultRestart) {
+		cl, err := createCluster(ctx, cfg.ClusterVersion, cfg.ClusterName, cfg.ClusterPort)
+		if err != nil {
+			msg := fmt.Sprintf("fault restart: no PostgreSQL cluster of our own (%v); the shared one is never restarted", err)
+			d.rep.Skipped = append(d.rep.Skipped, msg)
+			fmt.Fprintf(os.Stderr, "\n!!!!!! CHAOS: SKIPPING THE RESTART FAULT: %s\n\n", msg)
+			d.cfg.Faults = slices.DeleteFunc(slices.Clone(cfg.Faults), func(f string) bool { return f == FaultRestart })
+			if cfg.DSN == "" {
+				return d.rep, errors.New("chaos: no cluster of our own and no Config.DSN")
+			}
+		} else {
+			d.cl, d.dsn = cl, cl.dsn
+			defer func() {
+				if err := cl.drop(context.Background()); err != nil {
+					d.logf("dropping the cluster: %v", err)
+				}
+			}()
+			d.logf("own cluster %s/%s on port %d", cl.version, cl.name, cl.port)
+		}
+	}
+
+	d.bin = cfg.WorkerBin
+	if d.bin == "" {
+		dir, err := os.MkdirTemp("", "sleeplock-chaos-")
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = os.RemoveAll(dir) }()
+		if d.bin, err = BuildWorker(ctx, dir); err != nil {
+			return nil, err
+		}
+	}
+
+	pool, err := pgxpool.New(ctx, withParams(d.dsn, "application_name", "sleeplock-chaos-driver-"+d.run))
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		return nil, fmt.Errorf("chaos: connecting: %w", err)
+	}
+	defer pool.Close()
+	d.pool = pool
+	if err := Setup(ctx, pool, d.schema, cfg.Members); err != nil {
+		_ = DropSchema(context.Background(), pool, d.schema)
+		return nil, err
+	}
+	if !cfg.KeepSchema {
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := DropSchema(ctx, pool, d.schema); err != nil {
+				d.logf("dropping schema %s: %v", d.schema, err)
+			}
+		}()
+	}
+
+	start := time.Now()
+	err = d.chaos(ctx)
+	d.killAll()
+	if err != nil {
+		return d.rep, err
+	}
+	if err := d.liveness(ctx); err != nil {
+		return d.rep, err
+	}
+	d.rep.Elapsed = time.Since(start)
+	f, err := Check(ctx, pool, d.schema)
+	if err != nil {
+		return d.rep, err
+	}
+	d.rep.Findings = f
+	return d.rep, nil
+}
+
+// BuildWorker builds the worker command into dir and returns its path.
+func BuildWorker(ctx context.Context, dir string) (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		return "", fmt.Errorf("chaos: building the worker: %w", err)
+	}
+	bin := filepath.Join(dir, "chaos-worker")
+	out, err := exec.CommandContext(ctx, goTool, "build", "-o", bin, "github.com/sleeplock/sleeplock/chaos/worker").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("chaos: go build of the worker: %w: %s", err, out)
+	}
+	return bin, nil
+}
+
+// chaos starts the workers and injects faults until Duration has passed.
+func (d *driver) chaos(ctx context.Context) error {
+	for range d.cfg.Workers {
+		if _, err := d.startWorker(ctx); err != nil {
+			return err
+		}
+	}
+	d.logf("%d workers ready, schema %s", d.cfg.Workers, d.schema)
+	end := time.NewTimer(d.cfg.Duration)
+	defer end.Stop()
+	tick := time.NewTicker(max(d.cfg.FaultEvery, 10*time.Millisecond))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-end.C:
+			// let the paused workers resume and their holders write on, so
+			// that the last pauses count as much as the others
+			d.pauses.Wait()
+			pause(ctx, d.cfg.Hold+250*time.Millisecond)
+			return ctx.Err()
+		case <-tick.C:
+		}
+		if err := d.replaceExited(ctx); err != nil {
+			return err
+		}
+		if len(d.cfg.Faults) == 0 || d.cfg.FaultEvery == 0 {
+			continue
+		}
+		if err := d.inject(ctx, d.cfg.Faults[i%len(d.cfg.Faults)]); err != nil {
+			return err
+		}
+	}
+}
+
+// startWorker starts a new worker and waits until it is ready, trying
+// again a few times if it exits first (the database may be restarting).
+func (d *driver) startWorker(ctx context.Context) (*proc, error) {
+	var err error
+	for range 5 {
+		var p *proc
+		if p, err = d.startOnce(ctx); err == nil || ctx.Err() != nil {
+			return p, err
+		}
+		d.logf("%v; trying again", err)
+		pause(ctx, time.Second)
+	}
+	return nil, err
+}
+
+func (d *driver) startOnce(ctx context.Context) (*proc, error) {
+	d.mu.Lock()
+	d.next++
+	name := fmt.Sprintf("w%d", d.next)
+	d.mu.Unlock()
+	p := &proc{name: name, app: "sleeplock-chaos-" + d.run + "-" + name, done: make(chan struct{}), stderr: &syncBuffer{}}
+	wc := WorkerConfig{
+		DSN: d.dsn, Schema: d.schema, Name: name, AppName: p.app, Goroutines: d.cfg.Goroutines, Members: d.cfg.Members,
+		TTL: d.cfg.TTL, WaiterTTL: d.cfg.WaiterTTL, Poll: d.cfg.Poll, Hold: d.cfg.Hold, Writes: d.cfg.Writes,
+		AcquireTimeout: d.cfg.AcquireTimeout, NoGuard: d.cfg.NoGuard, NoAcquireAll: d.cfg.NoAcquireAll, Seed: d.rng.Uint64(),
+	}
+	p.cmd = exec.Command(d.bin, wc.Args()...)
+	p.cmd.Stderr = p.stderr
+	dieWithDriver(p.cmd)
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("chaos: starting a worker: %w", err)
+	}
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		ok := sc.Scan() && sc.Text() == "ready"
+		ready <- ok
+		_, _ = io.Copy(io.Discard, out)
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t := time.NewTimer(30 * time.Second)
+	defer t.Stop()
+	select {
+	case ok := <-ready:
+		if ok {
+			d.mu.Lock()
+			d.procs = append(d.procs, p)
+			d.mu.Unlock()
+			return p, nil
+		}
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+	return nil, fmt.Errorf("chaos: worker %s did not start: %s", name, strings.TrimSpace(p.stderr.String()))
+}
+
+// replaceExited starts a new worker for each one that exited by itself
+// (for instance when it could not connect during a restart).
+func (d *driver) replaceExited(ctx context.Context) error {
+	d.mu.Lock()
+	var gone []*proc
+	d.procs = slices.DeleteFunc(d.procs, func(p *proc) bool {
+		select {
+		case <-p.done:
+			gone = append(gone, p)
+			return true
+		default:
+			return false
+		}
+	})
+	d.mu.Unlock()
+	for _, p := range gone {
+		d.logf("worker %s exited by itself: %s", p.name, strings.TrimSpace(p.stderr.String()))
+		d.rep.Skipped = append(d.rep.Skipped, "worker "+p.name+" exited by itself: "+lastLines([]byte(p.stderr.String())))
+		if _, err := d.startWorker(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// victim picks a running worker that is not paused.
+func (d *driver) victim() *proc {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ps []*proc
+	for _, p := range d.procs {
+		if !p.paused && !p.killed {
+			ps = append(ps, p)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps[d.rng.IntN(len(ps))]
+}
+
+// holder picks a running worker that is not paused and holds a lock now,
+// the one that took the pool (or, with pool false, a family member) last if
+// any holds it, so that the fault catches a holder early in its writes; any
+// running worker if none holds.
+func (d *driver) holder(ctx context.Context, pool bool) *proc {
+	rows, err := d.pool.Query(ctx, "SELECT worker FROM "+quote(d.schema)+".chaos_holdings "+
+		"WHERE released IS NULL AND observed > clock_timestamp() - $1::bigint * interval '1 microsecond' "+
+		"ORDER BY (lock = $2) = $3 DESC, observed DESC",
+		(d.cfg.Hold + 100*time.Millisecond).Microseconds(), Pool, pool)
+	if err != nil {
+		return d.victim()
+	}
+	var holders []string
+	for rows.Next() {
+		var w string
+		if rows.Scan(&w) == nil {
+			holders = append(holders, w)
+		}
+	}
+	rows.Close()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, w := range holders {
+		for _, p := range d.procs {
+			if p.name == w && !p.paused && !p.killed {
+				return p
+			}
+		}
+	}
+	for _, p := range d.procs {
+		if !p.paused && !p.killed {
+			return p
+		}
+	}
+	return nil
+}
+
+// now reads the database's clock, riding out a restart.
+func (d *driver) now(ctx context.Context) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		var t time.Time
+		err := d.pool.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t)
+		if err == nil {
+			return t, nil
+		}
+		select {
+		case <-ctx.Done():
+			return t, fmt.Errorf("chaos: reading the database clock: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (d *driver) record(ctx context.Context, kind, worker string, at time.Time, until *time.Time, note string) error {
+	_, err := d.pool.Exec(ctx, "INSERT INTO "+quote(d.schema)+".chaos_faults (kind, worker, at, until, note) VALUES ($1, $2, $3, $4, $5)",
+		kind, worker, at, until, note)
+	if err != nil {
+		return fmt.Errorf("chaos: recording a fault: %w", err)
+	}
+	return nil
+}
+
+func (d *driver) inject(ctx context.Context, kind string) error {
+	switch kind {
+	case FaultKill:
+		p := d.holder(ctx, false)
+		if p == nil {
+			return nil
+		}
+		at, err := d.now(ctx)
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		p.killed = true
+		d.mu.Unlock()
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		d.logf("killed %s", p.name)
+		if err := d.record(ctx, FaultKill, p.name, at, nil, ""); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		d.procs = slices.DeleteFunc(d.procs, func(q *proc) bool { return q == p })
+		d.mu.Unlock()
+		_, err = d.startWorker(ctx)
+		return err
+	case FaultPause:
+		p := d.holder(ctx, true)
+		if p == nil {
+			return nil
+		}
+		at, err := d.now(ctx)
+		if err != nil {
+			return err
+		}
+		d.mu.Lock()
+		p.paused = true
+		d.mu.Unlock()
+		if err := stopProcess(p.cmd.Process); err != nil {
+			return err
+		}
+		d.logf("paused %s for %v", p.name, d.cfg.PauseFor)
+		d.pauses.Go(func() {
+			t := time.NewTimer(d.cfg.PauseFor)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-d.stop:
+			}
+			_ = contProcess(p.cmd.Process)
+			d.mu.Lock()
+			p.paused = false
+			d.mu.Unlock()
+			rctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			until, err := d.now(rctx)
+			if err == nil {
+				err = d.record(rctx, FaultPause, p.name, at, &until, "")
+			}
+			if err != nil {
+				d.logf("recording a pause: %v", err)
+			}
+		})
+		return nil
+	case FaultTerminate:
+		p := d.victim()
+		if p == nil {
+			return nil
+		}
+		at, err := d.now(ctx)
+		if err != nil {
+			return err
+		}
+		var n int
+		err = d.pool.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid))::int FROM pg_stat_activity WHERE application_name = $1", p.app).Scan(&n)
+		if err != nil {
+			return fmt.Errorf("chaos: pg_terminate_backend: %w", err)
+		}
+		d.logf("terminated %d backends of %s", n, p.name)
+		return d.record(ctx, FaultTerminate, p.name, at, nil, fmt.Sprintf("%d backends", n))
+	case FaultRestart:
+		at, err := d.now(ctx)
+		if err != nil {
+			return err
+		}
+		if err := d.cl.restart(ctx); err != nil {
+			return fmt.Errorf("chaos: %w", err)
+		}
+		until, err := d.now(ctx)
+		if err != nil {
+			return err
+		}
+		d.logf("restarted PostgreSQL in %v", until.Sub(at).Round(time.Millisecond))
+		return d.record(ctx, FaultRestart, "", at, &until, "")
+	}
+	return nil
+}
+
+// killAll ends the pauses (resuming their workers) and kills every worker.
+func (d *driver) killAll() {
+	close(d.stop)
+	d.pauses.Wait()
+	d.mu.Lock()
+	ps := slices.Clone(d.procs)
+	d.procs = nil
+	d.mu.Unlock()
+	for _, p := range ps {
+		_ = p.cmd.Process.Kill()
+	}
+	for _, p := range ps {
+		<-p.done
+	}
+}
+
+// liveness checks, after every worker was killed, that every lock is
+// grantable (all its slots, to TryAcquire) once TTL + 1s + WaiterBound
+// has passed on the database's clock, and measures when each became so.
+func (d *driver) liveness(ctx context.Context) error {
+	at, err := d.now(ctx)
+	if err != nil {
+		return err
+	}
+	if err := d.record(ctx, "kill-all", "", at, nil, ""); err != nil {
+		return err
+	}
+	s, err := pgstore.New(ctx, d.pool, pgstore.WithSchema(d.schema))
+	if err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	locks := sleeplock.New(s, sleeplock.WithTTL(d.cfg.TTL))
+	defer func() { _ = locks.Close() }()
+	slots := map[string]int{Pool: PoolSlots}
+	for i := range d.cfg.Members {
+		slots[Member(i)] = 1
+	}
+	bound := at.Add(d.cfg.livenessBound())
+	freeAt := map[string]time.Time{}
+	var frees []time.Duration
+	stuck := map[string]bool{}
+	for {
+		now, err := d.now(ctx)
+		if err != nil {
+			return err
+		}
+		final := !now.Before(bound)
+		for _, name := range sortedKeys(slots) {
+			if _, ok := freeAt[name]; ok {
+				continue
+			}
+			got, when, err := grantable(ctx, locks, name, slots[name])
+			if err != nil {
+				return err
+			}
+			if got == slots[name] {
+				freeAt[name] = when
+				frees = append(frees, when.Sub(at))
+				if stuck[name] {
+					d.rep.Stuck = append(d.rep.Stuck, fmt.Sprintf("%s grantable %v after the last kill", name, when.Sub(at).Round(time.Millisecond)))
+				}
+				continue
+			}
+			if final && !stuck[name] {
+				stuck[name] = true
+				d.rep.LostSlots += slots[name] - got
+				st, _ := locks.StateDetail(ctx, name)
+				d.rep.Stuck = append(d.rep.Stuck, fmt.Sprintf("%s: %d of %d slots grantable %v after the last kill; state: running %d, waiting %d, holders %d, queue %d",
+					name, got, slots[name], now.Sub(at).Round(time.Millisecond), st.Running, st.Waiting, len(st.Holders), len(st.Queue)))
+			}
+		}
+		if len(freeAt) == len(slots) || now.After(bound.Add(20*time.Second)) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	d.rep.FreeAfter = distOf(frees)
+	for _, name := range sortedKeys(slots) {
+		st, err := locks.State(ctx, name)
+		if err != nil {
+			return fmt.Errorf("chaos: state of %s: %w", name, err)
+		}
+		d.rep.LeftHolders += st.Running
+		d.rep.LeftWaiters += st.Waiting
+	}
+	return nil
+}
+
+// grantable takes every slot of name with TryAcquire and gives them back:
+// how many it got, and when the last was granted (the store's clock).
+func grantable(ctx context.Context, locks *sleeplock.Locks, name string, slots int) (int, time.Time, error) {
+	var leases []sleeplock.Lease
+	defer func() {
+		for _, l := range leases {
+			_ = l.Release(ctx)
+		}
+	}()
+	var when time.Time
+	for range slots {
+		l, err := locks.TryAcquire(ctx, name, sleeplock.NoKeepAlive())
+		if errors.Is(err, sleeplock.ErrUnavailable) {
+			break
+		}
+		if err != nil {
+			return 0, when, fmt.Errorf("chaos: liveness check of %s: %w", name, err)
+		}
+		leases = append(leases, l)
+		when = l.Acquired()
+	}
+	return len(leases), when, nil
+}

@@ -1,0 +1,418 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/pgstore"
+)
+
+// WorkerConfig is what one worker process does: Goroutines loops that take
+// Family members and the Pool lock and write to their resources while they
+// hold them.
+type WorkerConfig struct {
+	DSN            string        // the database
+	Schema         string        // the run's schema (made by Setup)
+	Name           string        // the worker's name, recorded with its holdings and writes
+	AppName        string        // application_name of its connections (the driver terminates them by it)
+	Goroutines     int           // loops
+	Members        int           // Family members in use: Family/0 … Family/Members-1
+	TTL            time.Duration // lease TTL
+	WaiterTTL      time.Duration // pgstore.WithWaiterTTL; 0: pgstore's default
+	Poll           time.Duration // pgstore.WithPollInterval; 0: pgstore's default
+	Hold           time.Duration // how long a holder holds, its writes spread over it
+	Writes         int           // writes per holding
+	AcquireTimeout time.Duration // deadline of a blocking acquisition
+	NoGuard        bool          // write without Lease.Guard: the negative control
+	NoAcquireAll   bool          // never call AcquireAll
+	Seed           uint64        // seeds the choice of operations
+}
+
+func (c *WorkerConfig) flags(fs *flag.FlagSet) {
+	fs.StringVar(&c.DSN, "dsn", "", "PostgreSQL DSN")
+	fs.StringVar(&c.Schema, "schema", "", "the run's schema")
+	fs.StringVar(&c.Name, "name", "w", "the worker's name")
+	fs.StringVar(&c.AppName, "app", "", "application_name of the worker's connections")
+	fs.IntVar(&c.Goroutines, "goroutines", 4, "loops")
+	fs.IntVar(&c.Members, "members", 4, "family members in use")
+	fs.DurationVar(&c.TTL, "ttl", 2*time.Second, "lease TTL")
+	fs.DurationVar(&c.WaiterTTL, "waiter-ttl", 0, "pgstore waiter TTL (0: pgstore's default)")
+	fs.DurationVar(&c.Poll, "poll", 0, "pgstore poll interval (0: pgstore's default)")
+	fs.DurationVar(&c.Hold, "hold", 30*time.Millisecond, "how long a holder holds")
+	fs.IntVar(&c.Writes, "writes", 3, "writes per holding")
+	fs.DurationVar(&c.AcquireTimeout, "acquire-timeout", 5*time.Second, "deadline of a blocking acquisition")
+	fs.BoolVar(&c.NoGuard, "no-guard", false, "write without Lease.Guard (the negative control)")
+	fs.BoolVar(&c.NoAcquireAll, "no-acquire-all", false, "never call AcquireAll")
+	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the operation mix")
+}
+
+// Args returns the command-line arguments that ParseWorkerArgs turns back
+// into c.
+func (c WorkerConfig) Args() []string {
+	return []string{
+		"-dsn", c.DSN, "-schema", c.Schema, "-name", c.Name, "-app", c.AppName,
+		"-goroutines", strconv.Itoa(c.Goroutines), "-members", strconv.Itoa(c.Members),
+		"-ttl", c.TTL.String(), "-waiter-ttl", c.WaiterTTL.String(), "-poll", c.Poll.String(),
+		"-hold", c.Hold.String(), "-writes", strconv.Itoa(c.Writes),
+		"-acquire-timeout", c.AcquireTimeout.String(),
+		"-no-guard=" + strconv.FormatBool(c.NoGuard), "-no-acquire-all=" + strconv.FormatBool(c.NoAcquireAll), "-seed", strconv.FormatUint(c.Seed, 10),
+	}
+}
+
+// ParseWorkerArgs parses a worker's command line (as Args makes it). An
+// argument that cannot be used is an error matching
+// sleeplock.ErrInvalidConfig that names it.
+func ParseWorkerArgs(args []string, errOut io.Writer) (WorkerConfig, error) {
+	var c WorkerConfig
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(errOut)
+	c.flags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, fmt.Errorf("chaos: %w: worker: %w", sleeplock.ErrInvalidConfig, err)
+	}
+	if fs.NArg() > 0 {
+		return c, invalid(fmt.Sprintf("worker: unexpected arguments %q", fs.Args()))
+	}
+	return c, c.validate()
+}
+
+func (c WorkerConfig) validate() error {
+	switch {
+	case c.DSN == "":
+		return invalid("worker: -dsn is required")
+	case c.Schema == "":
+		return invalid("worker: -schema is required")
+	case c.Goroutines < 1:
+		return invalid(fmt.Sprintf("worker: -goroutines %d: at least 1", c.Goroutines))
+	case c.Members < 1:
+		return invalid(fmt.Sprintf("worker: -members %d: at least 1", c.Members))
+	case c.TTL <= 0:
+		return invalid(fmt.Sprintf("worker: -ttl %v: must be positive", c.TTL))
+	case c.WaiterTTL < 0 || c.Poll < 0 || c.Hold < 0:
+		return invalid("worker: -waiter-ttl, -poll and -hold must not be negative")
+	case c.Writes < 1:
+		return invalid(fmt.Sprintf("worker: -writes %d: at least 1", c.Writes))
+	case c.AcquireTimeout <= 0:
+		return invalid(fmt.Sprintf("worker: -acquire-timeout %v: must be positive", c.AcquireTimeout))
+	}
+	return nil
+}
+
+// The workers' counters, flushed to chaos_stats.
+var statNames = []string{
+	"acquire", "try", "all", "all-nowait", // attempts by operation
+	"granted", "busy", "timeout", "acquire-error",
+	"write", "write-stale", "write-error", "guard-lost", "guard-error",
+	"release", "release-notheld", "release-error", "record-error",
+}
+
+type worker struct {
+	c      WorkerConfig
+	locks  *sleeplock.Locks
+	db     *pgxpool.Pool
+	q      string        // quoted schema
+	offset time.Duration // database clock - local clock
+	stats  map[string]*atomic.Int64
+}
+
+func (w *worker) count(name string) { w.stats[name].Add(1) }
+
+// RunWorker runs a worker until ctx ends. ready is called once the worker
+// is connected and about to start its loops.
+func RunWorker(ctx context.Context, c WorkerConfig, ready func()) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	dsn := withParams(c.DSN, "application_name", c.AppName, "pool_max_conns", strconv.Itoa(c.Goroutines+2))
+	opts := []pgstore.Option{pgstore.WithSchema(c.Schema)}
+	if c.WaiterTTL > 0 {
+		opts = append(opts, pgstore.WithWaiterTTL(c.WaiterTTL))
+	}
+	if c.Poll > 0 {
+		opts = append(opts, pgstore.WithPollInterval(c.Poll))
+	}
+	s, err := pgstore.Open(ctx, dsn, opts...)
+	if err != nil {
+		return err
+	}
+	locks := sleeplock.New(s, sleeplock.WithTTL(c.TTL))
+	defer func() { _ = locks.Close() }()
+	db, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	w := &worker{c: c, locks: locks, db: db, q: pgx.Identifier{c.Schema}.Sanitize(), stats: map[string]*atomic.Int64{}}
+	for _, n := range statNames {
+		w.stats[n] = new(atomic.Int64)
+	}
+	if w.offset, err = clockOffset(ctx, db); err != nil {
+		return err
+	}
+	if ready != nil {
+		ready()
+	}
+	var wg sync.WaitGroup
+	for i := range c.Goroutines {
+		wg.Go(func() { w.loop(ctx, rand.New(rand.NewPCG(c.Seed, uint64(i)))) })
+	}
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = w.flush(ctx)
+			}
+		}
+	}()
+	wg.Wait()
+	<-flushed
+	fctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return w.flush(fctx)
+}
+
+// clockOffset estimates the database's clock minus this process's, from the
+// fastest of a few round trips.
+func clockOffset(ctx context.Context, db *pgxpool.Pool) (time.Duration, error) {
+	best, off := time.Duration(-1), time.Duration(0)
+	for range 5 {
+		var t time.Time
+		t0 := time.Now()
+		if err := db.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&t); err != nil {
+			return 0, fmt.Errorf("chaos worker: reading the database clock: %w", err)
+		}
+		rtt := time.Since(t0)
+		if best < 0 || rtt < best {
+			best, off = rtt, t.Sub(t0.Add(rtt/2))
+		}
+	}
+	return off, nil
+}
+
+func (w *worker) flush(ctx context.Context) error {
+	names := make([]string, 0, len(w.stats))
+	ns := make([]int64, 0, len(w.stats))
+	for _, n := range statNames {
+		names = append(names, n)
+		ns = append(ns, w.stats[n].Load())
+	}
+	_, err := w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_stats (worker, name, n) SELECT $1, * FROM unnest($2::text[], $3::bigint[]) "+
+		"ON CONFLICT (worker, name) DO UPDATE SET n = excluded.n", w.c.Name, names, ns)
+	return err
+}
+
+// loop takes locks until ctx ends: blocking acquisitions of a member or of
+// the pool, tries, and all-or-nothing acquisitions of both.
+func (w *worker) loop(ctx context.Context, rng *rand.Rand) {
+	for ctx.Err() == nil {
+		member := Member(rng.IntN(w.c.Members))
+		one := member
+		if rng.IntN(3) == 0 {
+			one = Pool
+		}
+		both := []string{member, Pool}
+		if rng.IntN(2) == 0 {
+			both[0], both[1] = both[1], both[0]
+		}
+		var (
+			op    string
+			lease sleeplock.Lease
+			err   error
+		)
+		t0 := time.Now()
+		actx, cancel := context.WithTimeout(ctx, w.c.AcquireTimeout)
+		p := rng.IntN(100)
+		if w.c.NoAcquireAll {
+			p = rng.IntN(80)
+		}
+		switch {
+		case p < 70:
+			op = "acquire"
+			lease, err = w.locks.Acquire(actx, one)
+		case p < 80:
+			op = "try"
+			lease, err = w.locks.TryAcquire(actx, one)
+		case p < 92:
+			op = "all"
+			lease, err = w.locks.AcquireAll(actx, both)
+		default:
+			op = "all-nowait"
+			lease, err = w.locks.AcquireAll(actx, both, sleeplock.NoWait())
+		}
+		cancel()
+		waited := time.Since(t0)
+		w.count(op)
+		switch {
+		case err == nil:
+			w.count("granted")
+			w.hold(ctx, lease, op, waited, rng)
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, sleeplock.ErrUnavailable):
+			w.count("busy")
+			pause(ctx, time.Duration(1+rng.IntN(10))*time.Millisecond)
+		case errors.Is(err, context.DeadlineExceeded):
+			w.count("timeout")
+		default:
+			// connection terminated, database restarting, …: back off a little
+			w.count("acquire-error")
+			pause(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond)
+		}
+	}
+}
+
+// hold records the grant, writes to the lease's resources Writes times over
+// Hold, and releases.
+func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, waited time.Duration, rng *rand.Rand) {
+	names, tokens, ref := lease.Names(), lease.Tokens(), lease.Ref()
+	// observed is the database's clock after the grant committed: the start
+	// of the holding's interval for the checker.
+	_, err := w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_holdings (lock, token, ref, worker, op, acquired, waited) "+
+		"SELECT l, t, $3, $4, $5, $6, $7 FROM unnest($1::text[], $2::bigint[]) u(l, t)",
+		names, tokens, ref, w.c.Name, op, lease.Acquired(), waited)
+	if err != nil {
+		w.count("record-error")
+	} else {
+		for i := range w.c.Writes {
+			if i > 0 && w.c.Hold > 0 {
+				d := w.c.Hold / time.Duration(w.c.Writes-1)
+				pause(ctx, d/2+time.Duration(rng.Int64N(int64(d)+1)))
+			}
+			if ctx.Err() != nil || !w.write(ctx, lease, names, tokens, ref) {
+				break
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return // the worker is stopping: the lease expires with its TTL
+	}
+	released := time.Now().Add(w.offset)
+	err = lease.Release(ctx)
+	switch {
+	case err == nil:
+		w.count("release")
+	case errors.Is(err, sleeplock.ErrNotHeld):
+		w.count("release-notheld")
+	default:
+		w.count("release-error")
+	}
+	if err == nil {
+		_, err = w.db.Exec(ctx, "UPDATE "+w.q+".chaos_holdings SET released = $3 WHERE lock = ANY ($1::text[]) AND token = ANY ($2::bigint[])",
+			names, tokens, released)
+		if err != nil {
+			w.count("record-error")
+		}
+	}
+}
+
+// write makes one write to each of the lease's resources, each in a
+// transaction of its own fenced by Guard unless NoGuard. It reports whether
+// the holder should go on.
+func (w *worker) write(ctx context.Context, lease sleeplock.Lease, names []string, tokens []int64, ref string) bool {
+	for i := range names {
+		if !w.writeOne(ctx, lease, names[i], tokens[i], ref) {
+			return false
+		}
+	}
+	return true
+}
+
+func (w *worker) writeOne(ctx context.Context, lease sleeplock.Lease, name string, token int64, ref string) bool {
+	tx, err := w.db.Begin(ctx)
+	if err != nil {
+		w.count("write-error")
+		return true
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if !w.c.NoGuard {
+		if err := lease.Guard(ctx, tx); err != nil {
+			if errors.Is(err, sleeplock.ErrLeaseLost) {
+				w.count("guard-lost")
+				return false
+			}
+			w.count("guard-error")
+			return true
+		}
+	}
+	var id int64
+	err = tx.QueryRow(ctx, "INSERT INTO "+w.q+".chaos_writes (resource, token, ref, worker, guarded, held) VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+		name, token, ref, w.c.Name, !w.c.NoGuard, heldIf(!w.c.NoGuard)).Scan(&id)
+	if err == nil && w.c.NoGuard {
+		// Not a fence: a probe, after the write and in its transaction, of
+		// whether the lease is still held as the write commits.
+		switch perr := lease.Guard(ctx, tx); {
+		case perr == nil:
+			_, err = tx.Exec(ctx, "UPDATE "+w.q+".chaos_writes SET held = true WHERE id = $1", id)
+		case errors.Is(perr, sleeplock.ErrLeaseLost):
+			_, err = tx.Exec(ctx, "UPDATE "+w.q+".chaos_writes SET held = false WHERE id = $1", id)
+		default:
+			err = perr
+		}
+	}
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		w.count("write")
+	case errors.As(err, &pe) && pe.Code == errStale:
+		w.count("write-stale")
+	default:
+		w.count("write-error")
+	}
+	return true
+}
+
+// heldIf is the held column of a write: true when Guard fenced it, unknown
+// until the probe otherwise.
+func heldIf(guarded bool) *bool {
+	if guarded {
+		return &guarded
+	}
+	return nil
+}
+
+// pause waits d or until ctx ends: the simulated work of a holder and the
+// back-off of a refused caller.
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

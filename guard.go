@@ -1,0 +1,69 @@
+package sleeplock
+
+import (
+	"context"
+	"reflect"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Errors of calls that cannot run at all: made before anything is looked at,
+// so a nil or zero value is a typed error, never a panic.
+var (
+	errNoLocks    = store.Invalid(store.ErrInvalidConfig, "nil", "a *Locks must come from sleeplock.New")
+	errNilContext = store.Invalid(store.ErrInvalid, "nil", "a context is required (context.Background() when there is none)")
+	errNilOption  = store.Invalid(store.ErrInvalidConfig, "nil", "an option must not be nil")
+)
+
+// valid returns why l cannot serve a call: l is nil or a zero Locks, or an
+// Option was bad.
+func (l *Locks) valid() error {
+	if l == nil || l.store == nil {
+		return errNoLocks
+	}
+	return l.err
+}
+
+// usable is valid for a call with ctx, which must not be nil.
+func (l *Locks) usable(ctx context.Context) error {
+	if l == nil || l.store == nil {
+		return errNoLocks
+	}
+	if ctx == nil {
+		return errNilContext
+	}
+	return l.err
+}
+
+// usable returns why x cannot serve a call with ctx: it holds nothing (the
+// zero Lease), or ctx is nil. (Release takes a nil ctx: it is cleanup.)
+func (x Lease) usable(ctx context.Context) error {
+	if err := x.ok(); err != nil {
+		return err
+	}
+	if ctx == nil {
+		return errNilContext
+	}
+	return nil
+}
+
+// setErr records the first bad Option.
+func (l *Locks) setErr(err error) {
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+// isNil reports whether v is nil or holds a nil pointer, map, func, chan
+// or slice (a typed nil Notifier would panic on its first event, on a
+// goroutine of ours).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface:
+		return r.IsNil()
+	}
+	return false
+}

@@ -1,0 +1,102 @@
+// Package labels turns lock names into metric labels of bounded
+// cardinality, for the Prometheus and OpenTelemetry adapters.
+package labels
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Other is the label of the locks that came after a Set was full.
+const Other = "(other)"
+
+// Family is the default mapper: a name with a "/" is reported under its
+// top-level family ("chat/42" and "chat/7/x" → "chat/*", which is also the
+// label of the family definition "chat/*"); a name without one is its own
+// label ("payments").
+func Family(name string) string {
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		return name[:i+1] + "*"
+	}
+	return name
+}
+
+// familyKey is Family's cache key: the name up to its first "/" included,
+// a substring of name (no allocation).
+func familyKey(name string) string {
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		return name[:i+1]
+	}
+	return name
+}
+
+// Set keeps one *T per label, at most max labels; names whose label comes
+// after the Set is full share the label Other. It is safe for concurrent
+// use and does not allocate for a label it has seen.
+type Set[T any] struct {
+	mapper func(string) string // nil: Family
+	max    int
+	make   func(label string) *T
+
+	m     sync.Map // key (familyKey(name) or mapper(name)) → *T
+	mu    sync.Mutex
+	n     atomic.Int64
+	other atomic.Pointer[T]
+}
+
+// NewSet returns a Set that maps names with mapper (nil: Family), keeps at
+// most max labels (≤ 0: 1000) and makes a label's value with mk.
+func NewSet[T any](mapper func(string) string, max int, mk func(label string) *T) *Set[T] {
+	if max <= 0 {
+		max = 1000
+	}
+	return &Set[T]{mapper: mapper, max: max, make: mk}
+}
+
+// Get returns the value of name's label, making it on first use.
+func (s *Set[T]) Get(name string) *T {
+	var key string
+	if s.mapper == nil {
+		key = familyKey(name)
+	} else {
+		key = s.mapper(name)
+	}
+	if v, ok := s.m.Load(key); ok {
+		return v.(*T)
+	}
+	return s.slow(name, key)
+}
+
+func (s *Set[T]) slow(name, key string) *T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v, ok := s.m.Load(key); ok {
+		return v.(*T)
+	}
+	if s.n.Load() >= int64(s.max) {
+		if o := s.other.Load(); o != nil {
+			return o
+		}
+		o := s.make(Other)
+		s.other.Store(o)
+		return o
+	}
+	label := key
+	if s.mapper == nil {
+		label = Family(name)
+	}
+	v := s.make(label)
+	s.m.Store(strings.Clone(key), v)
+	s.n.Add(1)
+	return v
+}
+
+// Len reports how many labels the Set holds, Other included.
+func (s *Set[T]) Len() int {
+	n := int(s.n.Load())
+	if s.other.Load() != nil {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,51 @@
+package labels
+
+import (
+	"fmt"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestFamily(t *testing.T) {
+	for in, want := range map[string]string{
+		"chat/42": "chat/*", "chat/7/x": "chat/*", "chat/*": "chat/*", "a/b/*": "a/*", "pay": "pay", "": "",
+	} {
+		if got := Family(in); got != want {
+			t.Errorf("Family(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+type val struct{ label string }
+
+// TestSet: one value per label, at most max labels, then Other; a seen
+// label costs no allocation.
+func TestSet(t *testing.T) {
+	made := 0
+	s := NewSet(nil, 3, func(l string) *val { made++; return &val{l} })
+	if a, b := s.Get("chat/1"), s.Get("chat/2"); a != b || a.label != "chat/*" {
+		t.Fatalf("chat/1 %v, chat/2 %v", a, b)
+	}
+	if v := s.Get("chat"); v.label != "chat" {
+		t.Fatalf("plain chat: %q", v.label)
+	}
+	s.Get("user/1")
+	for i := range 100 {
+		if v := s.Get(fmt.Sprintf("x%d/1", i)); v.label != Other {
+			t.Fatalf("past the limit: %q", v.label)
+		}
+	}
+	if s.Len() != 4 || made != 4 {
+		t.Fatalf("%d labels, %d made; want 3 + Other", s.Len(), made)
+	}
+	if n := testing.AllocsPerRun(100, func() { s.Get("chat/12345") }); n != 0 {
+		t.Fatalf("%v allocations for a seen label", n)
+	}
+	m := NewSet(func(string) string { return "all" }, 0, func(l string) *val { return &val{l} })
+	if m.Get("a").label != "all" || m.Get("b/c") != m.Get("d") {
+		t.Fatal("mapper not used")
+	}
+}

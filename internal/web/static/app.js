@@ -1,0 +1,215 @@
+// The live page of `sleeplock serve`: no framework, no build step.
+"use strict";
+(function () {
+  const PAGE = 100;          // locks shown per "page"
+  const MAX_CELLS = 32;      // slot cells drawn per lock
+  const FEED = 60;           // events kept in the feed
+  const $ = (id) => document.getElementById(id);
+  let prefix = "", limit = PAGE, names = [], total = 0, allowRelease = false, es = null;
+  const views = new Map();   // name → {v: lock view, t0: local time it was received}
+  const waits = [];          // recent wait times, ms
+
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  function dur(ms) {
+    if (ms == null) return "";
+    const neg = ms < 0; ms = Math.abs(ms);
+    let s;
+    if (ms < 1000) s = Math.round(ms) + "ms";
+    else if (ms < 60000) s = (ms / 1000).toFixed(1) + "s";
+    else if (ms < 3600000) s = Math.floor(ms / 60000) + "m" + String(Math.floor(ms / 1000) % 60).padStart(2, "0") + "s";
+    else s = Math.floor(ms / 3600000) + "h" + String(Math.floor(ms / 60000) % 60).padStart(2, "0") + "m";
+    return neg ? "-" + s : s;
+  }
+
+  let loading = null, pending = [];
+  function load() {
+    loading = fetchLocks().finally(() => { loading = null; const p = pending; pending = []; for (const f of p) f(); });
+    return loading;
+  }
+  // later runs f now, or after the load in flight.
+  const later = (f) => (loading ? pending.push(f) : f());
+
+  const short = (s) => (s.length > 24 ? s.slice(0, 12) + "…" + s.slice(-6) : s);
+
+  async function fetchLocks() {
+    const q = new URLSearchParams({ prefix, limit: String(limit) });
+    const res = await fetch("/api/locks?" + q);
+    if (!res.ok) { $("locks").innerHTML = '<p class="empty">' + esc((await res.json()).error) + "</p>"; return; }
+    const list = await res.json();
+    total = Number(res.headers.get("Sleeplock-Total") || list.length);
+    names = list.map((v) => v.name);
+    views.clear();
+    const now = performance.now();
+    for (const v of list) views.set(v.name, { v, t0: now });
+    renderAll();
+  }
+
+  function renderAll() {
+    const root = $("locks");
+    root.textContent = "";
+    if (names.length === 0) root.innerHTML = '<p class="empty">no locks' + (prefix ? " under “" + esc(prefix) + "”" : "") + "</p>";
+    for (const n of names) root.appendChild(card(n));
+    counts();
+  }
+
+  function counts() {
+    $("count").textContent = names.length < total ? `showing ${names.length} of ${total} locks` : `${total} lock${total === 1 ? "" : "s"}`;
+    $("more").hidden = names.length >= total;
+  }
+
+  function card(name) {
+    const el = document.createElement("div");
+    el.className = "lock";
+    el.dataset.name = name;
+    fill(el, views.get(name));
+    return el;
+  }
+
+  function fill(el, entry) {
+    const v = entry.v;
+    el.classList.toggle("busy", v.running > 0);
+    el.classList.toggle("queued", v.waiting > 0);
+    let h = '<div class="head"><span class="name">' + esc(v.name) + "</span>" +
+      '<span class="nums">' + v.slots + " slot" + (v.slots === 1 ? "" : "s") + (v.family ? " each (family)" : "") +
+      " · " + v.running + " running · " + v.waiting + " waiting</span></div><div class=\"cells\">";
+    let drawn = 0;
+    if (v.family) h += '<span class="muted">a family: each member (' + esc(v.name.slice(0, -1)) + '…) is a lock of its own, listed while in use</span>';
+    for (const ho of v.holders) {
+      if (drawn++ >= MAX_CELLS) break;
+      const k = ho.kind ? " k-" + esc(ho.kind) : "";
+      const expired = ho.left_ms != null && ho.left_ms < 0 ? " expired" : "";
+      h += '<div class="cell held' + k + expired + '" data-ref="' + esc(ho.ref) + '">' +
+        (allowRelease && !v.family ? '<button data-release="' + esc(ho.ref) + '" title="release this holder">release</button>' : "") +
+        '<div class="kind">' + esc(ho.kind || "holder") + "</div>" +
+        '<div class="ref" title="' + esc(ho.ref) + '">' + esc(ho.ref) + "</div>" +
+        '<div class="t">held <span data-up="' + (ho.age_ms ?? "") + '">' + dur(ho.age_ms) + "</span>" +
+        (ho.left_ms == null ? " · no expiry" : ' · left <span data-down="' + ho.left_ms + '">' + dur(ho.left_ms) + "</span>") + "</div></div>";
+    }
+    const free = v.family ? 0 : Math.max(0, v.slots - v.running);
+    const freeCells = Math.min(free, Math.max(0, MAX_CELLS - drawn));
+    for (let i = 0; i < freeCells; i++) h += '<div class="cell free">free</div>';
+    if (v.holders.length + free > drawn + freeCells) h += '<span class="morecells">+' + (v.holders.length + free - drawn - freeCells) + " more slots</span>";
+    h += "</div>";
+    if (v.queue.length) {
+      h += '<ol class="queue">';
+      for (const w of v.queue) {
+        h += '<li><span class="ref">' + esc(w.ref) + "</span>" + (w.kind ? " (" + esc(w.kind) + ")" : "") +
+          ' waited <span data-up="' + (w.waited_ms ?? "") + '">' + dur(w.waited_ms) + "</span>" +
+          (w.locks.length > 1 ? " · all of " + esc(w.locks.join(", ")) : "") + "</li>";
+      }
+      h += "</ol>";
+    }
+    el.innerHTML = h;
+    el.dataset.t0 = entry.t0;
+  }
+
+  // tick moves the clocks of the holders and waiters without a request.
+  function tick() {
+    const now = performance.now();
+    for (const el of document.querySelectorAll(".lock")) {
+      const dt = now - Number(el.dataset.t0);
+      for (const s of el.querySelectorAll("[data-up]")) if (s.dataset.up !== "") s.textContent = dur(Number(s.dataset.up) + dt);
+      for (const s of el.querySelectorAll("[data-down]")) s.textContent = dur(Number(s.dataset.down) - dt);
+    }
+  }
+
+  function upsert(v) {
+    if (!v.name.startsWith(prefix)) return;
+    const entry = { v, t0: performance.now() };
+    const known = views.has(v.name);
+    views.set(v.name, entry);
+    const el = document.querySelector('.lock[data-name="' + CSS.escape(v.name) + '"]');
+    if (known && el) { fill(el, entry); return; }
+    // Beyond the page shown: not drawn (and already counted, unless it is new:
+    // the next load tells).
+    if (names.length >= limit && v.name > names[names.length - 1]) { views.delete(v.name); return; }
+    let i = names.findIndex((n) => n > v.name);
+    if (i < 0) i = names.length;
+    names.splice(i, 0, v.name);
+    total++;
+    const root = $("locks");
+    if (names.length === 1) root.textContent = "";
+    const c = card(v.name);
+    const after = root.querySelector('.lock[data-name="' + CSS.escape(names[i + 1] || "") + '"]');
+    root.insertBefore(c, names[i + 1] ? after : null);
+    if (names.length > limit) { const last = names.pop(); views.delete(last); root.querySelector('.lock[data-name="' + CSS.escape(last) + '"]')?.remove(); }
+    counts();
+  }
+
+  function gone(name) {
+    const i = names.indexOf(name);
+    if (i < 0) { if (name.startsWith(prefix)) { total = Math.max(names.length, total - 1); counts(); } return; }
+    names.splice(i, 1);
+    views.delete(name);
+    total = Math.max(0, total - 1);
+    document.querySelector('.lock[data-name="' + CSS.escape(name) + '"]')?.remove();
+    counts();
+  }
+
+  function feed(e) {
+    const li = document.createElement("li");
+    const t = new Date(e.time);
+    let what = esc(e.lock);
+    if (e.ref) what += " · " + esc(short(e.ref)) + (e.kind ? " (" + esc(e.kind) + ")" : "");
+    if (e.waited_ms != null) what += " · waited " + dur(e.waited_ms);
+    if (e.held_ms != null) what += " · held " + dur(e.held_ms);
+    if (e.holder) what += " · held by " + esc(e.holder);
+    if (e.reason) what += " · " + esc(e.reason);
+    li.innerHTML = "<span>" + t.toTimeString().slice(0, 8) + '</span><span class="ty ty-' + esc(e.type) + '">' + esc(e.type) + "</span><span>" + what + "</span>";
+    const f = $("feed");
+    f.insertBefore(li, f.firstChild);
+    while (f.children.length > FEED) f.lastChild.remove();
+    if (e.type === "acquired" && e.waited_ms != null) { waits.push(e.waited_ms); if (waits.length > 60) waits.shift(); chart(); }
+  }
+
+  function chart() {
+    const c = $("chart"), g = c.getContext("2d");
+    const w = c.width, h = c.height;
+    g.clearRect(0, 0, w, h);
+    if (!waits.length) return;
+    const sorted = [...waits].sort((a, b) => a - b);
+    const max = Math.max(1, sorted[sorted.length - 1]);
+    $("waitstats").textContent = "p50 " + dur(sorted[Math.floor(sorted.length / 2)]) + " · max " + dur(max) + " · last " + waits.length;
+    const bw = w / 60;
+    waits.forEach((ms, i) => {
+      const bh = Math.max(1, Math.sqrt(ms / max) * (h - 6));
+      g.fillStyle = ms > 0 ? "#e0b050" : "#4cd083";
+      g.fillRect(i * bw + 1, h - bh, bw - 2, bh);
+    });
+  }
+
+  function connect() {
+    if (es) es.close();
+    es = new EventSource("/api/events?" + new URLSearchParams({ prefix }));
+    es.addEventListener("hello", (m) => {
+      allowRelease = JSON.parse(m.data).allow_release;
+      $("conn").className = "conn on"; $("conn").textContent = "live";
+      load(); // (re)load after (re)connecting: nothing missed in between
+    });
+    es.addEventListener("lock", (m) => later(() => upsert(JSON.parse(m.data))));
+    es.addEventListener("gone", (m) => later(() => gone(JSON.parse(m.data).name)));
+    es.addEventListener("event", (m) => feed(JSON.parse(m.data)));
+    es.addEventListener("lagged", (m) => { feed({ type: "lagged", lock: "stream", time: new Date().toISOString(), reason: JSON.parse(m.data).dropped + " messages dropped; reloaded" }); load(); });
+    es.onerror = () => { $("conn").className = "conn off"; $("conn").textContent = "reconnecting"; };
+  }
+
+  $("locks").addEventListener("click", async (ev) => {
+    const b = ev.target.closest("button[data-release]");
+    if (!b) return;
+    const name = b.closest(".lock").dataset.name, ref = b.dataset.release;
+    let token = sessionStorage.getItem("sleeplock-token") || prompt("Bearer token for release:");
+    if (!token) return;
+    const res = await fetch("/api/locks/" + name.split("/").map(encodeURIComponent).join("/") + "/release?" + new URLSearchParams({ ref }),
+      { method: "POST", headers: { Authorization: "Bearer " + token } });
+    if (res.ok) sessionStorage.setItem("sleeplock-token", token);
+    else { if (res.status === 401) sessionStorage.removeItem("sleeplock-token"); alert((await res.json()).error); }
+  });
+  let typing;
+  $("prefix").addEventListener("input", () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { prefix = $("prefix").value; limit = PAGE; connect(); }, 200);
+  });
+  $("more").addEventListener("click", () => { limit += PAGE; load(); });
+  setInterval(tick, 250);
+  connect();
+})();

@@ -1,0 +1,253 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Acquire implements store.Store.
+func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.Grant{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Grant{}, err
+	}
+	if len(req.More) > 0 {
+		return s.acquireAll(ctx, &req)
+	}
+	o := op{s: s, ev: req.Events}
+	lk, err := s.enterName(&o, req.Name)
+	if err != nil {
+		return store.Grant{}, err
+	}
+	if h := lk.find(req.Ref, 0); h != nil {
+		g := s.reenter(&o, lk, h, &req)
+		o.done()
+		return g, nil
+	}
+	if len(lk.queue) < s.free(&o, lk, len(lk.queue)+1, req.StaleAfter) {
+		h := s.addHolder(&o, lk, &req)
+		g := store.Grant{Lock: store.Lock{Name: lk.name, Token: h.token}, Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold,
+			Acquired: h.acquired(), Expires: h.expires()}
+		if o.ev != nil {
+			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
+				Waiting: len(lk.queue), Ref: o.refText(req.Ref), Kind: req.Kind, Token: g.Token})
+		}
+		o.done()
+		return g, nil
+	}
+	if !req.Wait {
+		err := s.refuse(&o, lk)
+		s.forget(lk)
+		o.done()
+		return store.Grant{}, err
+	}
+	w := &waiter{ref: req.Ref, req: &req, ready: make(chan struct{}, 1)}
+	w.one[0] = lk
+	w.locks = w.one[:]
+	return s.wait(ctx, &o, w)
+}
+
+// enterName looks up (or makes, for a family member) the lock name and
+// enters it, checking that the store is open.
+func (s *Store) enterName(o *op, name string) (*lock, error) {
+	for {
+		lk, err := s.get(name, true, false)
+		if err != nil {
+			if s.closed.Load() {
+				return nil, store.ErrClosed
+			}
+			return nil, err
+		}
+		if !o.enter(lk) {
+			continue
+		}
+		if s.closed.Load() {
+			o.done()
+			return nil, store.ErrClosed
+		}
+		return lk, nil
+	}
+}
+
+// enterHandle enters the locks of h: the one lock alone (nothing when it
+// is a family member not in use), several under the store's mutex. It
+// reports ErrClosed and, for a name nothing covers, NotFound.
+func (s *Store) enterHandle(o *op, h *store.Handle) error {
+	if len(h.More) == 0 {
+		for {
+			lk, err := s.get(h.Name, false, false)
+			switch {
+			case s.closed.Load():
+				return store.ErrClosed
+			case err != nil:
+				return err
+			case lk == nil:
+				return nil
+			}
+			if !o.enter(lk) {
+				continue
+			}
+			if s.closed.Load() {
+				o.done()
+				return store.ErrClosed
+			}
+			return nil
+		}
+	}
+	o.enterGlobal()
+	if s.closed.Load() {
+		o.done()
+		return store.ErrClosed
+	}
+	if err := s.covered(h); err != nil {
+		o.done()
+		return err
+	}
+	h.Each(func(l store.Lock) {
+		_, _ = o.lockName(l.Name, false) // covered: no error
+	})
+	return nil
+}
+
+// held returns the lock named name if the op holds its mutex, else nil.
+func (o *op) held(name string) *lock {
+	if o.lk != nil && o.lk.name == name {
+		return o.lk
+	}
+	for _, l := range o.more {
+		if l.name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// addHolder records a new hold of lk for req.
+func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) *holder {
+	now := o.stamp(req.TTL)
+	h := lk.newHolder(req.Ref, s.token.Add(1))
+	if req.Kind != "" || req.TTL > 0 || req.Hold > 0 || !now.IsZero() {
+		x := h.ext()
+		x.kind, x.ttl, x.hold, x.acquired = req.Kind, req.TTL, req.Hold, now
+		if req.TTL > 0 {
+			x.expires = now.Add(lease(req.TTL, req.Hold))
+			lk.nexp++
+		}
+	}
+	return h
+}
+
+func (s *Store) reenter(o *op, lk *lock, h *holder, req *store.AcquireRequest) store.Grant {
+	if req.Counted {
+		h.count++
+	}
+	if req.TTL > 0 {
+		o.setExpiry(lk, h, req.TTL, req.Hold)
+	}
+	g := store.Grant{Lock: store.Lock{Name: lk.name, Token: h.token}, Ref: h.ref, Reentered: true}
+	if x := h.x; x != nil {
+		g.Kind, g.TTL, g.Hold, g.Acquired, g.Expires = x.kind, x.ttl, x.hold, x.acquired, x.expires
+	}
+	return g
+}
+
+func (s *Store) refuse(o *op, lk *lock) error {
+	e := &store.BusyError{Lock: lk.name}
+	if len(lk.holders) < int(lk.slots) {
+		e.Queued = true
+	}
+	if len(lk.holders) > 0 && !e.Queued {
+		h := lk.holders[0]
+		for _, x := range lk.holders {
+			if x.token < h.token {
+				h = x // the oldest, as State lists it first
+			}
+		}
+		e.Kind, e.Ref, e.Expires = h.kind(), h.ref.String(), h.expires()
+	}
+	o.emit(store.Event{Type: store.EventRefused, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.queue), Holder: e.Kind})
+	return e
+}
+
+func (s *Store) acquireAll(ctx context.Context, req *store.AcquireRequest) (store.Grant, error) {
+	o := op{s: s, ev: req.Events}
+	o.enterGlobal()
+	if s.closed.Load() {
+		o.done()
+		return store.Grant{}, store.ErrClosed
+	}
+	locks := make([]*lock, 0, 1+len(req.More))
+	var firstErr error
+	for _, name := range req.Names() {
+		lk, err := o.lockName(name, true)
+		if err != nil {
+			firstErr = err
+			break
+		}
+		locks = append(locks, lk)
+	}
+	if firstErr != nil {
+		for _, lk := range locks {
+			s.forget(lk)
+		}
+		o.done()
+		return store.Grant{}, firstErr
+	}
+	ok := true
+	for _, lk := range locks {
+		if lk.find(req.Ref, 0) == nil && len(lk.queue) >= s.free(&o, lk, len(lk.queue)+1, req.StaleAfter) {
+			ok = false
+			if !req.Wait {
+				err := s.refuse(&o, lk)
+				for _, l := range locks {
+					s.forget(l)
+				}
+				o.done()
+				return store.Grant{}, err
+			}
+		}
+	}
+	if ok {
+		g := s.grantAll(&o, req, locks, time.Time{})
+		o.done()
+		return g, nil
+	}
+	w := &waiter{ref: req.Ref, req: req, locks: locks, ready: make(chan struct{}, 1)}
+	return s.wait(ctx, &o, w)
+}
+
+// grantAll gives req a slot of every lock (its existing hold where it has
+// one) and returns the grant; every lock's mutex is held.
+func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued time.Time) store.Grant {
+	g := store.Grant{Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold, Reentered: true}
+	if len(locks) > 1 {
+		g.More = make([]store.Lock, 0, len(locks)-1)
+	}
+	for n, lk := range locks {
+		var l store.Lock
+		h := lk.find(req.Ref, 0)
+		if h != nil {
+			l = s.reenter(o, lk, h, req).Lock
+		} else {
+			g.Reentered = false
+			h = s.addHolder(o, lk, req)
+			l = store.Lock{Name: lk.name, Token: h.token}
+			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
+				Waiting: len(lk.queue), Ref: o.refText(req.Ref), Kind: req.Kind, Token: l.Token, Waited: since(h.acquired(), queued)})
+		}
+		exp := h.expires()
+		if n == 0 {
+			g.Lock, g.Acquired, g.Expires = l, h.acquired(), exp
+		} else {
+			g.More = append(g.More, l)
+			if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
+				g.Expires = exp
+			}
+		}
+	}
+	return g
+}

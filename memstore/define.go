@@ -1,0 +1,208 @@
+package memstore
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// family is a definition "prefix/*"; its members are locks made on first
+// use and forgotten when idle. Guarded by the store's mutex.
+type family struct {
+	pattern string
+	slots   int
+}
+
+// Define implements store.Store.
+func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, err
+	}
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return false, err
+	}
+	o := op{s: s, ev: ev}
+	o.enterGlobal()
+	defer o.done()
+	if s.closed.Load() {
+		return false, store.ErrClosed
+	}
+	if strings.HasSuffix(name, store.FamilySuffix) {
+		if f := s.fams[name]; f != nil {
+			if f.slots != slots {
+				return false, &store.ConflictError{Name: name, Slots: f.slots, Requested: slots}
+			}
+			return false, nil
+		}
+		s.fams[name] = &family{pattern: name, slots: slots}
+		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
+		return true, nil
+	}
+	if lk, _ := o.lockName(name, false); lk != nil {
+		if lk.defined {
+			if int(lk.slots) != slots {
+				return false, &store.ConflictError{Name: name, Slots: int(lk.slots), Requested: slots}
+			}
+			return false, nil
+		}
+		// A family member in use becomes a lock of its own.
+		lk.defined, lk.fam = true, nil
+		s.locks.Defined(name, lk)
+		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.queue)})
+		s.setSlots(&o, lk, slots)
+		return true, nil
+	}
+	lk := &lock{name: name, slots: int32(slots), defined: true}
+	s.locks.Store(name, lk)
+	s.locks.Defined(name, lk)
+	o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
+	return true, nil
+}
+
+// Resize implements store.Store.
+func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emitter) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return err
+	}
+	o := op{s: s, ev: ev}
+	o.enterGlobal()
+	defer o.done()
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if strings.HasSuffix(name, store.FamilySuffix) {
+		f := s.fams[name]
+		if f == nil {
+			return store.NotResizable(name)
+		}
+		f.slots = slots
+		o.emit(store.Event{Type: store.EventResized, Lock: name, Slots: slots})
+		s.locks.Range(func(lk *lock) bool {
+			if lk.fam == f {
+				o.lock(lk)
+				if !lk.gone && lk.fam == f {
+					s.setSlots(&o, lk, slots)
+				}
+			}
+			return true
+		})
+		return nil
+	}
+	lk := s.load(name)
+	if lk == nil {
+		return store.NotResizable(name)
+	}
+	o.lock(lk)
+	if !lk.defined {
+		return store.NotResizable(name)
+	}
+	s.setSlots(&o, lk, slots)
+	return nil
+}
+
+// setSlots changes lk's slots and grants what that frees; global.
+func (s *Store) setSlots(o *op, lk *lock, slots int) {
+	if int(lk.slots) == slots {
+		return
+	}
+	lk.slots = int32(slots)
+	if lk.fam == nil {
+		o.emit(store.Event{Type: store.EventResized, Lock: lk.name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.queue)})
+	}
+	s.pump(o, lk)
+}
+
+// State implements store.Store.
+func (s *Store) State(ctx context.Context, name string, detail bool) (store.State, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.State{}, err
+	}
+	if s.closed.Load() {
+		return store.State{}, store.ErrClosed
+	}
+	if !strings.HasSuffix(name, store.FamilySuffix) {
+		for lk := s.load(name); lk != nil; lk = s.load(name) {
+			lk.mu.Lock()
+			if !lk.gone {
+				st := s.state(lk, detail)
+				lk.mu.Unlock()
+				return st, nil
+			}
+			lk.mu.Unlock()
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.fams[name]; f != nil {
+		return store.State{Name: name, Slots: f.slots, Family: true, Now: s.clock.Now()}, nil
+	}
+	lk, err := s.get(name, false, true)
+	if err != nil {
+		return store.State{}, err
+	}
+	if lk != nil {
+		lk.mu.Lock()
+		defer lk.mu.Unlock()
+		return s.state(lk, detail), nil
+	}
+	var fam *family
+	store.FamilyOf(name, func(p string) bool {
+		fam = s.fams[p]
+		return fam == nil
+	})
+	return store.State{Name: name, Slots: fam.slots, Now: s.clock.Now()}, nil
+}
+
+// state reports lk; its mutex is held.
+func (s *Store) state(lk *lock, detail bool) store.State {
+	st := store.State{Name: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.queue), Now: s.clock.Now()}
+	if !detail {
+		return st
+	}
+	for _, h := range lk.holders {
+		st.Holders = append(st.Holders, store.Holder{Ref: h.ref.String(), Kind: h.kind(), Token: h.token, Count: int(h.count),
+			Acquired: h.acquired(), Renewed: renewed(h), Expires: h.expires()})
+	}
+	sort.Slice(st.Holders, func(i, j int) bool { return st.Holders[i].Token < st.Holders[j].Token })
+	for _, w := range lk.queue {
+		wt := store.Waiter{Ref: w.ref.String(), Since: w.since}
+		if w.req != nil {
+			wt.Kind, wt.Locks = w.req.Kind, w.req.Names()
+		} else {
+			wt.Locks = []string{lk.name}
+		}
+		st.Queue = append(st.Queue, wt)
+	}
+	return st
+}
+
+// List implements store.Store.
+func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	out := make([]store.State, 0, len(s.fams))
+	for _, f := range s.fams {
+		out = append(out, store.State{Name: f.pattern, Slots: f.slots, Family: true, Now: s.clock.Now()})
+	}
+	s.locks.Range(func(lk *lock) bool {
+		lk.mu.Lock()
+		if !lk.gone {
+			out = append(out, s.state(lk, detail))
+		}
+		lk.mu.Unlock()
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

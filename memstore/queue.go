@@ -1,0 +1,231 @@
+package memstore
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// waiter is a caller in the queue of one lock or, for AcquireAll, of each
+// of several. A plain waiter (one lock, a generated ref, nothing else) has
+// no req and comes from a pool; the releaser that frees its slot grants it
+// and wakes it (a direct hand-off: the woken caller holds the slot already).
+type waiter struct {
+	ref   store.Ref
+	req   *store.AcquireRequest // nil for a plain waiter
+	locks []*lock               // in the caller's order
+	one   [1]*lock
+	since time.Time
+	ready chan struct{} // one token: granted, or err set
+	h     *holder       // the grant's record of locks[0]
+	grant store.Grant   // the grant, for a waiter with a req
+	done  bool          // granted
+	err   error         // set, with ready signalled, when the store closed
+}
+
+var waiters = sync.Pool{New: func() any { return &waiter{ready: make(chan struct{}, 1)} }}
+
+func (w *waiter) signal() { w.ready <- struct{}{} }
+
+func (w *waiter) staleAfter() time.Duration {
+	if w.req == nil {
+		return 0
+	}
+	return w.req.StaleAfter
+}
+
+// wait queues w on its locks and waits; called with the op's mutexes
+// held, returns with them let go.
+func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error) {
+	if o.ev != nil || s.times {
+		w.since = o.clock()
+	}
+	multi := len(w.locks) > 1
+	for _, lk := range w.locks {
+		lk.queue = append(lk.queue, w)
+		if multi {
+			lk.multi++
+		}
+		if o.ev != nil {
+			o.emit(store.Event{Type: store.EventWaiting, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
+				Waiting: len(lk.queue), Ref: o.refText(w.ref), Kind: w.req.Kind})
+		}
+	}
+	for _, lk := range w.locks {
+		s.pump(o, lk)
+	}
+	o.done()
+
+	if ctx.Done() == nil {
+		<-w.ready // nothing can cancel the wait
+	} else {
+		select {
+		case <-w.ready:
+		case <-ctx.Done():
+			return s.cancelWait(ctx, w)
+		}
+	}
+	return s.woken(w)
+}
+
+// woken returns what w was woken for.
+func (s *Store) woken(w *waiter) (store.Grant, error) {
+	if w.err != nil {
+		return store.Grant{}, w.err
+	}
+	if w.req != nil {
+		return w.grant, nil
+	}
+	return store.Grant{Lock: store.Lock{Name: w.locks[0].name, Token: w.h.token}, Ref: w.ref}, nil
+}
+
+// cancelWait takes w out of the queue after ctx ended, or gives back what
+// it was granted meanwhile, so the next waiter gets it.
+func (s *Store) cancelWait(ctx context.Context, w *waiter) (store.Grant, error) {
+	o := op{s: s}
+	if w.req != nil {
+		o.ev = w.req.Events
+	}
+	if len(w.locks) > 1 {
+		o.enterGlobal()
+		for _, lk := range w.locks {
+			o.lock(lk)
+		}
+	} else if !o.enter(w.locks[0]) {
+		panic("memstore: a lock with a waiter was forgotten")
+	}
+	switch {
+	case w.err != nil:
+		<-w.ready
+		o.done()
+		return store.Grant{}, w.err
+	case w.done:
+		<-w.ready
+		if w.req == nil {
+			s.releaseHolder(&o, w.locks[0], w.h, store.ErrReleased)
+		} else {
+			h := w.grant.Handle()
+			_ = s.releaseHandle(&o, &h, store.ErrReleased)
+		}
+	default:
+		for _, lk := range w.locks {
+			lk.dequeue(w)
+		}
+	}
+	for _, lk := range w.locks {
+		s.pump(&o, lk)
+	}
+	for _, lk := range w.locks {
+		s.forget(lk)
+	}
+	o.done()
+	return store.Grant{}, ctx.Err()
+}
+
+// dequeue takes w out of lk's queue.
+func (lk *lock) dequeue(w *waiter) {
+	if len(w.locks) > 1 {
+		lk.multi--
+	}
+	if len(lk.queue) > 0 && lk.queue[0] == w {
+		// The head, as grants take it: drop it without moving the rest.
+		lk.queue[0] = nil
+		lk.queue = lk.queue[1:]
+		if len(lk.queue) == 0 {
+			lk.queue = nil
+		}
+		return
+	}
+	for i, x := range lk.queue {
+		if x == w {
+			copy(lk.queue[i:], lk.queue[i+1:])
+			lk.queue[len(lk.queue)-1] = nil
+			lk.queue = lk.queue[:len(lk.queue)-1]
+			return
+		}
+	}
+}
+
+func (lk *lock) position(w *waiter) int {
+	for i, x := range lk.queue {
+		if x == w {
+			return i
+		}
+	}
+	return -1
+}
+
+// pump grants waiters of lk (and of locks their grants touch) in FIFO
+// order: a waiter is granted a lock when it holds it already or fewer
+// waiters are ahead of it than slots are free, and it is granted only when
+// that holds for every lock it waits for. A waiter for several locks is
+// only ever queued on locks that global operations change, so pump takes
+// the other locks' mutexes only when global.
+func (s *Store) pump(o *op, first *lock) {
+	var work []*lock
+	lk := first
+	for {
+		for i := 0; i < len(lk.queue); {
+			w := lk.queue[i]
+			// (A plain waiter's ref is new: it holds nothing yet.)
+			if i >= s.free(o, lk, i+1, w.staleAfter()) && (w.req == nil || lk.find(w.ref, 0) == nil) {
+				break
+			}
+			if len(w.locks) > 1 && !s.grantable(o, w, lk) {
+				i++
+				continue
+			}
+			for _, l := range w.locks {
+				l.dequeue(w)
+				if l != lk {
+					work = append(work, l)
+				}
+			}
+			s.grantWaiter(o, w) // w is the waiter's again: not looked at after
+		}
+		s.arm(o, lk)
+		if len(work) == 0 {
+			return
+		}
+		lk = work[len(work)-1]
+		work = work[:len(work)-1]
+	}
+}
+
+// grantWaiter grants w (out of every queue now) and wakes it.
+func (s *Store) grantWaiter(o *op, w *waiter) {
+	if w.req == nil {
+		lk := w.locks[0]
+		w.h = lk.newHolder(w.ref, s.token.Add(1))
+		if stamp := o.stamp(0); !stamp.IsZero() {
+			w.h.ext().acquired = stamp
+		}
+		if o.ev != nil {
+			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
+				Waiting: len(lk.queue), Ref: o.refText(w.ref), Token: w.h.token, Waited: since(w.h.acquired(), w.since)})
+		}
+	} else {
+		w.grant = s.grantAll(o, w.req, w.locks, w.since)
+	}
+	w.done = true
+	w.signal()
+}
+
+func (s *Store) grantable(o *op, w *waiter, at *lock) bool {
+	for _, lk := range w.locks {
+		if lk == at {
+			continue
+		}
+		o.lock(lk)
+		if lk.find(w.ref, 0) != nil {
+			continue
+		}
+		p := lk.position(w)
+		if p < 0 || p >= s.free(o, lk, p+1, w.staleAfter()) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,123 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	o := op{s: s, ev: ev}
+	if err := s.enterHandle(&o, &h); err != nil {
+		return err
+	}
+	reason := store.ErrReleased
+	if h.Token == 0 {
+		reason = fmt.Errorf("%w: released by another caller naming its ref", store.ErrLeaseLost)
+	}
+	err := s.releaseHandle(&o, &h, reason)
+	o.done()
+	return err
+}
+
+// releaseHandle frees what h still holds, then grants waiters; the op
+// holds the mutexes of h's locks.
+func (s *Store) releaseHandle(o *op, h *store.Handle, reason error) error {
+	if len(h.More) == 0 {
+		lk := o.held(h.Name)
+		if lk == nil || !s.releaseOne(o, lk, h.Ref, h.Token, reason) {
+			return store.ErrNotHeld
+		}
+		s.pump(o, lk)
+		s.forget(lk)
+		return nil
+	}
+	var missing []string
+	var touched []*lock
+	h.Each(func(l store.Lock) {
+		lk := o.held(l.Name)
+		if lk == nil || !s.releaseOne(o, lk, h.Ref, l.Token, reason) {
+			missing = append(missing, strconv.Quote(l.Name))
+			return
+		}
+		touched = append(touched, lk)
+	})
+	for _, lk := range touched {
+		s.pump(o, lk)
+	}
+	for _, lk := range touched {
+		s.forget(lk)
+	}
+	if len(touched) == 0 {
+		return store.ErrNotHeld
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s", store.ErrNotHeld, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func (s *Store) releaseOne(o *op, lk *lock, ref store.Ref, token int64, reason error) bool {
+	h := lk.find(ref, token)
+	if h == nil {
+		return false
+	}
+	if h.count > 1 {
+		h.count--
+		return true
+	}
+	s.releaseHolder(o, lk, h, reason)
+	return true
+}
+
+// releaseHolder ends h for reason and says so.
+func (s *Store) releaseHolder(o *op, lk *lock, h *holder, reason error) {
+	ref, kind, token, acquired := h.ref, h.kind(), h.token, h.acquired()
+	o.end(lk, h, reason)
+	if o.ev != nil {
+		o.emit(store.Event{Type: store.EventReleased, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
+			Waiting: len(lk.queue), Ref: ref.String(), Kind: kind, Token: token, Held: since(o.clock(), acquired)})
+	}
+}
+
+// Watch implements store.Watcher.
+func (s *Store) Watch(h store.Handle, f func(reason error)) {
+	if f == nil {
+		return
+	}
+	if err := s.usable(context.Background()); err != nil {
+		f(err)
+		return
+	}
+	var hd *holder
+	var lk *lock
+	for {
+		lk = s.load(h.Name)
+		if lk == nil {
+			break
+		}
+		lk.mu.Lock()
+		if !lk.gone {
+			hd = lk.find(h.Ref, h.Token)
+			break
+		}
+		lk.mu.Unlock()
+	}
+	if hd == nil {
+		if lk != nil {
+			lk.mu.Unlock()
+		}
+		f(fmt.Errorf("%w: not held", store.ErrLeaseLost))
+		return
+	}
+	x := hd.ext()
+	x.watch = append(x.watch, f)
+	lk.mu.Unlock()
+}

@@ -1,0 +1,47 @@
+// Package sqlitestore keeps sleeplock's locks in a SQLite database file
+// shared by every process of one host: the store of the sleeplock command
+// line, and of programs that need a counting, FIFO lock between processes
+// with no server to run. It uses modernc.org/sqlite (pure Go, no cgo).
+//
+//	s, err := sqlitestore.Open(ctx, "/var/lib/myapp/locks.db")
+//	…
+//	locks := sleeplock.New(s)
+//	defer locks.Close()
+//
+// # How it works
+//
+// The database runs in WAL mode; every operation is one short write
+// transaction (BEGIN IMMEDIATE, so that two writers never deadlock on a lock
+// upgrade), waiting up to a busy timeout for another process's transaction.
+// Times are microseconds on the host's clock, which every process of the
+// host shares.
+//
+// A blocking Acquire that cannot be granted queues a waiter row (tickets
+// never reused) and checks again whenever the database changes: a process
+// learns of its own changes at once and of other processes' changes by
+// polling SQLite's data_version, a read of shared memory, every few
+// milliseconds. Each waiter grants itself when it is first in line for every
+// lock it waits for.
+//
+// # Dead processes
+//
+// Each holder and waiter row records its process: pid, start time (field 22
+// of /proc/PID/stat) and host (boot id and pid namespace). The next operation
+// that meets a row of a process that is gone, or whose pid now names another
+// process, deletes it: a holder killed with SIGKILL gives its slots back at
+// once, and waiters of a dead process leave the queue. TTLs still apply (a
+// hung process is alive). Rows of another pid namespace or boot cannot be
+// checked; for them the TTL is the bound (and a waiter's own short lease,
+// renewed while it waits).
+//
+// # Schema
+//
+// Open creates or upgrades the schema (numbered migrations embedded in the
+// package, the version kept in PRAGMA user_version). A database of a newer
+// schema version than this build knows is refused with a *SchemaError.
+//
+// # Durability
+//
+// Commits are synchronous (PRAGMA synchronous=FULL), so fencing tokens only
+// grow also across a power failure.
+package sqlitestore

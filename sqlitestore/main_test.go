@@ -1,0 +1,52 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sleeplock/sleeplock/sqlitestore"
+	"github.com/sleeplock/sleeplock/store"
+	"github.com/sleeplock/sleeplock/storetest"
+)
+
+func TestMain(m *testing.M) {
+	if helperMain() {
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// open opens a store on a new file of the test's temporary directory,
+// closed at the end of the test.
+func open(t testing.TB, opts ...sqlitestore.Option) *sqlitestore.Store {
+	t.Helper()
+	return openAt(t, filepath.Join(t.TempDir(), "locks.db"), opts...)
+}
+
+func openAt(t testing.TB, path string, opts ...sqlitestore.Option) *sqlitestore.Store {
+	t.Helper()
+	s, err := sqlitestore.Open(context.Background(), path, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+var harness = storetest.Harness{
+	New: func(t *testing.T) store.Store { return open(t) },
+	Advance: func(t *testing.T, s store.Store, d time.Duration) {
+		t.Helper()
+		if err := s.(*sqlitestore.Store).Advance(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	},
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, harness)
+}

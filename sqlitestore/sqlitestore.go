@@ -1,0 +1,550 @@
+package sqlitestore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// SchemaVersion is the schema version this build uses.
+const SchemaVersion = 1
+
+// Defaults of the options.
+const (
+	// DefaultPollInterval is the longest pause between two checks for
+	// another process's change while callers wait.
+	DefaultPollInterval = 2 * time.Millisecond
+	// DefaultWaiterTTL is the lease of a waiter's place in the queue, for
+	// waiters whose process cannot be checked.
+	DefaultWaiterTTL = 10 * time.Second
+	// DefaultBusyTimeout is how long an operation waits for another
+	// process's transaction to end.
+	DefaultBusyTimeout = 10 * time.Second
+)
+
+// slowPoll is how often a waiter far from the head of its queue (at
+// least twice the lock's slots ahead) looks again; such waiters are not
+// woken by changes, and while a store has only such waiters it does not
+// poll for changes.
+const slowPoll = 25 * time.Millisecond
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Errors of Open.
+var (
+	// ErrNotDatabase: the file exists but is not a SQLite database. It
+	// also matches store.ErrInvalidConfig.
+	ErrNotDatabase = errors.New("sqlitestore: not a SQLite database")
+	// ErrSchemaTooNew: the database was made by a newer sleeplock. Errors
+	// of Open that match it are *SchemaError.
+	ErrSchemaTooNew = errors.New("sqlitestore: database schema is newer than this build")
+)
+
+// SchemaError reports a database whose schema this build cannot use.
+type SchemaError struct {
+	Path string
+	Have int // the database's schema version
+	Want int // SchemaVersion
+}
+
+func (e *SchemaError) Error() string {
+	if e == nil {
+		return "sqlitestore: schema error"
+	}
+	if e.Have > e.Want {
+		return fmt.Sprintf("sqlitestore: %s has schema version %d, newer than this build's %d: use a newer sleeplock (or another file)",
+			e.Path, e.Have, e.Want)
+	}
+	return fmt.Sprintf("sqlitestore: %s has schema version %d, want %d: open it without NoMigrate (or run sleeplock migrate)",
+		e.Path, e.Have, e.Want)
+}
+
+// Unwrap returns ErrSchemaTooNew for a newer schema, and
+// store.ErrInvalidConfig.
+func (e *SchemaError) Unwrap() []error {
+	if e == nil {
+		return nil
+	}
+	if e.Have > e.Want {
+		return []error{ErrSchemaTooNew, store.ErrInvalidConfig}
+	}
+	return []error{store.ErrInvalidConfig}
+}
+
+// Option configures Open.
+type Option func(*config)
+
+type config struct {
+	poll      time.Duration
+	waiterTTL time.Duration
+	busy      time.Duration
+	migrate   bool
+	err       error
+}
+
+// WithPollInterval sets the longest pause between two checks for another
+// process's change while callers wait (default 2ms). A check is a read of
+// SQLite's shared memory, not a transaction.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a poll interval must be positive")
+		}
+		c.poll = d
+	}
+}
+
+// WithWaiterTTL sets the lease of a waiter's place in the queue (default
+// 10s): a waiter renews it while it waits, so the waiters of a process that
+// cannot be checked by pid leave the queue this long after it died.
+func WithWaiterTTL(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a waiter TTL must be positive")
+		}
+		c.waiterTTL = d
+	}
+}
+
+// WithBusyTimeout sets how long an operation waits for another process's
+// transaction to end before it fails (default 10s).
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a busy timeout must be positive")
+		}
+		c.busy = d
+	}
+}
+
+// NoMigrate makes Open refuse a database whose schema is missing or older
+// than SchemaVersion (a *SchemaError) instead of creating or upgrading it.
+func NoMigrate() Option { return func(c *config) { c.migrate = false } }
+
+// Store keeps locks in a SQLite file. It implements store.Store and
+// store.Guarder. Its methods are safe for concurrent use; any number of
+// processes may open the same file.
+type Store struct {
+	path string
+	cfg  config
+	db   *sql.DB
+	id   string // names this store's waiter rows
+	me   proc
+
+	mu     sync.Mutex // serialises this store's transactions on wc
+	wc     *sql.Conn
+	closed bool
+	queued bool // this store has queued a waiter (Close removes its rows)
+
+	closing   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	w watchers
+
+	bmu     sync.Mutex
+	bcast   chan struct{} // closed and replaced at each change
+	nwait   int
+	near    atomic.Int32  // waiters that may be granted soon: poll fast
+	kick    chan struct{} // a waiter became near: poll now
+	polling bool
+	shut    bool // Close began: no new poller
+	pollWG  sync.WaitGroup
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Guarder = (*Store)(nil)
+	_ store.Watcher = (*Store)(nil)
+)
+
+// Open opens (creating it if needed) the SQLite database at path and
+// creates or upgrades its schema. The directory must exist and be writable
+// (SQLite keeps its WAL and shared-memory files next to the database).
+// Errors say what is wrong with the path: a missing or read-only directory,
+// a file that is not a SQLite database (ErrNotDatabase), a schema newer than
+// this build (ErrSchemaTooNew).
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
+	cfg := config{poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL, busy: DefaultBusyTimeout, migrate: true}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	if ctx == nil {
+		return nil, errNilContext
+	}
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.FormatInt(cfg.busy.Milliseconds(), 10)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	db.SetMaxOpenConns(2) // one for transactions, one for change polling
+	db.SetMaxIdleConns(2)
+	db.SetConnMaxLifetime(0)
+	s := &Store{path: path, cfg: cfg, db: db, me: self(), closing: make(chan struct{}), bcast: make(chan struct{}),
+		kick: make(chan struct{}, 1)}
+	var id [12]byte
+	_, _ = rand.Read(id[:])
+	s.id = hex.EncodeToString(id[:])
+	wc, err := db.Conn(ctx)
+	if err == nil {
+		s.wc = wc
+		err = s.migrate(ctx)
+	}
+	if err == nil {
+		// Transactions begin in begin's own retry loop.
+		_, err = s.wc.ExecContext(ctx, "PRAGMA busy_timeout = 0")
+	}
+	if err != nil {
+		if s.wc != nil {
+			_ = s.wc.Close()
+		}
+		_ = db.Close()
+		return nil, s.pathError(err)
+	}
+	return s, nil
+}
+
+// Migrate creates or upgrades the schema of the database at path and
+// returns its version. Open does the same; Migrate is for tools that only
+// set up.
+func Migrate(ctx context.Context, path string) (int, error) {
+	s, err := Open(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	return SchemaVersion, s.Close()
+}
+
+// checkPath reports a path whose directory cannot hold the database.
+func checkPath(path string) error {
+	if path == "" {
+		return store.Invalid(store.ErrInvalidConfig, `""`, "the SQLite store needs a file path")
+	}
+	if strings.ContainsRune(path, 0) || strings.ContainsAny(path, "?#") {
+		return store.Invalid(store.ErrInvalidConfig, strconv.Quote(path), "a SQLite file path must not contain NUL, '?' or '#'")
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: cannot create %s: directory %s does not exist", store.ErrInvalidConfig, path, dir)
+	case err != nil:
+		return fmt.Errorf("%w: cannot use %s: %w", store.ErrInvalidConfig, path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: cannot create %s: %s is not a directory", store.ErrInvalidConfig, path, dir)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%w: %s is a directory, not a database file", store.ErrInvalidConfig, path)
+	}
+	// SQLite creates its WAL and shared-memory files next to the database.
+	f, err := os.CreateTemp(dir, ".sleeplock-check-*")
+	if err != nil {
+		return fmt.Errorf("%w: cannot use %s: directory %s is not writable (%w); SQLite needs to create files next to the database",
+			store.ErrInvalidConfig, path, dir, err)
+	}
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+	return nil
+}
+
+// pathError turns SQLite's errors about the file into ones that name it.
+func (s *Store) pathError(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_NOTADB:
+		return fmt.Errorf("%w: %s (%w)", ErrNotDatabase, s.path, store.ErrInvalidConfig)
+	case sqlite3.SQLITE_READONLY:
+		return fmt.Errorf("%w: %s is read-only: %w", store.ErrInvalidConfig, s.path, err)
+	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
+		return fmt.Errorf("%w: cannot open %s: %w", store.ErrInvalidConfig, s.path, err)
+	}
+	return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	var have int
+	if err := s.wc.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+		return err
+	}
+	if have == SchemaVersion {
+		return nil
+	}
+	if have > SchemaVersion || !s.cfg.migrate {
+		return &SchemaError{Path: s.path, Have: have, Want: SchemaVersion}
+	}
+	if _, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	err := func() error {
+		if err := s.wc.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+			return err
+		}
+		if have > SchemaVersion {
+			return &SchemaError{Path: s.path, Have: have, Want: SchemaVersion}
+		}
+		names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+		if err != nil {
+			return err
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			v, err := strconv.Atoi(strings.SplitN(filepath.Base(n), "_", 2)[0])
+			if err != nil || v <= have {
+				continue
+			}
+			text, err := migrationFiles.ReadFile(n)
+			if err != nil {
+				return err
+			}
+			if _, err := s.wc.ExecContext(ctx, string(text)); err != nil {
+				return fmt.Errorf("migration %s: %w", filepath.Base(n), err)
+			}
+		}
+		_, err = s.wc.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(SchemaVersion))
+		return err
+	}()
+	if err != nil {
+		_, _ = s.wc.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+		return err
+	}
+	_, err = s.wc.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// Path returns the database file's path.
+func (s *Store) Path() string {
+	if s == nil {
+		return ""
+	}
+	return s.path
+}
+
+var (
+	errNilContext = store.Invalid(store.ErrInvalidConfig, "nil", "a context is required")
+	errNoStore    = store.Invalid(store.ErrInvalidConfig, "a nil or zero *sqlitestore.Store", "a Store comes from sqlitestore.Open")
+)
+
+// check reports a receiver or a context that cannot be used.
+func (s *Store) check(ctx context.Context) error {
+	switch {
+	case s == nil || s.db == nil:
+		return errNoStore
+	case ctx == nil:
+		return errNilContext
+	}
+	return nil
+}
+
+// Close removes this store's waiters from the queue (their callers return
+// store.ErrClosed), makes later calls fail with store.ErrClosed and closes
+// the database. Leases are not released.
+func (s *Store) Close() error {
+	if s == nil || s.db == nil {
+		return errNoStore
+	}
+	s.closeOnce.Do(func() {
+		s.bmu.Lock()
+		s.shut = true
+		s.bmu.Unlock()
+		close(s.closing)
+		s.pollWG.Wait()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.closed = true
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.busy)
+		defer cancel()
+		if s.queued {
+			s.closeErr = s.removeWaiters(ctx)
+		}
+		s.closeErr = errors.Join(s.closeErr, s.wc.Close(), s.db.Close())
+	})
+	return s.closeErr
+}
+
+// removeWaiters deletes this store's waiter rows; s.mu is held.
+func (s *Store) removeWaiters(ctx context.Context) error {
+	if err := s.begin(ctx); err != nil {
+		return fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
+	}
+	_, err1 := s.wc.ExecContext(ctx, "DELETE FROM queue WHERE ticket IN (SELECT ticket FROM waiters WHERE owner = ?)", s.id)
+	_, err2 := s.wc.ExecContext(ctx, "DELETE FROM waiters WHERE owner = ?", s.id)
+	if err := errors.Join(err1, err2); err != nil {
+		_, _ = s.wc.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
+	}
+	if _, err := s.wc.ExecContext(ctx, "COMMIT"); err != nil {
+		_, _ = s.wc.ExecContext(ctx, "ROLLBACK")
+		return fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
+	}
+	return nil
+}
+
+// Advance dates every lease and waiter of the database back by d, as if d
+// had passed on the host's clock. It is meant for tests that must make a TTL
+// pass without waiting; waiters' own liveness leases are left as they are.
+func (s *Store) Advance(ctx context.Context, d time.Duration) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	us := d.Microseconds()
+	return s.do(ctx, func(t *txn) error {
+		if err := t.exec(`UPDATE holders SET acquired = acquired - ?1, renewed = renewed - ?1,
+			expires = CASE WHEN expires = 0 THEN 0 ELSE expires - ?1 END`, us); err != nil {
+			return err
+		}
+		t.changed = true
+		return t.exec("UPDATE waiters SET since = since - ?", us)
+	})
+}
+
+// changes returns a channel closed at the next change this process makes
+// or sees.
+func (s *Store) changes() <-chan struct{} {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	return s.bcast
+}
+
+func (s *Store) notify() {
+	s.bmu.Lock()
+	close(s.bcast)
+	s.bcast = make(chan struct{})
+	s.bmu.Unlock()
+}
+
+// addWaiter counts a waiting caller and starts the change poller when it
+// is the first.
+func (s *Store) addWaiter() {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	s.nwait++
+	if !s.polling && !s.shut {
+		s.polling = true
+		s.pollWG.Add(1)
+		go s.pollChanges()
+	}
+}
+
+func (s *Store) removeWaiter() {
+	s.bmu.Lock()
+	s.nwait--
+	s.bmu.Unlock()
+}
+
+// pollChanges reads PRAGMA data_version on a connection of its own while
+// callers wait: it changes when another connection (this process's or
+// another's) commits. Checks start every 250µs after a change and back off
+// to the poll interval. Waiters take the change channel before they start
+// it (addWaiter), and it wakes them after its first read.
+func (s *Store) pollChanges() {
+	defer s.pollWG.Done()
+	// The poller lingers a second after the last waiter left, so that a
+	// lock taken in turns does not start one per wait.
+	idleSince := time.Time{}
+	stop := func() bool {
+		s.bmu.Lock()
+		defer s.bmu.Unlock()
+		select {
+		case <-s.closing:
+			s.polling = false
+			return true
+		default:
+		}
+		switch {
+		case s.nwait > 0:
+			idleSince = time.Time{}
+		case idleSince.IsZero():
+			idleSince = time.Now()
+		case time.Since(idleSince) > time.Second:
+			s.polling = false
+			return true
+		}
+		return false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-s.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	c, err := s.db.Conn(ctx)
+	if err != nil {
+		s.bmu.Lock()
+		s.polling = false
+		s.bmu.Unlock()
+		return
+	}
+	defer func() { _ = c.Close() }()
+	const first = 250 * time.Microsecond
+	d := first
+	last := int64(-1)
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case <-s.closing:
+			stop()
+			return
+		case <-timer.C:
+		case <-s.kick:
+		}
+		if stop() {
+			return
+		}
+		if s.near.Load() == 0 {
+			// Every waiter here is far from the head of its queue and
+			// looks again on its own timer: nobody to wake.
+			timer.Reset(slowPoll)
+			continue
+		}
+		var v int64
+		if err := c.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+			d = s.cfg.poll
+		} else if v != last {
+			// Also at the first read: a change made before it went
+			// unseen, so waiters check once more.
+			s.notify()
+			last, d = v, first
+		} else {
+			d = min(d*2, s.cfg.poll)
+		}
+		timer.Reset(d)
+	}
+}

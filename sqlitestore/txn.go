@@ -1,0 +1,602 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// dbError marks an error of the database: the transaction is rolled back.
+type dbError struct{ err error }
+
+func (e *dbError) Error() string { return "sqlitestore: " + e.err.Error() }
+func (e *dbError) Unwrap() error { return e.err }
+
+// txn is one write transaction and what it learned.
+type txn struct {
+	s       *Store
+	ctx     context.Context // not cancelled: a transaction runs to its end
+	now     int64           // µs since the epoch, read once
+	changed bool            // holders or queue changed: wake waiters
+	locks   map[string]*lk
+	evs     []pending
+	ends    []ending
+	counter map[string]*counter
+	read    bool // a read-only check: a write fails with errNeedWrite
+}
+
+// errNeedWrite ends a read-only check that found something to change.
+var errNeedWrite = errors.New("sqlitestore: needs a write transaction")
+
+type pending struct {
+	to store.Emitter
+	e  store.Event
+}
+
+type counter struct {
+	v     int64
+	dirty bool
+}
+
+// hrow is a holder row.
+type hrow struct {
+	ref, kind                             string
+	token                                 int64
+	count                                 int
+	acquired, renewed, expires, ttl, hold int64
+	pid                                   int
+	pstart                                int64
+	host                                  string
+}
+
+// lk is a lock as this transaction sees it: its slots, holders (by token)
+// and live waiters (by ticket).
+type lk struct {
+	name    string
+	slots   int
+	holders []hrow
+	queue   []int64
+}
+
+// do runs f in a write transaction (BEGIN IMMEDIATE) on the store's
+// connection; it commits unless f fails with an error of the database, then
+// delivers the events f emitted and wakes the waiters of this process when
+// anything changed. ctx bounds the wait for the write lock only.
+func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return store.ErrClosed
+	}
+	if err := s.begin(ctx); err != nil {
+		s.mu.Unlock()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.pathError(err)
+	}
+	t := &txn{s: s, ctx: context.WithoutCancel(ctx), now: time.Now().UnixMicro()}
+	err := f(t)
+	if err == nil || !isDB(err) {
+		if ferr := t.flush(); ferr != nil {
+			err = ferr
+		}
+	}
+	if isDB(err) {
+		_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
+		s.mu.Unlock()
+		return s.pathError(errors.Unwrap(err))
+	}
+	if _, cerr := s.wc.ExecContext(t.ctx, "COMMIT"); cerr != nil {
+		_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
+		s.mu.Unlock()
+		return s.pathError(cerr)
+	}
+	// Events go out before the next transaction of this store commits, so
+	// that this process delivers them in commit order (Emit does not block).
+	for _, p := range t.evs {
+		p.to.Emit(p.e)
+	}
+	s.mu.Unlock()
+	for _, e := range t.ends {
+		s.ended(e)
+	}
+	if t.changed {
+		s.notify()
+	}
+	return err
+}
+
+// begin starts a write transaction on wc, retrying while another
+// connection writes: from 50µs doubling to 2ms between tries (with
+// jitter), up to the busy timeout. SQLite's own busy handler sleeps
+// 1, 2, 5, 10, 15, 20, 25… ms, too coarse for a hand-off between
+// processes; the connection's busy timeout is 0 for this reason.
+func (s *Store) begin(ctx context.Context) error {
+	return s.beginAs(ctx, "BEGIN IMMEDIATE")
+}
+
+// beginAs runs stmt (a BEGIN) as begin describes. The statement itself
+// runs without ctx's cancellation: a BEGIN interrupted after it took effect
+// would leave the connection inside a transaction.
+func (s *Store) beginAs(ctx context.Context, stmt string) error {
+	deadline := time.Now().Add(s.cfg.busy)
+	for d := 50 * time.Microsecond; ; d = min(2*d, 2*time.Millisecond) {
+		_, err := s.wc.ExecContext(context.WithoutCancel(ctx), stmt)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(d/2 + rand.N(d))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code()&0xff == sqlite3.SQLITE_BUSY || se.Code()&0xff == sqlite3.SQLITE_LOCKED)
+}
+
+// read runs f in a read transaction (a snapshot; it waits for no writer)
+// on the store's connection. f fails with errNeedWrite at its first write.
+func (s *Store) read(ctx context.Context, f func(t *txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
+	}
+	if err := s.beginAs(ctx, "BEGIN"); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.pathError(err)
+	}
+	t := &txn{s: s, ctx: context.WithoutCancel(ctx), now: time.Now().UnixMicro(), read: true}
+	err := f(t)
+	_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
+	if isDB(err) {
+		return s.pathError(errors.Unwrap(err))
+	}
+	return err
+}
+
+func isDB(err error) bool {
+	var d *dbError
+	return errors.As(err, &d)
+}
+
+func (t *txn) exec(q string, args ...any) error {
+	if t.read {
+		return errNeedWrite
+	}
+	if _, err := t.s.wc.ExecContext(t.ctx, q, args...); err != nil {
+		return &dbError{err}
+	}
+	return nil
+}
+
+func (t *txn) query(q string, args []any, row func(scan func(...any) error) error) error {
+	rows, err := t.s.wc.QueryContext(t.ctx, q, args...)
+	if err != nil {
+		return &dbError{err}
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		if err := row(rows.Scan); err != nil {
+			return &dbError{err}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return &dbError{err}
+	}
+	return nil
+}
+
+func (t *txn) queryRow(q string, args []any, dest ...any) (bool, error) {
+	if t.read && !strings.HasPrefix(q, "SELECT") {
+		return false, errNeedWrite
+	}
+	err := t.s.wc.QueryRowContext(t.ctx, q, args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, &dbError{err}
+	}
+	return true, nil
+}
+
+// next returns the next value of a counter ("token", "seq").
+func (t *txn) next(name string) (int64, error) {
+	if t.counter == nil {
+		t.counter = map[string]*counter{}
+	}
+	c := t.counter[name]
+	if c == nil {
+		c = &counter{}
+		if _, err := t.queryRow("SELECT value FROM counters WHERE name = ?", []any{name}, &c.v); err != nil {
+			return 0, err
+		}
+		t.counter[name] = c
+	}
+	c.v++
+	c.dirty = true
+	return c.v, nil
+}
+
+func (t *txn) flush() error {
+	for name, c := range t.counter {
+		if c.dirty {
+			if err := t.exec("UPDATE counters SET value = ? WHERE name = ?", c.v, name); err != nil {
+				return err
+			}
+			c.dirty = false
+		}
+	}
+	return nil
+}
+
+// emit queues an event for delivery after the commit. Events that record
+// a change get the next sequence number.
+func (t *txn) emit(to store.Emitter, e store.Event) error {
+	if to == nil {
+		return nil
+	}
+	e.Time = fromMicros(t.now)
+	if e.Type != store.EventRefused && e.Type != store.EventLost {
+		seq, err := t.next("seq")
+		if err != nil {
+			return err
+		}
+		e.Seq = uint64(seq)
+	}
+	t.evs = append(t.evs, pending{to, e})
+	return nil
+}
+
+// slotsOf returns the slots of name's definition (the name itself, else
+// its most specific family), or store.NotFound.
+func (t *txn) slotsOf(name string) (int, error) {
+	pats := []string{name}
+	store.FamilyOf(name, func(p string) bool { pats = append(pats, p); return true })
+	best, slots := len(pats), 0
+	err := t.query("SELECT name, slots FROM defs WHERE name IN (SELECT value FROM json_each(?))", []any{jsonList(pats)},
+		func(scan func(...any) error) error {
+			var n string
+			var sl int
+			if err := scan(&n, &sl); err != nil {
+				return err
+			}
+			if i := slices.Index(pats, n); i >= 0 && i < best {
+				best, slots = i, sl
+			}
+			return nil
+		})
+	if err != nil {
+		return 0, err
+	}
+	if best == len(pats) {
+		return 0, store.NotFound(name)
+	}
+	return slots, nil
+}
+
+// load reads a lock: its slots, holders and live waiters. Holders and
+// waiters whose process is gone are deleted on the way (an expired event
+// to ev for each holder), and so are waiters whose own lease ran out.
+func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
+	if l := t.locks[name]; l != nil {
+		return l, nil
+	}
+	slots, err := t.slotsOf(name)
+	if err != nil {
+		return nil, err
+	}
+	l := &lk{name: name, slots: slots}
+	err = t.query(`SELECT ref, kind, token, count, acquired, renewed, expires, ttl, hold, pid, pstart, host
+		FROM holders WHERE lock = ? ORDER BY token`, []any{name}, func(scan func(...any) error) error {
+		var h hrow
+		if err := scan(&h.ref, &h.kind, &h.token, &h.count, &h.acquired, &h.renewed, &h.expires, &h.ttl, &h.hold,
+			&h.pid, &h.pstart, &h.host); err != nil {
+			return err
+		}
+		l.holders = append(l.holders, h)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	type qrow struct {
+		ticket, alive, pstart int64
+		pid                   int
+		host                  sql.NullString
+	}
+	var qs []qrow
+	err = t.query(`SELECT q.ticket, coalesce(w.alive, 0), coalesce(w.pid, 0), coalesce(w.pstart, 0), w.host
+		FROM queue q LEFT JOIN waiters w ON w.ticket = q.ticket WHERE q.lock = ? ORDER BY q.ticket`, []any{name},
+		func(scan func(...any) error) error {
+			var q qrow
+			if err := scan(&q.ticket, &q.alive, &q.pid, &q.pstart, &q.host); err != nil {
+				return err
+			}
+			qs = append(qs, q)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if t.locks == nil {
+		t.locks = map[string]*lk{}
+	}
+	t.locks[name] = l
+	for i := 0; i < len(l.holders); {
+		h := &l.holders[i]
+		if gone(t.s.me, h.pid, h.pstart, h.host) {
+			if err := t.drop(l, i, ev, store.EventExpired, lostBecause("its process ended")); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		i++
+	}
+	wttl := t.s.cfg.waiterTTL.Microseconds()
+	for _, q := range qs {
+		if !q.host.Valid || q.alive+wttl <= t.now || gone(t.s.me, q.pid, q.pstart, q.host.String) {
+			if err := t.dropWaiter(q.ticket); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		l.queue = append(l.queue, q.ticket)
+	}
+	return l, nil
+}
+
+// drop deletes holder i of l and emits typ (released or expired); the
+// hold's watchers learn reason.
+func (t *txn) drop(l *lk, i int, ev store.Emitter, typ store.EventType, reason error) error {
+	h := l.holders[i]
+	t.ends = append(t.ends, ending{l.name, h.ref, h.token, reason})
+	if err := t.exec("DELETE FROM holders WHERE lock = ? AND ref = ?", l.name, h.ref); err != nil {
+		return err
+	}
+	l.holders = slices.Delete(l.holders, i, i+1)
+	t.changed = true
+	return t.emit(ev, store.Event{Type: typ, Lock: l.name, Slots: l.slots, Running: len(l.holders), Waiting: len(l.queue),
+		Ref: h.ref, Kind: h.kind, Token: h.token, Held: micros(t.now - h.acquired)})
+}
+
+// dropWaiter deletes a waiter and its places in every queue.
+func (t *txn) dropWaiter(ticket int64) error {
+	if err := t.exec("DELETE FROM queue WHERE ticket = ?", ticket); err != nil {
+		return err
+	}
+	if err := t.exec("DELETE FROM waiters WHERE ticket = ?", ticket); err != nil {
+		return err
+	}
+	for _, l := range t.locks {
+		if i := slices.Index(l.queue, ticket); i >= 0 {
+			l.queue = slices.Delete(l.queue, i, i+1)
+		}
+	}
+	t.changed = true
+	return nil
+}
+
+// find returns the index of ref's holder record of l (with token, unless
+// token is 0), or -1.
+func (l *lk) find(ref string, token int64) int {
+	for i := range l.holders {
+		if h := &l.holders[i]; h.ref == ref && (token == 0 || h.token == token) {
+			return i
+		}
+	}
+	return -1
+}
+
+// live reports whether h has not expired.
+func (t *txn) live(h *hrow) bool { return h.expires == 0 || h.expires > t.now }
+
+// free returns the free slots of l, first taking over expired (or, with
+// staleAfter, stale) leases when need slots are wanted and fewer are free.
+func (t *txn) free(l *lk, need int, staleAfter time.Duration, ev store.Emitter) (int, error) {
+	free := l.slots - len(l.holders)
+	if free >= need {
+		return free, nil
+	}
+	for i := 0; i < len(l.holders); {
+		if t.takeable(&l.holders[i], staleAfter) {
+			if err := t.drop(l, i, ev, store.EventExpired, lostBecause("taken over after its TTL")); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		i++
+	}
+	return l.slots - len(l.holders), nil
+}
+
+// takeable reports whether h may be taken over: past its expiry, or with
+// staleAfter, not renewed for staleAfter. A lease with no TTL never is.
+func (t *txn) takeable(h *hrow, staleAfter time.Duration) bool {
+	if h.expires == 0 {
+		return false
+	}
+	if staleAfter > 0 {
+		return h.renewed+staleAfter.Microseconds() <= t.now
+	}
+	return h.expires <= t.now
+}
+
+// wakeAt returns when the first holder of l becomes takeable (0: never).
+func (t *txn) wakeAt(l *lk, staleAfter time.Duration) int64 {
+	var at int64
+	for i := range l.holders {
+		h := &l.holders[i]
+		if h.expires == 0 {
+			continue
+		}
+		x := h.expires
+		if staleAfter > 0 {
+			x = h.renewed + staleAfter.Microseconds()
+		}
+		if at == 0 || x < at {
+			at = x
+		}
+	}
+	return at
+}
+
+// leaseTimes returns the expiry and renewal time of a lease of ttl and
+// hold taken or kept now.
+func (t *txn) leaseTimes(ttl, hold time.Duration, acquired int64) (expires, renewed int64) {
+	if ttl <= 0 {
+		return 0, acquired
+	}
+	length := ttl
+	if hold > 0 && hold < ttl {
+		length = hold
+	}
+	return t.now + length.Microseconds(), t.now - (ttl - length).Microseconds()
+}
+
+func (t *txn) addHolder(l *lk, req *store.AcquireRequest) (*hrow, error) {
+	token, err := t.next("token")
+	if err != nil {
+		return nil, err
+	}
+	h := hrow{ref: req.Ref.String(), kind: req.Kind, token: token, count: 1, acquired: t.now,
+		ttl: req.TTL.Microseconds(), hold: req.Hold.Microseconds(), pid: t.s.me.pid, pstart: t.s.me.start, host: t.s.me.host}
+	h.expires, h.renewed = t.leaseTimes(req.TTL, req.Hold, t.now)
+	if err := t.exec(`INSERT INTO holders (lock, ref, kind, token, count, acquired, renewed, expires, ttl, hold, pid, pstart, host)
+		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`, l.name, h.ref, h.kind, h.token, h.acquired, h.renewed, h.expires,
+		h.ttl, h.hold, h.pid, h.pstart, h.host); err != nil {
+		return nil, err
+	}
+	l.holders = append(l.holders, h)
+	t.changed = true
+	return &l.holders[len(l.holders)-1], nil
+}
+
+// renew dates h as kept now with ttl and hold.
+func (t *txn) renew(l *lk, h *hrow, ttl, hold time.Duration) error {
+	h.expires, h.renewed = t.leaseTimes(ttl, hold, h.acquired)
+	h.ttl, h.hold = ttl.Microseconds(), hold.Microseconds()
+	return t.exec("UPDATE holders SET expires = ?, renewed = ?, ttl = ?, hold = ? WHERE lock = ? AND ref = ?",
+		h.expires, h.renewed, h.ttl, h.hold, l.name, h.ref)
+}
+
+// grantAll gives req a slot of every lock (its existing hold where it has
+// one). since is when it queued (0: it did not).
+func (t *txn) grantAll(req *store.AcquireRequest, locks []*lk, since int64) (store.Grant, error) {
+	g := store.Grant{Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold, Reentered: true}
+	ref := req.Ref.String()
+	for n, l := range locks {
+		var h *hrow
+		if i := l.find(ref, 0); i >= 0 {
+			h = &l.holders[i]
+			if req.Counted {
+				h.count++
+				if err := t.exec("UPDATE holders SET count = count + 1 WHERE lock = ? AND ref = ?", l.name, ref); err != nil {
+					return g, err
+				}
+			}
+			if req.TTL > 0 {
+				if err := t.renew(l, h, req.TTL, req.Hold); err != nil {
+					return g, err
+				}
+			}
+			if len(locks) == 1 {
+				g.Kind, g.TTL, g.Hold = h.kind, micros(h.ttl), micros(h.hold)
+			}
+		} else {
+			g.Reentered = false
+			var err error
+			if h, err = t.addHolder(l, req); err != nil {
+				return g, err
+			}
+			var waited time.Duration
+			if since > 0 {
+				waited = micros(t.now - since)
+			}
+			if err := t.emit(req.Events, store.Event{Type: store.EventAcquired, Lock: l.name, Slots: l.slots,
+				Running: len(l.holders), Waiting: len(l.queue), Ref: ref, Kind: req.Kind, Token: h.token, Waited: waited}); err != nil {
+				return g, err
+			}
+		}
+		lock := store.Lock{Name: l.name, Token: h.token}
+		exp := fromMicros(h.expires)
+		if n == 0 {
+			g.Lock, g.Acquired, g.Expires = lock, fromMicros(h.acquired), exp
+		} else {
+			g.More = append(g.More, lock)
+			if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
+				g.Expires = exp
+			}
+		}
+	}
+	return g, nil
+}
+
+// refuse returns the refusal of l and emits it.
+func (t *txn) refuse(l *lk, ev store.Emitter) error {
+	e := &store.BusyError{Lock: l.name}
+	if len(l.holders) < l.slots {
+		e.Queued = true
+	} else if len(l.holders) > 0 {
+		h := &l.holders[0]
+		for i := range l.holders {
+			if t.live(&l.holders[i]) {
+				h = &l.holders[i]
+				break
+			}
+		}
+		e.Kind, e.Ref, e.Expires = h.kind, h.ref, fromMicros(h.expires)
+	}
+	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: l.name, Slots: l.slots, Running: len(l.holders),
+		Waiting: len(l.queue), Holder: e.Kind}); err != nil {
+		return err
+	}
+	return e
+}
+
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+func fromMicros(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us)
+}
+
+// jsonList encodes names as a JSON array of strings.
+func jsonList(names []string) string {
+	b, _ := json.Marshal(names)
+	return string(b)
+}

@@ -1,0 +1,40 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/sleeplock/sleeplock/internal/zerocall"
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Every exported function and method of package store, called with zero
+// values (nil receivers, nil yield functions, zero errors), returns and
+// never panics (issue 7 item 9).
+func TestZeroValuesDoNotPanic(t *testing.T) {
+	zerocall.Run(t, zerocall.Suite{
+		Dir: ".",
+		Funcs: map[string]any{
+			"CheckDefinition": store.CheckDefinition, "CheckName": store.CheckName, "CheckNames": store.CheckNames,
+			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
+			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
+			"NotResizable": store.NotResizable, "NewRef": store.NewRef, "RefOf": store.RefOf,
+		},
+		Receivers: []func() any{
+			func() any { return (*store.AcquireRequest)(nil) },
+			func() any { return &store.AcquireRequest{} },
+			func() any { return (*store.BusyError)(nil) },
+			func() any { return &store.BusyError{} },
+			func() any { return (*store.ConflictError)(nil) },
+			func() any { return &store.ConflictError{} },
+			func() any { return (*store.InvalidError)(nil) },
+			func() any { return &store.InvalidError{} },
+			func() any { return (*store.Grant)(nil) },
+			func() any { return &store.Grant{} },
+			func() any { return (*store.Handle)(nil) },
+			func() any { return &store.Handle{} },
+			func() any { return store.Ref{} },
+			func() any { return store.EventType(0) },
+			func() any { return store.EventType(255) },
+		},
+	})
+}
