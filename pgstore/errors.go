@@ -22,6 +22,9 @@ type SchemaError struct {
 
 // Error says what is wrong and what to run.
 func (e *SchemaError) Error() string {
+	if e == nil {
+		return "pgstore: schema error (nil)"
+	}
 	switch {
 	case e.Have == 0:
 		return fmt.Sprintf("pgstore: schema %q has no sleeplock tables: run `sleeplock migrate` (or pgstore.Migrate) first", e.Schema)

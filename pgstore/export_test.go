@@ -17,7 +17,7 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int, opts ...Opt
 }
 
 // Listening reports whether the store's LISTEN connection is up.
-func (s *Store) Listening() bool { return s.d.listening.Load() }
+func (s *Store) Listening() bool { return s != nil && s.d.listening.Load() }
 
 // SetListenPoll sets how often the heads of this process's queue check
 // while notifications arrive; it returns a function that restores it.

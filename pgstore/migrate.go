@@ -130,6 +130,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 	if ctx == nil {
 		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.Migrate needs a context")
 	}
+	if _, err := poolConfig(pool); err != nil {
+		return err
+	}
 	cfg, err := newConfig(opts)
 	if err != nil {
 		return err
@@ -144,6 +147,9 @@ func MigrateSQL(ctx context.Context, db *sql.DB, opts ...Option) error {
 	}
 	if ctx == nil {
 		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.MigrateSQL needs a context")
+	}
+	if err := checkDB(db); err != nil {
+		return err
 	}
 	cfg, err := newConfig(opts)
 	if err != nil {

@@ -64,7 +64,7 @@ const (
 func WithListenDSN(dsn string) Option {
 	return func(c *config) {
 		if _, err := pgx.ParseConfig(dsn); err != nil && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redact(err.Error()))
+			c.err = store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redactDSN(err.Error(), dsn))
 		}
 		c.listen, c.listenDSN = listenDSN, dsn
 	}
@@ -207,7 +207,11 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	if ctx == nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.New needs a context")
 	}
-	return newStore(ctx, pgxConn{pool}, nil, pool.Config().ConnConfig, opts)
+	pc, err := poolConfig(pool)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(ctx, pgxConn{pool}, nil, pc.ConnConfig, opts)
 }
 
 // NewSQL returns a store on db, a database/sql handle of any PostgreSQL
@@ -220,7 +224,34 @@ func NewSQL(ctx context.Context, db *sql.DB, opts ...Option) (*Store, error) {
 	if ctx == nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.NewSQL needs a context")
 	}
+	if err := checkDB(db); err != nil {
+		return nil, err
+	}
 	return newStore(ctx, sqlConn{q: db, db: db}, nil, nil, opts)
+}
+
+// poolConfig returns pool's configuration, or an error for a pool that
+// pgxpool.New did not make (a zero pgxpool.Pool panics when used).
+func poolConfig(pool *pgxpool.Pool) (cfg *pgxpool.Config, err error) {
+	defer func() {
+		if recover() != nil {
+			cfg, err = nil, store.Invalid(store.ErrInvalidConfig, "pool", "not made by pgxpool.New or NewWithConfig")
+		}
+	}()
+	return pool.Config(), nil
+}
+
+// checkDB returns an error for a *sql.DB that sql.Open did not make.
+func checkDB(db *sql.DB) (err error) {
+	defer func() {
+		if recover() != nil {
+			err = store.Invalid(store.ErrInvalidConfig, "db", "not made by sql.Open or sql.OpenDB")
+		}
+	}()
+	if db.Driver() == nil {
+		return store.Invalid(store.ErrInvalidConfig, "db", "not made by sql.Open or sql.OpenDB")
+	}
+	return nil
 }
 
 // Open connects to the database named by dsn (a postgres:// URL or
@@ -265,18 +296,6 @@ func ConfigurePool(cfg *pgxpool.Config) {
 	}
 }
 
-// redact hides a password that an error might quote.
-func redact(s string) string {
-	if i := strings.Index(s, "password="); i >= 0 {
-		j := strings.IndexAny(s[i:], " '`")
-		if j < 0 {
-			j = len(s) - i
-		}
-		s = s[:i] + "password=xxxxx" + s[i+j:]
-	}
-	return s
-}
-
 // newStore makes a store on c; pool is closed by Close (Open's own), and
 // poolCfg is the pool's connection configuration (nil for database/sql),
 // the default of the LISTEN connection.
@@ -293,7 +312,7 @@ func newStore(ctx context.Context, c conn, pool *pgxpool.Pool, poolCfg *pgx.Conn
 		}
 	case listenDSN:
 		if s.lcfg, err = pgx.ParseConfig(cfg.listenDSN); err != nil {
-			return nil, store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redact(err.Error()))
+			return nil, store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redactDSN(err.Error(), cfg.listenDSN))
 		}
 	}
 	if s.lcfg != nil {
@@ -328,7 +347,7 @@ func (s *Store) Schema() string {
 // not released.
 func (s *Store) Close() error {
 	if s == nil || s.c == nil {
-		return nil
+		return store.Invalid(store.ErrInvalidConfig, "nil", "a pgstore.Store must be made by New, NewSQL or Open")
 	}
 	if s.closed.Swap(true) {
 		return nil

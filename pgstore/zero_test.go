@@ -14,6 +14,7 @@ var pgFuncs = map[string]any{
 	"New": pgstore.New, "NewSQL": pgstore.NewSQL, "Open": pgstore.Open,
 	"Unlogged": pgstore.Unlogged, "WithPollInterval": pgstore.WithPollInterval,
 	"WithSchema": pgstore.WithSchema, "WithWaiterTTL": pgstore.WithWaiterTTL,
+	"WithListenDSN": pgstore.WithListenDSN, "WithoutListen": pgstore.WithoutListen,
 }
 
 // Every exported function and method of package pgstore, called with zero
@@ -25,12 +26,6 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 	zerocall.Run(t, zerocall.Suite{
 		Dir:   ".",
 		Funcs: pgFuncs,
-		Skip: map[string]string{
-			// Open(nil, "") panics in a goroutine of pgxpool.NewWithConfig,
-			// which no recover can stop: it would end the test binary. Drop
-			// this entry once Open refuses a nil context.
-			"Open": "Open(nil ctx, dsn) crashes the process (pgxpool's goroutine); Open with a live context is called in TestZeroValuesDoNotPanicOnLiveStore",
-		},
 		Receivers: []func() any{
 			func() any { return (*pgstore.Store)(nil) },
 			func() any { return &pgstore.Store{} },
