@@ -119,12 +119,15 @@ END
 $sleeplock$;
 
 -- Renew the waiter leases of the acquisitions p_ops (one node's waiters)
--- that have not run out; returns the ops renewed. A waiter whose lease ran
--- out stays out: its caller queues again at the back.
+-- that have not run out, when less than 60 % of the lease is left (the
+-- store calls this every quarter of it, so each row is rewritten every
+-- other call); returns the ops renewed. A waiter whose lease ran out stays
+-- out: its caller queues again at the back.
 CREATE OR REPLACE FUNCTION {{schema}}.heartbeat(p_ops bigint[], p_wttl bigint) RETURNS SETOF bigint
 LANGUAGE sql AS $sleeplock$
     UPDATE {{schema}}.waiters w SET expires = clock_timestamp() + p_wttl * interval '1 microsecond'
      WHERE w.op = ANY (p_ops) AND w.expires > clock_timestamp()
+       AND w.expires < clock_timestamp() + (p_wttl * 6 / 10) * interval '1 microsecond'
     RETURNING w.op
 $sleeplock$;
 
