@@ -88,8 +88,10 @@ func WithSchema(name string) Option {
 }
 
 // WithPollInterval sets the longest pause between two checks of a waiting
-// Acquire (default 25ms): a waiter checks after 1ms, then twice as long each
-// time up to this interval.
+// Acquire while the store has no LISTEN connection (WithoutListen, NewSQL
+// without WithListenDSN, or the listener reconnecting; default 25ms): a
+// waiter checks after 1ms, then twice as long each time up to this
+// interval. With notifications, waiters check when woken.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 && c.err == nil {
