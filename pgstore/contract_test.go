@@ -336,3 +336,67 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	// Migrate again: nothing to do.
 	must(t, pgstore.Migrate(ctx, pool, opts...))
 }
+
+// TestUpgradeFromVersion2: a schema made by the released version 2, with a
+// lease and a queued waiter in it, upgrades through Migrate to the hot-path
+// functions of version 3: the lease is still held with its token, a try
+// does not jump the waiter's place in the queue, and after the release
+// tokens still grow.
+func TestUpgradeFromVersion2(t *testing.T) {
+	pool := newPool(t, nil)
+	schema := newSchema(t, pool)
+	ctx := context.Background()
+	opts := []pgstore.Option{pgstore.WithSchema(schema)}
+	must(t, pgstore.MigrateTo(ctx, pool, 2, opts...))
+	if _, err := pgstore.New(ctx, pool, opts...); !errors.Is(err, pgstore.ErrSchemaMissing) {
+		t.Fatalf("New on a version 2 schema: %v", err)
+	}
+	// What version 2's code does: define, grant and queue through its functions.
+	q := pgx.Identifier{schema}.Sanitize()
+	_, err := pool.Exec(ctx, "SELECT * FROM "+q+".define('old', 1, false)")
+	must(t, err)
+	var ev string
+	var token int64
+	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_token FROM "+q+
+		".acquire('{old}', 'holder', '', 60000000, 0, false, false, 7, 0, 10000000, 0)").Scan(&ev, &token))
+	if ev != "granted" || token == 0 {
+		t.Fatalf("version 2 grant: %s %d", ev, token)
+	}
+	must(t, pool.QueryRow(ctx, "SELECT r_ev FROM "+q+
+		".acquire('{old}', 'waiter', '', 60000000, 0, false, true, 8, 0, 600000000, 0)").Scan(&ev))
+	if ev != "queued" {
+		t.Fatalf("version 2 queueing: %s", ev)
+	}
+	must(t, pgstore.Migrate(ctx, pool, opts...))
+	var version int
+	must(t, pool.QueryRow(ctx, "SELECT max(version) FROM "+q+".schema_version").Scan(&version))
+	if version != pgstore.SchemaVersion || version < 3 {
+		t.Fatalf("version after Migrate: %d (build %d)", version, pgstore.SchemaVersion)
+	}
+	s, err := pgstore.New(ctx, pool, opts...)
+	must(t, err)
+	defer s.Close()
+	h := store.Handle{Lock: store.Lock{Name: "old", Token: token}, Ref: store.RefOf("holder")}
+	if st, err := s.Held(ctx, h); err != nil || !st.Held {
+		t.Fatalf("the version 2 lease after the upgrade: %+v %v", st, err)
+	}
+	rec := newRecorder()
+	must(t, s.Release(ctx, h, rec))
+	if evs := rec.drain(); len(evs) != 1 || evs[0].Seq == 0 {
+		t.Fatalf("release event after the upgrade: %+v", evs)
+	}
+	// The lock is free, but the version 2 waiter is ahead: a try is refused.
+	var busy *store.BusyError
+	if _, err := s.Acquire(ctx, req("other", time.Minute, "old")); !errors.As(err, &busy) || !busy.Queued {
+		t.Fatalf("a try past the version 2 waiter: %v", err)
+	}
+	_, err = pool.Exec(ctx, "DELETE FROM "+q+".queue; DELETE FROM "+q+".waiters")
+	must(t, err)
+	g, err := s.Acquire(ctx, req("other", time.Minute, "old"))
+	must(t, err)
+	if g.Token <= token {
+		t.Fatalf("token after the upgrade %d, before %d", g.Token, token)
+	}
+	must(t, s.Release(ctx, g.Handle(), nil))
+	must(t, pgstore.Migrate(ctx, pool, opts...))
+}

@@ -55,12 +55,15 @@
 // waiter appeared; a holder never exists without its lock's row, which is
 // what serialises every grant of the lock.
 //
-// The common cases of a single lock are plain statements (queries/*.sql):
-// a grant or a refusal of one lock, its release, its renewal and its check.
-// The grant and the release hand the rare cases (re-entrancy, taking over
-// expired leases, queueing, a counted hold) to the PL/pgSQL functions that
-// the migration creates (acquire, release, …) in a branch of the same
-// statement; several locks at once go to those functions directly.
+// The common cases of a single lock are one short statement each
+// (queries/*.sql): a grant or a refusal of one lock, its release, its
+// renewal and its check. Since version 3 the grant and the release call
+// small PL/pgSQL functions (acquire_one, release_one) that run only the
+// statements of the case at hand, so a plan's rare branches cost nothing;
+// they hand the rare cases (another slot of a multi-slot lock,
+// re-entrancy, taking over expired leases, queueing, a counted hold) to the
+// general functions (acquire, release, …) in the same statement; several
+// locks at once go to those functions directly.
 //
 // # One round trip per operation
 //

@@ -1,43 +1,7 @@
 /* sleeplock release1ev */
--- Release one lock, with what the event needs: release1.sql (see there)
--- that also reads the slots of the lock's definition (none holds or waits
--- after it: it runs only then). A separate statement rather than a flag:
--- every subplan of a plan is set up at each execution, run or not.
---
--- The last column is the event's Seq (see acquire1.sql).
+-- Release one lock, with what the event needs: release1.sql that also
+-- reads the slots of the lock's definition.
 --
 -- $1 name, $2 token (0: any), $3 ref, $4 the patterns of the name (the
 -- name, then its families, most specific first).
-WITH own AS (
-    -- the lock's row, locked, when on this snapshot the ref's hold is the
-    -- lock's only one and nobody queues
-    SELECT l.name FROM {{schema}}.locks l
-     WHERE l.name = $1::text
-       AND EXISTS (SELECT 1 FROM {{schema}}.holders h
-                    WHERE h.lock = $1::text AND h.ref = $3::text AND ($2::bigint = 0 OR h.token = $2::bigint)
-                      AND h.count <= 1)
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = $1::text AND h.ref <> $3::text)
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = $1::text)
-       FOR UPDATE
-), lk AS (
-    -- deleted only if that is still so once the row is ours: fresh_busy
-    -- (002) reads afresh, and it runs on own's row, so after the lock
-    DELETE FROM {{schema}}.locks l USING own o
-     WHERE l.name = o.name AND NOT {{schema}}.fresh_busy(o.name, $3::text)
-    RETURNING l.name
-), del AS (
-    DELETE FROM {{schema}}.holders h
-     WHERE h.lock = $1::text AND h.ref = $3::text AND ($2::bigint = 0 OR h.token = $2::bigint) AND h.count <= 1
-       AND EXISTS (SELECT 1 FROM lk)
-    RETURNING h.kind, h.token, h.acquired, clock_timestamp() AS t
-)
-SELECT u.*, CASE WHEN u.ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
-  FROM (SELECT 'released'::text AS ev, 1, $1::text,
-               (SELECT (array_agg(d.slots ORDER BY array_position($4::text::text[], d.name)))[1]
-                  FROM {{schema}}.defs d WHERE d.name = ANY ($4::text::text[])),
-               0, 0, -- nothing holds or queues after a plain release
-               $3::text, r.kind, r.token, {{schema}}.micros(r.t), {{schema}}.micros(r.t) - {{schema}}.micros(r.acquired)
-          FROM del r
-        UNION ALL
-        SELECT b.* FROM {{schema}}.release(ARRAY[$1::text], ARRAY[$2::bigint], $3::text, NULL::bigint, true) b
-         WHERE NOT EXISTS (SELECT 1 FROM del)) u
+SELECT * FROM {{schema}}.release_one($1::text, $2::bigint, $3::text, true, $4::text::text[])
