@@ -92,16 +92,23 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	lockTx, err := e.pool.Begin(ctx)
 	must(t, err)
 	defer lockTx.Rollback(ctx)
-	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{e.schema}.Sanitize()+".holders WHERE lock = 'hot' FOR UPDATE")
+	q := pgx.Identifier{e.schema}.Sanitize()
+	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".holders WHERE lock = 'hot' FOR UPDATE")
 	must(t, err)
-	var ev string
-	err = tx.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+
-		".acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0)").Scan(&ev)
+	// and on the lock's row, which the hot statement tries to insert
+	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name = 'hot' FOR UPDATE")
 	must(t, err)
-	var xid *int64
-	must(t, tx.QueryRow(ctx, "SELECT pg_current_xact_id_if_assigned()::text::bigint").Scan(&xid))
-	if ev != "refused" || xid != nil {
-		t.Fatalf("refused try: %s, transaction id assigned: %v (want none)", ev, xid != nil)
+	for _, call := range []string{
+		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0)",
+		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0)",
+	} {
+		var ev string
+		must(t, tx.QueryRow(ctx, "SELECT r_ev FROM "+q+"."+call).Scan(&ev))
+		var xid *int64
+		must(t, tx.QueryRow(ctx, "SELECT pg_current_xact_id_if_assigned()::text::bigint").Scan(&xid))
+		if ev != "refused" || xid != nil {
+			t.Fatalf("refused try (%s): %s, transaction id assigned: %v (want none)", call, ev, xid != nil)
+		}
 	}
 	must(t, tx.Rollback(ctx))
 	must(t, lockTx.Rollback(ctx))

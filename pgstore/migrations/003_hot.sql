@@ -40,15 +40,18 @@ $sleeplock$;
 -- Acquire. Result rows as acquire()'s, plus the event's Seq (0 for rows
 -- that are no event).
 --
---   - A free lock (no holder row on this read, nobody queued, the ref not
---     holding it) is granted slot 1: the insert of the lock's row is what
---     serialises its grants (acquire() locks the same row), and the token
---     is drawn only once the row is ours. A conflict on that row (another
---     grant holds the lock, or slow-path work is under way) hands over to
---     acquire().
---   - A try (p_wait false) on a lock full of unexpired holders with
---     nobody queued is refused on this read alone, naming the oldest
---     unexpired holder: nothing written, no row lock waited for.
+--   - A free lock is granted slot 1 after two writes: the lock's row, then
+--     the holder. Inserting the lock's row is what serialises the lock's
+--     grants (acquire() and release_one() take the same row first) and,
+--     when the row is new, what proves the lock free: every holder and
+--     every waiter has its lock's row (version 2), so there is nothing to
+--     read. The token is drawn only once the row is ours, so tokens grow
+--     per lock.
+--   - The row exists (held, queued, or slow-path work under way): a try
+--     (p_wait false) on a lock full of unexpired holders with nobody queued
+--     is refused on a plain read, naming the oldest unexpired holder. The
+--     insert that found the row wrote nothing and waits on no row lock (a
+--     unique check waits only for an insert or delete in flight).
 --   - Everything else (another slot of a multi-slot lock, re-entry, a
 --     takeover, a queue, waiting, a name nothing defines) is acquire()'s.
 --
@@ -73,47 +76,53 @@ RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
-    v_now   timestamptz := clock_timestamp();
+    v_now   timestamptz;
     v_slots integer := {{schema}}.slots_in(p_pats);
     v_rows  integer;
-    v_live  integer;
-    v_mine  boolean;
     v_exp   timestamptz;
     v_tok   bigint;
     r       record;
 BEGIN
-    IF v_slots IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-        SELECT count(*)::int, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int,
-               coalesce(bool_or(h.ref = p_ref), false)
-          INTO v_rows, v_live, v_mine
-          FROM {{schema}}.holders h WHERE h.lock = p_name;
-        IF v_rows = 0 THEN
-            -- Free: take the lock's row (a new one: every holder has its
-            -- lock's row, so nothing else holds it), then the token.
-            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
-            IF FOUND THEN
-                v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-                INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
-                VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), 1, 1, v_now,
-                        v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
-                ON CONFLICT DO NOTHING
-                RETURNING token INTO v_tok;
-                IF v_tok IS NOT NULL THEN
-                    RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
-                        {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                        nextval({{seqs}});
-                    RETURN;
-                END IF;
+    IF v_slots IS NOT NULL THEN
+        INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            -- A new row: nothing holds or queues. The holder's insert still
+            -- checks (a holder made by version 1 may lack its row): on a
+            -- conflict acquire() decides, under the row this has taken.
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
+            VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), 1, 1, v_now,
+                    v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+            ON CONFLICT DO NOTHING
+            RETURNING token INTO v_tok;
+            IF v_tok IS NOT NULL THEN
+                RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                    nextval({{seqs}});
+                RETURN;
             END IF;
-        ELSIF NOT p_wait AND NOT v_mine AND v_live >= v_slots THEN
-            -- Refused on this read, with the oldest unexpired holder.
-            SELECT h.ref, h.kind, h.expires INTO r FROM {{schema}}.holders h
-             WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
-             ORDER BY h.token LIMIT 1;
-            RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, v_rows, 0, r.ref, r.kind, 0::bigint,
-                {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
-                0::bigint;
-            RETURN;
+        ELSIF NOT p_wait AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            v_now := clock_timestamp();
+            -- One statement, so one snapshot: the counts and the oldest
+            -- unexpired holder are of the same moment.
+            SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
+              FROM (SELECT count(*)::int AS n,
+                           (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                           coalesce(bool_or(h.ref = p_ref), false) AS mine
+                      FROM {{schema}}.holders h WHERE h.lock = p_name) c
+              LEFT JOIN LATERAL (
+                    SELECT h.ref, h.kind, h.expires FROM {{schema}}.holders h
+                     WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
+                     ORDER BY h.token LIMIT 1) o ON true;
+            v_rows := r.n;
+            IF NOT r.mine AND r.live >= v_slots THEN
+                -- Refused on this read, with the oldest unexpired holder.
+                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, v_rows, 0, r.ref, r.kind, 0::bigint,
+                    {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint;
+                RETURN;
+            END IF;
         END IF;
     END IF;
     RETURN QUERY
