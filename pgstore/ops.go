@@ -185,14 +185,6 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
 			micros(req.Hold), req.Counted, req.Wait, a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back}
 		rows, err = call(s.q.acquireOne, one)
-		// "raced": the statement took the lock's row, but the slot was
-		// taken after its read; it granted nothing. Again, on a new read.
-		for tries := 0; err == nil && rows[0].ev == "raced" && tries < 3; tries++ {
-			rows, err = call(s.q.acquireOne, one)
-		}
-		if err == nil && rows[0].ev == "raced" {
-			rows, err = call(s.q.acquire, args())
-		}
 	} else {
 		rows, err = call(s.q.acquire, args())
 	}

@@ -15,7 +15,11 @@
 -- version 2: a grant of a free lock creates the lock's row before it draws
 -- its token (tokens grow per lock), Event.Seq is drawn while the lock's
 -- row is held, a refusal writes nothing and waits on no row lock, a try
--- never jumps a queue.
+-- never jumps a queue. One difference to mind: each statement of a
+-- PL/pgSQL function reads on a snapshot of its own (READ COMMITTED), so
+-- what must agree (the counts of a refusal and the holder it names) is
+-- read in one statement. acquire_one never answers 'raced', as
+-- acquire1.sql of version 2 could.
 
 -- The slots of the definition of a name: the first of p_pats (the name,
 -- then its families, most specific first) that is defined; NULL when none
