@@ -60,10 +60,10 @@
 // renewal and its check. Since version 3 the grant and the release call
 // small PL/pgSQL functions (acquire_one, release_one) that run only the
 // statements of the case at hand, so a plan's rare branches cost nothing;
-// they hand the rare cases (another slot of a multi-slot lock,
-// re-entrancy, taking over expired leases, queueing, a counted hold) to the
-// general functions (acquire, release, …) in the same statement; several
-// locks at once go to those functions directly.
+// every free slot of a lock is granted there. They hand the rare cases
+// (re-entrancy, taking over expired leases, queueing, a counted hold) to
+// the general functions (acquire, release, …) in the same statement;
+// several locks at once go to those functions directly.
 //
 // # One round trip per operation
 //

@@ -36,8 +36,30 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 		must(t, e.s.Release(ctx, g.Handle(), nil))
 		e.trace.n.Add(-1) // the release is counted below
 	})
+	// The second and third slots, while the ones below are held, and the
+	// refusal when all are.
 	g, err := e.s.Acquire(ctx, req("r", time.Minute, "slots"))
 	must(t, err)
+	last := g.Token
+	for _, ref := range []string{"s2", "s3"} {
+		count("TryAcquire of another slot of a 3-slot lock", func() {
+			o, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
+			must(t, err)
+			if o.Token <= last || o.Reentered {
+				t.Fatalf("%s: token %d after %d, reentered %v", ref, o.Token, last, o.Reentered)
+			}
+			last = o.Token
+			must(t, e.s.Release(ctx, o.Handle(), nil))
+			e.trace.n.Add(-1)
+		})
+		_, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
+		must(t, err)
+	}
+	count("refused TryAcquire of a full 3-slot lock", func() {
+		if _, err := e.s.Acquire(ctx, req("s4", time.Minute, "slots")); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatal(err)
+		}
+	})
 	count("Keep", func() { _, err := e.s.Keep(ctx, g.Handle(), time.Minute, 0); must(t, err) })
 	count("Held", func() { st, err := e.s.Held(ctx, g.Handle()); must(t, err); _ = st })
 	count("State", func() { _, err := e.s.State(ctx, "slots", true); must(t, err) })

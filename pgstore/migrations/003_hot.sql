@@ -56,8 +56,12 @@ $sleeplock$;
 --     is refused on a plain read, naming the oldest unexpired holder. The
 --     insert that found the row wrote nothing and waits on no row lock (a
 --     unique check waits only for an insert or delete in flight).
---   - Everything else (another slot of a multi-slot lock, re-entry, a
---     takeover, a queue, waiting, a name nothing defines) is acquire()'s.
+--   - The row exists, nobody queues, the ref does not hold the lock and a
+--     slot number is free (another slot of a multi-slot lock): it takes
+--     the lock's row (FOR UPDATE), reads again and grants the lowest free
+--     slot, drawing the token under the row.
+--   - Everything else (re-entry, a takeover, a queue, waiting, a name
+--     nothing defines, a slot taken meanwhile) is acquire()'s.
 --
 -- p_pats: the patterns of the name (see slots_in); p_lease: the lease in
 -- µs (hold, or ttl); p_back: ttl - lease in µs (renewed is dated back by it).
@@ -82,10 +86,10 @@ LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_now   timestamptz;
     v_slots integer := {{schema}}.slots_in(p_pats);
-    v_rows  integer;
     v_exp   timestamptz;
     v_tok   bigint;
     r       record;
+    f       record;
 BEGIN
     IF v_slots IS NOT NULL THEN
         INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
@@ -106,7 +110,7 @@ BEGIN
                     nextval({{seqs}});
                 RETURN;
             END IF;
-        ELSIF NOT p_wait AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+        ELSIF NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
             v_now := clock_timestamp();
             -- One statement, so one snapshot: the counts and the oldest
             -- unexpired holder are of the same moment.
@@ -119,13 +123,42 @@ BEGIN
                     SELECT h.ref, h.kind, h.expires FROM {{schema}}.holders h
                      WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
                      ORDER BY h.token LIMIT 1) o ON true;
-            v_rows := r.n;
-            IF NOT r.mine AND r.live >= v_slots THEN
+            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots THEN
                 -- Refused on this read, with the oldest unexpired holder.
-                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, v_rows, 0, r.ref, r.kind, 0::bigint,
+                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
                     {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
                     0::bigint, 0::bigint;
                 RETURN;
+            END IF;
+            IF NOT r.mine AND r.n < v_slots THEN
+                -- A slot number is free (another slot of a multi-slot
+                -- lock): take the lock's row, then decide again on fresh
+                -- reads. A takeover, re-entry or a queue is acquire()'s.
+                PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
+                IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                    SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                           (SELECT s FROM generate_series(1, v_slots) s
+                             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
+                             ORDER BY s LIMIT 1) AS slot
+                      INTO f
+                      FROM {{schema}}.holders h WHERE h.lock = p_name;
+                    IF NOT f.mine AND f.n < v_slots AND f.slot IS NOT NULL THEN
+                        v_now := clock_timestamp();
+                        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+                        INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
+                                                       ttl, hold, op)
+                        VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), f.slot, 1, v_now,
+                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+                        ON CONFLICT DO NOTHING
+                        RETURNING token INTO v_tok;
+                        IF v_tok IS NOT NULL THEN
+                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
+                                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
+                                p_hold, nextval({{seqs}});
+                            RETURN;
+                        END IF;
+                    END IF;
+                END IF;
             END IF;
         END IF;
     END IF;
