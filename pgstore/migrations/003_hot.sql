@@ -189,11 +189,12 @@ DECLARE
     r     record;
 BEGIN
     PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
-    IF FOUND
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.ref <> p_ref)
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+    IF FOUND THEN
+        -- No other holder or waiter can appear while the row is ours.
         DELETE FROM {{schema}}.holders h
          WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
         RETURNING h.kind, h.token, h.acquired INTO r;
         IF FOUND THEN
             DELETE FROM {{schema}}.locks l WHERE l.name = p_name;
