@@ -129,7 +129,7 @@ func (o *op) held(name string) *lock {
 // addHolder records a new hold of lk for req.
 func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) *holder {
 	now := o.stamp(req.TTL)
-	h := lk.newHolder(req.Ref, s.token.Add(1))
+	h := lk.newHolder(req.Ref)
 	if req.Kind != "" || req.TTL > 0 || req.Hold > 0 || !now.IsZero() {
 		x := h.ext()
 		x.kind, x.ttl, x.hold, x.acquired = req.Kind, req.TTL, req.Hold, now

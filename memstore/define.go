@@ -54,7 +54,7 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 		s.setSlots(&o, lk, slots)
 		return true, nil
 	}
-	lk := &lock{name: name, slots: int32(slots), defined: true}
+	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load()}
 	s.locks.Store(name, lk)
 	s.locks.Defined(name, lk)
 	o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})

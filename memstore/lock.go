@@ -12,6 +12,7 @@ import (
 // by mu, multi also by the store's mutex (it changes only under both).
 type lock struct {
 	mu      sync.Mutex
+	token   int64 // the last fencing token granted: see nextToken
 	name    string
 	slots   int32
 	nexp    int32 // holders with an expiry
@@ -78,8 +79,19 @@ func (h *holder) kind() string {
 	return h.x.kind
 }
 
+// nextToken returns a new fencing token of lk. Tokens grow per lock: each
+// lock counts its own grants (no memory shared with other locks), starting
+// from the store's floor, the highest token of any lock record forgotten
+// before this one was made, so a family member that is forgotten and made
+// again never grants a token it granted before.
+func (lk *lock) nextToken() int64 {
+	lk.token++
+	return lk.token
+}
+
 // newHolder adds a holder record for ref with a new token to lk.
-func (lk *lock) newHolder(ref store.Ref, token int64) *holder {
+func (lk *lock) newHolder(ref store.Ref) *holder {
+	token := lk.nextToken()
 	n := len(lk.holders)
 	var h *holder
 	if n < cap(lk.holders) {
@@ -194,7 +206,7 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 	if !create {
 		return nil, nil
 	}
-	lk := &lock{name: name, slots: int32(fam.slots), fam: fam}
+	lk := &lock{name: name, slots: int32(fam.slots), fam: fam, token: s.floor.Load()}
 	s.locks.Store(name, lk)
 	return lk, nil
 }
@@ -207,6 +219,7 @@ func (s *Store) forget(lk *lock) {
 	}
 	s.stopTimer(lk)
 	lk.gone = true
+	s.raiseFloor(lk.token) // before the name is free to be made again
 	s.locks.CompareAndDelete(lk.name, lk)
 }
 
@@ -220,4 +233,14 @@ func (s *Store) covered(h *store.Handle) error {
 		}
 	})
 	return err
+}
+
+// raiseFloor makes the store's token floor at least t.
+func (s *Store) raiseFloor(t int64) {
+	for {
+		f := s.floor.Load()
+		if f >= t || s.floor.CompareAndSwap(f, t) {
+			return
+		}
+	}
 }

@@ -59,7 +59,7 @@ type Store struct {
 	timers map[*lock]*lockTimer // the expiry timers of locks that have one
 
 	seq   atomic.Uint64 // Event.Seq, store-wide so it also grows across a family member's forget
-	token atomic.Int64  // the last fencing token granted, store-wide
+	floor atomic.Int64  // the highest token of a forgotten lock: new locks start there
 }
 
 // New returns an empty memory store.

@@ -58,7 +58,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, ref store.
 	}
 	lk.mu.Lock()
 	if len(lk.queue) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() {
-		h := lk.newHolder(ref, s.token.Add(1))
+		h := lk.newHolder(ref)
 		lk.mu.Unlock()
 		return Slot{lk, h}, h.token, nil
 	}

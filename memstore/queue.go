@@ -198,7 +198,7 @@ func (s *Store) pump(o *op, first *lock) {
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newHolder(w.ref, s.token.Add(1))
+		w.h = lk.newHolder(w.ref)
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			w.h.ext().acquired = stamp
 		}
