@@ -48,7 +48,7 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 			return false, nil
 		}
 		// A family member in use becomes a lock of its own.
-		lk.defined, lk.fam = true, nil
+		lk.defined = true
 		s.locks.Defined(name, lk)
 		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.queue)})
 		s.setSlots(&o, lk, slots)
@@ -83,9 +83,9 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		f.slots = slots
 		o.emit(store.Event{Type: store.EventResized, Lock: name, Slots: slots})
 		s.locks.Range(func(lk *lock) bool {
-			if lk.fam == f {
+			if !lk.defined && s.familyOf(lk.name) == f {
 				o.lock(lk)
-				if !lk.gone && lk.fam == f {
+				if !lk.gone && !lk.defined {
 					s.setSlots(&o, lk, slots)
 				}
 			}
@@ -111,7 +111,7 @@ func (s *Store) setSlots(o *op, lk *lock, slots int) {
 		return
 	}
 	lk.slots = int32(slots)
-	if lk.fam == nil {
+	if lk.defined {
 		o.emit(store.Event{Type: store.EventResized, Lock: lk.name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.queue)})
 	}
 	s.pump(o, lk)

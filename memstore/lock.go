@@ -17,10 +17,9 @@ type lock struct {
 	slots   int32
 	nexp    int32 // holders with an expiry
 	multi   int32 // queued waiters that wait for other locks too
-	defined bool  // defined by name (not only a family member)
+	defined bool  // defined by name; else a member of the family familyOf finds
 	gone    bool  // forgotten: whoever finds it looks the name up again
 	timed   bool  // has a timer in the store's timers
-	fam     *family
 	// holders are unordered (State sorts them). Past their length, up to
 	// their capacity, the slice keeps released records for reuse.
 	holders []*holder
@@ -193,6 +192,21 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 			return lk, nil
 		}
 	}
+	fam := s.familyOf(name)
+	if fam == nil {
+		return nil, store.NotFound(name)
+	}
+	if !create {
+		return nil, nil
+	}
+	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load()}
+	s.locks.Store(name, lk)
+	return lk, nil
+}
+
+// familyOf returns the family that covers name, or nil; the store's mutex
+// is held.
+func (s *Store) familyOf(name string) *family {
 	var fam *family
 	if len(s.fams) > 0 {
 		store.FamilyOf(name, func(p string) bool {
@@ -200,21 +214,13 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 			return fam == nil
 		})
 	}
-	if fam == nil {
-		return nil, store.NotFound(name)
-	}
-	if !create {
-		return nil, nil
-	}
-	lk := &lock{name: name, slots: int32(fam.slots), fam: fam, token: s.floor.Load()}
-	s.locks.Store(name, lk)
-	return lk, nil
+	return fam
 }
 
 // forget drops a family member that nobody holds or waits for; lk's mutex
 // is held.
 func (s *Store) forget(lk *lock) {
-	if lk.fam == nil || lk.defined || len(lk.holders) > 0 || len(lk.queue) > 0 || lk.gone {
+	if lk.defined || len(lk.holders) > 0 || len(lk.queue) > 0 || lk.gone {
 		return
 	}
 	s.stopTimer(lk)

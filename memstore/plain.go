@@ -121,7 +121,7 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 	}
 	lk := slot.lk
 	lk.mu.Lock()
-	if lk.multi == 0 && len(lk.queue) == 0 && lk.fam == nil && h.x == nil && h.count == 1 && h.token == token && h.idx >= 0 &&
+	if lk.multi == 0 && len(lk.queue) == 0 && lk.defined && h.x == nil && h.count == 1 && h.token == token && h.idx >= 0 &&
 		!s.closed.Load() {
 		// Nobody waits and nobody watches: drop the record, nothing else.
 		lk.remove(h, true)
@@ -152,7 +152,7 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 	o.end(lk, h, store.ErrReleased)
 	if len(lk.queue) > 0 {
 		s.pump(&o, lk)
-	} else if lk.fam != nil {
+	} else if !lk.defined {
 		s.forget(lk)
 	}
 	o.done()
