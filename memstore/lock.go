@@ -12,7 +12,8 @@ import (
 // by mu, multi also by the store's mutex (it changes only under both).
 type lock struct {
 	mu      sync.Mutex
-	token   int64 // the last fencing token granted: see nextToken
+	token   int64           // the last fencing token granted: see nextToken
+	refs    store.RefSource // the refs of plain leases
 	name    string
 	slots   int32
 	nexp    int32 // holders with an expiry
@@ -23,8 +24,12 @@ type lock struct {
 	// holders are unordered (State sorts them). Past their length, up to
 	// their capacity, the slice keeps released records for reuse.
 	holders []*holder
-	queue   []*waiter
+	queue   *waitQueue // nil until a caller first waits
 }
+
+// waitQueue is a lock's queue: a pointer in the lock record, which most
+// locks never need.
+type waitQueue struct{ ws []*waiter }
 
 // holder is the record of one hold of a lock. A plain lease of package
 // sleeplock keeps a pointer to it (Slot), so a record is reused for
@@ -220,7 +225,7 @@ func (s *Store) familyOf(name string) *family {
 // forget drops a family member that nobody holds or waits for; lk's mutex
 // is held.
 func (s *Store) forget(lk *lock) {
-	if lk.defined || len(lk.holders) > 0 || len(lk.queue) > 0 || lk.gone {
+	if lk.defined || len(lk.holders) > 0 || len(lk.waits()) > 0 || lk.gone {
 		return
 	}
 	s.stopTimer(lk)

@@ -250,14 +250,16 @@ func (s *Store) Close() error {
 	s.locks.Range(func(lk *lock) bool {
 		lk.mu.Lock()
 		s.stopTimer(lk)
-		for _, w := range lk.queue {
+		for _, w := range lk.waits() {
 			if !w.done && w.err == nil {
 				w.err = store.ErrClosed
 				w.signal()
 			}
 		}
-		clear(lk.queue)
-		lk.queue = lk.queue[:0]
+		if lk.queue != nil {
+			clear(lk.queue.ws)
+			lk.queue.ws = lk.queue.ws[:0]
+		}
 		lk.multi = 0
 		lk.mu.Unlock()
 		return true
