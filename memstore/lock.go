@@ -25,6 +25,10 @@ type lock struct {
 	// their capacity, the slice keeps released records for reuse.
 	holders []*holder
 	queue   *waitQueue // nil until a caller first waits
+	// The first holders slice and record live in the lock record itself,
+	// so a one-slot lock's grant touches one object (see newHolder).
+	first [1]*holder
+	own   holder
 }
 
 // waitQueue is a lock's queue: a pointer in the lock record, which most
@@ -96,6 +100,10 @@ func (lk *lock) nextToken() int64 {
 // newHolder adds a holder record for ref with a new token to lk.
 func (lk *lock) newHolder(ref store.Ref) *holder {
 	token := lk.nextToken()
+	if cap(lk.holders) == 0 {
+		lk.first[0] = &lk.own // a spare record, as released ones are
+		lk.holders = lk.first[:0]
+	}
 	n := len(lk.holders)
 	var h *holder
 	if n < cap(lk.holders) {
