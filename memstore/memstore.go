@@ -90,6 +90,10 @@ type op struct {
 	now    time.Time
 	hasNow bool
 	fire   []firing
+	// Waiters granted by the operation, woken once it lets go of its
+	// mutexes (so a woken caller does not find them held).
+	wake     *waiter
+	wakeMore []*waiter
 }
 
 type firing struct {
@@ -184,6 +188,14 @@ func (o *op) unlock() {
 // done lets go of every mutex and calls the watchers the operation ended.
 func (o *op) done() {
 	o.unlock()
+	if o.wake != nil {
+		o.wake.signal()
+		o.wake = nil
+		for _, w := range o.wakeMore {
+			w.signal()
+		}
+		o.wakeMore = nil
+	}
 	for _, f := range o.fire {
 		for _, fn := range f.fs {
 			fn(f.reason)

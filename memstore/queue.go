@@ -211,7 +211,8 @@ func (s *Store) pump(o *op, first *lock) {
 	}
 }
 
-// grantWaiter grants w (out of every queue now) and wakes it.
+// grantWaiter grants w (out of every queue now); the operation wakes it
+// when it is done.
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
@@ -227,7 +228,11 @@ func (s *Store) grantWaiter(o *op, w *waiter) {
 		w.grant = s.grantAll(o, w.req, w.locks, w.since)
 	}
 	w.done = true
-	w.signal()
+	if o.wake == nil {
+		o.wake = w
+	} else {
+		o.wakeMore = append(o.wakeMore, w)
+	}
 }
 
 func (s *Store) grantable(o *op, w *waiter, at *lock) bool {
