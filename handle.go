@@ -69,8 +69,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 		}
 		k.mem.Store(n)
 	}
-	ref := store.NewRef()
-	slot, token, err := l.mem.AcquireNamed(ctx, n, k.name, ref, wait)
+	slot, token, ref, err := l.mem.AcquireNamed(ctx, n, k.name, wait)
 	if err != nil {
 		return Lease{}, err
 	}

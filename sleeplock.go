@@ -269,8 +269,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if len(opts) == 0 && names == nil && l.mem != nil && l.emitter == nil && l.ttl == 0 {
 		// The memory store's fast path: an anonymous lease of one lock
 		// (the store checks a name it does not hold already).
-		ref := store.NewRef()
-		slot, token, err := l.mem.AcquirePlain(ctx, name, ref, wait)
+		slot, token, ref, err := l.mem.AcquirePlain(ctx, name, wait)
 		if err != nil {
 			return Lease{}, err
 		}

@@ -28,13 +28,13 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		o.done()
 		return g, nil
 	}
-	if len(lk.queue) < s.free(&o, lk, len(lk.queue)+1, req.StaleAfter) {
+	if len(lk.waits()) < s.free(&o, lk, len(lk.waits())+1, req.StaleAfter) {
 		h := s.addHolder(&o, lk, &req)
 		g := store.Grant{Lock: store.Lock{Name: lk.name, Token: h.token}, Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold,
 			Acquired: h.acquired(), Expires: h.expires()}
 		if o.ev != nil {
 			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.queue), Ref: o.refText(req.Ref), Kind: req.Kind, Token: g.Token})
+				Waiting: len(lk.waits()), Ref: o.refText(req.Ref), Kind: req.Kind, Token: g.Token})
 		}
 		o.done()
 		return g, nil
@@ -129,7 +129,7 @@ func (o *op) held(name string) *lock {
 // addHolder records a new hold of lk for req.
 func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) *holder {
 	now := o.stamp(req.TTL)
-	h := lk.newHolder(req.Ref, s.token.Add(1))
+	h := lk.newHolder(req.Ref)
 	if req.Kind != "" || req.TTL > 0 || req.Hold > 0 || !now.IsZero() {
 		x := h.ext()
 		x.kind, x.ttl, x.hold, x.acquired = req.Kind, req.TTL, req.Hold, now
@@ -169,7 +169,7 @@ func (s *Store) refuse(o *op, lk *lock) error {
 		}
 		e.Kind, e.Ref, e.Expires = h.kind(), h.ref.String(), h.expires()
 	}
-	o.emit(store.Event{Type: store.EventRefused, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.queue), Holder: e.Kind})
+	o.emit(store.Event{Type: store.EventRefused, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.waits()), Holder: e.Kind})
 	return e
 }
 
@@ -199,7 +199,7 @@ func (s *Store) acquireAll(ctx context.Context, req *store.AcquireRequest) (stor
 	}
 	ok := true
 	for _, lk := range locks {
-		if lk.find(req.Ref, 0) == nil && len(lk.queue) >= s.free(&o, lk, len(lk.queue)+1, req.StaleAfter) {
+		if lk.find(req.Ref, 0) == nil && len(lk.waits()) >= s.free(&o, lk, len(lk.waits())+1, req.StaleAfter) {
 			ok = false
 			if !req.Wait {
 				err := s.refuse(&o, lk)
@@ -237,7 +237,7 @@ func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued
 			h = s.addHolder(o, lk, req)
 			l = store.Lock{Name: lk.name, Token: h.token}
 			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.queue), Ref: o.refText(req.Ref), Kind: req.Kind, Token: l.Token, Waited: since(h.acquired(), queued)})
+				Waiting: len(lk.waits()), Ref: o.refText(req.Ref), Kind: req.Kind, Token: l.Token, Waited: since(h.acquired(), queued)})
 		}
 		exp := h.expires()
 		if n == 0 {

@@ -48,13 +48,13 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 			return false, nil
 		}
 		// A family member in use becomes a lock of its own.
-		lk.defined, lk.fam = true, nil
+		lk.defined = true
 		s.locks.Defined(name, lk)
-		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.queue)})
+		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.waits())})
 		s.setSlots(&o, lk, slots)
 		return true, nil
 	}
-	lk := &lock{name: name, slots: int32(slots), defined: true}
+	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load()}
 	s.locks.Store(name, lk)
 	s.locks.Defined(name, lk)
 	o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
@@ -83,9 +83,9 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		f.slots = slots
 		o.emit(store.Event{Type: store.EventResized, Lock: name, Slots: slots})
 		s.locks.Range(func(lk *lock) bool {
-			if lk.fam == f {
+			if !lk.defined && s.familyOf(lk.name) == f {
 				o.lock(lk)
-				if !lk.gone && lk.fam == f {
+				if !lk.gone && !lk.defined {
 					s.setSlots(&o, lk, slots)
 				}
 			}
@@ -111,8 +111,8 @@ func (s *Store) setSlots(o *op, lk *lock, slots int) {
 		return
 	}
 	lk.slots = int32(slots)
-	if lk.fam == nil {
-		o.emit(store.Event{Type: store.EventResized, Lock: lk.name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.queue)})
+	if lk.defined {
+		o.emit(store.Event{Type: store.EventResized, Lock: lk.name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.waits())})
 	}
 	s.pump(o, lk)
 }
@@ -160,7 +160,7 @@ func (s *Store) State(ctx context.Context, name string, detail bool) (store.Stat
 
 // state reports lk; its mutex is held.
 func (s *Store) state(lk *lock, detail bool) store.State {
-	st := store.State{Name: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.queue), Now: s.clock.Now()}
+	st := store.State{Name: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.waits()), Now: s.clock.Now()}
 	if !detail {
 		return st
 	}
@@ -169,7 +169,7 @@ func (s *Store) state(lk *lock, detail bool) store.State {
 			Acquired: h.acquired(), Renewed: renewed(h), Expires: h.expires()})
 	}
 	sort.Slice(st.Holders, func(i, j int) bool { return st.Holders[i].Token < st.Holders[j].Token })
-	for _, w := range lk.queue {
+	for _, w := range lk.waits() {
 		wt := store.Waiter{Ref: w.ref.String(), Since: w.since}
 		if w.req != nil {
 			wt.Kind, wt.Locks = w.req.Kind, w.req.Names()

@@ -99,7 +99,7 @@ func (s *Store) free(o *op, lk *lock, need int, staleAfter time.Duration) int {
 			ref, kind, token, acquired := h.ref, h.x.kind, h.token, h.x.acquired
 			o.end(lk, h, fmt.Errorf("%w: %s", store.ErrLeaseLost, why))
 			o.emit(store.Event{Type: store.EventExpired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.queue), Ref: o.refText(ref), Kind: kind, Token: token, Held: since(now, acquired)})
+				Waiting: len(lk.waits()), Ref: o.refText(ref), Kind: kind, Token: token, Held: since(now, acquired)})
 			continue
 		}
 		i++
@@ -124,14 +124,14 @@ func (o *op) setExpiry(lk *lock, h *holder, ttl, hold time.Duration) {
 // by the head of its queue, so a lease that is not renewed is taken over
 // on time.
 func (s *Store) arm(o *op, lk *lock) {
-	if len(lk.queue) == 0 || lk.nexp == 0 {
+	if len(lk.waits()) == 0 || lk.nexp == 0 {
 		s.stopTimer(lk)
 		return
 	}
 	// A time already past is not armed: pump has just judged it (nobody
 	// needed the slot).
 	now := o.clock()
-	stale := lk.queue[0].staleAfter()
+	stale := lk.waits()[0].staleAfter()
 	var at time.Time
 	for _, h := range lk.holders {
 		if e := takeover(h, stale); !e.IsZero() && e.After(now) && (at.IsZero() || e.Before(at)) {
@@ -166,8 +166,8 @@ func (s *Store) expire(lk *lock, t *lockTimer) {
 		return
 	}
 	s.setTimer(lk, nil)
-	if len(lk.queue) > 0 && lk.queue[0].req != nil {
-		o.ev = lk.queue[0].req.Events
+	if len(lk.waits()) > 0 && lk.waits()[0].req != nil {
+		o.ev = lk.waits()[0].req.Events
 	}
 	s.pump(&o, lk)
 	s.forget(lk)

@@ -12,19 +12,28 @@ import (
 // by mu, multi also by the store's mutex (it changes only under both).
 type lock struct {
 	mu      sync.Mutex
+	token   int64           // the last fencing token granted: see nextToken
+	refs    store.RefSource // the refs of plain leases
 	name    string
 	slots   int32
 	nexp    int32 // holders with an expiry
 	multi   int32 // queued waiters that wait for other locks too
-	defined bool  // defined by name (not only a family member)
+	defined bool  // defined by name; else a member of the family familyOf finds
 	gone    bool  // forgotten: whoever finds it looks the name up again
 	timed   bool  // has a timer in the store's timers
-	fam     *family
 	// holders are unordered (State sorts them). Past their length, up to
 	// their capacity, the slice keeps released records for reuse.
 	holders []*holder
-	queue   []*waiter
+	queue   *waitQueue // nil until a caller first waits
+	// The first holders slice and record live in the lock record itself,
+	// so a one-slot lock's grant touches one object (see newHolder).
+	first [1]*holder
+	own   holder
 }
+
+// waitQueue is a lock's queue: a pointer in the lock record, which most
+// locks never need.
+type waitQueue struct{ ws []*waiter }
 
 // holder is the record of one hold of a lock. A plain lease of package
 // sleeplock keeps a pointer to it (Slot), so a record is reused for
@@ -78,8 +87,23 @@ func (h *holder) kind() string {
 	return h.x.kind
 }
 
+// nextToken returns a new fencing token of lk. Tokens grow per lock: each
+// lock counts its own grants (no memory shared with other locks), starting
+// from the store's floor, the highest token of any lock record forgotten
+// before this one was made, so a family member that is forgotten and made
+// again never grants a token it granted before.
+func (lk *lock) nextToken() int64 {
+	lk.token++
+	return lk.token
+}
+
 // newHolder adds a holder record for ref with a new token to lk.
-func (lk *lock) newHolder(ref store.Ref, token int64) *holder {
+func (lk *lock) newHolder(ref store.Ref) *holder {
+	token := lk.nextToken()
+	if cap(lk.holders) == 0 {
+		lk.first[0] = &lk.own // a spare record, as released ones are
+		lk.holders = lk.first[:0]
+	}
 	n := len(lk.holders)
 	var h *holder
 	if n < cap(lk.holders) {
@@ -181,6 +205,21 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 			return lk, nil
 		}
 	}
+	fam := s.familyOf(name)
+	if fam == nil {
+		return nil, store.NotFound(name)
+	}
+	if !create {
+		return nil, nil
+	}
+	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load()}
+	s.locks.Store(name, lk)
+	return lk, nil
+}
+
+// familyOf returns the family that covers name, or nil; the store's mutex
+// is held.
+func (s *Store) familyOf(name string) *family {
 	var fam *family
 	if len(s.fams) > 0 {
 		store.FamilyOf(name, func(p string) bool {
@@ -188,25 +227,18 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 			return fam == nil
 		})
 	}
-	if fam == nil {
-		return nil, store.NotFound(name)
-	}
-	if !create {
-		return nil, nil
-	}
-	lk := &lock{name: name, slots: int32(fam.slots), fam: fam}
-	s.locks.Store(name, lk)
-	return lk, nil
+	return fam
 }
 
 // forget drops a family member that nobody holds or waits for; lk's mutex
 // is held.
 func (s *Store) forget(lk *lock) {
-	if lk.fam == nil || lk.defined || len(lk.holders) > 0 || len(lk.queue) > 0 || lk.gone {
+	if lk.defined || len(lk.holders) > 0 || len(lk.waits()) > 0 || lk.gone {
 		return
 	}
 	s.stopTimer(lk)
 	lk.gone = true
+	s.raiseFloor(lk.token) // before the name is free to be made again
 	s.locks.CompareAndDelete(lk.name, lk)
 }
 
@@ -220,4 +252,14 @@ func (s *Store) covered(h *store.Handle) error {
 		}
 	})
 	return err
+}
+
+// raiseFloor makes the store's token floor at least t.
+func (s *Store) raiseFloor(t int64) {
+	for {
+		f := s.floor.Load()
+		if f >= t || s.floor.CompareAndSwap(f, t) {
+			return
+		}
+	}
 }

@@ -59,7 +59,7 @@ type Store struct {
 	timers map[*lock]*lockTimer // the expiry timers of locks that have one
 
 	seq   atomic.Uint64 // Event.Seq, store-wide so it also grows across a family member's forget
-	token atomic.Int64  // the last fencing token granted, store-wide
+	floor atomic.Int64  // the highest token of a forgotten lock: new locks start there
 }
 
 // New returns an empty memory store.
@@ -90,6 +90,10 @@ type op struct {
 	now    time.Time
 	hasNow bool
 	fire   []firing
+	// Waiters granted by the operation, woken once it lets go of its
+	// mutexes (so a woken caller does not find them held).
+	wake     *waiter
+	wakeMore []*waiter
 }
 
 type firing struct {
@@ -184,6 +188,14 @@ func (o *op) unlock() {
 // done lets go of every mutex and calls the watchers the operation ended.
 func (o *op) done() {
 	o.unlock()
+	if o.wake != nil {
+		o.wake.signal()
+		o.wake = nil
+		for _, w := range o.wakeMore {
+			w.signal()
+		}
+		o.wakeMore = nil
+	}
 	for _, f := range o.fire {
 		for _, fn := range f.fs {
 			fn(f.reason)
@@ -250,14 +262,16 @@ func (s *Store) Close() error {
 	s.locks.Range(func(lk *lock) bool {
 		lk.mu.Lock()
 		s.stopTimer(lk)
-		for _, w := range lk.queue {
+		for _, w := range lk.waits() {
 			if !w.done && w.err == nil {
 				w.err = store.ErrClosed
 				w.signal()
 			}
 		}
-		clear(lk.queue)
-		lk.queue = lk.queue[:0]
+		if lk.queue != nil {
+			clear(lk.queue.ws)
+			lk.queue.ws = lk.queue.ws[:0]
+		}
 		lk.multi = 0
 		lk.mu.Unlock()
 		return true

@@ -24,76 +24,80 @@ var released = func() context.Context {
 }()
 
 // AcquirePlain is the fast path of package sleeplock: Acquire of one lock
-// for ref, a new generated ref, with no kind, no TTL and no notifier. It
-// returns the granted token and the lease's Slot for ReleasePlain and
-// PlainContext. A name that is not a lock the store has is checked
-// (store.CheckName) before anything else.
-func (s *Store) AcquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+// for a new generated ref, with no kind, no TTL and no notifier. It returns
+// the lease's Slot for ReleasePlain and PlainContext, the granted token and
+// the ref, which the lock draws from a store.RefSource of its own (under
+// its mutex: no write shared with other locks). A name that is not a lock
+// the store has is checked (store.CheckName) before anything else.
+func (s *Store) AcquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, store.Ref, error) {
 	if s == nil || ctx == nil {
-		return Slot{}, 0, s.usable(ctx)
+		return Slot{}, 0, store.Ref{}, s.usable(ctx)
 	}
 	if lk := s.load(name); lk != nil {
 		if err := ctx.Err(); err != nil {
-			return Slot{}, 0, err
+			return Slot{}, 0, store.Ref{}, err
 		}
-		return s.acquireAt(ctx, lk, name, ref, wait)
+		return s.acquireAt(ctx, lk, name, wait)
 	}
 	if err := s.usable(ctx); err != nil {
-		return Slot{}, 0, err
+		return Slot{}, 0, store.Ref{}, err
 	}
 	if err := store.CheckName(name); err != nil {
-		return Slot{}, 0, err
+		return Slot{}, 0, store.Ref{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, err
+		return Slot{}, 0, store.Ref{}, err
 	}
-	return s.acquirePlain(ctx, name, ref, wait)
+	return s.acquirePlain(ctx, name, wait)
 }
 
 // acquireAt is AcquirePlain of lk, the lock named name when it was looked
 // up.
-func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, wait bool) (Slot, int64, store.Ref, error) {
 	if s.times {
-		return s.acquirePlain(ctx, name, ref, wait)
+		return s.acquirePlain(ctx, name, wait)
 	}
 	lk.mu.Lock()
-	if len(lk.queue) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() {
-		h := lk.newHolder(ref, s.token.Add(1))
+	if len(lk.waits()) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() {
+		ref := lk.refs.New()
+		h := lk.newHolder(ref)
 		lk.mu.Unlock()
-		return Slot{lk, h}, h.token, nil
+		return Slot{lk, h}, h.token, ref, nil
 	}
 	if lk.gone || lk.multi > 0 || s.closed.Load() {
 		lk.mu.Unlock()
-		return s.acquirePlain(ctx, name, ref, wait)
+		return s.acquirePlain(ctx, name, wait)
 	}
 	// Go on holding the mutex: a lock no waiter of several locks waits for.
 	o := op{s: s, lk: lk}
-	return s.acquirePlainLocked(ctx, &o, lk, ref, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, wait)
 }
 
 // acquirePlain is AcquirePlain when a slot is not free at once.
-func (s *Store) acquirePlain(ctx context.Context, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, store.Ref, error) {
 	o := op{s: s}
 	lk, err := s.enterName(&o, name)
 	if err != nil {
-		return Slot{}, 0, err
+		return Slot{}, 0, store.Ref{}, err
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, ref, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, wait)
 }
 
 // acquirePlainLocked is acquirePlain once the op holds lk.
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, ref store.Ref, wait bool) (Slot, int64, error) {
-	if len(lk.queue) < s.free(o, lk, len(lk.queue)+1, 0) {
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bool) (Slot, int64, store.Ref, error) {
+	if len(lk.waits()) < s.free(o, lk, len(lk.waits())+1, 0) {
+		ref := lk.refs.New()
 		h := s.addHolder(o, lk, &store.AcquireRequest{Ref: ref})
 		o.done()
-		return Slot{lk, h}, h.token, nil
+		return Slot{lk, h}, h.token, ref, nil
 	}
 	if !wait {
 		err := s.refuse(o, lk)
 		s.forget(lk)
 		o.done()
-		return Slot{}, 0, err
+		return Slot{}, 0, store.Ref{}, err
 	}
+	ref := lk.refs.New()
 	w := waiters.Get().(*waiter)
 	w.ref = ref
 	w.one[0] = lk
@@ -103,10 +107,12 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, ref sto
 	var token int64
 	if err == nil {
 		slot, token = Slot{lk, w.h}, w.h.token
+	} else {
+		ref = store.Ref{}
 	}
 	*w = waiter{ready: w.ready}
 	waiters.Put(w)
-	return slot, token, err
+	return slot, token, ref, err
 }
 
 // ReleasePlain releases a lease that AcquirePlain granted: Release of
@@ -121,7 +127,7 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 	}
 	lk := slot.lk
 	lk.mu.Lock()
-	if lk.multi == 0 && len(lk.queue) == 0 && lk.fam == nil && h.x == nil && h.count == 1 && h.token == token && h.idx >= 0 &&
+	if lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && h.token == token && h.idx >= 0 &&
 		!s.closed.Load() {
 		// Nobody waits and nobody watches: drop the record, nothing else.
 		lk.remove(h, true)
@@ -150,9 +156,9 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 		return nil
 	}
 	o.end(lk, h, store.ErrReleased)
-	if len(lk.queue) > 0 {
+	if len(lk.waits()) > 0 {
 		s.pump(&o, lk)
-	} else if lk.fam != nil {
+	} else if !lk.defined {
 		s.forget(lk)
 	}
 	o.done()
@@ -236,15 +242,15 @@ func (s *Store) Lookup(name string) *Named {
 
 // AcquireNamed is AcquirePlain of the lock n, which Lookup returned for
 // name.
-func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, ref store.Ref, wait bool) (Slot, int64, error) {
+func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, wait bool) (Slot, int64, store.Ref, error) {
 	if s == nil || ctx == nil {
-		return Slot{}, 0, s.usable(ctx)
+		return Slot{}, 0, store.Ref{}, s.usable(ctx)
 	}
 	if n == nil || n.lk == nil {
-		return Slot{}, 0, errNoNamed
+		return Slot{}, 0, store.Ref{}, errNoNamed
 	}
 	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, err
+		return Slot{}, 0, store.Ref{}, err
 	}
-	return s.acquireAt(ctx, n.lk, name, ref, wait)
+	return s.acquireAt(ctx, n.lk, name, wait)
 }

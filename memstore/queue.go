@@ -44,13 +44,13 @@ func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error)
 	}
 	multi := len(w.locks) > 1
 	for _, lk := range w.locks {
-		lk.queue = append(lk.queue, w)
+		lk.enqueue(w)
 		if multi {
 			lk.multi++
 		}
 		if o.ev != nil {
 			o.emit(store.Event{Type: store.EventWaiting, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.queue), Ref: o.refText(w.ref), Kind: w.req.Kind})
+				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Kind: w.req.Kind})
 		}
 	}
 	for _, lk := range w.locks {
@@ -129,27 +129,44 @@ func (lk *lock) dequeue(w *waiter) {
 	if len(w.locks) > 1 {
 		lk.multi--
 	}
-	if len(lk.queue) > 0 && lk.queue[0] == w {
+	q := lk.waits()
+	if len(q) > 0 && q[0] == w {
 		// The head, as grants take it: drop it without moving the rest.
-		lk.queue[0] = nil
-		lk.queue = lk.queue[1:]
-		if len(lk.queue) == 0 {
-			lk.queue = nil
+		q[0] = nil
+		lk.queue.ws = q[1:]
+		if len(q) == 1 {
+			lk.queue.ws = nil
 		}
 		return
 	}
-	for i, x := range lk.queue {
+	for i, x := range q {
 		if x == w {
-			copy(lk.queue[i:], lk.queue[i+1:])
-			lk.queue[len(lk.queue)-1] = nil
-			lk.queue = lk.queue[:len(lk.queue)-1]
+			copy(q[i:], q[i+1:])
+			q[len(q)-1] = nil
+			lk.queue.ws = q[:len(q)-1]
 			return
 		}
 	}
 }
 
+// enqueue puts w at the end of lk's queue.
+func (lk *lock) enqueue(w *waiter) {
+	if lk.queue == nil {
+		lk.queue = &waitQueue{}
+	}
+	lk.queue.ws = append(lk.queue.ws, w)
+}
+
+// waits returns lk's queue, in FIFO order.
+func (lk *lock) waits() []*waiter {
+	if lk.queue == nil {
+		return nil
+	}
+	return lk.queue.ws
+}
+
 func (lk *lock) position(w *waiter) int {
-	for i, x := range lk.queue {
+	for i, x := range lk.waits() {
 		if x == w {
 			return i
 		}
@@ -167,8 +184,8 @@ func (s *Store) pump(o *op, first *lock) {
 	var work []*lock
 	lk := first
 	for {
-		for i := 0; i < len(lk.queue); {
-			w := lk.queue[i]
+		for i := 0; i < len(lk.waits()); {
+			w := lk.waits()[i]
 			// (A plain waiter's ref is new: it holds nothing yet.)
 			if i >= s.free(o, lk, i+1, w.staleAfter()) && (w.req == nil || lk.find(w.ref, 0) == nil) {
 				break
@@ -194,23 +211,28 @@ func (s *Store) pump(o *op, first *lock) {
 	}
 }
 
-// grantWaiter grants w (out of every queue now) and wakes it.
+// grantWaiter grants w (out of every queue now); the operation wakes it
+// when it is done.
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newHolder(w.ref, s.token.Add(1))
+		w.h = lk.newHolder(w.ref)
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			w.h.ext().acquired = stamp
 		}
 		if o.ev != nil {
 			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.queue), Ref: o.refText(w.ref), Token: w.h.token, Waited: since(w.h.acquired(), w.since)})
+				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Token: w.h.token, Waited: since(w.h.acquired(), w.since)})
 		}
 	} else {
 		w.grant = s.grantAll(o, w.req, w.locks, w.since)
 	}
 	w.done = true
-	w.signal()
+	if o.wake == nil {
+		o.wake = w
+	} else {
+		o.wakeMore = append(o.wakeMore, w)
+	}
 }
 
 func (s *Store) grantable(o *op, w *waiter, at *lock) bool {

@@ -83,7 +83,7 @@ func (s *Store) releaseHolder(o *op, lk *lock, h *holder, reason error) {
 	o.end(lk, h, reason)
 	if o.ev != nil {
 		o.emit(store.Event{Type: store.EventReleased, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-			Waiting: len(lk.queue), Ref: ref.String(), Kind: kind, Token: token, Held: since(o.clock(), acquired)})
+			Waiting: len(lk.waits()), Ref: ref.String(), Kind: kind, Token: token, Held: since(o.clock(), acquired)})
 	}
 }
 

@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,9 +11,22 @@ import (
 	"github.com/sleeplock/sleeplock/storetest"
 )
 
+// envs finds the env of a store made by the harness.
+var envs sync.Map // *pgstore.Store → *env
+
 // harness runs the conformance suite on a fresh schema per test.
 var harness = storetest.Harness{
-	New: func(t *testing.T) store.Store { return newEnv(t).s },
+	New: func(t *testing.T) store.Store {
+		e := newEnv(t)
+		envs.Store(e.s, e)
+		t.Cleanup(func() { envs.Delete(e.s) })
+		return e.s
+	},
+	// Another node: a store on the same schema with a pool of its own.
+	Reopen: func(t *testing.T, s store.Store) store.Store {
+		e, _ := envs.Load(s)
+		return e.(*env).node(t)
+	},
 	Advance: func(t *testing.T, s store.Store, d time.Duration) {
 		t.Helper()
 		if err := s.(*pgstore.Store).Advance(context.Background(), d); err != nil {

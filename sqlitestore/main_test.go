@@ -39,6 +39,10 @@ func openAt(t testing.TB, path string, opts ...sqlitestore.Option) *sqlitestore.
 
 var harness = storetest.Harness{
 	New: func(t *testing.T) store.Store { return open(t) },
+	// Another process of the host: a store of its own on the same file.
+	Reopen: func(t *testing.T, s store.Store) store.Store {
+		return openAt(t, s.(*sqlitestore.Store).Path())
+	},
 	Advance: func(t *testing.T, s store.Store, d time.Duration) {
 		t.Helper()
 		if err := s.(*sqlitestore.Store).Advance(context.Background(), d); err != nil {

@@ -16,7 +16,8 @@ import (
 // within a process and collide across processes only with the odds of two
 // random 128-bit numbers. Generating one costs no allocation; formatting is
 // deferred until someone asks, which keeps the uncontended lock path free of
-// allocations.
+// allocations. A RefSource hands out the counter's values in blocks, so that
+// drawing a ref need not write memory that every goroutine shares.
 type Ref struct {
 	s string
 	n uint64
@@ -25,7 +26,8 @@ type Ref struct {
 var (
 	refBlock cipher.Block
 	refSalt  uint64
-	refSeq   atomic.Uint64
+	refSeq   atomic.Uint64 // NewRef's counter: values below 1<<63
+	refBlks  atomic.Uint64 // RefSource's blocks: values from 1<<63 up
 )
 
 func init() {
@@ -43,6 +45,30 @@ func init() {
 
 // NewRef returns a new generated ref.
 func NewRef() Ref { return Ref{n: refSeq.Add(1)} }
+
+// refBlockBits is log2 of the refs in a RefSource's block.
+const refBlockBits = 8
+
+// RefSource hands out generated refs, as NewRef does, from blocks of 256
+// counter values that it takes from the process-wide counter one block at
+// a time: a caller that guards a RefSource with a mutex it holds anyway
+// draws refs without a shared write on most calls. Its refs are never
+// NewRef's nor another RefSource's, and as unpredictable. The zero RefSource is ready for use; it
+// is not safe for concurrent use.
+type RefSource struct{ next uint64 }
+
+// New returns a new generated ref (from NewRef for a nil RefSource).
+func (r *RefSource) New() Ref {
+	if r == nil {
+		return NewRef()
+	}
+	if r.next&(1<<refBlockBits-1) == 0 {
+		r.next = 1<<63 | refBlks.Add(1)<<refBlockBits
+	}
+	n := r.next
+	r.next++
+	return Ref{n: n}
+}
 
 // RefOf returns the ref named s. RefOf("") is the zero Ref.
 func RefOf(s string) Ref { return Ref{s: s} }

@@ -33,6 +33,24 @@ func TestRef(t *testing.T) {
 	}
 }
 
+// RefSources draw refs in blocks: across several blocks, from several
+// sources and NewRef in turn, no ref (nor its text) repeats, and every ref
+// is generated.
+func TestRefSourceNeverRepeats(t *testing.T) {
+	var a, b store.RefSource
+	var nilSource *store.RefSource
+	seen := map[string]bool{}
+	for i := range 3 * 256 {
+		for _, r := range []store.Ref{a.New(), b.New(), store.NewRef(), nilSource.New()} {
+			txt := r.String()
+			if !r.Generated() || len(txt) != 32 || seen[txt] {
+				t.Fatalf("draw %d: ref %q generated %v, seen before %v", i, txt, r.Generated(), seen[txt])
+			}
+			seen[txt] = true
+		}
+	}
+}
+
 func TestCheckName(t *testing.T) {
 	good := []string{"a", "payments", "chat/42", "ünï/名前", strings.Repeat("x", 200), "a b", "*"}
 	for _, n := range good {

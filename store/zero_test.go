@@ -33,6 +33,8 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return (*store.Handle)(nil) },
 			func() any { return &store.Handle{} },
 			func() any { return store.Ref{} },
+			func() any { return (*store.RefSource)(nil) },
+			func() any { return &store.RefSource{} },
 			func() any { return store.EventType(0) },
 			func() any { return store.EventType(255) },
 		},
