@@ -54,7 +54,8 @@ func secret(p, rest string) bool {
 		return false
 	}
 	for _, c := range p {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+		if !alnum {
 			return false
 		}
 	}
