@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sleeplock/sleeplock/internal/endwatch"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -144,7 +145,7 @@ type Store struct {
 	cfg    config
 	q      queries
 	closed atomic.Bool
-	w      watchers
+	w      endwatch.Set
 	d      dispatcher
 }
 

@@ -22,6 +22,7 @@ import (
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/sleeplock/sleeplock/internal/endwatch"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -160,7 +161,7 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	w watchers
+	w endwatch.Set
 
 	bmu     sync.Mutex
 	bcast   chan struct{} // closed and replaced at each change
