@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sleeplock/sleeplock/chaos"
+	"github.com/sleeplock/sleeplock/internal/pgtest"
 )
 
 var (
@@ -47,34 +48,13 @@ func worker(t *testing.T) string {
 }
 
 // dbURL is the test database: SLEEPLOCK_TEST_DATABASE_URL or the local one.
-func dbURL() string {
-	if u := os.Getenv("SLEEPLOCK_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+func dbURL() string { return pgtest.URL() }
 
 // newPool connects to the test database, or skips (fails under CI) when it
 // is unreachable.
 func newPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, dbURL())
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
-	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
-		if os.Getenv("CI") != "" {
-			t.Fatalf("test database unreachable: %v", err)
-		}
-		t.Skipf("test database unreachable (set SLEEPLOCK_TEST_DATABASE_URL): %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.Pool(t, nil)
 }
 
 // logWriter sends each line to t.Log.

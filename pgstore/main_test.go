@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -12,17 +11,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
+	"github.com/sleeplock/sleeplock/internal/pgtest"
 	"github.com/sleeplock/sleeplock/pgstore"
 	"github.com/sleeplock/sleeplock/store"
 )
 
 func TestMain(m *testing.M) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := ensureDatabase(ctx, dbURL())
+	err := pgtest.EnsureDatabase(ctx, dbURL())
 	cancel()
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -38,42 +37,8 @@ func TestMain(m *testing.M) {
 // skipReason is why the database cannot be used, "" when it can.
 var skipReason string
 
-// ensureDatabase creates the database of url (through the database
-// "postgres" of the same server) when it does not exist.
-func ensureDatabase(ctx context.Context, url string) error {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return err
-	}
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err == nil {
-		return c.Close(ctx)
-	}
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name
-		return err
-	}
-	name := cfg.Database
-	cfg.Database = "postgres"
-	c, err = pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = c.Close(ctx) }()
-	_, err = c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	if errors.As(err, &pe) && pe.Code == "42P04" { // created meanwhile
-		err = nil
-	}
-	return err
-}
-
-// dbURL is the test database: SLEEPLOCK_TEST_DATABASE_URL or the local one.
-func dbURL() string {
-	if u := os.Getenv("SLEEPLOCK_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+// dbURL is the test database.
+func dbURL() string { return pgtest.URL() }
 
 // counter is a pgx tracer that counts the statements sent to the server.
 type counter struct{ n atomic.Int64 }
@@ -98,30 +63,11 @@ func newPoolN(t testing.TB, tracer pgx.QueryTracer, maxConns int32) *pgxpool.Poo
 	if skipReason != "" {
 		t.Skipf("test database unreachable (set SLEEPLOCK_TEST_DATABASE_URL): %s", skipReason)
 	}
-	cfg, err := pgxpool.ParseConfig(dbURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	pgstore.ConfigurePool(cfg)
-	cfg.ConnConfig.Tracer = tracer
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
-	if err != nil {
-		if pool != nil {
-			pool.Close()
-		}
-		if os.Getenv("CI") != "" {
-			t.Fatalf("test database unreachable: %v", err)
-		}
-		t.Skipf("test database unreachable (set SLEEPLOCK_TEST_DATABASE_URL): %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.Pool(t, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = maxConns
+		pgstore.ConfigurePool(cfg)
+		cfg.ConnConfig.Tracer = tracer
+	})
 }
 
 // newSchema returns a fresh schema name, dropped when the test ends.

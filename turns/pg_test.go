@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/internal/pgtest"
 	"github.com/sleeplock/sleeplock/pgstore"
 )
 
@@ -32,12 +32,7 @@ func init() {
 	})
 }
 
-func pgURL() string {
-	if u := os.Getenv("SLEEPLOCK_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+func pgURL() string { return pgtest.URL() }
 
 // pgNode is what a node's Locks stand on.
 type pgNode struct {
@@ -55,22 +50,7 @@ func pgPoolOf(l *sleeplock.Locks) pgNode {
 
 func pgPool(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, pgURL())
-	if err == nil {
-		if err = pool.Ping(ctx); err != nil {
-			pool.Close()
-		}
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("test database unreachable: %v", err)
-		}
-		t.Skipf("test database unreachable (set SLEEPLOCK_TEST_DATABASE_URL): %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
+	return pgtest.Pool(t, nil)
 }
 
 func pgNodes(t *testing.T, n int) ([]*sleeplock.Locks, func(time.Duration), bool) {

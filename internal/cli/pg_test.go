@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -12,19 +11,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/internal/pgtest"
 	"github.com/sleeplock/sleeplock/pgstore"
 )
 
 // testDatabaseURL is SLEEPLOCK_TEST_DATABASE_URL or the local test database.
-func testDatabaseURL() string {
-	if u := os.Getenv("SLEEPLOCK_TEST_DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+func testDatabaseURL() string { return pgtest.URL() }
 
 // pgSkip is why the PostgreSQL tests skip, "" when they run.
 var pgSkip string
@@ -35,38 +29,10 @@ var pgSkip string
 func checkTestDatabase() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := ensureDatabase(ctx, testDatabaseURL()); err != nil {
+	if err := pgtest.EnsureDatabase(ctx, testDatabaseURL()); err != nil {
 		pgSkip = strings.Join(strings.Fields(err.Error()), " ") // one line
 		fmt.Fprintf(os.Stderr, "\n*** SKIPPING every PostgreSQL test of internal/cli: %s (set SLEEPLOCK_TEST_DATABASE_URL) ***\n\n", pgSkip)
 	}
-}
-
-// ensureDatabase creates the database of url (through the database
-// "postgres" of the same server) when it does not exist.
-func ensureDatabase(ctx context.Context, url string) error {
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		return err
-	}
-	c, err := pgx.ConnectConfig(ctx, cfg)
-	if err == nil {
-		return c.Close(ctx)
-	}
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name
-		return err
-	}
-	name := cfg.Database
-	cfg.Database = "postgres"
-	if c, err = pgx.ConnectConfig(ctx, cfg); err != nil {
-		return err
-	}
-	defer func() { _ = c.Close(ctx) }()
-	_, err = c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	if errors.As(err, &pe) && pe.Code == "42P04" { // created meanwhile
-		err = nil
-	}
-	return err
 }
 
 // pgEnv is a migrated schema of its own in the test database, with the

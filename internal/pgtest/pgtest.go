@@ -1,0 +1,93 @@
+// Package pgtest is what the PostgreSQL tests of every package share: the
+// test database's URL, its creation when missing, and a pool that skips the
+// test when the database cannot be reached — or fails it when CI is set.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultURL is the test database when SLEEPLOCK_TEST_DATABASE_URL is not set.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// URL is the test database: SLEEPLOCK_TEST_DATABASE_URL, or DefaultURL.
+func URL() string {
+	if u := os.Getenv("SLEEPLOCK_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// EnsureDatabase creates the database of url (through the database
+// "postgres" of the same server) when the server answers and the database
+// does not exist.
+func EnsureDatabase(ctx context.Context, url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	c, err := pgx.ConnectConfig(ctx, cfg)
+	if err == nil {
+		return c.Close(ctx)
+	}
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "3D000" { // invalid_catalog_name
+		return err
+	}
+	name := cfg.Database
+	cfg.Database = "postgres"
+	if c, err = pgx.ConnectConfig(ctx, cfg); err != nil {
+		return err
+	}
+	defer func() { _ = c.Close(ctx) }()
+	_, err = c.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if errors.As(err, &pe) && pe.Code == "42P04" { // created meanwhile
+		err = nil
+	}
+	return err
+}
+
+// Unreachable skips t because the test database cannot be used, or fails
+// it when CI is set.
+func Unreachable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("test database unreachable: %v", err)
+	}
+	t.Skipf("test database unreachable (set SLEEPLOCK_TEST_DATABASE_URL): %v", err)
+}
+
+// Pool connects to the test database with cfg's settings (nil: the
+// defaults), or skips the test (fails it under CI) when it is unreachable.
+// The pool is closed when the test ends.
+func Pool(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if configure != nil {
+		configure(cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err == nil {
+		if err = pool.Ping(ctx); err != nil {
+			pool.Close()
+		}
+	}
+	if err != nil {
+		Unreachable(t, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
