@@ -32,7 +32,6 @@ func init() {
 	})
 }
 
-func pgURL() string { return pgtest.URL() }
 
 // pgNode is what a node's Locks stand on.
 type pgNode struct {
