@@ -32,7 +32,6 @@ func init() {
 	})
 }
 
-
 // pgNode is what a node's Locks stand on.
 type pgNode struct {
 	pool   *pgxpool.Pool // the node's own
