@@ -59,7 +59,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 	if k.err != nil {
 		return Lease{}, k.err
 	}
-	if len(opts) != 0 || l.err != nil || l.mem == nil || l.emitter != nil || l.ttl != 0 {
+	if len(opts) != 0 || l.plain == nil {
 		return l.acquire(ctx, k.name, nil, wait, opts)
 	}
 	n := k.mem.Load()
@@ -69,9 +69,12 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 		}
 		k.mem.Store(n)
 	}
-	slot, token, ref, err := l.mem.AcquireNamed(ctx, n, k.name, wait)
+	slot, token, err := l.mem.AcquireNamed(ctx, n, k.name, wait)
 	if err != nil {
+		if err == memstore.ErrNotPlain { //nolint:errorlint // the sentinel itself
+			return l.acquire(ctx, k.name, nil, wait, []AcquireOption{})
+		}
 		return Lease{}, err
 	}
-	return Lease{l: l, name: k.name, token: token, ref: ref, slot: slot}, nil
+	return Lease{l: l, slot: slot, token: token}, nil
 }

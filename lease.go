@@ -24,11 +24,9 @@ import (
 // ErrLeaseLost, and an EventLost is sent.
 type Lease struct {
 	l     *Locks
-	name  string // the first lock
-	token int64
-	ref   store.Ref
-	slot  memstore.Slot // the lock of a plain lease, when the memory store says
-	x     *leaseExt     // nil for a plain lease from the memory store's fast path
+	slot  memstore.Slot // a plain lease of the memory store: its lock and ref
+	token int64         // of the first lock
+	x     *leaseExt     // nil for a plain lease of the memory store
 }
 
 // leaseExt is what a lease has beyond one lock, a ref and a token. Every
@@ -48,21 +46,21 @@ func newLease(l *Locks, g store.Grant, rt *runtime, byRef bool) Lease {
 	if rt != nil {
 		x.rt.Store(rt)
 	}
-	return Lease{l: l, name: g.Name, token: g.Token, ref: g.Ref, x: x}
+	return Lease{l: l, token: g.Token, x: x}
 }
 
 func (x Lease) grant() store.Grant {
 	if x.x != nil {
 		return x.x.g
 	}
-	return store.Grant{Lock: store.Lock{Name: x.name, Token: x.token}, Ref: x.ref}
+	return store.Grant{Lock: store.Lock{Name: x.slot.Name(), Token: x.token}, Ref: x.slot.Ref(x.token)}
 }
 
 func (x Lease) handle() store.Handle {
 	if x.x != nil {
 		return x.x.g.Handle()
 	}
-	return store.Handle{Lock: store.Lock{Name: x.name, Token: x.token}, Ref: x.ref}
+	return store.Handle{Lock: store.Lock{Name: x.slot.Name(), Token: x.token}, Ref: x.slot.Ref(x.token)}
 }
 
 func (x Lease) rt() *runtime {
@@ -102,7 +100,12 @@ func (x Lease) runtime() *runtime {
 type LeaseStatus = store.Status
 
 // Name returns the (first) lock of the lease.
-func (x Lease) Name() string { return x.name }
+func (x Lease) Name() string {
+	if x.x != nil {
+		return x.x.g.Name
+	}
+	return x.slot.Name()
+}
 
 // Names returns every lock of the lease, in the order they were asked for.
 func (x Lease) Names() []string {
@@ -116,7 +119,12 @@ func (x Lease) Names() []string {
 }
 
 // Ref returns the holder's ref.
-func (x Lease) Ref() string { return x.ref.String() }
+func (x Lease) Ref() string {
+	if x.x != nil {
+		return x.x.g.Ref.String()
+	}
+	return x.slot.Ref(x.token).String()
+}
 
 // Kind returns the holder's kind.
 func (x Lease) Kind() string { return x.grant().Kind }
@@ -173,6 +181,14 @@ const ReleaseTimeout = 5 * time.Second
 // there: Err stays nil, the keep-alive stops, and the lease ends (Done,
 // ErrLeaseLost) when it expires; Release may be called again meanwhile.
 func (x Lease) Release(ctx context.Context) error {
+	if x.x == nil && x.l != nil && x.l.mem != nil {
+		// A plain lease of the memory store: no context is needed.
+		return x.l.mem.ReleasePlain(x.slot, x.token)
+	}
+	return x.release(ctx)
+}
+
+func (x Lease) release(ctx context.Context) error {
 	if err := x.ok(); err != nil {
 		return err
 	}
@@ -184,9 +200,6 @@ func (x Lease) Release(ctx context.Context) error {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(parent, ReleaseTimeout)
 		defer cancel()
-	}
-	if x.x == nil && x.l.mem != nil {
-		return x.l.mem.ReleasePlain(x.slot, x.name, x.ref, x.token)
 	}
 	rt := x.rt()
 	if rt != nil {

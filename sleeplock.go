@@ -19,6 +19,7 @@ const DefaultTTL = 30 * time.Second
 type Locks struct {
 	store   store.Store
 	mem     *memstore.Store // the store, when it is a memory store (fast paths)
+	plain   *memstore.Store // mem, when a call without options may take its plain path
 	watcher store.Watcher   // non-nil when the store can tell at once of a lost hold
 	ttl     time.Duration
 	ev      *dispatcher   // nil without a notifier
@@ -127,6 +128,9 @@ func New(s store.Store, opts ...Option) *Locks {
 			continue
 		}
 		o(l)
+	}
+	if l.mem != nil && l.emitter == nil && l.ttl == 0 && l.err == nil {
+		l.plain = l.mem
 	}
 	return l
 }
@@ -240,13 +244,33 @@ func (l *Locks) List(ctx context.Context) ([]State, error) {
 // slot granted as ctx ended goes to the next waiter). A caller whose ref
 // holds the lock already gets its lease back at once (see WithRef).
 func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
+	if len(opts) == 0 && l != nil && l.plain != nil && ctx != nil {
+		return l.acquirePlain(ctx, name, true)
+	}
 	return l.acquire(ctx, name, nil, true, opts)
+}
+
+// acquirePlain is the memory store's fast path: an anonymous lease of one
+// lock, with no options, no TTL and no notifier (the store checks a name
+// it does not hold already).
+func (l *Locks) acquirePlain(ctx context.Context, name string, wait bool) (Lease, error) {
+	slot, token, err := l.plain.AcquirePlain(ctx, name, wait)
+	if err != nil {
+		if err == memstore.ErrNotPlain { //nolint:errorlint // the sentinel itself
+			return l.acquire(ctx, name, nil, wait, []AcquireOption{})
+		}
+		return Lease{}, err
+	}
+	return Lease{l: l, slot: slot, token: token}, nil
 }
 
 // TryAcquire takes a slot of name if one is free and nobody waits for it,
 // without waiting; otherwise it returns a *BusyError (errors.Is(err,
 // ErrUnavailable)). It never jumps the queue.
 func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
+	if len(opts) == 0 && l != nil && l.plain != nil && ctx != nil {
+		return l.acquirePlain(ctx, name, false)
+	}
 	return l.acquire(ctx, name, nil, false, opts)
 }
 
@@ -266,14 +290,8 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if err := l.usable(ctx); err != nil {
 		return Lease{}, err
 	}
-	if len(opts) == 0 && names == nil && l.mem != nil && l.emitter == nil && l.ttl == 0 {
-		// The memory store's fast path: an anonymous lease of one lock
-		// (the store checks a name it does not hold already).
-		slot, token, ref, err := l.mem.AcquirePlain(ctx, name, wait)
-		if err != nil {
-			return Lease{}, err
-		}
-		return Lease{l: l, name: name, token: token, ref: ref, slot: slot}, nil
+	if opts == nil && names == nil && l.plain != nil {
+		return l.acquirePlain(ctx, name, wait)
 	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
 	if len(opts) > 0 {

@@ -54,7 +54,10 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 		s.setSlots(&o, lk, slots)
 		return true, nil
 	}
-	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load()}
+	rng := s.newRange() // before the floor is read: see newRange
+	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load(), rng: rng}
+	lk.fast.Store(fastFrozen)
+	s.thaw(lk) // not shared yet: no mutex needed
 	s.locks.Store(name, lk)
 	s.locks.Defined(name, lk)
 	o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
@@ -127,13 +130,13 @@ func (s *Store) State(ctx context.Context, name string, detail bool) (store.Stat
 	}
 	if !strings.HasSuffix(name, store.FamilySuffix) {
 		for lk := s.load(name); lk != nil; lk = s.load(name) {
-			lk.mu.Lock()
+			lk.lockMu()
 			if !lk.gone {
 				st := s.state(lk, detail)
-				lk.mu.Unlock()
+				s.unlockMu(lk)
 				return st, nil
 			}
-			lk.mu.Unlock()
+			s.unlockMu(lk)
 		}
 	}
 	s.mu.Lock()
@@ -146,8 +149,8 @@ func (s *Store) State(ctx context.Context, name string, detail bool) (store.Stat
 		return store.State{}, err
 	}
 	if lk != nil {
-		lk.mu.Lock()
-		defer lk.mu.Unlock()
+		lk.lockMu()
+		defer s.unlockMu(lk)
 		return s.state(lk, detail), nil
 	}
 	var fam *family
@@ -196,11 +199,11 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 		out = append(out, store.State{Name: f.pattern, Slots: f.slots, Family: true, Now: s.clock.Now()})
 	}
 	s.locks.Range(func(lk *lock) bool {
-		lk.mu.Lock()
+		lk.lockMu()
 		if !lk.gone {
 			out = append(out, s.state(lk, detail))
 		}
-		lk.mu.Unlock()
+		s.unlockMu(lk)
 		return true
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sleeplock/sleeplock/store"
@@ -11,9 +12,10 @@ import (
 // lock is a defined lock or a family member in use. Its fields are guarded
 // by mu, multi also by the store's mutex (it changes only under both).
 type lock struct {
+	fast    atomic.Uint64 // the fast word: see fast.go
 	mu      sync.Mutex
-	token   int64           // the last fencing token granted: see nextToken
-	refs    store.RefSource // the refs of plain leases
+	token   int64          // the last fencing token granted: see nextToken
+	rng     store.RefRange // the refs of plain leases, by token (plainRef); set when made
 	name    string
 	slots   int32
 	nexp    int32 // holders with an expiry
@@ -21,6 +23,7 @@ type lock struct {
 	defined bool  // defined by name; else a member of the family familyOf finds
 	gone    bool  // forgotten: whoever finds it looks the name up again
 	timed   bool  // has a timer in the store's timers
+	indexed bool  // its holders are indexed by token in the store's byTok
 	// holders are unordered (State sorts them). Past their length, up to
 	// their capacity, the slice keeps released records for reuse.
 	holders []*holder
@@ -100,6 +103,25 @@ func (lk *lock) nextToken() int64 {
 // newHolder adds a holder record for ref with a new token to lk.
 func (lk *lock) newHolder(ref store.Ref) *holder {
 	token := lk.nextToken()
+	h := lk.newRecord()
+	h.ref, h.token, h.count = ref, token, 1
+	lk.indexToken(h)
+	return h
+}
+
+// newPlainHolder adds the holder record of a plain lease with a new token
+// to lk: its ref is its token's (plainRef).
+func (lk *lock) newPlainHolder() *holder {
+	token := lk.nextToken()
+	h := lk.newRecord()
+	h.ref, h.token, h.count = lk.plainRef(token), token, 1
+	lk.indexToken(h)
+	return h
+}
+
+// newRecord adds a holder record to lk (a released one reused, or a new
+// one) with its index set; the caller fills in the rest.
+func (lk *lock) newRecord() *holder {
 	if cap(lk.holders) == 0 {
 		lk.first[0] = &lk.own // a spare record, as released ones are
 		lk.holders = lk.first[:0]
@@ -118,7 +140,7 @@ func (lk *lock) newHolder(ref store.Ref) *holder {
 			lk.holders = append(lk.holders, h)
 		}
 	}
-	h.ref, h.token, h.count, h.idx = ref, token, 1, int32(n)
+	h.idx = int32(n)
 	return h
 }
 
@@ -136,21 +158,20 @@ func (lk *lock) remove(h *holder, keep bool) {
 	}
 	lk.holders = lk.holders[:last]
 	h.idx = -1
+	if lk.indexed {
+		lk.unindex(h, false)
+	}
 }
 
 // end removes h from lk's holders for reason, and has its watchers and
 // context told once the operation lets go.
 func (o *op) end(lk *lock, h *holder, reason error) {
-	if h.x == nil {
-		if reason == store.ErrReleased { //nolint:errorlint // the sentinel itself: released by its holder
-			lk.remove(h, true)
-		} else {
-			lk.remove(h, false)
-			h.x = &holderExt{cause: reason}
-		}
+	x := h.x
+	if x == nil {
+		o.s.ended(lk, h, reason, nil)
+		lk.remove(h, true)
 		return
 	}
-	x := h.x
 	if !x.expires.IsZero() {
 		lk.nexp--
 	}
@@ -159,11 +180,9 @@ func (o *op) end(lk *lock, h *holder, reason error) {
 		o.fire = append(o.fire, firing{fs: x.watch, f: x.cancel, reason: reason})
 		x.watch = nil
 	}
-	keep := reason == store.ErrReleased && x.ctx == nil //nolint:errorlint // as above
-	if keep {
-		h.x = nil
-	}
-	lk.remove(h, keep)
+	o.s.ended(lk, h, reason, x.ctx)
+	h.x = nil // nobody looks at an ended record: it is reused
+	lk.remove(h, true)
 }
 
 // find returns the record of ref's hold on lk (with token, unless 0).
@@ -212,7 +231,9 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 	if !create {
 		return nil, nil
 	}
-	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load()}
+	rng := s.newRange() // before the floor is read: see newRange
+	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng}
+	lk.fast.Store(fastFrozen) // a family member: never made
 	s.locks.Store(name, lk)
 	return lk, nil
 }
@@ -240,6 +261,7 @@ func (s *Store) forget(lk *lock) {
 	lk.gone = true
 	s.raiseFloor(lk.token) // before the name is free to be made again
 	s.locks.CompareAndDelete(lk.name, lk)
+	s.freeRange(lk.rng) // after the floor: see newRange
 }
 
 // covered returns NotFound for the first name of h that no definition or
@@ -262,4 +284,109 @@ func (s *Store) raiseFloor(t int64) {
 			return
 		}
 	}
+}
+
+// Plain leases (package sleeplock's fast path) are named by their lock and
+// token alone: a lease is a small value, and its ref is the token's in the
+// lock's RefRange. A lock record's range is taken when it is made and,
+// when a family member is forgotten, given back to the store for a later
+// record: that record's tokens start above the store's floor, which the
+// forget raised to the forgotten record's last token first, so the refs
+// of the two never meet.
+
+// plainRefLimit bounds the tokens of plain leases: a lock past it (after
+// about 10^12 grants), or with no range, grants the general way (see
+// errNotPlain).
+const plainRefLimit = 1<<store.RefRangeBits - 1<<20
+
+// plainRef is the ref of lk's plain lease of token t.
+func (lk *lock) plainRef(t int64) store.Ref { return lk.rng.Ref(uint64(t)) }
+
+// plainOK reports whether lk may grant plain leases now. lk.mu is held.
+func (lk *lock) plainOK() bool { return !lk.rng.IsZero() && lk.token < plainRefLimit }
+
+// isPlain reports whether h is the record of a plain lease.
+func (lk *lock) isPlain(h *holder) bool {
+	return !lk.rng.IsZero() && h.ref == lk.plainRef(h.token)
+}
+
+// byTokenIndexAt is the number of holders from which byToken keeps an
+// index instead of searching. The index lives aside (tokenIndexes), so
+// that the lock record stays small.
+const byTokenIndexAt = 32
+
+// tokenIndexes maps a *lock with lk.indexed to its holders by token.
+var tokenIndexes sync.Map
+
+// index returns lk's index; lk.indexed, lk.mu held.
+func (lk *lock) index() map[int64]*holder {
+	v, _ := tokenIndexes.Load(lk)
+	return v.(map[int64]*holder) //nolint:forcetypeassert // only these are stored
+}
+
+// byToken returns the record of lk's holder with token t, or nil. lk.mu
+// is held and lk frozen.
+func (lk *lock) byToken(t int64) *holder {
+	if lk.indexed {
+		return lk.index()[t]
+	}
+	if len(lk.holders) >= byTokenIndexAt {
+		ix := make(map[int64]*holder, len(lk.holders))
+		for _, h := range lk.holders {
+			ix[h.token] = h
+		}
+		tokenIndexes.Store(lk, ix)
+		lk.indexed = true
+		return ix[t]
+	}
+	for _, h := range lk.holders {
+		if h.token == t {
+			return h
+		}
+	}
+	return nil
+}
+
+// indexToken adds h, a new holder, to lk's index when it has one.
+func (lk *lock) indexToken(h *holder) {
+	if lk.indexed {
+		lk.index()[h.token] = h
+	}
+}
+
+// unindex takes h, a holder leaving, out of lk's index, and drops the
+// index with the last holder (or, with all, when the store closes).
+func (lk *lock) unindex(h *holder, all bool) {
+	if h != nil {
+		delete(lk.index(), h.token)
+	}
+	if all || len(lk.holders) == 0 {
+		tokenIndexes.Delete(lk)
+		lk.indexed = false
+	}
+}
+
+// newRange returns a RefRange for a new lock record: one a forgotten
+// record gave back, else a new one (the zero RefRange once the process has
+// none left: that lock grants no plain leases). The caller reads the
+// store's floor after this, so a reused range's old tokens are below it.
+func (s *Store) newRange() store.RefRange {
+	s.rngMu.Lock()
+	defer s.rngMu.Unlock()
+	if n := len(s.rngFree); n > 0 {
+		r := s.rngFree[n-1]
+		s.rngFree = s.rngFree[:n-1]
+		return r
+	}
+	return store.NewRefRange()
+}
+
+// freeRange gives back the range of a forgotten record.
+func (s *Store) freeRange(r store.RefRange) {
+	if r.IsZero() {
+		return
+	}
+	s.rngMu.Lock()
+	s.rngFree = append(s.rngFree, r)
+	s.rngMu.Unlock()
 }

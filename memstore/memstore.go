@@ -7,14 +7,17 @@
 // several locks is changed only under it; the order is always the store's
 // mutex first, then any number of lock mutexes, and a caller that holds one
 // lock mutex without the store's never waits for another. The uncontended
-// path reads no clock and allocates nothing.
+// path reads no clock and allocates nothing, and on a defined lock with few
+// slots it takes no mutex: such a lock keeps the holders of package
+// sleeplock's plain leases in one word while nobody waits (fast.go).
 //
 // The file layout follows the concerns: lock.go (a lock, its holders and
 // fencing tokens), names.go (finding a lock by name), queue.go (waiting,
 // FIFO order and the hand-off of a slot to a waiter), expiry.go (TTLs,
 // takeovers and their timers, renewal), define.go (definitions, families,
 // State and List), acquire.go and release.go (the Store methods), plain.go
-// (package sleeplock's fast path and lock handles).
+// (package sleeplock's fast path and lock handles), fast.go (the fast word
+// of a lock, and what plain leases keep when they end).
 //
 // Leases with a TTL expire on the store's clock (the system clock unless
 // WithClock gives another); a lease with no TTL lasts until it is released.
@@ -58,8 +61,12 @@ type Store struct {
 	tmu    sync.Mutex           // guards timers; taken under a lock's mutex
 	timers map[*lock]*lockTimer // the expiry timers of locks that have one
 
-	seq   atomic.Uint64 // Event.Seq, store-wide so it also grows across a family member's forget
-	floor atomic.Int64  // the highest token of a forgotten lock: new locks start there
+	seq  atomic.Uint64 // Event.Seq, store-wide so it also grows across a family member's forget
+	lost sync.Map      // lostKey → *lostLease: what a plain lease may still ask for
+
+	rngMu   sync.Mutex
+	rngFree []store.RefRange // ranges of forgotten lock records: see newRange
+	floor   atomic.Int64     // the highest token of a forgotten lock: new locks start there
 }
 
 // New returns an empty memory store.
@@ -107,7 +114,7 @@ type firing struct {
 // (global). It reports false, holding nothing, when lk was forgotten (the
 // caller looks the name up again).
 func (o *op) enter(lk *lock) bool {
-	lk.mu.Lock()
+	lk.lockMu()
 	if lk.gone {
 		lk.mu.Unlock()
 		return false
@@ -116,9 +123,9 @@ func (o *op) enter(lk *lock) bool {
 		o.lk = lk
 		return true
 	}
-	lk.mu.Unlock()
+	lk.mu.Unlock() // frozen: no thaw with a waiter of several locks
 	o.s.mu.Lock()
-	lk.mu.Lock()
+	lk.lockMu()
 	if lk.gone {
 		lk.mu.Unlock()
 		o.s.mu.Unlock()
@@ -149,7 +156,7 @@ func (o *op) lock(lk *lock) {
 	} else {
 		o.more = append(o.more, lk)
 	}
-	lk.mu.Lock()
+	lk.lockMu()
 }
 
 // lockName looks up (or makes, when create) the lock name and takes its
@@ -172,11 +179,11 @@ func (o *op) lockName(name string, create bool) (*lock, error) {
 // unlock lets go of every mutex held.
 func (o *op) unlock() {
 	for _, l := range o.more {
-		l.mu.Unlock()
+		o.s.unlockMu(l)
 	}
 	o.more = o.more[:0]
 	if o.lk != nil {
-		o.lk.mu.Unlock()
+		o.s.unlockMu(o.lk)
 		o.lk = nil
 	}
 	if o.global {
@@ -260,7 +267,7 @@ func (s *Store) Close() error {
 	defer o.done()
 	s.closed.Store(true)
 	s.locks.Range(func(lk *lock) bool {
-		lk.mu.Lock()
+		lk.lockMu()
 		s.stopTimer(lk)
 		for _, w := range lk.waits() {
 			if !w.done && w.err == nil {
@@ -273,7 +280,10 @@ func (s *Store) Close() error {
 			lk.queue.ws = lk.queue.ws[:0]
 		}
 		lk.multi = 0
-		lk.mu.Unlock()
+		if lk.indexed {
+			lk.unindex(nil, true) // let the lock go with the store
+		}
+		lk.mu.Unlock() // no thaw: the store is closed
 		return true
 	})
 	return nil

@@ -2,17 +2,40 @@ package memstore
 
 import (
 	"context"
+	"errors"
+	"weak"
 
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// Slot names the holder record of a plain lease (AcquirePlain), so that
-// its release and its context need no lookup by name. The zero Slot names
+// Slot names the lock of a plain lease (AcquirePlain); the lease is its
+// lock and its token, and its ref is the token's in the lock's range of
+// refs, so that a lease is a small value that the compiler keeps in
+// registers, and its release needs no lookup by name. The zero Slot names
 // none.
-type Slot struct {
-	lk *lock
-	h  *holder
+type Slot struct{ lk *lock }
+
+// Name returns the name of the lock ("" for the zero Slot).
+func (s Slot) Name() string {
+	if s.lk == nil {
+		return ""
+	}
+	return s.lk.name
 }
+
+// Ref returns the ref of the plain lease of token t (the zero Ref for the
+// zero Slot).
+func (s Slot) Ref(t int64) store.Ref {
+	if s.lk == nil {
+		return store.Ref{}
+	}
+	return s.lk.plainRef(t)
+}
+
+// ErrNotPlain is AcquirePlain's answer when the lock cannot grant a plain
+// lease (it has no range of refs left, or its tokens passed the range):
+// the caller acquires the general way (Acquire).
+var ErrNotPlain = errors.New("memstore: the lock grants no plain lease")
 
 // released is the context of every plain lease that was released by its
 // holder before anyone asked for its context: one for all, so asking
@@ -25,47 +48,53 @@ var released = func() context.Context {
 
 // AcquirePlain is the fast path of package sleeplock: Acquire of one lock
 // for a new generated ref, with no kind, no TTL and no notifier. It returns
-// the lease's Slot for ReleasePlain and PlainContext, the granted token and
-// the ref, which the lock draws from a store.RefSource of its own (under
-// its mutex: no write shared with other locks). A name that is not a lock
-// the store has is checked (store.CheckName) before anything else.
-func (s *Store) AcquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, store.Ref, error) {
+// the lease's Slot and token (for ReleasePlain, PlainContext and PlainErr).
+// A defined lock with a free slot, nobody waiting and few slots grants on
+// its fast word (one compare-and-swap, see fast.go); otherwise under the
+// lock's mutex. A name that is not a lock the store has is checked
+// (store.CheckName) before anything else. ErrNotPlain: see there.
+func (s *Store) AcquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, error) {
 	if s == nil || ctx == nil {
-		return Slot{}, 0, store.Ref{}, s.usable(ctx)
+		return Slot{}, 0, s.usable(ctx)
 	}
 	if lk := s.load(name); lk != nil {
+		if t, ok := lk.tryFast(); ok && !s.closed.Load() {
+			return Slot{lk}, t, nil
+		} else if ok {
+			lk.releaseFast(t) // the store closed meanwhile: Close froze the lock or is about to
+			return Slot{}, 0, store.ErrClosed
+		}
 		if err := ctx.Err(); err != nil {
-			return Slot{}, 0, store.Ref{}, err
+			return Slot{}, 0, err
 		}
 		return s.acquireAt(ctx, lk, name, wait)
 	}
 	if err := s.usable(ctx); err != nil {
-		return Slot{}, 0, store.Ref{}, err
+		return Slot{}, 0, err
 	}
 	if err := store.CheckName(name); err != nil {
-		return Slot{}, 0, store.Ref{}, err
+		return Slot{}, 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, store.Ref{}, err
+		return Slot{}, 0, err
 	}
 	return s.acquirePlain(ctx, name, wait)
 }
 
 // acquireAt is AcquirePlain of lk, the lock named name when it was looked
-// up.
-func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, wait bool) (Slot, int64, store.Ref, error) {
+// up, under its mutex.
+func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, wait bool) (Slot, int64, error) {
 	if s.times {
 		return s.acquirePlain(ctx, name, wait)
 	}
-	lk.mu.Lock()
-	if len(lk.waits()) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() {
-		ref := lk.refs.New()
-		h := lk.newHolder(ref)
-		lk.mu.Unlock()
-		return Slot{lk, h}, h.token, ref, nil
+	lk.lockMu()
+	if len(lk.waits()) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() && lk.plainOK() {
+		h := lk.newPlainHolder()
+		lk.mu.Unlock() // held: no thaw
+		return Slot{lk}, h.token, nil
 	}
 	if lk.gone || lk.multi > 0 || s.closed.Load() {
-		lk.mu.Unlock()
+		s.unlockMu(lk)
 		return s.acquirePlain(ctx, name, wait)
 	}
 	// Go on holding the mutex: a lock no waiter of several locks waits for.
@@ -74,79 +103,89 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, wait bool)
 }
 
 // acquirePlain is AcquirePlain when a slot is not free at once.
-func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, store.Ref, error) {
+func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, error) {
 	o := op{s: s}
 	lk, err := s.enterName(&o, name)
 	if err != nil {
-		return Slot{}, 0, store.Ref{}, err
+		return Slot{}, 0, err
 	}
 	return s.acquirePlainLocked(ctx, &o, lk, wait)
 }
 
 // acquirePlainLocked is acquirePlain once the op holds lk.
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bool) (Slot, int64, store.Ref, error) {
-	if len(lk.waits()) < s.free(o, lk, len(lk.waits())+1, 0) {
-		ref := lk.refs.New()
-		h := s.addHolder(o, lk, &store.AcquireRequest{Ref: ref})
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bool) (Slot, int64, error) {
+	if !lk.plainOK() {
+		s.forget(lk)
 		o.done()
-		return Slot{lk, h}, h.token, ref, nil
+		return Slot{}, 0, ErrNotPlain
+	}
+	if len(lk.waits()) < s.free(o, lk, len(lk.waits())+1, 0) {
+		h := lk.newPlainHolder()
+		if stamp := o.stamp(0); !stamp.IsZero() {
+			h.ext().acquired = stamp
+		}
+		o.done()
+		return Slot{lk}, h.token, nil
 	}
 	if !wait {
 		err := s.refuse(o, lk)
 		s.forget(lk)
 		o.done()
-		return Slot{}, 0, store.Ref{}, err
+		return Slot{}, 0, err
 	}
-	ref := lk.refs.New()
 	w := waiters.Get().(*waiter)
-	w.ref = ref
+	w.ref = store.NewRef()
 	w.one[0] = lk
 	w.locks = w.one[:]
 	_, err := s.wait(ctx, o, w)
-	var slot Slot
 	var token int64
 	if err == nil {
-		slot, token = Slot{lk, w.h}, w.h.token
-	} else {
-		ref = store.Ref{}
+		token = w.h.token
 	}
 	*w = waiter{ready: w.ready}
 	waiters.Put(w)
-	return slot, token, ref, err
+	if err != nil {
+		return Slot{}, 0, err
+	}
+	return Slot{lk}, token, nil
 }
 
 // ReleasePlain releases a lease that AcquirePlain granted: Release of
-// that lease without a notifier.
-func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64) error {
+// that lease without a notifier. A grant on a lock still on its fast word
+// is one compare-and-swap.
+func (s *Store) ReleasePlain(slot Slot, token int64) error {
 	if s == nil {
 		return errNoStore
 	}
-	h := slot.h
-	if h == nil {
-		return s.Release(context.Background(), store.Handle{Lock: store.Lock{Name: name, Token: token}, Ref: ref}, nil)
-	}
 	lk := slot.lk
-	lk.mu.Lock()
-	if lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && h.token == token && h.idx >= 0 &&
-		!s.closed.Load() {
+	if lk == nil {
+		return store.ErrNotHeld
+	}
+	if lk.releaseFast(token) {
+		return nil
+	}
+	lk.lockMu()
+	h := lk.byToken(token)
+	if h != nil && lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && !s.closed.Load() {
 		// Nobody waits and nobody watches: drop the record, nothing else.
 		lk.remove(h, true)
-		lk.mu.Unlock()
+		s.unlockMu(lk)
 		return nil
 	}
 	o := op{s: s, lk: lk}
 	if lk.multi > 0 {
-		lk.mu.Unlock()
+		lk.mu.Unlock() // no thaw with a waiter of several locks
 		o.lk = nil
 		if !o.enter(lk) {
 			return store.ErrNotHeld
 		}
+		h = lk.byToken(token)
 	}
 	if s.closed.Load() {
 		o.done()
 		return store.ErrClosed
 	}
-	if h.token != token || h.idx < 0 {
+	if h == nil {
 		o.done()
 		return store.ErrNotHeld
 	}
@@ -165,55 +204,66 @@ func (s *Store) ReleasePlain(slot Slot, name string, ref store.Ref, token int64)
 	return nil
 }
 
-// PlainContext returns the context of the plain lease in slot with token:
+// PlainContext returns the context of the plain lease of slot and token:
 // cancelled, with the cause of its end, once the lease ends. Every call
-// for one lease returns the same context, made on the first call.
+// for one lease returns the same context, made on the first call (once
+// the lease has ended: for as long as anyone holds that context).
 func (s *Store) PlainContext(slot Slot, token int64) context.Context {
-	h := slot.h
-	if h == nil {
-		return released
-	}
 	lk := slot.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	if h.token != token {
-		return released // its record went to another hold: it was released
-	}
-	x := h.x
-	switch {
-	case x != nil && x.ctx != nil:
-		return x.ctx
-	case h.idx >= 0:
-		x = h.ext()
-		x.ctx, x.cancel = context.WithCancelCause(context.Background())
-		return x.ctx
-	case x == nil || x.cause == store.ErrReleased: //nolint:errorlint // the sentinel itself
+	if lk == nil {
 		return released
 	}
-	x.ctx, x.cancel = context.WithCancelCause(context.Background())
-	x.cancel(x.cause)
-	return x.ctx
+	lk.lockMu()
+	defer s.unlockMu(lk)
+	if h := lk.byToken(token); h != nil {
+		x := h.ext()
+		if x.ctx == nil {
+			c, cancel := newPlainCtx()
+			x.ctx, x.cancel = c, cancel
+		}
+		return x.ctx
+	}
+	e := s.lostOf(lk, token)
+	if e == nil {
+		return released
+	}
+	if c := e.ctx.Value(); c != nil {
+		return c
+	}
+	if e.cause == nil {
+		return released
+	}
+	c, cancel := newPlainCtx()
+	cancel(e.cause)
+	e.ctx = weak.Make(c)
+	return c
 }
 
-// PlainErr returns nil while the plain lease in slot with token is held,
+// newPlainCtx makes a plain lease's context.
+func newPlainCtx() (*plainCtx, context.CancelCauseFunc) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &plainCtx{ctx}, cancel
+}
+
+// PlainErr returns nil while the plain lease of slot and token is held,
 // and why it ended otherwise: context.Cause of PlainContext.
 func (s *Store) PlainErr(slot Slot, token int64) error {
-	h := slot.h
-	if h == nil {
-		return store.ErrReleased
-	}
 	lk := slot.lk
-	lk.mu.Lock()
-	defer lk.mu.Unlock()
-	switch {
-	case h.token != token:
-		return store.ErrReleased
-	case h.idx >= 0:
-		return nil
-	case h.x == nil:
+	if lk == nil {
 		return store.ErrReleased
 	}
-	return h.x.cause
+	if lk.heldFast(token) {
+		return nil
+	}
+	lk.lockMu()
+	defer s.unlockMu(lk)
+	if lk.byToken(token) != nil {
+		return nil
+	}
+	if e := s.lostOf(lk, token); e != nil && e.cause != nil {
+		return e.cause
+	}
+	return store.ErrReleased
 }
 
 // Named is a defined lock looked up once (Lookup), for callers that
@@ -231,9 +281,9 @@ func (s *Store) Lookup(name string) *Named {
 	if lk == nil {
 		return nil
 	}
-	lk.mu.Lock()
+	lk.lockMu()
 	defined := lk.defined && !lk.gone
-	lk.mu.Unlock()
+	s.unlockMu(lk)
 	if !defined {
 		return nil
 	}
@@ -242,15 +292,21 @@ func (s *Store) Lookup(name string) *Named {
 
 // AcquireNamed is AcquirePlain of the lock n, which Lookup returned for
 // name.
-func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, wait bool) (Slot, int64, store.Ref, error) {
+func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, wait bool) (Slot, int64, error) {
 	if s == nil || ctx == nil {
-		return Slot{}, 0, store.Ref{}, s.usable(ctx)
+		return Slot{}, 0, s.usable(ctx)
 	}
 	if n == nil || n.lk == nil {
-		return Slot{}, 0, store.Ref{}, errNoNamed
+		return Slot{}, 0, errNoNamed
+	}
+	if t, ok := n.lk.tryFast(); ok && !s.closed.Load() {
+		return Slot{n.lk}, t, nil
+	} else if ok {
+		n.lk.releaseFast(t) // as in AcquirePlain
+		return Slot{}, 0, store.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, store.Ref{}, err
+		return Slot{}, 0, err
 	}
 	return s.acquireAt(ctx, n.lk, name, wait)
 }

@@ -216,7 +216,7 @@ func (s *Store) pump(o *op, first *lock) {
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newHolder(w.ref)
+		w.h = lk.newPlainHolder() // its ref is its token's, not the waiter's
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			w.h.ext().acquired = stamp
 		}

@@ -103,21 +103,21 @@ func (s *Store) Watch(h store.Handle, f func(reason error)) {
 		if lk == nil {
 			break
 		}
-		lk.mu.Lock()
+		lk.lockMu()
 		if !lk.gone {
 			hd = lk.find(h.Ref, h.Token)
 			break
 		}
-		lk.mu.Unlock()
+		s.unlockMu(lk)
 	}
 	if hd == nil {
 		if lk != nil {
-			lk.mu.Unlock()
+			s.unlockMu(lk)
 		}
 		f(fmt.Errorf("%w: not held", store.ErrLeaseLost))
 		return
 	}
 	x := hd.ext()
 	x.watch = append(x.watch, f)
-	lk.mu.Unlock()
+	s.unlockMu(lk)
 }

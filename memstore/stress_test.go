@@ -184,9 +184,9 @@ func TestStressAcquireAllAgainstPlain(t *testing.T) {
 						t.Error(err)
 					}
 				default:
-					slot, token, ref, err := s.AcquirePlain(wctx, stressLocks[i].name, g%3 == 1)
+					slot, token, err := s.AcquirePlain(wctx, stressLocks[i].name, g%3 == 1)
 					if err == nil {
-						idx, release = []int{i}, func() error { return s.ReleasePlain(slot, stressLocks[i].name, ref, token) }
+						idx, release = []int{i}, func() error { return s.ReleasePlain(slot, token) }
 					} else if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 						t.Error(err)
 					}

@@ -27,7 +27,8 @@ var (
 	refBlock cipher.Block
 	refSalt  uint64
 	refSeq   atomic.Uint64 // NewRef's counter: values below 1<<63
-	refBlks  atomic.Uint64 // RefSource's blocks: values from 1<<63 up
+	refBlks  atomic.Uint64 // RefSource's blocks: values from 1<<63 below 3<<62
+	refRngs  atomic.Uint64 // RefRange's ranges: values from 3<<62 up
 )
 
 func init() {
@@ -63,11 +64,45 @@ func (r *RefSource) New() Ref {
 		return NewRef()
 	}
 	if r.next&(1<<refBlockBits-1) == 0 {
-		r.next = 1<<63 | refBlks.Add(1)<<refBlockBits
+		r.next = 1<<63 | (refBlks.Add(1)<<refBlockBits)&(1<<62-1)
 	}
 	n := r.next
 	r.next++
 	return Ref{n: n}
+}
+
+// RefRangeBits is log2 of the refs in a RefRange.
+const RefRangeBits = 40
+
+// RefRange is a range of 1<<RefRangeBits generated refs, named by their
+// index: a store that keeps the holders of a lock as numbers (a fencing
+// token each) gives each its ref without keeping one. Its refs are never
+// NewRef's, a RefSource's nor another RefRange's, and as unpredictable.
+// The zero RefRange has none (IsZero).
+type RefRange struct{ base uint64 }
+
+// NewRefRange returns a range of refs of its own. A process has 1<<22
+// ranges; once it has used them all, NewRefRange returns the zero
+// RefRange.
+func NewRefRange() RefRange {
+	n := refRngs.Add(1)
+	if n >= 1<<(62-RefRangeBits) {
+		return RefRange{}
+	}
+	return RefRange{base: 3<<62 | n<<RefRangeBits}
+}
+
+// IsZero reports whether r has no refs.
+func (r RefRange) IsZero() bool { return r.base == 0 }
+
+// Ref returns the ref of index i (below 1<<RefRangeBits) of the range:
+// the same ref for the same index, every time. The zero Ref for the zero
+// RefRange or an index out of range.
+func (r RefRange) Ref(i uint64) Ref {
+	if r.base == 0 || i >= 1<<RefRangeBits {
+		return Ref{}
+	}
+	return Ref{n: r.base | i}
 }
 
 // RefOf returns the ref named s. RefOf("") is the zero Ref.

@@ -18,6 +18,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
 			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
 			"NotResizable": store.NotResizable, "NewRef": store.NewRef, "RefOf": store.RefOf,
+			"NewRefRange": store.NewRefRange,
 		},
 		Receivers: []func() any{
 			func() any { return (*store.AcquireRequest)(nil) },
@@ -33,6 +34,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return (*store.Handle)(nil) },
 			func() any { return &store.Handle{} },
 			func() any { return store.Ref{} },
+			func() any { return store.RefRange{} },
 			func() any { return (*store.RefSource)(nil) },
 			func() any { return &store.RefSource{} },
 			func() any { return store.EventType(0) },

@@ -1,0 +1,204 @@
+package memstore
+
+import (
+	"context"
+	"math/bits"
+	"runtime"
+	"weak"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// The fast word. A defined lock with at most fastMaxSlots slots, nobody
+// waiting and no holder but plain leases keeps its holders in one word,
+// lk.fast, so that package sleeplock's plain TryAcquire and Release are one
+// compare-and-swap each, with no mutex:
+//
+//	bit 0        frozen: the word holds nothing; the lock's state is in its
+//	             records, under lk.mu (the lock is "frozen")
+//	bits 1-5     the lock's slots
+//	bits 6-23    the window: bit 6+k is set while the grant of token T-k is
+//	             held (k < fastWindow)
+//	bits 24-63   T, the lock's last fencing token
+//
+// A fast grant draws token T+1 and sets the window's bit 6 (shifting the
+// window by one); a fast release clears its token's bit. A holder of a
+// fast grant is named by the ref of its token in the lock's RefRange, so
+// the word is the whole record.
+//
+// Every operation that takes lk.mu first freezes the word (freeze): the
+// held bits become holder records and lk.token takes T, so code under the
+// mutex sees records only. While frozen, the fast paths find the frozen
+// bit and take the mutex. The word is made again (thaw) when an operation
+// lets go of the mutex and the lock has no holder, no waiter and nothing
+// else that needs the mutex. So a queue, a holder with a TTL, a kind, a
+// watcher or a context, a holder older than the window, a family member,
+// WithTimes and a closed store all keep the lock frozen, and FIFO holds:
+// a fast grant is only made with nobody queued.
+const (
+	fastFrozen   = 1
+	fastSlotBits = 5
+	fastMaxSlots = 1<<fastSlotBits - 1
+	fastWindow   = 18
+	fastWinShift = 1 + fastSlotBits
+	fastTokShift = fastWinShift + fastWindow
+	fastWinMask  = 1<<fastWindow - 1
+)
+
+// tryFast grants a slot of lk on the fast word: the granted token, or
+// false when the lock is frozen, full, or its oldest fast holder would
+// leave the window.
+func (lk *lock) tryFast() (int64, bool) {
+	for {
+		w := lk.fast.Load()
+		if w&fastFrozen != 0 {
+			return 0, false
+		}
+		win := w >> fastWinShift & fastWinMask
+		slots := w >> 1 & fastMaxSlots
+		t := w >> fastTokShift
+		if uint64(bits.OnesCount64(win)) >= slots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
+			return 0, false
+		}
+		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | w&(fastMaxSlots<<1)
+		if lk.fast.CompareAndSwap(w, nw) {
+			return int64(t + 1), true
+		}
+	}
+}
+
+// releaseFast releases the fast grant of token t: false when the lock is
+// frozen or t is not a held fast grant (the mutex path decides).
+func (lk *lock) releaseFast(t int64) bool {
+	for {
+		w := lk.fast.Load()
+		if w&fastFrozen != 0 {
+			return false
+		}
+		k := int64(w>>fastTokShift) - t
+		if k < 0 || k >= fastWindow {
+			return false
+		}
+		bit := uint64(1) << (fastWinShift + k)
+		if w&bit == 0 {
+			return false
+		}
+		if lk.fast.CompareAndSwap(w, w&^bit) {
+			return true
+		}
+	}
+}
+
+// heldFast reports, without the mutex, whether the fast grant of token t
+// is held on the fast word (false: frozen, or not held).
+func (lk *lock) heldFast(t int64) bool {
+	w := lk.fast.Load()
+	k := int64(w>>fastTokShift) - t
+	return w&fastFrozen == 0 && k >= 0 && k < fastWindow && w&(1<<(fastWinShift+k)) != 0
+}
+
+// lostKey names a plain lease: its lock and token.
+type lostKey struct {
+	lk *lock
+	t  int64
+}
+
+// lostLease is what is kept of a plain lease that ended with more to
+// tell than store.ErrReleased: its lease finds its record by token only,
+// and the record has left the lock. cause is kept when it was not released by
+// its holder (an operator's release; rare, and small); ctx, the context
+// its lease was given, is kept only while someone holds it (weak), so
+// that asking again returns the same context.
+type lostLease struct {
+	cause error
+	ctx   weak.Pointer[plainCtx]
+}
+
+// plainCtx is the context of a plain lease: a type of its own so that
+// the store can keep it weakly once the lease has ended.
+type plainCtx struct{ context.Context }
+
+// ended keeps aside what the plain lease of h, which just ended for
+// reason, may still ask for (lostLease): nothing for another lease's
+// record, nor for a release by its holder before its context was made.
+func (s *Store) ended(lk *lock, h *holder, reason error, ctx context.Context) {
+	if !lk.isPlain(h) {
+		return
+	}
+	e := &lostLease{}
+	if reason != store.ErrReleased { //nolint:errorlint // the sentinel itself
+		e.cause = reason
+	}
+	c, _ := ctx.(*plainCtx)
+	if e.cause == nil && c == nil {
+		return
+	}
+	k := lostKey{lk, h.token}
+	if c != nil {
+		e.ctx = weak.Make(c)
+		if e.cause == nil {
+			runtime.AddCleanup(c, func(k lostKey) { s.lost.CompareAndDelete(k, e) }, k)
+		}
+	}
+	s.lost.Store(k, e)
+}
+
+// lostOf returns what was kept of the ended plain lease of token t of
+// lk, or nil.
+func (s *Store) lostOf(lk *lock, t int64) *lostLease {
+	if v, ok := s.lost.Load(lostKey{lk, t}); ok {
+		return v.(*lostLease) //nolint:forcetypeassert // only *lostLease is stored
+	}
+	return nil
+}
+
+// lockMu takes lk's mutex and freezes lk: code under the mutex sees
+// records only.
+func (lk *lock) lockMu() {
+	lk.mu.Lock()
+	lk.freeze()
+}
+
+// unlockMu lets go of lk's mutex, making the fast word again when lk
+// needs no mutex (thaw).
+func (s *Store) unlockMu(lk *lock) {
+	s.thaw(lk)
+	lk.mu.Unlock()
+}
+
+// freeze makes lk's records the whole of its state: the fast word's held
+// grants become holder records and lk.token its last token. lk.mu is held.
+// Cheap when frozen already (one atomic load).
+func (lk *lock) freeze() {
+	w := lk.fast.Load()
+	for w&fastFrozen == 0 {
+		if lk.fast.CompareAndSwap(w, w|fastFrozen) {
+			t := int64(w >> fastTokShift)
+			lk.token = t
+			win := w >> fastWinShift & fastWinMask
+			for win != 0 {
+				k := bits.TrailingZeros64(win)
+				win &^= 1 << k
+				tok := t - int64(k)
+				h := lk.newRecord()
+				h.ref, h.token, h.count = lk.plainRef(tok), tok, 1
+				lk.indexToken(h)
+			}
+			return
+		}
+		w = lk.fast.Load()
+	}
+}
+
+// thaw makes the fast word again when lk needs no mutex: a defined lock
+// with few slots, no holder, nobody waiting, on a store that is open and
+// records no times. lk.mu is held and is let go right after (or lk is not
+// shared yet).
+func (s *Store) thaw(lk *lock) {
+	if len(lk.holders) > 0 || !lk.defined || lk.gone || lk.multi > 0 || len(lk.waits()) > 0 ||
+		lk.slots > fastMaxSlots || !lk.plainOK() || lk.token < 0 || s.times || s.closed.Load() ||
+		lk.fast.Load()&fastFrozen == 0 {
+		return
+	}
+	lk.fast.Store(uint64(lk.token)<<fastTokShift | uint64(lk.slots)<<1)
+}
