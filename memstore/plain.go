@@ -102,7 +102,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 	w.ref = ref
 	w.one[0] = lk
 	w.locks = w.one[:]
-	_, err := s.wait(ctx, o, w)
+	err := s.park(ctx, o, w)
 	var slot Slot
 	var token int64
 	if err == nil {
