@@ -142,6 +142,10 @@ type waitQueue struct {
 	buf []*waiter // the array ws lies in: buf[:cap(buf)]
 }
 
+// keptQueue is the longest array an empty queue keeps for the next
+// waiters (8 KiB); a longer one, left by a burst, is let go.
+const keptQueue = 1024
+
 // dequeue takes w out of lk's queue.
 func (lk *lock) dequeue(w *waiter) {
 	if len(w.locks) > 1 {
@@ -154,6 +158,9 @@ func (lk *lock) dequeue(w *waiter) {
 		lk.queue.ws = q[1:]
 		if len(q) == 1 {
 			lk.queue.ws = lk.queue.buf[:0]
+			if cap(lk.queue.buf) > keptQueue {
+				lk.queue.ws, lk.queue.buf = nil, nil // a burst's array goes
+			}
 		}
 		return
 	}

@@ -68,4 +68,27 @@ func TestQueueWindowIsFIFO(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("a queue of steady length allocates %.1f times per 64 grants", allocs)
 	}
+
+	// A burst longer than keptQueue leaves no array behind once it is
+	// granted; a shorter one leaves its array for the next.
+	for len(lk.waits()) > 0 {
+		lk.dequeue(lk.waits()[0])
+	}
+	if lk.queue.buf == nil {
+		t.Fatal("an empty queue let go of a short array")
+	}
+	for range keptQueue + 1 {
+		lk.enqueue(&waiter{})
+	}
+	for len(lk.waits()) > 0 {
+		lk.dequeue(lk.waits()[0])
+	}
+	if lk.queue.buf != nil || lk.queue.ws != nil {
+		t.Fatalf("an empty queue keeps an array of %d", cap(lk.queue.buf))
+	}
+	w := &waiter{}
+	lk.enqueue(w)
+	if q := lk.waits(); len(q) != 1 || q[0] != w {
+		t.Fatalf("after the burst: %v", q)
+	}
 }
