@@ -34,10 +34,6 @@ type lock struct {
 	own   holder
 }
 
-// waitQueue is a lock's queue: a pointer in the lock record, which most
-// locks never need.
-type waitQueue struct{ ws []*waiter }
-
 // holder is the record of one hold of a lock. A plain lease of package
 // sleeplock keeps a pointer to it (Slot), so a record is reused for
 // another hold only when nothing can mistake it for its old one: the old

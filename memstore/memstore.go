@@ -97,8 +97,7 @@ type op struct {
 	now    time.Time
 	hasNow bool
 	fire   []firing
-	// Waiters granted by the operation, woken once it lets go of its
-	// mutexes (so a woken caller does not find them held).
+	// Waiters granted by the operation, woken as it lets go (see done).
 	wake     *waiter
 	wakeMore []*waiter
 }
@@ -192,9 +191,20 @@ func (o *op) unlock() {
 	}
 }
 
-// done lets go of every mutex and calls the watchers the operation ended.
+// done wakes the waiters the operation granted, lets go of every mutex
+// and calls the watchers the operation ended.
+//
+// The wake comes before the unlock, for FIFO as callers see it. A caller
+// that found the lock's mutex held sleeps on it before it reaches the
+// queue; the unlock readies it in the place where the runtime runs the
+// goroutine readied last, and a wake after the unlock would push it out
+// of that place to the back of the run queue, behind the chain of
+// granted waiters that each grant readies in turn — later arrivals then
+// reach the queue first (overtakes ×5 the semaphore's at p99). Woken
+// first, the granted waiter (whose slot is its own already: it loses
+// nothing) waits in the run queue instead, and the caller that waited for
+// the mutex reaches the queue next, as the semaphore's order has it.
 func (o *op) done() {
-	o.unlock()
 	if o.wake != nil {
 		o.wake.signal()
 		o.wake = nil
@@ -203,6 +213,7 @@ func (o *op) done() {
 		}
 		o.wakeMore = nil
 	}
+	o.unlock()
 	for _, f := range o.fire {
 		for _, fn := range f.fs {
 			fn(f.reason)

@@ -137,7 +137,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 	w.ref = store.NewRef()
 	w.one[0] = lk
 	w.locks = w.one[:]
-	_, err := s.wait(ctx, o, w)
+	err := s.park(ctx, o, w)
 	var token int64
 	if err == nil {
 		token = w.h.token

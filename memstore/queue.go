@@ -39,6 +39,19 @@ func (w *waiter) staleAfter() time.Duration {
 // wait queues w on its locks and waits; called with the op's mutexes
 // held, returns with them let go.
 func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error) {
+	if err := s.park(ctx, o, w); err != nil {
+		return store.Grant{}, err
+	}
+	if w.req != nil {
+		return w.grant, nil
+	}
+	return store.Grant{Lock: store.Lock{Name: w.locks[0].name, Token: w.h.token}, Ref: w.ref}, nil
+}
+
+// park queues w on its locks and sleeps until w is granted (nil), the
+// store closes or ctx ends; called with the op's mutexes held, returns
+// with them let go.
+func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 	if o.ev != nil || s.times {
 		w.since = o.clock()
 	}
@@ -54,7 +67,12 @@ func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error)
 		}
 	}
 	for _, lk := range w.locks {
-		s.pump(o, lk)
+		// A lock whose slots are all held and whose holders cannot be
+		// taken over grants nobody, and needs no timer: the queue was
+		// granted all it could be before w came.
+		if multi || lk.nexp > 0 || int(lk.slots) > len(lk.holders) {
+			s.pump(o, lk)
+		}
 	}
 	o.done()
 
@@ -67,23 +85,12 @@ func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error)
 			return s.cancelWait(ctx, w)
 		}
 	}
-	return s.woken(w)
-}
-
-// woken returns what w was woken for.
-func (s *Store) woken(w *waiter) (store.Grant, error) {
-	if w.err != nil {
-		return store.Grant{}, w.err
-	}
-	if w.req != nil {
-		return w.grant, nil
-	}
-	return store.Grant{Lock: store.Lock{Name: w.locks[0].name, Token: w.h.token}, Ref: w.ref}, nil
+	return w.err
 }
 
 // cancelWait takes w out of the queue after ctx ended, or gives back what
 // it was granted meanwhile, so the next waiter gets it.
-func (s *Store) cancelWait(ctx context.Context, w *waiter) (store.Grant, error) {
+func (s *Store) cancelWait(ctx context.Context, w *waiter) error {
 	o := op{s: s}
 	if w.req != nil {
 		o.ev = w.req.Events
@@ -100,7 +107,7 @@ func (s *Store) cancelWait(ctx context.Context, w *waiter) (store.Grant, error) 
 	case w.err != nil:
 		<-w.ready
 		o.done()
-		return store.Grant{}, w.err
+		return w.err
 	case w.done:
 		<-w.ready
 		if w.req == nil {
@@ -121,8 +128,23 @@ func (s *Store) cancelWait(ctx context.Context, w *waiter) (store.Grant, error) 
 		s.forget(lk)
 	}
 	o.done()
-	return store.Grant{}, ctx.Err()
+	return ctx.Err()
 }
+
+// waitQueue is a lock's queue: a pointer in the lock record, which most
+// locks never need. The queue is a window of one array that grants take
+// from the front and arrivals add to at the back; an arrival that finds
+// the window at the array's end moves it to the front when at least half
+// the array is free, so a busy lock's queue allocates nothing once its
+// array is as long as the longest queue it has had.
+type waitQueue struct {
+	ws  []*waiter // the queue, in FIFO order
+	buf []*waiter // the array ws lies in: buf[:cap(buf)]
+}
+
+// keptQueue is the longest array an empty queue keeps for the next
+// waiters (8 KiB); a longer one, left by a burst, is let go.
+const keptQueue = 1024
 
 // dequeue takes w out of lk's queue.
 func (lk *lock) dequeue(w *waiter) {
@@ -135,7 +157,10 @@ func (lk *lock) dequeue(w *waiter) {
 		q[0] = nil
 		lk.queue.ws = q[1:]
 		if len(q) == 1 {
-			lk.queue.ws = nil
+			lk.queue.ws = lk.queue.buf[:0]
+			if cap(lk.queue.buf) > keptQueue {
+				lk.queue.ws, lk.queue.buf = nil, nil // a burst's array goes
+			}
 		}
 		return
 	}
@@ -151,10 +176,26 @@ func (lk *lock) dequeue(w *waiter) {
 
 // enqueue puts w at the end of lk's queue.
 func (lk *lock) enqueue(w *waiter) {
-	if lk.queue == nil {
-		lk.queue = &waitQueue{}
+	q := lk.queue
+	if q == nil {
+		q = &waitQueue{}
+		lk.queue = q
 	}
-	lk.queue.ws = append(lk.queue.ws, w)
+	if n := len(q.ws); n == cap(q.ws) {
+		if cap(q.buf) == 0 || 2*n > cap(q.buf) {
+			q.ws = append(q.ws, w) // a new array
+			q.buf = q.ws[:0]
+			return
+		}
+		// The window reached the array's end with half of it or more
+		// free in front: slide it back to the front.
+		all := q.buf[:cap(q.buf)]
+		off := cap(all) - cap(q.ws)
+		copy(all, q.ws)
+		clear(all[n : off+n])
+		q.ws = all[:n]
+	}
+	q.ws = append(q.ws, w)
 }
 
 // waits returns lk's queue, in FIFO order.
@@ -181,6 +222,23 @@ func (lk *lock) position(w *waiter) int {
 // only ever queued on locks that global operations change, so pump takes
 // the other locks' mutexes only when global.
 func (s *Store) pump(o *op, first *lock) {
+	if first.multi == 0 && first.nexp == 0 && !first.timed {
+		// The common case: waiters of this lock alone, holders that cannot
+		// be taken over and no timer. Plain waiters at the head take the
+		// free slots; any other head goes the general way below.
+		for {
+			q := first.waits()
+			if len(q) == 0 || int(first.slots) <= len(first.holders) {
+				return
+			}
+			if q[0].req != nil {
+				break
+			}
+			w := q[0]
+			first.dequeue(w)
+			s.grantWaiter(o, w)
+		}
+	}
 	var work []*lock
 	lk := first
 	for {

@@ -200,6 +200,9 @@ type Holder struct {
 
 // Waiter is one caller in a lock's queue.
 type Waiter struct {
+	// Ref is the waiter's ref. A caller that gave none (the memory store's
+	// plain Acquire) is listed under a generated ref of its wait: its
+	// lease's ref, named by its fencing token, exists only once granted.
 	Ref   string
 	Kind  string
 	Since time.Time // zero when not recorded
