@@ -160,6 +160,7 @@ type queries struct {
 	acquire, release, undo, keep, held, states, define, resize, guard, version string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne                     string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen        string
+	check                                                                      string
 }
 
 func newQueries(schema string) queries {
@@ -175,6 +176,10 @@ func newQueries(schema string) queries {
 		acquire: "SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			s + ".acquire($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
 			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint) a",
+		// A waiter's check: acquire() with its ticket, or the grant a
+		// release made on its behalf (migration 004).
+		check: "SELECT * FROM " + s + ".check_one($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
+			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint)",
 		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
 		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
