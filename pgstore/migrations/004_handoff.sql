@@ -33,8 +33,171 @@
 --     over); when a release granted the waiter (its holder row carries its
 --     op and ticket in handed), it answers 'granted' with that grant's
 --     event; else it is acquire() as before, with the event's Seq.
+--   - Queueing and a waiter's checks that leave it waiting commit
+--     asynchronously (soft()): a waiter's place is soft state, and the
+--     lock's row, which a queueing statement holds until it commits, is
+--     then free for the release that hands the lock over without waiting
+--     for a WAL flush. A crash of the server may lose a place in the queue
+--     taken just before it (the waiter finds its row gone and queues again
+--     at the back, as after a pause); never a grant or a release, which
+--     commit as configured. acquire_one() is version 3's but for that.
 
 ALTER TABLE {{schema}}.holders ADD COLUMN IF NOT EXISTS handed bigint[];
+
+-- Make the calling transaction commit without waiting for its WAL to be
+-- flushed (and for synchronous replicas): for statements that change only
+-- soft state, a place in the queue or a waiter's lease, whose loss in a
+-- crash costs the waiter its place and nothing else.
+CREATE OR REPLACE FUNCTION {{schema}}.soft() RETURNS void
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    PERFORM set_config('synchronous_commit', 'off', true);
+END
+$sleeplock$;
+
+-- Acquire one lock: version 3's acquire_one() (see there), but a caller
+-- that waits on a held or queued lock is queued here on a few reads under
+-- the lock's row, not by acquire(), and a statement that only queued the
+-- caller commits as soft().
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(
+    p_name    text,
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_wttl    bigint,
+    p_pats    text[],
+    p_lease   bigint,
+    p_back    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_slots integer := {{schema}}.slots_in(p_pats);
+    v_exp   timestamptz;
+    v_tok   bigint;
+    v_wait  integer;
+    v_ticket bigint;
+    r       record;
+    f       record;
+BEGIN
+    IF v_slots IS NOT NULL THEN
+        INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            -- A new row: nothing holds or queues. The holder's insert still
+            -- checks (a holder made by version 1 may lack its row): on a
+            -- conflict acquire() decides, under the row this has taken.
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
+            VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), 1, 1, v_now,
+                    v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+            ON CONFLICT DO NOTHING
+            RETURNING token INTO v_tok;
+            IF v_tok IS NOT NULL THEN
+                RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                    nextval({{seqs}});
+                RETURN;
+            END IF;
+        ELSIF NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            v_now := clock_timestamp();
+            -- One statement, so one snapshot: the counts and the oldest
+            -- unexpired holder are of the same moment.
+            SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
+              FROM (SELECT count(*)::int AS n,
+                           (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                           coalesce(bool_or(h.ref = p_ref), false) AS mine
+                      FROM {{schema}}.holders h WHERE h.lock = p_name) c
+              LEFT JOIN LATERAL (
+                    SELECT h.ref, h.kind, h.expires FROM {{schema}}.holders h
+                     WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
+                     ORDER BY h.token LIMIT 1) o ON true;
+            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots THEN
+                -- Refused on this read, with the oldest unexpired holder.
+                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
+                    {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint;
+                RETURN;
+            END IF;
+            IF NOT r.mine AND r.n < v_slots THEN
+                -- A slot number is free (another slot of a multi-slot
+                -- lock): take the lock's row, then decide again on fresh
+                -- reads. A takeover, re-entry or a queue is acquire()'s.
+                PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
+                IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                    SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                           (SELECT s FROM generate_series(1, v_slots) s
+                             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
+                             ORDER BY s LIMIT 1) AS slot
+                      INTO f
+                      FROM {{schema}}.holders h WHERE h.lock = p_name;
+                    IF NOT f.mine AND f.n < v_slots AND f.slot IS NOT NULL THEN
+                        v_now := clock_timestamp();
+                        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+                        INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
+                                                       ttl, hold, op)
+                        VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), f.slot, 1, v_now,
+                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+                        ON CONFLICT DO NOTHING
+                        RETURNING token INTO v_tok;
+                        IF v_tok IS NOT NULL THEN
+                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
+                                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
+                                p_hold, nextval({{seqs}});
+                            RETURN;
+                        END IF;
+                    END IF;
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+    IF p_wait AND v_slots IS NOT NULL THEN
+        -- A caller that will wait, and the lock is held or queued: queue it
+        -- on a few reads under the lock's row (no upsert of the row, no
+        -- general function), by acquire()'s rule: not when its ref holds
+        -- the lock (re-entry), nor when fewer live waiters queue than
+        -- slots are free of unexpired holders (a grant, maybe a takeover);
+        -- those are acquire()'s. Dead waiters are left to the releases and
+        -- the sweep.
+        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
+        IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+            v_now := clock_timestamp();
+            SELECT count(*)::int AS n, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine
+              INTO f
+              FROM {{schema}}.holders h WHERE h.lock = p_name;
+            v_wait := {{schema}}.waiting_of(p_name, v_now);
+            IF NOT f.mine AND v_wait >= v_slots - f.live THEN
+                v_ticket := nextval({{tickets}});
+                INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires)
+                VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, v_now,
+                        v_now + p_wttl * interval '1 microsecond');
+                INSERT INTO {{schema}}.queue (lock, ticket) VALUES (p_name, v_ticket);
+                PERFORM {{schema}}.soft();
+                RETURN QUERY SELECT 'queued'::text, 1, p_name, v_slots, f.n, v_wait + 1, p_ref, p_kind, 0::bigint,
+                    {{schema}}.micros(v_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint,
+                    nextval({{seqs}});
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
+                                  p_wttl, 0::bigint) a;
+    IF p_wait AND EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.op = p_op) THEN
+        -- Queued: see soft() above.
+        PERFORM {{schema}}.soft();
+    END IF;
+END
+$sleeplock$;
 
 -- Grant the free slots of lock p_name to the head of its queue (see
 -- above). The caller holds the lock's row. p_slots: the lock's slots;
@@ -203,5 +366,10 @@ BEGIN
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
           FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
                                   p_stale) a;
+    IF EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.op = p_op)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
+        -- Still waiting (or queued again): nothing but soft state changed.
+        PERFORM {{schema}}.soft();
+    END IF;
 END
 $sleeplock$;
