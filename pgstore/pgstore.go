@@ -193,7 +193,10 @@ func newQueries(schema string) queries {
 		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + s + ".resize($1::text, $2::integer) r",
 		// The first name of $1 that no definition covers.
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
-		heartbeat: "SELECT count(*)::bigint FROM " + s + ".heartbeat($1::text::bigint[], $2::bigint)",
+		// Waiter leases are soft state: the renewal commits asynchronously
+		// (migration 004), so the listener's connection, which runs it
+		// between notifications, never waits for a WAL flush.
+		heartbeat: "SELECT count(*)::bigint FROM (SELECT " + s + ".soft()) x, " + s + ".heartbeat($1::text::bigint[], $2::bigint)",
 		sweep:     "SELECT " + s + ".sweep(64)::bigint",
 		listen:    "LISTEN " + quoteIdent(channelOf(schema)),
 		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +

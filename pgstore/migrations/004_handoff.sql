@@ -280,6 +280,7 @@ DECLARE
     v_slots integer;
     v_run   integer;
     v_wait  integer;
+    v_dead  integer;
     r       record;
 BEGIN
     PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
@@ -292,7 +293,11 @@ BEGIN
             v_now := clock_timestamp();
             v_seq := nextval({{seqs}});
             SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-            IF NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            -- The live and the dead waiters, on one scan of the queue.
+            SELECT (count(*) FILTER (WHERE w.expires > v_now))::int, (count(*) FILTER (WHERE w.expires <= v_now))::int
+              INTO v_wait, v_dead
+              FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket WHERE q.lock = p_name;
+            IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
                 IF v_run = 0 THEN
                     DELETE FROM {{schema}}.locks l WHERE l.name = p_name;
                 END IF;
@@ -303,9 +308,10 @@ BEGIN
             END IF;
             -- Waiters: hand the slot over (their dead go first, a bounded
             -- number, as release() does).
-            PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+            IF v_dead > 0 THEN
+                PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+            END IF;
             v_slots := {{schema}}.slots_of(p_name);
-            v_wait := {{schema}}.waiting_of(p_name, v_now);
             RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
                 v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
                 {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
