@@ -1,6 +1,10 @@
 package pgstore
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // TestDispatcherWakesInTicketOrder: a notification wakes as many of this
 // store's waiters of the lock as it says slots are free, in ticket order;
@@ -99,4 +103,33 @@ func TestDispatcherWakesInTicketOrder(t *testing.T) {
 	if len(d.byLock) != 0 || len(d.all) != 0 {
 		t.Fatalf("left behind: %v %v", d.byLock, d.all)
 	}
+}
+
+// TestHandoffWaitsForLocalRelease: a waiter handed its grant waits until
+// the releases of its lock that its store has in flight have emitted their
+// events (so released comes before acquired), and no longer.
+func TestHandoffWaitsForLocalRelease(t *testing.T) {
+	var d dispatcher
+	d.init(&Store{})
+	done := d.releasing("k")
+	other := d.releasing("other")
+	defer other()
+	waited := make(chan struct{})
+	go func() {
+		d.afterReleases(context.Background(), "k")
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		t.Fatal("the waiter did not wait for the release in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	done()
+	<-waited
+	if len(d.releases("k")) != 0 || len(d.releases("other")) != 1 {
+		t.Fatalf("in flight: %v", d.inflight)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d.afterReleases(ctx, "other") // ends with its context
 }

@@ -73,9 +73,10 @@ type dispatcher struct {
 	all       map[int64]*waiter    // by op
 	started   bool
 	closing   bool
-	early     [earlyHandoffs]handoff // the last handoffs for waiters this store did not know (yet)
-	nearly    int                    // handoffs written to early
-	listening atomic.Bool            // notifications arrive: waiters need not poll fast
+	inflight  map[string][]chan struct{} // releases of this store with events, per lock, until emitted
+	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
+	nearly    int                        // handoffs written to early
+	listening atomic.Bool                // notifications arrive: waiters need not poll fast
 	done      chan struct{}
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup // listener and heartbeat
@@ -238,6 +239,53 @@ func (d *dispatcher) wakeFirst(n string, free int) {
 	ws := d.byLock[n]
 	for i := 0; i < len(ws) && i < free; i++ {
 		wakeOne(ws[i])
+	}
+}
+
+// releasing registers a release of lock name whose event is still to be
+// emitted; the returned function, called once it is, ends it.
+func (d *dispatcher) releasing(name string) func() {
+	ch := make(chan struct{})
+	d.mu.Lock()
+	if d.inflight == nil {
+		d.inflight = make(map[string][]chan struct{})
+	}
+	d.inflight[name] = append(d.inflight[name], ch)
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		cs := d.inflight[name]
+		if i := slices.Index(cs, ch); i >= 0 {
+			cs = slices.Delete(cs, i, i+1)
+		}
+		if len(cs) == 0 {
+			delete(d.inflight, name)
+		} else {
+			d.inflight[name] = cs
+		}
+		d.mu.Unlock()
+		close(ch)
+	}
+}
+
+// releases returns the releases of lock name in flight now: a waiter handed
+// its grant by one of them waits until they have emitted their events, so
+// this store's events keep the store's order (released, then acquired).
+func (d *dispatcher) releases(name string) []chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.inflight[name])
+}
+
+// afterReleases waits until the releases of lock name that this store has
+// in flight now have emitted their events (or ctx ends).
+func (d *dispatcher) afterReleases(ctx context.Context, name string) {
+	for _, c := range d.releases(name) {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -216,7 +216,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		case <-s.d.done:
 			return store.Grant{}, s.abandon(ctx, a, store.ErrClosed)
 		case h := <-w.handed:
-			// A release granted it: the notification carries the grant.
+			// A release granted it: the notification carries the grant. A
+			// release of this store that may have made it emits first.
+			s.d.afterReleases(ctx, a.names[0])
 			return s.outcome(ctx, a, []arow{{ev: "granted", idx: 1, lock: a.names[0], slots: int32(h.slots),
 				running: int32(h.running), waiting: int32(h.waiting), ref: req.Ref.String(), kind: req.Kind,
 				token: h.token, at: h.at, expires: h.expires, dur: h.waited, ticket: h.ticket, ttl: micros(req.TTL),
@@ -259,6 +261,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 				s.rearm(timer, w, delay, 0)
 				continue
 			}
+		}
+		if len(a.names) == 1 && rows[0].ev == "granted" {
+			s.d.afterReleases(ctx, a.names[0]) // as for a handoff
 		}
 		return s.outcome(ctx, a, rows)
 	}
@@ -489,6 +494,11 @@ func (s *Store) undefined(ctx context.Context, h *store.Handle) error {
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
 	if err := s.check(ctx); err != nil {
 		return err
+	}
+	if ev != nil && len(h.More) == 0 {
+		// A waiter of this store that this release hands the lock to
+		// emits its acquired event after this release's event.
+		defer s.d.releasing(h.Name)()
 	}
 	var rows []rrow
 	err := s.retry(ctx, false, func() error {

@@ -286,6 +286,22 @@ BEGIN
     PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
     IF FOUND THEN
         -- No other holder or waiter can appear while the row is ours.
+        -- The common case first, as in version 3: the lock's only hold, and
+        -- nobody queues.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            DELETE FROM {{schema}}.locks l WHERE l.name = p_name;
+            v_now := clock_timestamp();
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+            RETURN;
+        END IF;
+        -- Other holders or waiters remain.
         DELETE FROM {{schema}}.holders h
          WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
         RETURNING h.kind, h.token, h.acquired INTO r;
