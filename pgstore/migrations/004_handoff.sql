@@ -200,7 +200,9 @@ END
 $sleeplock$;
 
 -- Grant the free slots of lock p_name to the head of its queue (see
--- above). The caller holds the lock's row. p_slots: the lock's slots;
+-- above). The caller holds the lock's row. A waiter whose node died less
+-- than its waiter lease ago still counts as live: its grant is then held
+-- until its lease TTL runs out and is taken over like any dead holder's. p_slots: the lock's slots;
 -- p_run: its holder rows; p_wait: its live waiters. Returns how many were
 -- granted.
 CREATE OR REPLACE FUNCTION {{schema}}.grant_heads(p_name text, p_slots integer, p_run integer, p_wait integer,
