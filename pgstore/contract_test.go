@@ -337,40 +337,46 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	must(t, pgstore.Migrate(ctx, pool, opts...))
 }
 
-// TestUpgradeFromVersion2: a schema made by the released version 2, with a
-// lease and a queued waiter in it, upgrades through Migrate to the hot-path
-// functions of version 3: the lease is still held with its token, a try
-// does not jump the waiter's place in the queue, and after the release
-// tokens still grow.
-func TestUpgradeFromVersion2(t *testing.T) {
+// TestUpgradeFromVersion2And3: a schema made by the released version 2 or
+// 3, with a lease and a queued waiter in it, upgrades through Migrate: the
+// lease is still held with its token, its release hands the slot to the
+// waiter queued by the old version (version 4's handoff, with its event in
+// the holder row), a try does not jump it, and tokens still grow.
+func TestUpgradeFromVersion2And3(t *testing.T) {
+	for _, from := range []int{2, 3} {
+		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) { testUpgradeFrom(t, from) })
+	}
+}
+
+func testUpgradeFrom(t *testing.T, from int) {
 	pool := newPool(t, nil)
 	schema := newSchema(t, pool)
 	ctx := context.Background()
 	opts := []pgstore.Option{pgstore.WithSchema(schema)}
-	must(t, pgstore.MigrateTo(ctx, pool, 2, opts...))
+	must(t, pgstore.MigrateTo(ctx, pool, from, opts...))
 	if _, err := pgstore.New(ctx, pool, opts...); !errors.Is(err, pgstore.ErrSchemaMissing) {
-		t.Fatalf("New on a version 2 schema: %v", err)
+		t.Fatalf("New on a version %d schema: %v", from, err)
 	}
-	// What version 2's code does: define, grant and queue through its functions.
+	// What the old version's code does: define, grant and queue through its functions.
 	q := pgx.Identifier{schema}.Sanitize()
 	_, err := pool.Exec(ctx, "SELECT * FROM "+q+".define('old', 1, false)")
 	must(t, err)
 	var ev string
-	var token int64
+	var token, ticket int64
 	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_token FROM "+q+
 		".acquire('{old}', 'holder', '', 60000000, 0, false, false, 7, 0, 10000000, 0)").Scan(&ev, &token))
 	if ev != "granted" || token == 0 {
-		t.Fatalf("version 2 grant: %s %d", ev, token)
+		t.Fatalf("version %d grant: %s %d", from, ev, token)
 	}
-	must(t, pool.QueryRow(ctx, "SELECT r_ev FROM "+q+
-		".acquire('{old}', 'waiter', '', 60000000, 0, false, true, 8, 0, 600000000, 0)").Scan(&ev))
+	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_ticket FROM "+q+
+		".acquire('{old}', 'waiter', '', 60000000, 0, false, true, 8, 0, 600000000, 0)").Scan(&ev, &ticket))
 	if ev != "queued" {
-		t.Fatalf("version 2 queueing: %s", ev)
+		t.Fatalf("version %d queueing: %s", from, ev)
 	}
 	must(t, pgstore.Migrate(ctx, pool, opts...))
 	var version int
 	must(t, pool.QueryRow(ctx, "SELECT max(version) FROM "+q+".schema_version").Scan(&version))
-	if version != pgstore.SchemaVersion || version < 3 {
+	if version != pgstore.SchemaVersion || version < 4 {
 		t.Fatalf("version after Migrate: %d (build %d)", version, pgstore.SchemaVersion)
 	}
 	s, err := pgstore.New(ctx, pool, opts...)
@@ -378,24 +384,31 @@ func TestUpgradeFromVersion2(t *testing.T) {
 	defer s.Close()
 	h := store.Handle{Lock: store.Lock{Name: "old", Token: token}, Ref: store.RefOf("holder")}
 	if st, err := s.Held(ctx, h); err != nil || !st.Held {
-		t.Fatalf("the version 2 lease after the upgrade: %+v %v", st, err)
+		t.Fatalf("the version %d lease after the upgrade: %+v %v", from, st, err)
 	}
 	rec := newRecorder()
 	must(t, s.Release(ctx, h, rec))
-	if evs := rec.drain(); len(evs) != 1 || evs[0].Seq == 0 {
+	if evs := rec.drain(); len(evs) != 1 || evs[0].Seq == 0 || evs[0].Waiting != 1 {
 		t.Fatalf("release event after the upgrade: %+v", evs)
 	}
-	// The lock is free, but the version 2 waiter is ahead: a try is refused.
+	// The release handed the slot to the old version's waiter: a try is
+	// refused, naming it.
 	var busy *store.BusyError
-	if _, err := s.Acquire(ctx, req("other", time.Minute, "old")); !errors.As(err, &busy) || !busy.Queued {
-		t.Fatalf("a try past the version 2 waiter: %v", err)
+	if _, err := s.Acquire(ctx, req("other", time.Minute, "old")); !errors.As(err, &busy) || busy.Queued || busy.Ref != "waiter" {
+		t.Fatalf("a try after the handoff to the version %d waiter: %v", from, err)
 	}
-	_, err = pool.Exec(ctx, "DELETE FROM "+q+".queue; DELETE FROM "+q+".waiters")
-	must(t, err)
+	// The waiter's check (as its node would run it) finds its grant.
+	var wtoken, seq int64
+	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_token, r_seq FROM "+q+
+		".check_one('{old}', 'waiter', '', 60000000, 0, false, true, 8, $1, 600000000, 0)", ticket).Scan(&ev, &wtoken, &seq))
+	if ev != "granted" || wtoken <= token || seq == 0 {
+		t.Fatalf("the handed waiter's check: %s token %d (holder's %d) seq %d", ev, wtoken, token, seq)
+	}
+	must(t, s.Release(ctx, store.Handle{Lock: store.Lock{Name: "old", Token: wtoken}, Ref: store.RefOf("waiter")}, nil))
 	g, err := s.Acquire(ctx, req("other", time.Minute, "old"))
 	must(t, err)
-	if g.Token <= token {
-		t.Fatalf("token after the upgrade %d, before %d", g.Token, token)
+	if g.Token <= wtoken {
+		t.Fatalf("token after the upgrade %d, before %d", g.Token, wtoken)
 	}
 	must(t, s.Release(ctx, g.Handle(), nil))
 	must(t, pgstore.Migrate(ctx, pool, opts...))

@@ -1,17 +1,25 @@
 package pgstore
 
-import "testing"
+import (
+	"context"
+	"testing"
+	"time"
+)
 
 // TestDispatcherWakesInTicketOrder: a notification wakes as many of this
 // store's waiters of the lock as it says slots are free, in ticket order;
 // one for a lock without local waiters, or garbled, changes nothing; a
-// waiter leaving wakes the one that became a head of the queue.
+// waiter leaving tells the one that became a head of the queue (it arms
+// its timer, it does not check); a handoff reaches its waiter alone, with
+// the grant (also one that came before the waiter was queued here), and a
+// handoff for another ticket or op, or garbled, is ignored.
 func TestDispatcherWakesInTicketOrder(t *testing.T) {
 	var d dispatcher
 	d.init(&Store{})
 	ws := map[int64]*waiter{}
 	for _, ticket := range []int64{5, 3, 9} {
-		w := &waiter{op: ticket * 10, names: []string{"k"}, wake: make(chan struct{}, 1)}
+		w := &waiter{op: ticket * 10, names: []string{"k"}, wake: make(chan struct{}, 1),
+			up: make(chan struct{}, 1), handed: make(chan handoff, 1)}
 		d.all[w.op] = w
 		d.active.Add(1)
 		d.queued(w, ticket, map[string]int{"k": 1})
@@ -41,9 +49,51 @@ func TestDispatcherWakesInTicketOrder(t *testing.T) {
 		t.Fatalf("notifications of other locks woke %v", got)
 	}
 	d.leave(ws[3])
-	if got := woken(); len(got) != 1 || got[0] != 5 || !d.head(ws[5]) {
-		t.Fatalf("ticket 3 leaving woke %v, want [5] as the new head", got)
+	if got := woken(); len(got) != 0 || !d.head(ws[5]) {
+		t.Fatalf("ticket 3 leaving woke %v, want none (5 told it is a head)", got)
 	}
+	select {
+	case <-ws[5].up:
+	default:
+		t.Fatal("ticket 3 leaving did not tell 5 it became a head")
+	}
+	for _, p := range []string{"g 50 4 7 1 2 3 1 1 0 9", "g 60 5 7 1 2 3 1 1 0 9", "g 50 5 x 1 2 3 1 1 0 9",
+		"g 50 5 7", "g"} {
+		d.notified(p)
+	}
+	d.notified("g 50 5 77 100 200 300 1 1 0 90")
+	for _, w := range ws {
+		select {
+		case h := <-w.handed:
+			if w != ws[5] || h != (handoff{op: 50, ticket: 5, token: 77, at: 100, expires: 200, seq: 300, slots: 1,
+				running: 1, waited: 90}) {
+				t.Fatalf("handoff %+v reached ticket %d", h, w.ticket)
+			}
+		default:
+			if w == ws[5] {
+				t.Fatal("the handoff to ticket 5 did not reach it")
+			}
+		}
+	}
+	if got := woken(); len(got) != 0 {
+		t.Fatalf("handoffs woke %v", got)
+	}
+	// A handoff that arrives before its waiter is queued here is kept for it.
+	d.notified("g 110 11 78 100 200 301 1 1 0 90")
+	late := &waiter{op: 110, names: []string{"k"}, wake: make(chan struct{}, 1), up: make(chan struct{}, 1),
+		handed: make(chan handoff, 1)}
+	d.all[late.op] = late
+	d.active.Add(1)
+	d.queued(late, 11, map[string]int{"k": 1})
+	select {
+	case h := <-late.handed:
+		if h.token != 78 {
+			t.Fatalf("early handoff %+v", h)
+		}
+	default:
+		t.Fatal("a handoff that came before its waiter was queued was lost")
+	}
+	d.leave(late)
 	d.setSlots(ws[5], "k", 2)
 	if got := woken(); len(got) != 2 || !d.head(ws[9]) {
 		t.Fatalf("slots grown to 2 woke %v, want [5 9]", got)
@@ -53,4 +103,33 @@ func TestDispatcherWakesInTicketOrder(t *testing.T) {
 	if len(d.byLock) != 0 || len(d.all) != 0 {
 		t.Fatalf("left behind: %v %v", d.byLock, d.all)
 	}
+}
+
+// TestHandoffWaitsForLocalRelease: a waiter handed its grant waits until
+// the releases of its lock that its store has in flight have emitted their
+// events (so released comes before acquired), and no longer.
+func TestHandoffWaitsForLocalRelease(t *testing.T) {
+	var d dispatcher
+	d.init(&Store{})
+	done := d.releasing("k")
+	other := d.releasing("other")
+	defer other()
+	waited := make(chan struct{})
+	go func() {
+		d.afterReleases(context.Background(), "k")
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		t.Fatal("the waiter did not wait for the release in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	done()
+	<-waited
+	if len(d.releases("k")) != 0 || len(d.releases("other")) != 1 {
+		t.Fatalf("in flight: %v", d.inflight)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d.afterReleases(ctx, "other") // ends with its context
 }

@@ -14,7 +14,7 @@
 //	err := pgstore.MigrateSQL(ctx, db)          // *sql.DB
 //
 // Migrations are embedded, numbered (migrations/001_init.sql,
-// 002_liveness.sql, …) and idempotent, and run in one transaction under a
+// 002_liveness.sql, …, 004_handoff.sql) and idempotent, and run in one transaction under a
 // transaction-scoped advisory lock, so several nodes may run them at once.
 // A released migration is never edited: a schema change is a new file, and
 // a database made by an older release upgrades with `sleeplock migrate`
@@ -60,8 +60,10 @@
 // renewal and its check. Since version 3 the grant and the release call
 // small PL/pgSQL functions (acquire_one, release_one) that run only the
 // statements of the case at hand, so a plan's rare branches cost nothing;
-// every free slot of a lock is granted there. They hand the rare cases
-// (re-entrancy, taking over expired leases, queueing, a counted hold) to
+// every free slot of a lock is granted there. Since version 4 release_one
+// also hands a freed slot to the head waiter (see below) and acquire_one
+// queues a waiter behind a held lock. They hand the rare cases
+// (re-entrancy, taking over expired leases, a counted hold) to
 // the general functions (acquire, release, …) in the same statement;
 // several locks at once go to those functions directly.
 //
@@ -82,14 +84,22 @@
 // conditional UPDATE of the holder's rows, never an upsert; a release names
 // the holder's ref and token, so a late release never frees a newer holder.
 //
-// # Waiting: LISTEN/NOTIFY, polling as the fallback
+// # Waiting: handoffs, LISTEN/NOTIFY, polling as the fallback
 //
-// A blocking Acquire joins the queue, then checks again (one statement)
-// when woken. Each store keeps one LISTEN connection (not one per waiter)
-// on a channel of its schema; a statement that frees a slot of a lock with
-// waiters, or removes a waiter, sends NOTIFY with the lock and its free
-// slots, and each store wakes that many of its own waiters of the lock, in
-// ticket order. Only the heads of a store's queue keep a timer: at the next
+// A blocking Acquire joins the queue (one statement). Since version 4 the
+// release of a single lock with waiters grants the freed slot itself to
+// the head of the queue in ticket order, under the lock's row, and sends
+// NOTIFY with the grant: the waiter's store hands it to the waiting call,
+// which returns without another statement (a waiter that missed it finds
+// it at its next check). The release leaves to the waiter's own check a
+// waiter for several locks (all or nothing) and one whose ref holds the
+// lock already. Each store keeps one LISTEN connection (not one per waiter)
+// on a channel of its schema; any other statement that frees a slot of a
+// lock with waiters, or removes a waiter, sends NOTIFY with the lock and
+// its free slots, and each store wakes that many of its own waiters of the
+// lock, in ticket order, to check. Queueing and checks that leave a waiter
+// waiting commit with synchronous_commit off (a place in the queue is soft
+// state: after a crash of the server the waiter queues again). Only the heads of a store's queue keep a timer: at the next
 // expiry of a lease that blocks them (a holder that died) or every 250ms;
 // a waiter with as many of its store's waiters ahead as the lock has slots
 // sleeps until they leave. So 1,000 waiters cost the database a few

@@ -31,6 +31,33 @@ type waiter struct {
 	names  []string       // the locks it waits for
 	slots  map[string]int // their slots, as last read
 	wake   chan struct{}  // a check is due (capacity 1)
+	up     chan struct{}  // it may have become a head of this node's queue (capacity 1)
+	handed chan handoff   // a release granted it (capacity 1)
+}
+
+// handoff is a grant a release made on a waiter's behalf, as its
+// notification "g <op> <ticket> <token> <at> <expires> <seq> <slots>
+// <running> <waiting> <waited>" carries it (times in µs).
+type handoff struct {
+	op, ticket, token, at, expires, seq, slots, running, waiting, waited int64
+}
+
+// parseHandoff reads the payload of a handoff notification.
+func parseHandoff(payload string) (handoff, bool) {
+	f := strings.Fields(payload)
+	if len(f) != 11 || f[0] != "g" {
+		return handoff{}, false
+	}
+	var v [10]int64
+	for i := range v {
+		n, err := strconv.ParseInt(f[i+1], 10, 64)
+		if err != nil {
+			return handoff{}, false
+		}
+		v[i] = n
+	}
+	return handoff{op: v[0], ticket: v[1], token: v[2], at: v[3], expires: v[4], seq: v[5], slots: v[6],
+		running: v[7], waiting: v[8], waited: v[9]}, true
 }
 
 // dispatcher keeps this store's waiters per lock in ticket order, wakes
@@ -46,7 +73,10 @@ type dispatcher struct {
 	all       map[int64]*waiter    // by op
 	started   bool
 	closing   bool
-	listening atomic.Bool // notifications arrive: waiters need not poll fast
+	inflight  map[string][]chan struct{} // releases of this store with events, per lock, until emitted
+	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
+	nearly    int                        // handoffs written to early
+	listening atomic.Bool                // notifications arrive: waiters need not poll fast
 	done      chan struct{}
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup // listener and heartbeat
@@ -84,14 +114,30 @@ func (d *dispatcher) join(w *waiter) bool {
 	return true
 }
 
+// earlyHandoffs is how many handoffs for unknown waiters a store keeps: a
+// release may hand a waiter its slot, and its notification arrive, before
+// the waiter's node has read the answer of the statement that queued it.
+// Handoffs for other nodes' waiters pass through it too; a waiter that
+// misses its handoff still finds it at its next check.
+const earlyHandoffs = 64
+
 // queued records w's ticket (a new one when it queued again) and the slots
-// of its locks.
+// of its locks, and hands it a handoff that came before.
 func (d *dispatcher) queued(w *waiter, ticket int64, slots map[string]int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.unlist(w)
 	w.ticket = ticket
 	w.slots = slots
+	for i := range d.early {
+		if h := d.early[i]; h.op == w.op && h.ticket == ticket {
+			d.early[i] = handoff{}
+			select {
+			case w.handed <- h:
+			default:
+			}
+		}
+	}
 	for _, n := range w.names {
 		ws := d.byLock[n]
 		i, _ := slices.BinarySearchFunc(ws, ticket, func(x *waiter, t int64) int { return compareInt(x.ticket, t) })
@@ -143,7 +189,7 @@ func (d *dispatcher) unlist(w *waiter) {
 			} else {
 				d.byLock[n] = ws
 				if slots := w.slots[n]; i < slots && slots-1 < len(ws) {
-					wakeOne(ws[slots-1])
+					signal(ws[slots-1].up)
 				}
 			}
 		}
@@ -179,9 +225,11 @@ func (d *dispatcher) head(w *waiter) bool {
 	return true
 }
 
-func wakeOne(w *waiter) {
+func wakeOne(w *waiter) { signal(w.wake) }
+
+func signal(c chan struct{}) {
 	select {
-	case w.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -194,8 +242,75 @@ func (d *dispatcher) wakeFirst(n string, free int) {
 	}
 }
 
-// notified handles a payload "<free>:<lock>"; unknown locks are ignored.
+// releasing registers a release of lock name whose event is still to be
+// emitted; the returned function, called once it is, ends it.
+func (d *dispatcher) releasing(name string) func() {
+	ch := make(chan struct{})
+	d.mu.Lock()
+	if d.inflight == nil {
+		d.inflight = make(map[string][]chan struct{})
+	}
+	d.inflight[name] = append(d.inflight[name], ch)
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		cs := d.inflight[name]
+		if i := slices.Index(cs, ch); i >= 0 {
+			cs = slices.Delete(cs, i, i+1)
+		}
+		if len(cs) == 0 {
+			delete(d.inflight, name)
+		} else {
+			d.inflight[name] = cs
+		}
+		d.mu.Unlock()
+		close(ch)
+	}
+}
+
+// releases returns the releases of lock name in flight now: a waiter handed
+// its grant by one of them waits until they have emitted their events, so
+// this store's events keep the store's order (released, then acquired).
+func (d *dispatcher) releases(name string) []chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.inflight[name])
+}
+
+// afterReleases waits until the releases of lock name that this store has
+// in flight now have emitted their events (or ctx ends).
+func (d *dispatcher) afterReleases(ctx context.Context, name string) {
+	for _, c := range d.releases(name) {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// notified handles a payload "<free>:<lock>" (wake that many waiters of
+// the lock) or a handoff ("g …": give the grant to its waiter); unknown
+// locks and waiters are ignored.
 func (d *dispatcher) notified(payload string) {
+	if strings.HasPrefix(payload, "g ") {
+		h, ok := parseHandoff(payload)
+		if !ok {
+			return
+		}
+		d.mu.Lock()
+		if w := d.all[h.op]; w != nil && w.ticket == h.ticket {
+			select {
+			case w.handed <- h:
+			default:
+			}
+		} else if w == nil || w.ticket == 0 {
+			d.early[d.nearly%earlyHandoffs] = h
+			d.nearly++
+		}
+		d.mu.Unlock()
+		return
+	}
 	num, name, ok := strings.Cut(payload, ":")
 	free, err := strconv.Atoi(num)
 	if !ok || err != nil || free < 1 {

@@ -115,10 +115,6 @@ type arow struct {
 	seq                     int64
 }
 
-func (s *Store) callAcquire(ctx context.Context, args []any) ([]arow, error) {
-	return s.callAcquireQ(ctx, s.q.acquire, args)
-}
-
 func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow, error) {
 	var out []arow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
@@ -196,7 +192,8 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		return s.outcome(ctx, a, rows)
 	}
 	s.emitRows(req.Events, &req, rows)
-	w := &waiter{op: a.op, names: a.names, wake: make(chan struct{}, 1)}
+	w := &waiter{op: a.op, names: a.names, wake: make(chan struct{}, 1), up: make(chan struct{}, 1),
+		handed: make(chan handoff, 1)}
 	if !s.d.join(w) {
 		return store.Grant{}, s.abandon(ctx, a, store.ErrClosed)
 	}
@@ -206,14 +203,31 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	wargs[8] = rows[0].ticket
 	delay := time.Millisecond // the next pause while polling
 	var hint time.Duration    // until the next expiry of a blocking lease
-	timer := time.NewTimer(delay)
+	// The first check: a head of this node's queue keeps a timer (see
+	// rearm); a grant a release makes for it meanwhile comes by
+	// notification, also one that came before it was registered.
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	s.rearm(timer, w, delay, 0)
 	for {
 		select {
 		case <-ctx.Done():
 			return store.Grant{}, s.abandon(ctx, a, ctx.Err())
 		case <-s.d.done:
 			return store.Grant{}, s.abandon(ctx, a, store.ErrClosed)
+		case h := <-w.handed:
+			// A release granted it: the notification carries the grant. A
+			// release of this store that may have made it emits first.
+			s.d.afterReleases(ctx, a.names[0])
+			return s.outcome(ctx, a, []arow{{ev: "granted", idx: 1, lock: a.names[0], slots: int32(h.slots),
+				running: int32(h.running), waiting: int32(h.waiting), ref: req.Ref.String(), kind: req.Kind,
+				token: h.token, at: h.at, expires: h.expires, dur: h.waited, ticket: h.ticket, ttl: micros(req.TTL),
+				hold: micros(req.Hold), seq: h.seq}})
+		case <-w.up:
+			// It may have become a head of this node's queue: a head keeps
+			// a timer, and a release hands it its slot.
+			s.rearm(timer, w, delay, hint)
+			continue
 		case <-w.wake:
 		case <-timer.C:
 			delay = min(delay*2, s.cfg.poll)
@@ -248,6 +262,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 				continue
 			}
 		}
+		if len(a.names) == 1 && rows[0].ev == "granted" {
+			s.d.afterReleases(ctx, a.names[0]) // as for a handoff
+		}
 		return s.outcome(ctx, a, rows)
 	}
 }
@@ -258,7 +275,7 @@ func (s *Store) poll(ctx context.Context, args []any) ([]arow, error) {
 	var rows []arow
 	err := s.retry(ctx, true, func() error {
 		var err error
-		rows, err = s.callAcquire(ctx, args)
+		rows, err = s.callAcquireQ(ctx, s.q.check, args)
 		return err
 	})
 	return rows, err
@@ -477,6 +494,11 @@ func (s *Store) undefined(ctx context.Context, h *store.Handle) error {
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
 	if err := s.check(ctx); err != nil {
 		return err
+	}
+	if ev != nil && len(h.More) == 0 {
+		// A waiter of this store that this release hands the lock to
+		// emits its acquired event after this release's event.
+		defer s.d.releasing(h.Name)()
 	}
 	var rows []rrow
 	err := s.retry(ctx, false, func() error {

@@ -160,6 +160,7 @@ type queries struct {
 	acquire, release, undo, keep, held, states, define, resize, guard, version string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne                     string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen        string
+	check                                                                      string
 }
 
 func newQueries(schema string) queries {
@@ -175,6 +176,10 @@ func newQueries(schema string) queries {
 		acquire: "SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			s + ".acquire($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
 			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint) a",
+		// A waiter's check: acquire() with its ticket, or the grant a
+		// release made on its behalf (migration 004).
+		check: "SELECT * FROM " + s + ".check_one($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
+			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint)",
 		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
 		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
@@ -188,7 +193,10 @@ func newQueries(schema string) queries {
 		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + s + ".resize($1::text, $2::integer) r",
 		// The first name of $1 that no definition covers.
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
-		heartbeat: "SELECT count(*)::bigint FROM " + s + ".heartbeat($1::text::bigint[], $2::bigint)",
+		// Waiter leases are soft state: the renewal commits asynchronously
+		// (migration 004), so the listener's connection, which runs it
+		// between notifications, never waits for a WAL flush.
+		heartbeat: "SELECT count(*)::bigint FROM (SELECT " + s + ".soft()) x, " + s + ".heartbeat($1::text::bigint[], $2::bigint)",
 		sweep:     "SELECT " + s + ".sweep(64)::bigint",
 		listen:    "LISTEN " + quoteIdent(channelOf(schema)),
 		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
