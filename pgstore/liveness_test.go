@@ -267,3 +267,36 @@ func TestUnreachableNotUndone(t *testing.T) {
 	must(t, err)
 	must(t, node.Release(ctx, g.Handle(), nil))
 }
+
+// TestReleaseHandsOnlyToFreshWaiters: a release hands the freed slot to
+// the head waiter only when that waiter's node is renewing it (at least 30
+// % of its lease left). A head whose node stopped renewing it (a row
+// nobody renews, 20 % of its lease left) is not handed a slot that its TTL
+// would then hold: the lock stays free, and the waiter would have to check
+// for itself. A fresh head (90 % left) is handed the slot at once.
+func TestReleaseHandsOnlyToFreshWaiters(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	for _, c := range []struct {
+		lock   string
+		left   string // of a 1 s lease
+		handed bool
+	}{{"stale", "200 milliseconds", false}, {"fresh", "900 milliseconds", true}} {
+		define(t, e.s, c.lock, 1)
+		g, err := e.s.Acquire(ctx, req("holder", time.Minute, c.lock))
+		must(t, err)
+		_, err = e.pool.Exec(ctx, `WITH w AS (
+			INSERT INTO `+q+`.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl)
+			VALUES (nextval('`+q+`.tickets'), 424242, 'ghost-'||$1::text, '', ARRAY[$1::text], 60000000, 0, false,
+			        now() - interval '5 seconds', clock_timestamp() + $2::interval, 1000000) RETURNING ticket)
+			INSERT INTO `+q+`.queue (lock, ticket) SELECT $1::text, ticket FROM w`, c.lock, c.left)
+		must(t, err)
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+		var n int
+		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".holders WHERE lock = $1 AND ref = 'ghost-'||$1", c.lock).Scan(&n))
+		if handed := n == 1; handed != c.handed {
+			t.Errorf("%s head waiter handed the slot: %v, want %v", c.lock, handed, c.handed)
+		}
+	}
+}

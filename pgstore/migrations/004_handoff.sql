@@ -44,6 +44,27 @@
 
 ALTER TABLE {{schema}}.holders ADD COLUMN IF NOT EXISTS handed bigint[];
 
+-- waiters.wttl: the length of the waiter's lease as its node last renewed
+-- it (NULL until then: expires - since). A release hands a slot only to a
+-- waiter with at least 30 % of that lease left: a live node renews its
+-- waiters when less than 60 % is left, every quarter of it, so they never
+-- fall below ~35 %, while the waiters of a node that died or paused do
+-- within 0.7 of a lease of their last renewal. A waiter that is not fresh
+-- is woken to check for itself instead (version 3's way), so a dead
+-- node's waiter is handed a slot (which its TTL would then hold) only in
+-- the first moments after its death, and a live but late one keeps its
+-- place.
+ALTER TABLE {{schema}}.waiters ADD COLUMN IF NOT EXISTS wttl bigint;
+
+-- Renew waiter leases (version 2's heartbeat()), recording their length.
+CREATE OR REPLACE FUNCTION {{schema}}.heartbeat(p_ops bigint[], p_wttl bigint) RETURNS SETOF bigint
+LANGUAGE sql AS $sleeplock$
+    UPDATE {{schema}}.waiters w SET expires = clock_timestamp() + p_wttl * interval '1 microsecond', wttl = p_wttl
+     WHERE w.op = ANY (p_ops) AND w.expires > clock_timestamp()
+       AND w.expires < clock_timestamp() + (p_wttl * 6 / 10) * interval '1 microsecond'
+    RETURNING w.op
+$sleeplock$;
+
 -- Make the calling transaction commit without waiting for its WAL to be
 -- flushed (and for synchronous replicas): for statements that change only
 -- soft state, a place in the queue or a waiter's lease, whose loss in a
@@ -226,15 +247,19 @@ BEGIN
     END IF;
     -- Waiters whose lease ran out do not count (as in acquire()); they are
     -- left to drop_dead() and sweep().
-    FOR w IN SELECT x.ticket, x.op, x.ref, x.kind, x.locks, x.ttl, x.hold, x.since
+    FOR w IN SELECT x.ticket, x.op, x.ref, x.kind, x.locks, x.ttl, x.hold, x.since,
+                    {{schema}}.micros(x.expires) - {{schema}}.micros(p_now)
+                      > coalesce(x.wttl, {{schema}}.micros(x.expires) - {{schema}}.micros(x.since)) * 3 / 10 AS fresh
                FROM {{schema}}.queue q JOIN {{schema}}.waiters x ON x.ticket = q.ticket
               WHERE q.lock = p_name AND x.expires > p_now
               ORDER BY q.ticket
               LIMIT v_free
     LOOP
-        IF cardinality(w.locks) <> 1
+        IF cardinality(w.locks) <> 1 OR NOT w.fresh
            OR EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.ref = w.ref) THEN
-            -- Not ours to grant: the waiter checks for itself.
+            -- Not ours to grant: the waiter checks for itself (and a
+            -- waiter whose node stopped renewing it is not handed a slot
+            -- its TTL would hold: see waiters.wttl).
             PERFORM {{schema}}.wake(p_name, v_free);
             EXIT;
         END IF;
