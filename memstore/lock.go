@@ -34,10 +34,10 @@ type lock struct {
 	own   holder
 }
 
-// holder is the record of one hold of a lock. A plain lease of package
-// sleeplock keeps a pointer to it (Slot), so a record is reused for
-// another hold only when nothing can mistake it for its old one: the old
-// hold was released by its holder and nobody asked for its context.
+// holder is the record of one hold of a lock. Nothing outside the lock
+// points at it (a plain lease of package sleeplock is its lock and token,
+// see Slot), so an ended record is reused for the next hold; what a plain
+// lease may still ask of an ended hold is kept aside (lostLease).
 type holder struct {
 	ref   store.Ref
 	token int64
