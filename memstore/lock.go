@@ -140,18 +140,15 @@ func (lk *lock) newRecord() *holder {
 	return h
 }
 
-// remove takes h out of lk's holders; keep leaves its record past their
-// end for reuse.
-func (lk *lock) remove(h *holder, keep bool) {
+// remove takes h out of lk's holders and leaves its record past their end
+// for reuse.
+func (lk *lock) remove(h *holder) {
 	i, last := h.idx, int32(len(lk.holders)-1)
 	if i != last {
 		lk.holders[i] = lk.holders[last]
 		lk.holders[i].idx = i
 	}
-	lk.holders[last] = nil
-	if keep {
-		lk.holders[last] = h
-	}
+	lk.holders[last] = h
 	lk.holders = lk.holders[:last]
 	h.idx = -1
 	if lk.indexed {
@@ -165,7 +162,7 @@ func (o *op) end(lk *lock, h *holder, reason error) {
 	x := h.x
 	if x == nil {
 		o.s.ended(lk, h, reason, nil)
-		lk.remove(h, true)
+		lk.remove(h)
 		return
 	}
 	if !x.expires.IsZero() {
@@ -178,7 +175,7 @@ func (o *op) end(lk *lock, h *holder, reason error) {
 	}
 	o.s.ended(lk, h, reason, x.ctx)
 	h.x = nil // nobody looks at an ended record: it is reused
-	lk.remove(h, true)
+	lk.remove(h)
 }
 
 // find returns the record of ref's hold on lk (with token, unless 0).

@@ -168,7 +168,7 @@ func (s *Store) ReleasePlain(slot Slot, token int64) error {
 	h := lk.byToken(token)
 	if h != nil && lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && !s.closed.Load() {
 		// Nobody waits and nobody watches: drop the record, nothing else.
-		lk.remove(h, true)
+		lk.remove(h)
 		s.unlockMu(lk)
 		return nil
 	}
