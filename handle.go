@@ -71,10 +71,7 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 	}
 	slot, token, err := l.mem.AcquireNamed(ctx, n, k.name, wait)
 	if err != nil {
-		if err == memstore.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			return l.acquire(ctx, k.name, nil, wait, []AcquireOption{})
-		}
-		return Lease{}, err
+		return l.plainFailed(ctx, k.name, wait, err)
 	}
 	return Lease{l: l, slot: slot, token: token}, nil
 }

@@ -256,12 +256,19 @@ func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 func (l *Locks) acquirePlain(ctx context.Context, name string, wait bool) (Lease, error) {
 	slot, token, err := l.plain.AcquirePlain(ctx, name, wait)
 	if err != nil {
-		if err == memstore.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			return l.acquire(ctx, name, nil, wait, []AcquireOption{})
-		}
-		return Lease{}, err
+		return l.plainFailed(ctx, name, wait, err)
 	}
 	return Lease{l: l, slot: slot, token: token}, nil
+}
+
+// plainFailed is the answer to a plain acquisition that failed with err:
+// a lock that grants no plain lease (memstore.ErrNotPlain) is acquired the
+// general way.
+func (l *Locks) plainFailed(ctx context.Context, name string, wait bool, err error) (Lease, error) {
+	if err == memstore.ErrNotPlain { //nolint:errorlint // the sentinel itself
+		return l.acquire(ctx, name, nil, wait, []AcquireOption{}) // non-nil options: not the plain path again
+	}
+	return Lease{}, err
 }
 
 // TryAcquire takes a slot of name if one is free and nobody waits for it,

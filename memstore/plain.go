@@ -58,14 +58,11 @@ func (s *Store) AcquirePlain(ctx context.Context, name string, wait bool) (Slot,
 		return Slot{}, 0, s.usable(ctx)
 	}
 	if lk := s.load(name); lk != nil {
-		if t, ok := lk.tryFast(); ok && !s.closed.Load() {
-			return Slot{lk}, t, nil
-		} else if ok {
-			lk.releaseFast(t) // the store closed meanwhile: Close froze the lock or is about to
-			return Slot{}, 0, store.ErrClosed
-		}
-		if err := ctx.Err(); err != nil {
-			return Slot{}, 0, err
+		if t, ok := lk.tryFast(); ok {
+			if !s.closed.Load() {
+				return Slot{lk}, t, nil
+			}
+			return s.undoFast(lk, t)
 		}
 		return s.acquireAt(ctx, lk, name, wait)
 	}
@@ -81,9 +78,19 @@ func (s *Store) AcquirePlain(ctx context.Context, name string, wait bool) (Slot,
 	return s.acquirePlain(ctx, name, wait)
 }
 
+// undoFast gives back the fast grant of token t that found the store
+// closed meanwhile (Close froze the lock, or is about to).
+func (s *Store) undoFast(lk *lock, t int64) (Slot, int64, error) {
+	lk.releaseFast(t)
+	return Slot{}, 0, store.ErrClosed
+}
+
 // acquireAt is AcquirePlain of lk, the lock named name when it was looked
-// up, under its mutex.
+// up, when its fast word could not grant: under its mutex.
 func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, wait bool) (Slot, int64, error) {
+	if err := ctx.Err(); err != nil {
+		return Slot{}, 0, err
+	}
 	if s.times {
 		return s.acquirePlain(ctx, name, wait)
 	}
@@ -299,14 +306,11 @@ func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, wait bo
 	if n == nil || n.lk == nil {
 		return Slot{}, 0, errNoNamed
 	}
-	if t, ok := n.lk.tryFast(); ok && !s.closed.Load() {
-		return Slot{n.lk}, t, nil
-	} else if ok {
-		n.lk.releaseFast(t) // as in AcquirePlain
-		return Slot{}, 0, store.ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, err
+	if t, ok := n.lk.tryFast(); ok {
+		if !s.closed.Load() {
+			return Slot{n.lk}, t, nil
+		}
+		return s.undoFast(n.lk, t)
 	}
 	return s.acquireAt(ctx, n.lk, name, wait)
 }
