@@ -337,13 +337,14 @@ func TestUpgradeFromVersion1(t *testing.T) {
 	must(t, pgstore.Migrate(ctx, pool, opts...))
 }
 
-// TestUpgradeFromVersion2And3: a schema made by the released version 2 or
-// 3, with a lease and a queued waiter in it, upgrades through Migrate: the
-// lease is still held with its token, its release hands the slot to the
-// waiter queued by the old version (version 4's handoff, with its event in
-// the holder row), a try does not jump it, and tokens still grow.
-func TestUpgradeFromVersion2And3(t *testing.T) {
-	for _, from := range []int{2, 3} {
+// TestUpgradeFromVersion2To4: a schema made by the released version 2, 3
+// or 4, with a lease and a queued waiter in it, upgrades through Migrate:
+// the lease is still held with its token, its release hands the slot to
+// the waiter queued by the old version (which keeps the waiter lease of
+// its own row: version 5's nodes do not own it), with its event in the
+// holder row, a try does not jump it, and tokens still grow.
+func TestUpgradeFromVersion2To4(t *testing.T) {
+	for _, from := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) { testUpgradeFrom(t, from) })
 	}
 }
@@ -400,7 +401,7 @@ func testUpgradeFrom(t *testing.T, from int) {
 	// The waiter's check (as its node would run it) finds its grant.
 	var wtoken, seq int64
 	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_token, r_seq FROM "+q+
-		".check_one('{old}', 'waiter', '', 60000000, 0, false, true, 8, $1, 600000000, 0)", ticket).Scan(&ev, &wtoken, &seq))
+		".check_one('{old}', 'waiter', '', 60000000, 0, false, true, 8, $1, 600000000, 0, 0)", ticket).Scan(&ev, &wtoken, &seq))
 	if ev != "granted" || wtoken <= token || seq == 0 {
 		t.Fatalf("the handed waiter's check: %s token %d (holder's %d) seq %d", ev, wtoken, token, seq)
 	}

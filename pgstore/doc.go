@@ -36,13 +36,14 @@
 //     on; those operations lock it, which serialises them per lock (rows in
 //     sorted order for several locks). It goes when the lock is idle.
 //   - waiters and queue: callers waiting, in ticket order (a global
-//     sequence, so waiters for several locks never deadlock), each with a
-//     short lease of its own (WithWaiterTTL, 1s) that its store renews for
-//     all its waiters in one statement: the waiters of a node that died or
-//     paused stop counting after a second, and are deleted by the next
-//     operation that meets them (and by a bounded sweep each store runs
-//     every few seconds). A paused node's waiter that resumes queues again
-//     at the back.
+//     sequence, so waiters for several locks never deadlock), with a short
+//     lease (WithWaiterTTL, 1s). Since version 5 a store's waiters of one
+//     lock share its row in nodes, the only row its heartbeat writes (a
+//     waiter of several locks keeps a lease in its own row): the waiters of
+//     a node that died or paused stop counting after a second, and are
+//     deleted by the next operation that meets them (and by a bounded
+//     sweep each store runs every few seconds). A paused node's waiter that
+//     resumes after its lease queues again at the back.
 //   - tokens, tickets and seqs: sequences, bigint, NO CYCLE: tokens only
 //     grow; seqs numbers the events (Event.Seq), drawn while the statement
 //     holds the lock's row, so one lock's events sorted by Seq replay its
@@ -99,11 +100,13 @@
 // its free slots, and each store wakes that many of its own waiters of the
 // lock, in ticket order, to check. Queueing and checks that leave a waiter
 // waiting commit with synchronous_commit off (a place in the queue is soft
-// state: after a crash of the server the waiter queues again). Only the heads of a store's queue keep a timer: at the next
-// expiry of a lease that blocks them (a holder that died) or every 250ms;
-// a waiter with as many of its store's waiters ahead as the lock has slots
-// sleeps until they leave. So 1,000 waiters cost the database a few
-// statements a second, not a thousand.
+// state: after a crash of the server the waiter queues again). Only the
+// heads of a store's queue keep a timer: at the next expiry of a lease
+// that blocks them (a holder that died) or every 250ms; a waiter with as
+// many of its store's waiters ahead as the lock has slots sleeps until they
+// leave, and a head's check of a lock full of unexpired holders reads the
+// holder rows only. So 1,000 waiters cost the database a few short
+// statements a second and one row update per store, not a thousand.
 //
 // While the LISTEN connection is down (it reconnects with backoff, and
 // every waiter checks once when it is back, so no wake-up is missed) the

@@ -68,6 +68,7 @@ func parseHandoff(payload string) (handoff, bool) {
 // stop at Close.
 type dispatcher struct {
 	s         *Store
+	node      int64 // this store's row in the nodes table (migration 005)
 	mu        sync.Mutex
 	byLock    map[string][]*waiter // local waiters of each lock, in ticket order
 	all       map[int64]*waiter    // by op
@@ -85,6 +86,7 @@ type dispatcher struct {
 
 func (d *dispatcher) init(s *Store) {
 	d.s = s
+	d.node = rand.Int64N(1<<62) + 1
 	d.byLock = make(map[string][]*waiter)
 	d.all = make(map[int64]*waiter)
 	d.done = make(chan struct{})
@@ -330,17 +332,21 @@ func (d *dispatcher) wakeAll() {
 	d.mu.Unlock()
 }
 
-// ops returns the acquisitions of the queued waiters.
-func (d *dispatcher) ops() []int64 {
+// ops returns the acquisitions of the queued waiters, and of those the
+// ones waiting for several locks (which keep a waiter lease of their own).
+func (d *dispatcher) ops() (all, several []int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]int64, 0, len(d.all))
+	all = make([]int64, 0, len(d.all))
 	for op, w := range d.all {
 		if w.ticket != 0 {
-			out = append(out, op)
+			all = append(all, op)
+			if len(w.names) > 1 {
+				several = append(several, op)
+			}
 		}
 	}
-	return out
+	return all, several
 }
 
 // close ends the waiting calls (they leave the queue) and stops the
@@ -355,6 +361,12 @@ func (d *dispatcher) close() {
 		d.cancel()
 	}
 	d.bg.Wait()
+	if d.started {
+		// The node's row goes with it (its waiters have left).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = d.s.c.exec(ctx, d.s.q.nodeDown, d.node)
+		cancel()
+	}
 }
 
 // jitter returns d scaled by a random factor in [0.5, 1.5).
@@ -374,18 +386,20 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// beat renews the waiter leases of this store's waiters through c.
+// beat renews, through c, the lease of this store's node (the waiter lease
+// of its waiters of one lock) and those of its waiters of several locks.
+// It runs from the first waiter to Close, waiters or not, so the node's
+// row never goes stale while the store lives.
 func (d *dispatcher) beat(ctx context.Context, c conn) {
-	if ops := d.ops(); len(ops) > 0 {
-		var n int64
-		_ = queryOne(ctx, c, d.s.q.heartbeat, []any{intArray(ops), micros(d.s.cfg.waiterTTL)}, &n)
-	}
+	all, several := d.ops()
+	var n int64
+	_ = queryOne(ctx, c, d.s.q.heartbeat, []any{d.node, micros(d.s.cfg.waiterTTL), intArray(all), intArray(several)}, &n)
 }
 
-// heartbeat renews the waiter leases of this store's waiters every quarter
-// of the waiter TTL through the pool while the listener is down (the
-// listener does it on its own connection, which a busy pool cannot hold
-// up), and sweeps every few seconds.
+// heartbeat renews the waiter leases every quarter of the waiter TTL
+// through the pool while the listener is down (the listener does it on its
+// own connection, which a busy pool cannot hold up), and sweeps every few
+// seconds.
 func (d *dispatcher) heartbeat(ctx context.Context) {
 	defer d.bg.Done()
 	every := d.s.cfg.waiterTTL / 4

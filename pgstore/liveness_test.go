@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // recorderTracer keeps the text of every statement sent.
@@ -173,7 +174,8 @@ func TestPausedWaiterLosesItsPlace(t *testing.T) {
 }
 
 // TestHeartbeatKeepsWaiterQueued: a waiter's lease (WithWaiterTTL) is
-// renewed by its store while it waits, however long.
+// kept by its store while it waits, however long, by renewing the store's
+// node row: the waiter's own row is never written meanwhile.
 func TestHeartbeatKeepsWaiterQueued(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -199,14 +201,22 @@ func TestHeartbeatKeepsWaiterQueued(t *testing.T) {
 	waiting(t, e.s, "hb", 1)
 	var first time.Time
 	var ticket int64
-	must(t, e.pool.QueryRow(ctx, "SELECT ticket, expires FROM "+q+".waiters").Scan(&ticket, &first))
-	// Three leases later (a state of the row, not a time): the same row.
-	waitFor(t, "the waiter lease to be renewed", func() bool {
+	var version string // the row version: xmin changes with every write
+	must(t, e.pool.QueryRow(ctx, "SELECT ticket, xmin::text FROM "+q+".waiters").Scan(&ticket, &version))
+	must(t, e.pool.QueryRow(ctx, "SELECT expires FROM "+q+".nodes").Scan(&first))
+	// Three leases later (a state of the node's row, not a time): the same
+	// waiter row, never rewritten.
+	waitFor(t, "the node's lease to be renewed", func() bool {
 		var exp time.Time
-		var tk int64
-		err := e.pool.QueryRow(ctx, "SELECT ticket, expires FROM "+q+".waiters").Scan(&tk, &exp)
-		return err == nil && tk == ticket && exp.Sub(first) > 600*time.Millisecond
+		err := e.pool.QueryRow(ctx, "SELECT expires FROM "+q+".nodes").Scan(&exp)
+		return err == nil && exp.Sub(first) > 600*time.Millisecond
 	})
+	var tk int64
+	var now string
+	must(t, e.pool.QueryRow(ctx, "SELECT ticket, xmin::text FROM "+q+".waiters").Scan(&tk, &now))
+	if tk != ticket || now != version {
+		t.Fatalf("the waiter row: ticket %d version %s, was %d %s (rewritten)", tk, now, ticket, version)
+	}
 	wantState(t, e.s, "hb", 1, 1)
 	must(t, e.s.Release(ctx, h.Handle(), nil))
 	must(t, <-done)
@@ -298,5 +308,166 @@ func TestReleaseHandsOnlyToFreshWaiters(t *testing.T) {
 		if handed := n == 1; handed != c.handed {
 			t.Errorf("%s head waiter handed the slot: %v, want %v", c.lock, handed, c.handed)
 		}
+	}
+}
+
+// nodeWaiter queues ref on lock as a waiter of node (migration 005: its
+// row carries owned(), its lease is the node's), the node's row having
+// left of a 1 s waiter lease. It returns the waiter's ticket.
+func nodeWaiter(t *testing.T, e *env, lock, ref string, node, op int64, left string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	_, err := e.pool.Exec(ctx, "INSERT INTO "+q+".nodes (id, expires, wttl) VALUES ($1, clock_timestamp() + $2::interval, 1000000) "+
+		"ON CONFLICT (id) DO UPDATE SET expires = excluded.expires", node, left)
+	must(t, err)
+	var ticket int64
+	must(t, e.pool.QueryRow(ctx, `WITH w AS (
+		INSERT INTO `+q+`.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
+		VALUES (nextval('`+q+`.tickets'), $4, $2, '', ARRAY[$1::text], 60000000, 0, false, now(), `+q+`.owned(), 1000000, $3)
+		RETURNING ticket)
+		INSERT INTO `+q+`.queue (lock, ticket) SELECT $1::text, ticket FROM w RETURNING ticket`, lock, ref, node, op).Scan(&ticket))
+	return ticket
+}
+
+// TestWaitersLiveAsTheirNode: a waiter's liveness is its node's row. A
+// release hands the slot to the head waiter of a node that renews its
+// lease; not to one whose node has less than 30 % of its lease left (it
+// stays queued, a try does not jump it); and a node whose lease ran out
+// stops blocking at once: State no longer counts its waiter, a try is
+// granted, and the operations that met it deleted it.
+func TestWaitersLiveAsTheirNode(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	count := func(sql string, args ...any) int {
+		var n int
+		must(t, e.pool.QueryRow(ctx, sql, args...).Scan(&n))
+		return n
+	}
+	for i, c := range []struct {
+		lock, left string
+		handed     bool
+	}{{"renewed", "900 milliseconds", true}, {"late", "200 milliseconds", false}} {
+		define(t, e.s, c.lock, 1)
+		g, err := e.s.Acquire(ctx, req("holder", time.Minute, c.lock))
+		must(t, err)
+		nodeWaiter(t, e, c.lock, "ghost", int64(100+i), int64(500+i), c.left)
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+		handed := count("SELECT count(*) FROM "+q+".holders WHERE lock = $1 AND ref = 'ghost'", c.lock) == 1
+		if handed != c.handed {
+			t.Errorf("%s: the head waiter handed the slot: %v, want %v", c.lock, handed, c.handed)
+		}
+		if !c.handed {
+			wantState(t, e.s, c.lock, 0, 1)
+			if _, err := e.s.Acquire(ctx, req("try", time.Minute, c.lock)); !errors.Is(err, store.ErrUnavailable) {
+				t.Errorf("%s: a try jumped a live waiter: %v", c.lock, err)
+			}
+		}
+	}
+	// A second passes: the late node's lease runs out, and so does the
+	// expiry its waiter took from it when the release met it.
+	_, err := e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = expires - interval '1 second' WHERE id = 101")
+	must(t, err)
+	_, err = e.pool.Exec(ctx, "UPDATE "+q+".waiters SET expires = expires - interval '1 second' "+
+		"WHERE node = 101 AND expires <> "+q+".owned()")
+	must(t, err)
+	wantState(t, e.s, "late", 0, 0)
+	g, err := e.s.Acquire(ctx, req("try", time.Minute, "late"))
+	must(t, err)
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	if n := count("SELECT count(*) FROM " + q + ".waiters WHERE node = 101"); n != 0 {
+		t.Errorf("%d waiters of the dead node left", n)
+	}
+	// A node that died unseen, its waiter queued behind a lease that then
+	// ran out: a try meets it first, and takes the lock over.
+	define(t, e.s, "unseen", 1)
+	_, err = e.s.Acquire(ctx, req("gone", time.Second, "unseen"))
+	must(t, err)
+	nodeWaiter(t, e, "unseen", "ghost", 102, 502, "-1 millisecond")
+	must(t, e.s.Advance(ctx, time.Minute))
+	g, err = e.s.Acquire(ctx, req("try", time.Minute, "unseen"))
+	must(t, err)
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+}
+
+// TestPausedNodeTakesItsWaitersBack: a node that paused past 70 % of its
+// lease (its waiter, met meanwhile, was given its node's expiry) and
+// renews before that expiry owns its waiter again: the waiter keeps its
+// place and outlives the old expiry.
+func TestPausedNodeTakesItsWaitersBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "pause", 1)
+	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "pause"))
+	must(t, err)
+	ticket := nodeWaiter(t, e, "pause", "paused", 200, 600, "200 milliseconds")
+	// A release meets it: not handed, but reaped (its node's expiry).
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	var owned bool
+	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".owned() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
+	if owned {
+		t.Fatal("the waiter of a late node was not given its node's expiry")
+	}
+	// The node resumes: its heartbeat, with the waiter's acquisition.
+	var n int64
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 1000000, '{600}', '{}')").Scan(&n))
+	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".owned() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
+	if !owned || n != 1 {
+		t.Fatalf("after the node's heartbeat (%d rows): the waiter is its node's again: %v", n, owned)
+	}
+	wantState(t, e.s, "pause", 0, 1)
+}
+
+// TestSweepRemovesDeadNodes: waiters of a node that died and that no
+// operation met go with sweep_nodes(), then the node's row; a live node's
+// row and waiters stay; Close removes the store's own node row.
+func TestSweepRemovesDeadNodes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	count := func(sql string) int {
+		var n int
+		must(t, e.pool.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+	for i := range 3 {
+		lock := "s" + string(rune('a'+i))
+		define(t, e.s, lock, 1)
+		g, err := e.s.Acquire(ctx, req("holder", time.Minute, lock))
+		must(t, err)
+		_ = g
+		nodeWaiter(t, e, lock, "dead", 300, int64(700+i), "-1 second")
+		nodeWaiter(t, e, lock, "live", 301, int64(800+i), "1 hour")
+	}
+	var n int64
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".sweep_nodes(64)").Scan(&n))
+	if n != 4 || count("SELECT count(*) FROM "+q+".waiters WHERE node = 300") != 0 ||
+		count("SELECT count(*) FROM "+q+".nodes WHERE id = 300") != 0 {
+		t.Fatalf("sweep_nodes deleted %d rows; the dead node's waiters and row must go", n)
+	}
+	if count("SELECT count(*) FROM "+q+".waiters WHERE node = 301") != 3 || count("SELECT count(*) FROM "+q+".nodes WHERE id = 301") != 1 {
+		t.Fatal("sweep_nodes deleted a live node's waiters or row")
+	}
+	// A store that waited has a node row until it closes.
+	s2, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema))
+	must(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		r := req("w", time.Minute, "sa")
+		r.Wait = true
+		_, err := s2.Acquire(wctx, r)
+		done <- err
+	}()
+	waitFor(t, "the second store's node row", func() bool { return count("SELECT count(*) FROM "+q+".nodes") == 2 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the cancelled waiter: %v", err)
+	}
+	must(t, s2.Close())
+	if n := count("SELECT count(*) FROM " + q + ".nodes"); n != 1 {
+		t.Fatalf("%d node rows after Close, want the live ghost's only", n)
 	}
 }

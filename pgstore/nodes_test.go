@@ -298,8 +298,8 @@ func TestNodesDeadWaiterLeavesQueue(t *testing.T) {
 		t.Fatal("a waiter on a closed store was granted")
 	}
 	wantState(t, e.s, "dw", 1, 1)
-	// Its waiter lease runs out.
-	_, err = e.pool.Exec(ctx, "UPDATE "+pgx.Identifier{e.schema}.Sanitize()+".waiters SET expires = expires - interval '1 hour'")
+	// Its node's lease (its waiter's) runs out.
+	_, err = e.pool.Exec(ctx, "UPDATE "+pgx.Identifier{e.schema}.Sanitize()+".nodes SET expires = expires - interval '1 hour'")
 	must(t, err)
 	wantState(t, e.s, "dw", 1, 0)
 	must(t, e.s.Release(ctx, h.Handle(), nil))

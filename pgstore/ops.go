@@ -160,7 +160,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	// none.
 	args := func() []any {
 		return []any{textArray(a.names), req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
-			req.Counted, req.Wait, a.op, int64(0), micros(s.cfg.waiterTTL), micros(max(req.StaleAfter, 0))}
+			req.Counted, req.Wait, a.op, int64(0), micros(s.cfg.waiterTTL), micros(max(req.StaleAfter, 0)), s.d.node}
 	}
 	call := func(q string, args []any) ([]arow, error) {
 		var rows []arow
@@ -179,7 +179,8 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	if len(a.names) == 1 && req.StaleAfter <= 0 {
 		length, back := lease(req.TTL, req.Hold)
 		one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
-			micros(req.Hold), req.Counted, req.Wait, a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back}
+			micros(req.Hold), req.Counted, req.Wait, a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back,
+			s.d.node}
 		rows, err = call(s.q.acquireOne, one)
 	} else {
 		rows, err = call(s.q.acquire, args())

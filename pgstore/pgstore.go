@@ -160,7 +160,7 @@ type queries struct {
 	acquire, release, undo, keep, held, states, define, resize, guard, version string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne                     string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen        string
-	check                                                                      string
+	check, nodeDown                                                            string
 }
 
 func newQueries(schema string) queries {
@@ -172,14 +172,14 @@ func newQueries(schema string) queries {
 		releaseOneEv: statement(releaseOneEvSQL, schema),
 		keepOne:      statement(keepOneSQL, schema),
 		heldOne:      statement(heldOneSQL, schema),
-		// The event's Seq is drawn while the statement holds the lock's row.
-		acquire: "SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-			s + ".acquire($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
-			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint) a",
+		// acquire() with the event's Seq (drawn while the statement holds
+		// the lock's row), after reaping the queues (migration 005).
+		acquire: "SELECT * FROM " + s + ".acquire_n($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
+			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint, $12::bigint)",
 		// A waiter's check: acquire() with its ticket, or the grant a
 		// release made on its behalf (migration 004).
 		check: "SELECT * FROM " + s + ".check_one($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
-			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint)",
+			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint, $12::bigint)",
 		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
 		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
@@ -195,10 +195,13 @@ func newQueries(schema string) queries {
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
 		// Waiter leases are soft state: the renewal commits asynchronously
 		// (migration 004), so the listener's connection, which runs it
-		// between notifications, never waits for a WAL flush.
-		heartbeat: "SELECT count(*)::bigint FROM (SELECT " + s + ".soft()) x, " + s + ".heartbeat($1::text::bigint[], $2::bigint)",
-		sweep:     "SELECT " + s + ".sweep(64)::bigint",
-		listen:    "LISTEN " + quoteIdent(channelOf(schema)),
+		// between notifications, never waits for a WAL flush. One row per
+		// node, plus the waiters of several locks (migration 005).
+		heartbeat: "SELECT n FROM (SELECT " + s + ".soft()) x, " +
+			s + ".node_beat($1::bigint, $2::bigint, $3::text::bigint[], $4::text::bigint[]) n",
+		sweep:    "SELECT (" + s + ".sweep_nodes(64) + " + s + ".sweep(64))::bigint",
+		nodeDown: "DELETE FROM " + s + ".nodes WHERE id = $1::bigint",
+		listen:   "LISTEN " + quoteIdent(channelOf(schema)),
 		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
 			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
 			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",

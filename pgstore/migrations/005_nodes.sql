@@ -1,0 +1,679 @@
+-- sleeplock schema, version 5: a waiter lives as long as its node.
+--
+-- Versions 1 to 4 stay as they were released. Placeholders as in 002.
+--
+-- Why: up to version 4 each waiter row had a lease of its own, which its
+-- node renewed (a write per waiter about twice a second): with 1,000
+-- callers waiting, 2,000 row updates a second, several per cent of a
+-- core of the server's CPU spent keeping idle callers in line.
+--
+-- What changes:
+--   - nodes: one row per store that has waited (its id is drawn by the
+--     store at New), with the lease of all its waiters: expires, renewed
+--     by the store's heartbeat when less than 60 % of wttl is left, so a
+--     live node never falls below ~35 %. Deleted by the store's Close, or
+--     by sweep_nodes() once it has expired and owns no waiter.
+--   - waiters.node: the node whose row is the waiter's lease. A waiter of
+--     one lock queued by this version is its node's: its row carries
+--     expires = owned() (far in the future), so every reader of a waiter's
+--     liveness (acquire(), drop_dead(), the counts) takes it as live with
+--     no change. NULL for a waiter of several locks, which keeps a lease of
+--     its own, renewed per row as before (heartbeat()), and for rows
+--     queued before the upgrade.
+--   - reap(): a node that stops renewing (died, paused) is found by the
+--     operations that meet its waiters: under a lock's row, the lock's
+--     waiters whose node has less than 30 % of its lease left (or has no
+--     row) take their node's expiry into their own row; from there they
+--     are judged exactly as in version 4: not handed a slot (not fresh),
+--     then dead at the node's expiry, skipped and deleted. Every statement
+--     that reads or judges a queue reaps it first (release_one(),
+--     drop_dead(), check_one(), the acquire_one() paths that call
+--     acquire(), acquire_n()), and only while some node row is stale
+--     (nodes_stale(): a read of the small nodes table), so the common
+--     paths pay one index-free read of a few rows.
+--   - node_beat(): the heartbeat. It renews the node's row (one row, not
+--     one per waiter), the leases of its waiters of several locks, and,
+--     when the node's row had gone stale (a pause), takes back those of
+--     its waiters that were reaped but have not yet expired.
+--   - sweep_nodes(): waiters of expired (or missing) nodes that nothing
+--     met go, a bounded number per call, then expired nodes that own no
+--     waiter.
+
+CREATE {{unlogged}} TABLE IF NOT EXISTS {{schema}}.nodes (
+    id      bigint      PRIMARY KEY,
+    expires timestamptz NOT NULL,
+    wttl    bigint      NOT NULL    -- the waiter lease, µs
+) WITH (fillfactor = 50);
+
+ALTER TABLE {{schema}}.waiters ADD COLUMN IF NOT EXISTS node bigint;
+
+-- The expires of a waiter row whose lease is its node's.
+CREATE OR REPLACE FUNCTION {{schema}}.owned() RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $sleeplock$
+    SELECT timestamptz '9999-12-31 00:00:00+00'
+$sleeplock$;
+
+-- Whether some node has less than 30 % of its lease left (or lost it).
+-- PL/pgSQL, like every helper on a hot path: it keeps its plan for the
+-- session, where a SQL function called from PL/pgSQL is planned again in
+-- every transaction.
+CREATE OR REPLACE FUNCTION {{schema}}.nodes_stale(p_now timestamptz) RETURNS boolean
+LANGUAGE plpgsql STABLE AS $sleeplock$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM {{schema}}.nodes n
+                    WHERE n.expires < p_now + (n.wttl * 3 / 10) * interval '1 microsecond');
+END
+$sleeplock$;
+
+-- Make sure node p_node has a row that is not stale, before a waiter of it
+-- is queued; no write while it has more than 30 % of its lease left.
+CREATE OR REPLACE FUNCTION {{schema}}.node_up(p_node bigint, p_wttl bigint, p_now timestamptz) RETURNS void
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    PERFORM 1 FROM {{schema}}.nodes n
+      WHERE n.id = p_node AND n.expires >= p_now + (p_wttl * 3 / 10) * interval '1 microsecond';
+    IF NOT FOUND THEN
+        INSERT INTO {{schema}}.nodes (id, expires, wttl)
+        VALUES (p_node, p_now + p_wttl * interval '1 microsecond', p_wttl)
+        ON CONFLICT (id) DO UPDATE SET expires = excluded.expires, wttl = excluded.wttl;
+    END IF;
+END
+$sleeplock$;
+
+-- The heartbeat of node p_node (see above): p_all, the acquisitions of its
+-- queued waiters; p_legacy, those waiting for several locks. Returns the
+-- rows renewed.
+CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_all bigint[], p_legacy bigint[])
+RETURNS bigint
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    v_old timestamptz;
+    v_n   bigint := 0;
+BEGIN
+    SELECT n.expires INTO v_old FROM {{schema}}.nodes n WHERE n.id = p_node;
+    IF v_old IS NULL OR v_old < v_now + (p_wttl * 6 / 10) * interval '1 microsecond' THEN
+        INSERT INTO {{schema}}.nodes (id, expires, wttl)
+        VALUES (p_node, v_now + p_wttl * interval '1 microsecond', p_wttl)
+        ON CONFLICT (id) DO UPDATE SET expires = excluded.expires, wttl = excluded.wttl;
+        v_n := 1;
+        IF v_old < v_now + (p_wttl * 3 / 10) * interval '1 microsecond' AND cardinality(p_all) > 0 THEN
+            -- It had gone stale (a pause): its waiters that were met
+            -- meanwhile carry its old expiry; those not yet expired are
+            -- its again.
+            UPDATE {{schema}}.waiters w SET expires = {{schema}}.owned()
+             WHERE w.op = ANY (p_all) AND w.node = p_node AND w.expires <> {{schema}}.owned() AND w.expires > v_now;
+        END IF;
+    END IF;
+    IF cardinality(p_legacy) > 0 THEN
+        v_n := v_n + (SELECT count(*) FROM {{schema}}.heartbeat(p_legacy, p_wttl));
+    END IF;
+    RETURN v_n;
+END
+$sleeplock$;
+
+-- Under lock p_name's row: its waiters whose node has less than 30 % of
+-- its lease left, or no row, take their node's expiry (p_now for no row)
+-- into their own. Without p_force, nothing is read unless nodes_stale().
+-- Returns how many were reaped.
+CREATE OR REPLACE FUNCTION {{schema}}.reap(p_name text, p_now timestamptz, p_force boolean) RETURNS integer
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_n integer;
+BEGIN
+    IF NOT p_force AND NOT {{schema}}.nodes_stale(p_now) THEN
+        RETURN 0;
+    END IF;
+    UPDATE {{schema}}.waiters w SET expires = v.e, wttl = v.t
+      FROM (SELECT x.ticket, coalesce(n.expires, p_now) AS e, coalesce(n.wttl, x.wttl) AS t
+              FROM {{schema}}.queue q
+              JOIN {{schema}}.waiters x ON x.ticket = q.ticket
+              LEFT JOIN {{schema}}.nodes n ON n.id = x.node
+             WHERE q.lock = p_name AND x.node IS NOT NULL AND x.expires = {{schema}}.owned()
+               AND (n.id IS NULL OR n.expires < p_now + (n.wttl * 3 / 10) * interval '1 microsecond')) v
+     WHERE w.ticket = v.ticket;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    RETURN v_n;
+END
+$sleeplock$;
+
+-- Reap the queues of p_names (see reap()) before a statement that judges
+-- them without their rows (acquire()'s first pass): only while some node
+-- is stale, and then under their rows, taken in acquire()'s order.
+CREATE OR REPLACE FUNCTION {{schema}}.reap_locked(p_names text[]) RETURNS void
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_now  timestamptz := clock_timestamp();
+    v_name text;
+BEGIN
+    IF NOT {{schema}}.nodes_stale(v_now) THEN
+        RETURN;
+    END IF;
+    PERFORM {{schema}}.lock_existing(p_names);
+    FOREACH v_name IN ARRAY p_names LOOP
+        PERFORM {{schema}}.reap(v_name, v_now, true);
+    END LOOP;
+END
+$sleeplock$;
+
+-- Whether acquisition p_op is queued; a waiter of one lock queued by
+-- acquire() becomes its node's (see above). The caller holds the lock's
+-- row.
+CREATE OR REPLACE FUNCTION {{schema}}.own(p_op bigint, p_node bigint, p_wttl bigint) RETURNS boolean
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    w record;
+BEGIN
+    SELECT x.ticket, x.node, cardinality(x.locks) AS n INTO w FROM {{schema}}.waiters x WHERE x.op = p_op;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF w.node IS NULL AND w.n = 1 AND p_node <> 0 THEN
+        PERFORM {{schema}}.node_up(p_node, p_wttl, clock_timestamp());
+        UPDATE {{schema}}.waiters x SET node = p_node, expires = {{schema}}.owned(), wttl = p_wttl
+         WHERE x.ticket = w.ticket;
+    END IF;
+    RETURN true;
+END
+$sleeplock$;
+
+-- Waiters of nodes whose row expired, or is gone, that no operation met:
+-- a bounded number of their locks are reaped and their dead dropped, then
+-- the expired nodes that own no waiter go. Returns the rows deleted.
+CREATE OR REPLACE FUNCTION {{schema}}.sweep_nodes(p_limit integer) RETURNS integer
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    v_n   integer := 0;
+    v_k   integer;
+    v_l   text;
+BEGIN
+    FOR v_l IN
+        SELECT DISTINCT q.lock FROM {{schema}}.waiters w
+          JOIN {{schema}}.queue q ON q.ticket = w.ticket
+          LEFT JOIN {{schema}}.nodes n ON n.id = w.node
+         WHERE w.node IS NOT NULL AND w.expires = {{schema}}.owned() AND (n.id IS NULL OR n.expires <= v_now)
+         LIMIT p_limit
+    LOOP
+        -- the lock's row first, as every other writer of its queue
+        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = v_l FOR UPDATE SKIP LOCKED;
+        IF FOUND OR NOT EXISTS (SELECT 1 FROM {{schema}}.locks l WHERE l.name = v_l) THEN
+            PERFORM {{schema}}.reap(v_l, v_now, true);
+            v_n := v_n + {{schema}}.drop_dead(v_l, v_now, p_limit);
+        END IF;
+    END LOOP;
+    DELETE FROM {{schema}}.nodes n
+     WHERE n.id IN (SELECT x.id FROM {{schema}}.nodes x
+                     WHERE x.expires <= v_now
+                       AND NOT EXISTS (SELECT 1 FROM {{schema}}.waiters w
+                                        WHERE w.node = x.id AND w.expires = {{schema}}.owned())
+                     LIMIT p_limit)
+       AND n.expires <= v_now;
+    GET DIAGNOSTICS v_k = ROW_COUNT;
+    RETURN v_n + v_k;
+END
+$sleeplock$;
+
+-- Whether a waiter row (its expires and node) is live at p_now: its own
+-- lease, or, for a node's waiter, its node's. For what only reads (the
+-- counts of events and State), which reaps nothing.
+CREATE OR REPLACE FUNCTION {{schema}}.waiter_live(p_expires timestamptz, p_node bigint, p_now timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE AS $sleeplock$
+    SELECT p_expires > p_now
+       AND (p_expires <> {{schema}}.owned()
+            OR EXISTS (SELECT 1 FROM {{schema}}.nodes n WHERE n.id = p_node AND n.expires > p_now))
+$sleeplock$;
+
+-- The live waiters of lock n: version 1's count while no node is stale
+-- (every node's waiter is then live), else with its node's lease.
+CREATE OR REPLACE FUNCTION {{schema}}.waiting_of(n text, p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql STABLE AS $sleeplock$
+DECLARE
+    v integer;
+BEGIN
+    IF NOT {{schema}}.nodes_stale(p_now) THEN
+        SELECT count(*) INTO v FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+         WHERE q.lock = n AND w.expires > p_now;
+    ELSE
+        SELECT count(*) INTO v FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+          LEFT JOIN {{schema}}.nodes d ON d.id = w.node
+         WHERE q.lock = n AND w.expires > p_now AND (w.expires <> {{schema}}.owned() OR d.expires > p_now);
+    END IF;
+    RETURN v;
+END
+$sleeplock$;
+
+-- The state of locks (version 1's states(), see there), with
+-- waiter_live().
+CREATE OR REPLACE FUNCTION {{schema}}.states(p_name text, p_detail boolean)
+RETURNS TABLE (r_name text, r_slots integer, r_family boolean, r_running integer, r_waiting integer,
+               r_now bigint, r_holders text, r_queue text)
+LANGUAGE plpgsql STABLE AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now    timestamptz := clock_timestamp();
+    v_name   text;
+    v_slots  integer;
+    v_family boolean;
+BEGIN
+    FOR v_name IN
+        SELECT p_name WHERE p_name IS NOT NULL
+        UNION SELECT d.name FROM {{schema}}.defs d WHERE p_name IS NULL
+        UNION SELECT h.lock FROM {{schema}}.holders h WHERE p_name IS NULL
+        UNION SELECT q.lock FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+               WHERE p_name IS NULL AND {{schema}}.waiter_live(w.expires, w.node, v_now)
+    LOOP
+        SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = v_name AND d.family;
+        v_family := FOUND;
+        IF NOT v_family THEN
+            v_slots := {{schema}}.slots_of(v_name);
+            CONTINUE WHEN v_slots IS NULL;
+        END IF;
+        r_name := v_name;
+        r_slots := v_slots;
+        r_family := v_family;
+        r_now := {{schema}}.micros(v_now);
+        r_holders := NULL;
+        r_queue := NULL;
+        IF v_family THEN
+            r_running := 0;
+            r_waiting := 0;
+        ELSE
+            r_running := {{schema}}.running_of(v_name);
+            r_waiting := {{schema}}.waiting_of(v_name, v_now);
+            IF p_detail THEN
+                SELECT json_agg(json_build_object(
+                        'ref', h.ref, 'kind', h.kind, 'token', h.token, 'count', h.count,
+                        'acquired', {{schema}}.micros(h.acquired), 'renewed', {{schema}}.micros(h.renewed),
+                        'expires', {{schema}}.micros(h.expires)) ORDER BY h.token)::text
+                  INTO r_holders
+                  FROM {{schema}}.holders h WHERE h.lock = v_name;
+                SELECT json_agg(json_build_object(
+                        'ref', w.ref, 'kind', w.kind, 'since', {{schema}}.micros(w.since), 'locks', w.locks)
+                        ORDER BY q.ticket)::text
+                  INTO r_queue
+                  FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+                 WHERE q.lock = v_name AND {{schema}}.waiter_live(w.expires, w.node, v_now);
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$sleeplock$;
+
+-- Delete dead waiters of lock p_name (version 2's drop_dead()), after
+-- reaping its queue.
+CREATE OR REPLACE FUNCTION {{schema}}.drop_dead(p_name text, p_now timestamptz, p_limit integer) RETURNS integer
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_n integer;
+BEGIN
+    PERFORM {{schema}}.reap(p_name, p_now, false);
+    WITH dead AS (
+        SELECT q.ticket FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+         WHERE q.lock = p_name AND w.expires <= p_now
+         LIMIT p_limit
+    ), dq AS (
+        DELETE FROM {{schema}}.queue q USING dead d WHERE q.ticket = d.ticket
+    )
+    DELETE FROM {{schema}}.waiters w USING dead d WHERE w.ticket = d.ticket;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    IF v_n > 0 THEN
+        PERFORM {{schema}}.wake(p_name, 1);
+    END IF;
+    RETURN v_n;
+END
+$sleeplock$;
+
+-- Release one lock: version 4's release_one() (see there), reaping the
+-- queue before it counts and hands over.
+CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
+                                                   p_pats text[])
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_seq   bigint;
+    v_slots integer;
+    v_run   integer;
+    v_wait  integer;
+    v_dead  integer;
+    r       record;
+BEGIN
+    PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
+    IF FOUND THEN
+        -- No other holder or waiter can appear while the row is ours.
+        -- The common case first, as in version 3: the lock's only hold, and
+        -- nobody queues.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            DELETE FROM {{schema}}.locks l WHERE l.name = p_name;
+            v_now := clock_timestamp();
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+            RETURN;
+        END IF;
+        -- Other holders or waiters remain.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            v_seq := nextval({{seqs}});
+            -- Waiters of nodes that stopped renewing: their node's expiry.
+            IF {{schema}}.nodes_stale(v_now) THEN
+                PERFORM {{schema}}.reap(p_name, v_now, true);
+            END IF;
+            SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+            -- The live and the dead waiters, on one scan of the queue.
+            SELECT (count(*) FILTER (WHERE w.expires > v_now))::int, (count(*) FILTER (WHERE w.expires <= v_now))::int
+              INTO v_wait, v_dead
+              FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket WHERE q.lock = p_name;
+            IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                IF v_run = 0 THEN
+                    DELETE FROM {{schema}}.locks l WHERE l.name = p_name;
+                END IF;
+                RETURN QUERY SELECT 'released'::text, 1, p_name,
+                    CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+                RETURN;
+            END IF;
+            -- Waiters: hand the slot over (their dead go first, a bounded
+            -- number, as release() does).
+            IF v_dead > 0 THEN
+                PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+            END IF;
+            v_slots := {{schema}}.slots_of(p_name);
+            RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
+                v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+            IF v_wait > 0 AND v_slots IS NOT NULL THEN
+                PERFORM {{schema}}.grant_heads(p_name, v_slots, v_run, v_wait, v_now);
+            ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                DELETE FROM {{schema}}.locks l WHERE l.name = p_name;
+            END IF;
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY
+        SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
+END
+$sleeplock$;
+
+-- Acquire one lock: version 4's acquire_one() with p_node, the caller's
+-- node. A caller queued here is its node's; acquire() is reached after
+-- reaping, and a caller it queued becomes its node's.
+DROP FUNCTION IF EXISTS {{schema}}.acquire_one(text, text, text, bigint, bigint, boolean, boolean, bigint, bigint, text[],
+                                                bigint, bigint);
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(
+    p_name    text,
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_wttl    bigint,
+    p_pats    text[],
+    p_lease   bigint,
+    p_back    bigint,
+    p_node    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_slots integer := {{schema}}.slots_in(p_pats);
+    v_exp   timestamptz;
+    v_tok   bigint;
+    v_wait  integer;
+    v_ticket bigint;
+    r       record;
+    f       record;
+BEGIN
+    IF v_slots IS NOT NULL THEN
+        INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            -- A new row: nothing holds or queues. The holder's insert still
+            -- checks (a holder made by version 1 may lack its row): on a
+            -- conflict acquire() decides, under the row this has taken.
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
+            VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), 1, 1, v_now,
+                    v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+            ON CONFLICT DO NOTHING
+            RETURNING token INTO v_tok;
+            IF v_tok IS NOT NULL THEN
+                RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                    nextval({{seqs}});
+                RETURN;
+            END IF;
+        ELSIF NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            v_now := clock_timestamp();
+            -- One statement, so one snapshot: the counts and the oldest
+            -- unexpired holder are of the same moment.
+            SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
+              FROM (SELECT count(*)::int AS n,
+                           (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                           coalesce(bool_or(h.ref = p_ref), false) AS mine
+                      FROM {{schema}}.holders h WHERE h.lock = p_name) c
+              LEFT JOIN LATERAL (
+                    SELECT h.ref, h.kind, h.expires FROM {{schema}}.holders h
+                     WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
+                     ORDER BY h.token LIMIT 1) o ON true;
+            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots THEN
+                -- Refused on this read, with the oldest unexpired holder.
+                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
+                    {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint;
+                RETURN;
+            END IF;
+            IF NOT r.mine AND r.n < v_slots THEN
+                -- A slot number is free (another slot of a multi-slot
+                -- lock): take the lock's row, then decide again on fresh
+                -- reads. A takeover, re-entry or a queue is acquire()'s.
+                PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
+                IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                    SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                           (SELECT s FROM generate_series(1, v_slots) s
+                             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
+                             ORDER BY s LIMIT 1) AS slot
+                      INTO f
+                      FROM {{schema}}.holders h WHERE h.lock = p_name;
+                    IF NOT f.mine AND f.n < v_slots AND f.slot IS NOT NULL THEN
+                        v_now := clock_timestamp();
+                        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+                        INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
+                                                       ttl, hold, op)
+                        VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), f.slot, 1, v_now,
+                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+                        ON CONFLICT DO NOTHING
+                        RETURNING token INTO v_tok;
+                        IF v_tok IS NOT NULL THEN
+                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
+                                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
+                                p_hold, nextval({{seqs}});
+                            RETURN;
+                        END IF;
+                    END IF;
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+    IF p_wait AND v_slots IS NOT NULL THEN
+        -- A caller that will wait, and the lock is held or queued: queue it
+        -- on a few reads under the lock's row (no upsert of the row, no
+        -- general function), by acquire()'s rule: not when its ref holds
+        -- the lock (re-entry), nor when fewer live waiters queue than
+        -- slots are free of unexpired holders (a grant, maybe a takeover);
+        -- those are acquire()'s. Dead waiters are left to the releases and
+        -- the sweep.
+        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
+        IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+            v_now := clock_timestamp();
+            SELECT count(*)::int AS n, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine
+              INTO f
+              FROM {{schema}}.holders h WHERE h.lock = p_name;
+            v_wait := {{schema}}.waiting_of(p_name, v_now);
+            IF NOT f.mine AND v_wait >= v_slots - f.live THEN
+                -- Its liveness is its node's (see nodes above), whose row
+                -- its heartbeat keeps fresh.
+                IF NOT EXISTS (SELECT 1 FROM {{schema}}.nodes n WHERE n.id = p_node
+                                  AND n.expires >= v_now + (p_wttl * 3 / 10) * interval '1 microsecond') THEN
+                    PERFORM {{schema}}.node_up(p_node, p_wttl, v_now);
+                END IF;
+                v_ticket := nextval({{tickets}});
+                INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl,
+                                               node)
+                VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, v_now,
+                        {{schema}}.owned(), p_wttl, p_node);
+                INSERT INTO {{schema}}.queue (lock, ticket) VALUES (p_name, v_ticket);
+                PERFORM {{schema}}.soft();
+                RETURN QUERY SELECT 'queued'::text, 1, p_name, v_slots, f.n, v_wait + 1, p_ref, p_kind, 0::bigint,
+                    {{schema}}.micros(v_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint,
+                    nextval({{seqs}});
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    -- acquire() reads waiters' liveness from their rows: those of nodes
+    -- that stopped renewing get their node's first.
+    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
+                                  p_wttl, 0::bigint) a;
+    IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
+        -- Queued: see soft() in 004.
+        PERFORM {{schema}}.soft();
+    END IF;
+END
+$sleeplock$;
+
+-- A waiter's check: version 4's check_one() with p_node, reaping the
+-- queues before acquire() judges them; a caller queued again becomes its
+-- node's. A waiter of one lock full of unexpired holders is answered
+-- 'waiting' without acquire(), whose counts read the whole queue.
+DROP FUNCTION IF EXISTS {{schema}}.check_one(text[], text, text, bigint, bigint, boolean, boolean, bigint, bigint, bigint,
+                                              bigint);
+CREATE OR REPLACE FUNCTION {{schema}}.check_one(
+    p_names   text[],
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_ticket  bigint,
+    p_wttl    bigint,
+    p_stale   bigint,
+    p_node    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    g       bigint[];
+    v_now   timestamptz;
+    v_slots integer;
+    f       record;
+BEGIN
+    IF p_ticket > 0 AND cardinality(p_names) = 1 THEN
+        -- The lock's row first: a release handing this waiter its slot
+        -- either committed before (and is seen below) or waits until this
+        -- statement ends (and finds the waiter granted, or still queued).
+        -- Without it, acquire() could meet the handed hold half way and
+        -- take it for a re-entry, or for a grant whose answer was lost.
+        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_names[1] FOR UPDATE;
+        SELECT h.handed INTO g FROM {{schema}}.holders h
+         WHERE h.lock = p_names[1] AND h.ref = p_ref AND h.op = p_op;
+        IF g IS NOT NULL AND g[1] = p_op AND g[2] = p_ticket THEN
+            RETURN QUERY SELECT 'granted'::text, 1, p_names[1], g[7]::int, g[8]::int, g[9]::int, p_ref, p_kind, g[3],
+                g[4], g[5], g[10], false, p_ticket, p_ttl, p_hold, g[6];
+            RETURN;
+        END IF;
+        IF p_stale = 0 THEN
+            -- Still waiting, on the holder rows alone: a waiter its node
+            -- keeps, of a lock whose slots are all held by unexpired
+            -- holders other than its ref, waits whatever the queue holds.
+            -- acquire() would answer the same after counting the queue;
+            -- this is what a head's periodic check costs (see 005).
+            v_now := clock_timestamp();
+            SELECT (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                   min(h.expires) FILTER (WHERE h.expires > v_now) AS next
+              INTO f
+              FROM {{schema}}.holders h WHERE h.lock = p_names[1];
+            v_slots := {{schema}}.slots_of(p_names[1]);
+            IF NOT f.mine AND f.live >= v_slots
+               AND EXISTS (SELECT 1 FROM {{schema}}.waiters w
+                            WHERE w.ticket = p_ticket AND w.op = p_op AND w.node = p_node
+                              AND w.expires = {{schema}}.owned()) THEN
+                RETURN QUERY SELECT 'waiting'::text, 1, p_names[1], v_slots, 0, 0, ''::text, ''::text, 0::bigint,
+                    {{schema}}.micros(v_now), {{schema}}.micros(f.next), 0::bigint, false, p_ticket, 0::bigint,
+                    0::bigint, 0::bigint;
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    PERFORM {{schema}}.reap_locked(p_names);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
+                                  p_stale) a;
+    IF {{schema}}.own(p_op, p_node, p_wttl)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
+        -- Still waiting (or queued again): nothing but soft state changed.
+        PERFORM {{schema}}.soft();
+    END IF;
+END
+$sleeplock$;
+
+-- The first call of an acquisition of several locks or with StaleAfter:
+-- acquire() with the event's Seq, after reaping the queues; a caller of
+-- one lock it queued becomes its node's.
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_n(
+    p_names   text[],
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_ticket  bigint,
+    p_wttl    bigint,
+    p_stale   bigint,
+    p_node    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    PERFORM {{schema}}.reap_locked(p_names);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
+                                  p_stale) a;
+    IF p_wait THEN
+        PERFORM {{schema}}.own(p_op, p_node, p_wttl);
+    END IF;
+END
+$sleeplock$;
