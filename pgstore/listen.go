@@ -35,6 +35,11 @@ type waiter struct {
 	handed chan handoff   // a release granted it (capacity 1)
 }
 
+// took is a grant a waiter of this store took: the next heartbeat tells
+// the database (a grant a release made for a node's waiter is the node's
+// until then: migration 005).
+type took struct{ lock, ref string }
+
 // handoff is a grant a release made on a waiter's behalf, as its
 // notification "g <op> <ticket> <token> <at> <expires> <seq> <slots>
 // <running> <waiting> <waited>" carries it (times in µs).
@@ -75,6 +80,7 @@ type dispatcher struct {
 	started   bool
 	closing   bool
 	inflight  map[string][]chan struct{} // releases of this store with events, per lock, until emitted
+	took      []took                     // grants its waiters took since the last heartbeat
 	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
 	nearly    int                        // handoffs written to early
 	listening atomic.Bool                // notifications arrive: waiters need not poll fast
@@ -362,8 +368,10 @@ func (d *dispatcher) close() {
 	}
 	d.bg.Wait()
 	if d.started {
-		// The node's row goes with it (its waiters have left).
+		// The grants its waiters took stop being the node's; then the
+		// node's row goes (its waiters have left).
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		d.beat(ctx, d.s.c)
 		_ = d.s.c.exec(ctx, d.s.q.nodeDown, d.node)
 		cancel()
 	}
@@ -386,14 +394,38 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// tookGrant records that a waiter of this store took a grant of lock from a
+// waiting Acquire (see took).
+func (d *dispatcher) tookGrant(lock, ref string) {
+	d.mu.Lock()
+	d.took = append(d.took, took{lock, ref})
+	d.mu.Unlock()
+}
+
 // beat renews, through c, the lease of this store's node (the waiter lease
-// of its waiters of one lock) and those of its waiters of several locks.
-// It runs from the first waiter to Close, waiters or not, so the node's
-// row never goes stale while the store lives.
+// of its waiters of one lock) and those of its waiters of several locks,
+// and confirms the grants its waiters took. It runs from the first waiter
+// to Close, waiters or not, so the node's row never goes stale while the
+// store lives.
 func (d *dispatcher) beat(ctx context.Context, c conn) {
 	all, several := d.ops()
+	d.mu.Lock()
+	tk := d.took
+	d.took = nil
+	d.mu.Unlock()
+	locks := make([]string, len(tk))
+	refs := make([]string, len(tk))
+	for i, t := range tk {
+		locks[i], refs[i] = t.lock, t.ref
+	}
 	var n int64
-	_ = queryOne(ctx, c, d.s.q.heartbeat, []any{d.node, micros(d.s.cfg.waiterTTL), intArray(all), intArray(several)}, &n)
+	err := queryOne(ctx, c, d.s.q.heartbeat, []any{d.node, micros(d.s.cfg.waiterTTL), intArray(all), intArray(several),
+		textArray(locks), textArray(refs)}, &n)
+	if err != nil && len(tk) > 0 {
+		d.mu.Lock()
+		d.took = append(tk, d.took...)
+		d.mu.Unlock()
+	}
 }
 
 // heartbeat renews the waiter leases every quarter of the waiter TTL

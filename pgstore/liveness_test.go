@@ -412,7 +412,7 @@ func TestPausedNodeTakesItsWaitersBack(t *testing.T) {
 	}
 	// The node resumes: its heartbeat, with the waiter's acquisition.
 	var n int64
-	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 1000000, '{600}', '{}')").Scan(&n))
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 1000000, '{600}', '{}', '{}', '{}')").Scan(&n))
 	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".owned() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
 	if !owned || n != 1 {
 		t.Fatalf("after the node's heartbeat (%d rows): the waiter is its node's again: %v", n, owned)
@@ -450,6 +450,20 @@ func TestSweepRemovesDeadNodes(t *testing.T) {
 	if count("SELECT count(*) FROM "+q+".waiters WHERE node = 301") != 3 || count("SELECT count(*) FROM "+q+".nodes WHERE id = 301") != 1 {
 		t.Fatal("sweep_nodes deleted a live node's waiters or row")
 	}
+	// A grant handed to a node that then died, unconfirmed, that nothing
+	// met: it ends with the node's lease.
+	define(t, e.s, "handed", 1)
+	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "handed"))
+	must(t, err)
+	nodeWaiter(t, e, "handed", "ghost", 302, 790, "900 milliseconds")
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	_, err = e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = clock_timestamp() - interval '1 millisecond' WHERE id = 302")
+	must(t, err)
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".sweep_nodes(64)").Scan(&n))
+	if count("SELECT count(*) FROM "+q+".holders WHERE lock = 'handed' AND expires > clock_timestamp()") != 0 ||
+		count("SELECT count(*) FROM "+q+".nodes WHERE id = 302") != 0 {
+		t.Fatal("sweep_nodes left a dead node's unconfirmed grant live, or its row")
+	}
 	// A store that waited has a node row until it closes.
 	s2, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema))
 	must(t, err)
@@ -470,4 +484,81 @@ func TestSweepRemovesDeadNodes(t *testing.T) {
 	if n := count("SELECT count(*) FROM " + q + ".nodes"); n != 1 {
 		t.Fatalf("%d node rows after Close, want the live ghost's only", n)
 	}
+}
+
+// TestHandedGrantEndsWithItsNode: a slot a release hands to a node's
+// waiter is its node's until the node confirms it (its next heartbeat). A
+// node that died (its row still fresh when the release ran) never
+// confirms: once its lease runs out, the grant ends with it and a try
+// takes the lock over, long before the grant's own 1-minute TTL. A
+// confirmed grant outlives its node's lease (it is its holder's, kept by
+// its TTL), and a real store confirms the grants its waiters take.
+func TestHandedGrantEndsWithItsNode(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	nodeOf := func(lock, ref string) (node *int64) {
+		must(t, e.pool.QueryRow(ctx, "SELECT node FROM "+q+".holders WHERE lock = $1 AND ref = $2", lock, ref).Scan(&node))
+		return node
+	}
+	for i, c := range []struct {
+		lock      string
+		confirmed bool
+	}{{"died", false}, {"confirmed", true}} {
+		define(t, e.s, c.lock, 1)
+		g, err := e.s.Acquire(ctx, req("holder", time.Minute, c.lock))
+		must(t, err)
+		node := int64(900 + i)
+		nodeWaiter(t, e, c.lock, "ghost", node, int64(950+i), "900 milliseconds")
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+		if n := nodeOf(c.lock, "ghost"); n == nil || *n != node {
+			t.Fatalf("%s: the handed grant's node: %v, want %d", c.lock, n, node)
+		}
+		if c.confirmed {
+			var n int64
+			must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat($1, 1000000, '{}', '{}', ARRAY[$2], '{ghost}')",
+				node, c.lock).Scan(&n))
+			if got := nodeOf(c.lock, "ghost"); got != nil {
+				t.Fatalf("a confirmed grant is still its node's: %d", *got)
+			}
+		}
+		_, err = e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = clock_timestamp() - interval '1 millisecond' WHERE id = $1", node)
+		must(t, err)
+		g, err = e.s.Acquire(ctx, req("try", time.Minute, c.lock))
+		if c.confirmed {
+			if !errors.Is(err, store.ErrUnavailable) {
+				t.Fatalf("a try took a confirmed grant whose node's lease ran out: %v", err)
+			}
+			continue
+		}
+		must(t, err)
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+	}
+	// A real store confirms the grant its waiter took from a handoff.
+	define(t, e.s, "real", 1)
+	h, err := e.s.Acquire(ctx, req("holder", time.Minute, "real"))
+	must(t, err)
+	node, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema))
+	must(t, err)
+	defer node.Close()
+	got := make(chan error, 1)
+	go func() {
+		r := req("w", time.Minute, "real")
+		r.Wait = true
+		_, err := node.Acquire(ctx, r)
+		got <- err
+	}()
+	waiting(t, e.s, "real", 1)
+	must(t, e.s.Release(ctx, h.Handle(), nil))
+	must(t, <-got)
+	var handed bool
+	must(t, e.pool.QueryRow(ctx, "SELECT handed IS NOT NULL FROM "+q+".holders WHERE lock = 'real' AND ref = 'w'").Scan(&handed))
+	if !handed {
+		t.Fatal("the release did not hand the slot to the waiter")
+	}
+	waitFor(t, "the grant to be confirmed", func() bool {
+		var n *int64
+		err := e.pool.QueryRow(ctx, "SELECT node FROM "+q+".holders WHERE lock = 'real' AND ref = 'w'").Scan(&n)
+		return err == nil && n == nil
+	})
 }

@@ -219,6 +219,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		case h := <-w.handed:
 			// A release granted it: the notification carries the grant. A
 			// release of this store that may have made it emits first.
+			s.d.tookGrant(a.names[0], req.Ref.String())
 			s.d.afterReleases(ctx, a.names[0])
 			return s.outcome(ctx, a, []arow{{ev: "granted", idx: 1, lock: a.names[0], slots: int32(h.slots),
 				running: int32(h.running), waiting: int32(h.waiting), ref: req.Ref.String(), kind: req.Kind,
@@ -264,7 +265,8 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			}
 		}
 		if len(a.names) == 1 && rows[0].ev == "granted" {
-			s.d.afterReleases(ctx, a.names[0]) // as for a handoff
+			s.d.tookGrant(a.names[0], req.Ref.String()) // maybe a handoff it missed
+			s.d.afterReleases(ctx, a.names[0])          // as for a handoff
 		}
 		return s.outcome(ctx, a, rows)
 	}

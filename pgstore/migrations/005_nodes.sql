@@ -35,9 +35,17 @@
 --     one per waiter), the leases of its waiters of several locks, and,
 --     when the node's row had gone stale (a pause), takes back those of
 --     its waiters that were reaped but have not yet expired.
+--   - holders.node: a slot a release handed to a node's waiter stays its
+--     node's until the node confirms that its waiter took it (the next
+--     heartbeat, within a quarter lease, clears it). A node that dies in
+--     between (it may have died a moment before the release, while its
+--     row was still fresh) has its grant end with its lease: reap() gives
+--     such a holder its dead node's expiry, and the slot is taken over
+--     like any expired holder's. Up to version 4 that slot stayed held for
+--     the whole lease TTL of a caller that never learned it had it.
 --   - sweep_nodes(): waiters of expired (or missing) nodes that nothing
---     met go, a bounded number per call, then expired nodes that own no
---     waiter.
+--     met go, and their unconfirmed grants end, a bounded number per call;
+--     then expired nodes that own no waiter go.
 
 CREATE {{unlogged}} TABLE IF NOT EXISTS {{schema}}.nodes (
     id      bigint      PRIMARY KEY,
@@ -46,6 +54,7 @@ CREATE {{unlogged}} TABLE IF NOT EXISTS {{schema}}.nodes (
 ) WITH (fillfactor = 50);
 
 ALTER TABLE {{schema}}.waiters ADD COLUMN IF NOT EXISTS node bigint;
+ALTER TABLE {{schema}}.holders ADD COLUMN IF NOT EXISTS node bigint;
 
 -- The expires of a waiter row whose lease is its node's.
 CREATE OR REPLACE FUNCTION {{schema}}.owned() RETURNS timestamptz
@@ -81,15 +90,18 @@ END
 $sleeplock$;
 
 -- The heartbeat of node p_node (see above): p_all, the acquisitions of its
--- queued waiters; p_legacy, those waiting for several locks. Returns the
--- rows renewed.
-CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_all bigint[], p_legacy bigint[])
+-- queued waiters; p_legacy, those waiting for several locks; p_locks and
+-- p_refs, the (lock, ref) of the grants its waiters took since the last
+-- beat, which stop being the node's. Returns the rows written.
+CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_all bigint[], p_legacy bigint[],
+                                                 p_locks text[], p_refs text[])
 RETURNS bigint
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_now timestamptz := clock_timestamp();
     v_old timestamptz;
     v_n   bigint := 0;
+    v_k   bigint;
 BEGIN
     SELECT n.expires INTO v_old FROM {{schema}}.nodes n WHERE n.id = p_node;
     IF v_old IS NULL OR v_old < v_now + (p_wttl * 6 / 10) * interval '1 microsecond' THEN
@@ -108,18 +120,27 @@ BEGIN
     IF cardinality(p_legacy) > 0 THEN
         v_n := v_n + (SELECT count(*) FROM {{schema}}.heartbeat(p_legacy, p_wttl));
     END IF;
+    IF cardinality(p_locks) > 0 THEN
+        UPDATE {{schema}}.holders h SET node = NULL
+          FROM unnest(p_locks, p_refs) u(l, r)
+         WHERE h.lock = u.l AND h.ref = u.r AND h.node = p_node;
+        GET DIAGNOSTICS v_k = ROW_COUNT;
+        v_n := v_n + v_k;
+    END IF;
     RETURN v_n;
 END
 $sleeplock$;
 
 -- Under lock p_name's row: its waiters whose node has less than 30 % of
 -- its lease left, or no row, take their node's expiry (p_now for no row)
--- into their own. Without p_force, nothing is read unless nodes_stale().
--- Returns how many were reaped.
+-- into their own, and so do its unconfirmed grants (holders.node) whose
+-- node's lease ran out. Without p_force, nothing is read unless
+-- nodes_stale(). Returns how many rows were reaped.
 CREATE OR REPLACE FUNCTION {{schema}}.reap(p_name text, p_now timestamptz, p_force boolean) RETURNS integer
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_n integer;
+    v_k integer;
 BEGIN
     IF NOT p_force AND NOT {{schema}}.nodes_stale(p_now) THEN
         RETURN 0;
@@ -133,7 +154,14 @@ BEGIN
                AND (n.id IS NULL OR n.expires < p_now + (n.wttl * 3 / 10) * interval '1 microsecond')) v
      WHERE w.ticket = v.ticket;
     GET DIAGNOSTICS v_n = ROW_COUNT;
-    RETURN v_n;
+    UPDATE {{schema}}.holders h SET expires = v.e
+      FROM (SELECT x.ref, coalesce(n.expires, p_now) AS e
+              FROM {{schema}}.holders x LEFT JOIN {{schema}}.nodes n ON n.id = x.node
+             WHERE x.lock = p_name AND x.node IS NOT NULL AND (n.id IS NULL OR n.expires <= p_now)
+               AND (x.expires IS NULL OR x.expires > coalesce(n.expires, p_now))) v
+     WHERE h.lock = p_name AND h.ref = v.ref;
+    GET DIAGNOSTICS v_k = ROW_COUNT;
+    RETURN v_n + v_k;
 END
 $sleeplock$;
 
@@ -189,11 +217,17 @@ DECLARE
     v_l   text;
 BEGIN
     FOR v_l IN
-        SELECT DISTINCT q.lock FROM {{schema}}.waiters w
-          JOIN {{schema}}.queue q ON q.ticket = w.ticket
-          LEFT JOIN {{schema}}.nodes n ON n.id = w.node
-         WHERE w.node IS NOT NULL AND w.expires = {{schema}}.owned() AND (n.id IS NULL OR n.expires <= v_now)
-         LIMIT p_limit
+        (SELECT DISTINCT q.lock FROM {{schema}}.waiters w
+           JOIN {{schema}}.queue q ON q.ticket = w.ticket
+           LEFT JOIN {{schema}}.nodes n ON n.id = w.node
+          WHERE w.node IS NOT NULL AND w.expires = {{schema}}.owned() AND (n.id IS NULL OR n.expires <= v_now)
+          LIMIT p_limit)
+        UNION
+        (SELECT DISTINCT h.lock FROM {{schema}}.holders h
+           LEFT JOIN {{schema}}.nodes n ON n.id = h.node
+          WHERE h.node IS NOT NULL AND (n.id IS NULL OR n.expires <= v_now)
+            AND (h.expires IS NULL OR h.expires > coalesce(n.expires, v_now))
+          LIMIT p_limit)
     LOOP
         -- the lock's row first, as every other writer of its queue
         PERFORM 1 FROM {{schema}}.locks l WHERE l.name = v_l FOR UPDATE SKIP LOCKED;
@@ -207,6 +241,8 @@ BEGIN
                      WHERE x.expires <= v_now
                        AND NOT EXISTS (SELECT 1 FROM {{schema}}.waiters w
                                         WHERE w.node = x.id AND w.expires = {{schema}}.owned())
+                       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h
+                                        WHERE h.node = x.id AND (h.expires IS NULL OR h.expires > x.expires))
                      LIMIT p_limit)
        AND n.expires <= v_now;
     GET DIAGNOSTICS v_k = ROW_COUNT;
@@ -322,6 +358,74 @@ BEGIN
     IF v_n > 0 THEN
         PERFORM {{schema}}.wake(p_name, 1);
     END IF;
+    RETURN v_n;
+END
+$sleeplock$;
+
+-- Grant the free slots of lock p_name to the head of its queue: version
+-- 4's grant_heads() (see there), but a grant to a node's waiter is its
+-- node's (holders.node) until the node confirms it.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_heads(p_name text, p_slots integer, p_run integer, p_wait integer,
+                                                   p_now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_free  integer := p_slots - p_run;
+    v_n     integer := 0;
+    v_slot  integer;
+    v_lease bigint;
+    v_exp   timestamptz;
+    v_renew timestamptz;
+    v_tok   bigint;
+    v_seq   bigint;
+    g       bigint[];
+    w       record;
+BEGIN
+    IF v_free <= 0 THEN
+        RETURN 0;
+    END IF;
+    -- Waiters whose lease ran out do not count (as in acquire()); they are
+    -- left to drop_dead() and sweep().
+    FOR w IN SELECT x.ticket, x.op, x.ref, x.kind, x.locks, x.ttl, x.hold, x.since, x.node,
+                    {{schema}}.micros(x.expires) - {{schema}}.micros(p_now)
+                      > coalesce(x.wttl, {{schema}}.micros(x.expires) - {{schema}}.micros(x.since)) * 3 / 10 AS fresh
+               FROM {{schema}}.queue q JOIN {{schema}}.waiters x ON x.ticket = q.ticket
+              WHERE q.lock = p_name AND x.expires > p_now
+              ORDER BY q.ticket
+              LIMIT v_free
+    LOOP
+        IF cardinality(w.locks) <> 1 OR NOT w.fresh
+           OR EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.ref = w.ref) THEN
+            -- Not ours to grant: the waiter checks for itself (and a
+            -- waiter whose node stopped renewing it is not handed a slot
+            -- its TTL would hold: see waiters.wttl).
+            PERFORM {{schema}}.wake(p_name, v_free);
+            EXIT;
+        END IF;
+        SELECT s INTO v_slot FROM generate_series(1, p_slots) s
+         WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.slot = s)
+         ORDER BY s LIMIT 1;
+        EXIT WHEN v_slot IS NULL;
+        -- the lease as acquire() computes it
+        v_lease := CASE WHEN w.hold > 0 AND w.hold < w.ttl THEN w.hold ELSE w.ttl END;
+        v_exp := CASE WHEN w.ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
+        v_renew := CASE WHEN w.ttl > 0 THEN p_now - (w.ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
+        v_tok := nextval({{tokens}});
+        v_seq := nextval({{seqs}});
+        p_run := p_run + 1;
+        p_wait := p_wait - 1;
+        g := ARRAY[w.op, w.ticket, v_tok, {{schema}}.micros(p_now), {{schema}}.micros(v_exp), v_seq,
+                   p_slots::bigint, p_run::bigint, p_wait::bigint,
+                   {{schema}}.micros(p_now) - {{schema}}.micros(w.since)];
+        INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op,
+                                       handed, node)
+        VALUES (p_name, w.ref, w.kind, v_tok, v_slot, 1, p_now, v_renew, v_exp, w.ttl, w.hold, w.op, g, w.node);
+        DELETE FROM {{schema}}.queue q WHERE q.ticket = w.ticket;
+        DELETE FROM {{schema}}.waiters x WHERE x.ticket = w.ticket;
+        PERFORM pg_notify({{channel}}, 'g ' || array_to_string(g, ' '));
+        v_n := v_n + 1;
+        v_free := v_free - 1;
+    END LOOP;
     RETURN v_n;
 END
 $sleeplock$;
@@ -475,8 +579,10 @@ BEGIN
                     SELECT h.ref, h.kind, h.expires FROM {{schema}}.holders h
                      WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
                      ORDER BY h.token LIMIT 1) o ON true;
-            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots THEN
-                -- Refused on this read, with the oldest unexpired holder.
+            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
+                -- Refused on this read, with the oldest unexpired holder
+                -- (while a node is stale, one of them may be a grant that
+                -- ended with its node: acquire() decides, after reaping).
                 RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
                     {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
                     0::bigint, 0::bigint;
@@ -609,13 +715,15 @@ BEGIN
                 g[4], g[5], g[10], false, p_ticket, p_ttl, p_hold, g[6];
             RETURN;
         END IF;
-        IF p_stale = 0 THEN
+        v_now := clock_timestamp();
+        IF p_stale = 0 AND NOT {{schema}}.nodes_stale(v_now) THEN
             -- Still waiting, on the holder rows alone: a waiter its node
             -- keeps, of a lock whose slots are all held by unexpired
             -- holders other than its ref, waits whatever the queue holds.
             -- acquire() would answer the same after counting the queue;
-            -- this is what a head's periodic check costs (see 005).
-            v_now := clock_timestamp();
+            -- this is what a head's periodic check costs. (While a node is
+            -- stale a holder may be a grant that ended with its node:
+            -- acquire() decides, after reaping.)
             SELECT (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
                    coalesce(bool_or(h.ref = p_ref), false) AS mine,
                    min(h.expires) FILTER (WHERE h.expires > v_now) AS next
