@@ -313,18 +313,19 @@ func TestReleaseHandsOnlyToFreshWaiters(t *testing.T) {
 
 // nodeWaiter queues ref on lock as a waiter of node (migration 005: its
 // row carries owned(), its lease is the node's), the node's row having
-// left of a 1 s waiter lease. It returns the waiter's ticket.
+// left of a 10 s waiter lease (long, so that a slow machine does not turn
+// a fresh node stale under the test). It returns the waiter's ticket.
 func nodeWaiter(t *testing.T, e *env, lock, ref string, node, op int64, left string) int64 {
 	t.Helper()
 	ctx := context.Background()
 	q := pgx.Identifier{e.schema}.Sanitize()
-	_, err := e.pool.Exec(ctx, "INSERT INTO "+q+".nodes (id, expires, wttl) VALUES ($1, clock_timestamp() + $2::interval, 1000000) "+
+	_, err := e.pool.Exec(ctx, "INSERT INTO "+q+".nodes (id, expires, wttl) VALUES ($1, clock_timestamp() + $2::interval, 10000000) "+
 		"ON CONFLICT (id) DO UPDATE SET expires = excluded.expires", node, left)
 	must(t, err)
 	var ticket int64
 	must(t, e.pool.QueryRow(ctx, `WITH w AS (
 		INSERT INTO `+q+`.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
-		VALUES (nextval('`+q+`.tickets'), $4, $2, '', ARRAY[$1::text], 60000000, 0, false, now(), `+q+`.owned(), 1000000, $3)
+		VALUES (nextval('`+q+`.tickets'), $4, $2, '', ARRAY[$1::text], 60000000, 0, false, now(), `+q+`.owned(), 10000000, $3)
 		RETURNING ticket)
 		INSERT INTO `+q+`.queue (lock, ticket) SELECT $1::text, ticket FROM w RETURNING ticket`, lock, ref, node, op).Scan(&ticket))
 	return ticket
@@ -348,7 +349,7 @@ func TestWaitersLiveAsTheirNode(t *testing.T) {
 	for i, c := range []struct {
 		lock, left string
 		handed     bool
-	}{{"renewed", "900 milliseconds", true}, {"late", "200 milliseconds", false}} {
+	}{{"renewed", "9 seconds", true}, {"late", "2 seconds", false}} {
 		define(t, e.s, c.lock, 1)
 		g, err := e.s.Acquire(ctx, req("holder", time.Minute, c.lock))
 		must(t, err)
@@ -365,11 +366,11 @@ func TestWaitersLiveAsTheirNode(t *testing.T) {
 			}
 		}
 	}
-	// A second passes: the late node's lease runs out, and so does the
-	// expiry its waiter took from it when the release met it.
-	_, err := e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = expires - interval '1 second' WHERE id = 101")
+	// Time passes: the late node's lease runs out, and so does the expiry
+	// its waiter took from it when the release met it.
+	_, err := e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = expires - interval '3 seconds' WHERE id = 101")
 	must(t, err)
-	_, err = e.pool.Exec(ctx, "UPDATE "+q+".waiters SET expires = expires - interval '1 second' "+
+	_, err = e.pool.Exec(ctx, "UPDATE "+q+".waiters SET expires = expires - interval '3 seconds' "+
 		"WHERE node = 101 AND expires <> "+q+".owned()")
 	must(t, err)
 	wantState(t, e.s, "late", 0, 0)
@@ -402,7 +403,7 @@ func TestPausedNodeTakesItsWaitersBack(t *testing.T) {
 	define(t, e.s, "pause", 1)
 	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "pause"))
 	must(t, err)
-	ticket := nodeWaiter(t, e, "pause", "paused", 200, 600, "200 milliseconds")
+	ticket := nodeWaiter(t, e, "pause", "paused", 200, 600, "2 seconds")
 	// A release meets it: not handed, but reaped (its node's expiry).
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	var owned bool
@@ -412,7 +413,7 @@ func TestPausedNodeTakesItsWaitersBack(t *testing.T) {
 	}
 	// The node resumes: its heartbeat, with the waiter's acquisition.
 	var n int64
-	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 1000000, '{600}', '{}', '{}', '{}')").Scan(&n))
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 10000000, '{600}', '{}', '{}', '{}')").Scan(&n))
 	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".owned() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
 	if !owned || n != 1 {
 		t.Fatalf("after the node's heartbeat (%d rows): the waiter is its node's again: %v", n, owned)
@@ -455,7 +456,7 @@ func TestSweepRemovesDeadNodes(t *testing.T) {
 	define(t, e.s, "handed", 1)
 	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "handed"))
 	must(t, err)
-	nodeWaiter(t, e, "handed", "ghost", 302, 790, "900 milliseconds")
+	nodeWaiter(t, e, "handed", "ghost", 302, 790, "9 seconds")
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	_, err = e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = clock_timestamp() - interval '1 millisecond' WHERE id = 302")
 	must(t, err)
@@ -509,14 +510,14 @@ func TestHandedGrantEndsWithItsNode(t *testing.T) {
 		g, err := e.s.Acquire(ctx, req("holder", time.Minute, c.lock))
 		must(t, err)
 		node := int64(900 + i)
-		nodeWaiter(t, e, c.lock, "ghost", node, int64(950+i), "900 milliseconds")
+		nodeWaiter(t, e, c.lock, "ghost", node, int64(950+i), "9 seconds")
 		must(t, e.s.Release(ctx, g.Handle(), nil))
 		if n := nodeOf(c.lock, "ghost"); n == nil || *n != node {
 			t.Fatalf("%s: the handed grant's node: %v, want %d", c.lock, n, node)
 		}
 		if c.confirmed {
 			var n int64
-			must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat($1, 1000000, '{}', '{}', ARRAY[$2], '{ghost}')",
+			must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat($1, 10000000, '{}', '{}', ARRAY[$2], '{ghost}')",
 				node, c.lock).Scan(&n))
 			if got := nodeOf(c.lock, "ghost"); got != nil {
 				t.Fatalf("a confirmed grant is still its node's: %d", *got)
@@ -534,11 +535,13 @@ func TestHandedGrantEndsWithItsNode(t *testing.T) {
 		must(t, err)
 		must(t, e.s.Release(ctx, g.Handle(), nil))
 	}
-	// A real store confirms the grant its waiter took from a handoff.
+	// A real store confirms the grant its waiter took from a handoff (a
+	// long waiter lease, so that its node is fresh whatever the machine's
+	// load: its heartbeat comes every 2 s).
 	define(t, e.s, "real", 1)
 	h, err := e.s.Acquire(ctx, req("holder", time.Minute, "real"))
 	must(t, err)
-	node, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema))
+	node, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema), pgstore.WithWaiterTTL(8*time.Second))
 	must(t, err)
 	defer node.Close()
 	got := make(chan error, 1)
