@@ -565,3 +565,82 @@ func TestHandedGrantEndsWithItsNode(t *testing.T) {
 		return err == nil && n == nil
 	})
 }
+
+// TestQueueCountsMatchTheQueue: locks.queued and locks.unowned, which the
+// counts read instead of the queue while every waiter is a live node's,
+// are the lock's queue rows and those whose waiter keeps a lease of its
+// own, through queueing (of one lock and of two), cancellation and
+// handoffs on two stores; and the counts the events carry stay exact.
+func TestQueueCountsMatchTheQueue(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	same := func(when string) {
+		t.Helper()
+		rows, err := e.pool.Query(ctx, "SELECT l.name, l.queued, l.unowned, "+
+			"(SELECT count(*) FROM "+q+".queue x WHERE x.lock = l.name)::int, "+
+			"(SELECT count(*) FROM "+q+".queue x JOIN "+q+".waiters w ON w.ticket = x.ticket "+
+			"  WHERE x.lock = l.name AND (NOT x.own OR w.expires <> "+q+".owned()))::int, "+
+			"(SELECT count(*) FROM "+q+".queue x WHERE x.lock = l.name AND NOT x.own)::int "+
+			"FROM "+q+".locks l")
+		must(t, err)
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			var queued, unowned, n, own, flagged int
+			must(t, rows.Scan(&name, &queued, &unowned, &n, &own, &flagged))
+			if queued != n || unowned != flagged || own != flagged {
+				t.Fatalf("%s, %s: queued %d (rows %d), unowned %d (rows %d, of waiters with their own lease %d)",
+					when, name, queued, n, unowned, flagged, own)
+			}
+		}
+		must(t, rows.Err())
+	}
+	define(t, e.s, "cnt", 1)
+	define(t, e.s, "cnt2", 1)
+	h, err := e.s.Acquire(ctx, req("holder", time.Minute, "cnt"))
+	must(t, err)
+	other, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema))
+	must(t, err)
+	defer other.Close()
+	stores := []*pgstore.Store{e.s, other}
+	var wg sync.WaitGroup
+	var cancels []context.CancelFunc
+	start := func(s *pgstore.Store, ref string, names ...string) {
+		wctx, cancel := context.WithCancel(ctx)
+		cancels = append(cancels, cancel)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := req(ref, time.Minute, names...)
+			r.Wait = true
+			g, err := s.Acquire(wctx, r)
+			if err == nil {
+				err = s.Release(ctx, g.Handle(), nil)
+			}
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Error(err)
+			}
+		}()
+	}
+	for i := range 20 {
+		start(stores[i%2], "w"+string(rune('a'+i)), "cnt")
+		if i == 9 {
+			start(other, "both", "cnt", "cnt2") // a waiter of two locks: a lease of its own
+		}
+	}
+	waiting(t, e.s, "cnt", 21)
+	same("21 queued")
+	for i := 0; i < 21; i += 2 {
+		cancels[i]()
+	}
+	waiting(t, e.s, "cnt", 10)
+	same("11 cancelled")
+	must(t, e.s.Release(ctx, h.Handle(), nil))
+	wg.Wait()
+	for _, c := range cancels {
+		c()
+	}
+	same("drained")
+	wantState(t, e.s, "cnt", 0, 0)
+}

@@ -43,6 +43,16 @@
 --     such a holder its dead node's expiry, and the slot is taken over
 --     like any expired holder's. Up to version 4 that slot stayed held for
 --     the whole lease TTL of a caller that never learned it had it.
+--   - locks.queued and locks.unowned: the number of the lock's queue rows
+--     (dead waiters included), and of those whose waiter keeps a lease of
+--     its own (queue.own false: a waiter of several locks, one queued
+--     before the upgrade, one reaped), kept by a trigger on queue. Every
+--     writer of a lock's queue holds the lock's row already, so the
+--     trigger's update of it waits for nobody. While no node is stale and
+--     unowned is 0, every waiter in the queue is live, and queue_counts()
+--     reads the lock's row instead of the whole queue: a release that
+--     hands a slot over, a queueing and the events' counts stop costing
+--     O(waiters) (with 1,000 waiters, 0.4 ms a statement).
 --   - sweep_nodes(): waiters of expired (or missing) nodes that nothing
 --     met go, and their unconfirmed grants end, a bounded number per call;
 --     then expired nodes that own no waiter go.
@@ -55,6 +65,43 @@ CREATE {{unlogged}} TABLE IF NOT EXISTS {{schema}}.nodes (
 
 ALTER TABLE {{schema}}.waiters ADD COLUMN IF NOT EXISTS node bigint;
 ALTER TABLE {{schema}}.holders ADD COLUMN IF NOT EXISTS node bigint;
+
+-- locks.queued and locks.unowned (see above), counted once for the rows of
+-- an upgraded schema (whose waiters all keep their own leases); room on
+-- the page for the trigger's HOT updates.
+ALTER TABLE {{schema}}.queue ADD COLUMN IF NOT EXISTS own boolean NOT NULL DEFAULT false;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS queued integer NOT NULL DEFAULT 0;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS unowned integer NOT NULL DEFAULT 0;
+ALTER TABLE {{schema}}.locks SET (fillfactor = 50);
+UPDATE {{schema}}.locks l SET queued = c.n, unowned = c.u
+  FROM (SELECT q.lock, count(*)::int AS n, (count(*) FILTER (WHERE NOT q.own))::int AS u
+          FROM {{schema}}.queue q GROUP BY q.lock) c
+ WHERE l.name = c.lock;
+
+CREATE OR REPLACE FUNCTION {{schema}}.queue_count() RETURNS trigger
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        -- (a queue row without its lock's row, which no statement of
+        -- sleeplock makes, gets one: the counts are then right)
+        INSERT INTO {{schema}}.locks AS l (name, queued, unowned)
+        VALUES (NEW.lock, 1, CASE WHEN NEW.own THEN 0 ELSE 1 END)
+        ON CONFLICT (name) DO UPDATE
+            SET queued = l.queued + 1, unowned = l.unowned + CASE WHEN NEW.own THEN 0 ELSE 1 END;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE {{schema}}.locks l
+           SET queued = l.queued - 1, unowned = l.unowned - CASE WHEN OLD.own THEN 0 ELSE 1 END
+         WHERE l.name = OLD.lock;
+    ELSIF NEW.own IS DISTINCT FROM OLD.own THEN
+        UPDATE {{schema}}.locks l SET unowned = l.unowned + CASE WHEN NEW.own THEN -1 ELSE 1 END
+         WHERE l.name = NEW.lock;
+    END IF;
+    RETURN NULL;
+END
+$sleeplock$;
+DROP TRIGGER IF EXISTS queue_count ON {{schema}}.queue;
+CREATE TRIGGER queue_count AFTER INSERT OR DELETE OR UPDATE OF own ON {{schema}}.queue
+    FOR EACH ROW EXECUTE FUNCTION {{schema}}.queue_count();
 
 -- The expires of a waiter row whose lease is its node's.
 CREATE OR REPLACE FUNCTION {{schema}}.owned() RETURNS timestamptz
@@ -145,14 +192,18 @@ BEGIN
     IF NOT p_force AND NOT {{schema}}.nodes_stale(p_now) THEN
         RETURN 0;
     END IF;
-    UPDATE {{schema}}.waiters w SET expires = v.e, wttl = v.t
-      FROM (SELECT x.ticket, coalesce(n.expires, p_now) AS e, coalesce(n.wttl, x.wttl) AS t
-              FROM {{schema}}.queue q
-              JOIN {{schema}}.waiters x ON x.ticket = q.ticket
-              LEFT JOIN {{schema}}.nodes n ON n.id = x.node
-             WHERE q.lock = p_name AND x.node IS NOT NULL AND x.expires = {{schema}}.owned()
-               AND (n.id IS NULL OR n.expires < p_now + (n.wttl * 3 / 10) * interval '1 microsecond')) v
-     WHERE w.ticket = v.ticket;
+    -- (their queue rows say so: see locks.unowned)
+    WITH r AS (
+        UPDATE {{schema}}.waiters w SET expires = v.e, wttl = v.t
+          FROM (SELECT x.ticket, coalesce(n.expires, p_now) AS e, coalesce(n.wttl, x.wttl) AS t
+                  FROM {{schema}}.queue q
+                  JOIN {{schema}}.waiters x ON x.ticket = q.ticket
+                  LEFT JOIN {{schema}}.nodes n ON n.id = x.node
+                 WHERE q.lock = p_name AND x.node IS NOT NULL AND x.expires = {{schema}}.owned()
+                   AND (n.id IS NULL OR n.expires < p_now + (n.wttl * 3 / 10) * interval '1 microsecond')) v
+         WHERE w.ticket = v.ticket
+        RETURNING w.ticket)
+    UPDATE {{schema}}.queue q SET own = false FROM r WHERE q.ticket = r.ticket AND q.own;
     GET DIAGNOSTICS v_n = ROW_COUNT;
     UPDATE {{schema}}.holders h SET expires = v.e
       FROM (SELECT x.ref, coalesce(n.expires, p_now) AS e
@@ -200,6 +251,7 @@ BEGIN
         PERFORM {{schema}}.node_up(p_node, p_wttl, clock_timestamp());
         UPDATE {{schema}}.waiters x SET node = p_node, expires = {{schema}}.owned(), wttl = p_wttl
          WHERE x.ticket = w.ticket;
+        UPDATE {{schema}}.queue q SET own = true WHERE q.ticket = w.ticket;
     END IF;
     RETURN true;
 END
@@ -261,22 +313,43 @@ LANGUAGE sql STABLE AS $sleeplock$
             OR EXISTS (SELECT 1 FROM {{schema}}.nodes n WHERE n.id = p_node AND n.expires > p_now))
 $sleeplock$;
 
--- The live waiters of lock n: version 1's count while no node is stale
--- (every node's waiter is then live), else with its node's lease.
-CREATE OR REPLACE FUNCTION {{schema}}.waiting_of(n text, p_now timestamptz) RETURNS integer
+-- The live and the dead waiters of lock n: from the lock's row while no
+-- node is stale and every waiter in its queue is a node's (each is then
+-- live: see locks.unowned); else a count of the queue, each waiter judged
+-- by its own lease or its node's.
+CREATE OR REPLACE FUNCTION {{schema}}.queue_counts(n text, p_now timestamptz, OUT r_live integer, OUT r_dead integer)
 LANGUAGE plpgsql STABLE AS $sleeplock$
 DECLARE
-    v integer;
+    v_q integer;
+    v_u integer;
 BEGIN
     IF NOT {{schema}}.nodes_stale(p_now) THEN
-        SELECT count(*) INTO v FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
-         WHERE q.lock = n AND w.expires > p_now;
-    ELSE
-        SELECT count(*) INTO v FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
-          LEFT JOIN {{schema}}.nodes d ON d.id = w.node
-         WHERE q.lock = n AND w.expires > p_now AND (w.expires <> {{schema}}.owned() OR d.expires > p_now);
+        SELECT l.queued, l.unowned INTO v_q, v_u FROM {{schema}}.locks l WHERE l.name = n;
+        IF NOT FOUND OR v_u = 0 THEN
+            -- (no row: no queue, as every waiter has its lock's row)
+            r_live := coalesce(v_q, 0);
+            r_dead := 0;
+            RETURN;
+        END IF;
+        SELECT (count(*) FILTER (WHERE w.expires > p_now))::int, (count(*) FILTER (WHERE w.expires <= p_now))::int
+          INTO r_live, r_dead
+          FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket WHERE q.lock = n;
+        RETURN;
     END IF;
-    RETURN v;
+    SELECT (count(*) FILTER (WHERE x.live))::int, (count(*) FILTER (WHERE NOT x.live))::int
+      INTO r_live, r_dead
+      FROM (SELECT w.expires > p_now AND (w.expires <> {{schema}}.owned() OR d.expires > p_now) AS live
+              FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+              LEFT JOIN {{schema}}.nodes d ON d.id = w.node
+             WHERE q.lock = n) x;
+END
+$sleeplock$;
+
+-- The live waiters of lock n (see queue_counts()).
+CREATE OR REPLACE FUNCTION {{schema}}.waiting_of(n text, p_now timestamptz) RETURNS integer
+LANGUAGE plpgsql STABLE AS $sleeplock$
+BEGIN
+    RETURN ({{schema}}.queue_counts(n, p_now)).r_live;
 END
 $sleeplock$;
 
@@ -477,10 +550,8 @@ BEGIN
                 PERFORM {{schema}}.reap(p_name, v_now, true);
             END IF;
             SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-            -- The live and the dead waiters, on one scan of the queue.
-            SELECT (count(*) FILTER (WHERE w.expires > v_now))::int, (count(*) FILTER (WHERE w.expires <= v_now))::int
-              INTO v_wait, v_dead
-              FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket WHERE q.lock = p_name;
+            -- The live and the dead waiters (see queue_counts()).
+            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.queue_counts(p_name, v_now) c;
             IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
                 IF v_run = 0 THEN
                     DELETE FROM {{schema}}.locks l WHERE l.name = p_name;
@@ -648,7 +719,7 @@ BEGIN
                                                node)
                 VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, v_now,
                         {{schema}}.owned(), p_wttl, p_node);
-                INSERT INTO {{schema}}.queue (lock, ticket) VALUES (p_name, v_ticket);
+                INSERT INTO {{schema}}.queue (lock, ticket, own) VALUES (p_name, v_ticket, true);
                 PERFORM {{schema}}.soft();
                 RETURN QUERY SELECT 'queued'::text, 1, p_name, v_slots, f.n, v_wait + 1, p_ref, p_kind, 0::bigint,
                     {{schema}}.micros(v_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint,
@@ -740,6 +811,12 @@ BEGIN
                 RETURN;
             END IF;
         END IF;
+    END IF;
+    IF p_ticket > 0 AND cardinality(p_names) > 1 THEN
+        -- The rows first, in acquire()'s order: a check that finds its
+        -- waiter gone deletes its queue rows, whose trigger updates the
+        -- locks' rows (see locks.queued).
+        PERFORM {{schema}}.lock_existing(p_names);
     END IF;
     PERFORM {{schema}}.reap_locked(p_names);
     RETURN QUERY
