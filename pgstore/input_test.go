@@ -156,10 +156,12 @@ func TestMigrateConcurrently(t *testing.T) {
 		t.Fatalf("%d versions recorded, latest %d", n, v)
 	}
 	var p string
-	must(t, pool.QueryRow(ctx, "SELECT relpersistence::text FROM pg_class WHERE oid = $1::regclass",
-		pgx.Identifier{schema, "holders"}.Sanitize()).Scan(&p))
-	if p != "u" {
-		t.Fatalf("holders persistence %q, want u (unlogged)", p)
+	for _, table := range []string{"holders", "nodes"} {
+		must(t, pool.QueryRow(ctx, "SELECT relpersistence::text FROM pg_class WHERE oid = $1::regclass",
+			pgx.Identifier{schema, table}.Sanitize()).Scan(&p))
+		if p != "u" {
+			t.Fatalf("%s persistence %q, want u (unlogged)", table, p)
+		}
 	}
 	must(t, pool.QueryRow(ctx, "SELECT relpersistence::text FROM pg_class WHERE oid = $1::regclass",
 		pgx.Identifier{schema, "defs"}.Sanitize()).Scan(&p))

@@ -79,7 +79,7 @@ var SchemaVersion = len(migrations)
 const bodyTag = "$sleeplock$"
 
 // tables are the tables that Unlogged makes UNLOGGED.
-var unloggedTables = []string{"locks", "holders", "waiters", "queue", "cancelled"}
+var unloggedTables = []string{"locks", "holders", "waiters", "queue", "cancelled", "nodes"}
 
 // checkSchema validates a schema name: any text PostgreSQL accepts as an
 // identifier (quoted, so quotes and spaces are fine).
@@ -200,12 +200,13 @@ func migrate(ctx context.Context, c conn, cfg config, upTo int) error {
 		}
 		if cfg.unlogged {
 			for _, t := range unloggedTables {
+				// ('' for a table of a later version than upTo)
 				var p string
-				if err := queryOne(ctx, tx, "SELECT relpersistence::text FROM pg_class WHERE oid = $1::text::regclass",
-					[]any{ident + "." + quoteIdent(t)}, &p); err != nil {
+				if err := queryOne(ctx, tx, "SELECT coalesce((SELECT relpersistence::text FROM pg_class "+
+					"WHERE oid = to_regclass($1::text)), '')", []any{ident + "." + quoteIdent(t)}, &p); err != nil {
 					return err
 				}
-				if p != "u" {
+				if p != "u" && p != "" {
 					if err := tx.exec(ctx, "ALTER TABLE "+ident+"."+quoteIdent(t)+" SET UNLOGGED"); err != nil {
 						return err
 					}
