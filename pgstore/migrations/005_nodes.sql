@@ -56,6 +56,11 @@
 --   - sweep_nodes(): waiters of expired (or missing) nodes that nothing
 --     met go, and their unconfirmed grants end, a bounded number per call;
 --     then expired nodes that own no waiter go.
+--   - check_one(): a waiter's check of a lock full of unexpired holders,
+--     while no node is stale, is answered 'waiting' on the holder rows
+--     alone (what acquire() would answer after counting the queue): the
+--     periodic checks of the heads of each store's queue were most of the
+--     server's work while 1,000 callers waited.
 
 CREATE {{unlogged}} TABLE IF NOT EXISTS {{schema}}.nodes (
     id      bigint      PRIMARY KEY,
