@@ -94,9 +94,9 @@
 // which returns without another statement (a waiter that missed it finds
 // it at its next check). Since version 5 such a grant is its waiter's
 // node's until the node's next heartbeat confirms it: the grant of a node
-// that died meanwhile ends with the node's lease, not with the lease TTL. The release leaves to the waiter's own check a
-// waiter for several locks (all or nothing) and one whose ref holds the
-// lock already. Each store keeps one LISTEN connection (not one per waiter)
+// that died meanwhile ends with the node's lease, not with the lease TTL.
+// The release leaves to the waiter's own check a waiter for several locks
+// (all or nothing) and one whose ref holds the lock already. Each store keeps one LISTEN connection (not one per waiter)
 // on a channel of its schema; any other statement that frees a slot of a
 // lock with waiters, or removes a waiter, sends NOTIFY with the lock and
 // its free slots, and each store wakes that many of its own waiters of the

@@ -398,9 +398,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // waiting Acquire (see took).
 func (d *dispatcher) tookGrant(lock, ref string) {
 	d.mu.Lock()
+	if len(d.took) >= maxTook {
+		// The database has been out of reach for many beats: the oldest
+		// grants stay their node's (they end with it, not with their TTL).
+		d.took = d.took[1:]
+	}
 	d.took = append(d.took, took{lock, ref})
 	d.mu.Unlock()
 }
+
+// maxTook bounds the grants a store keeps to confirm.
+const maxTook = 4096
 
 // beat renews, through c, the lease of this store's node (the waiter lease
 // of its waiters of one lock) and those of its waiters of several locks,
