@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -132,4 +133,16 @@ func TestHandoffWaitsForLocalRelease(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	d.afterReleases(ctx, "other") // ends with its context
+}
+
+// TestTookGrantsAreBounded: while the heartbeat cannot reach the database,
+// a store keeps at most maxTook grants to confirm, the newest.
+func TestTookGrantsAreBounded(t *testing.T) {
+	var d dispatcher
+	for i := range maxTook + 10 {
+		d.tookGrant("l"+strconv.Itoa(i), "r")
+	}
+	if len(d.took) != maxTook || d.took[0].lock != "l10" || d.took[maxTook-1].lock != "l"+strconv.Itoa(maxTook+9) {
+		t.Fatalf("kept %d grants, first %q, last %q", len(d.took), d.took[0].lock, d.took[len(d.took)-1].lock)
+	}
 }
