@@ -28,3 +28,20 @@ func SetListenPoll(d time.Duration) func() {
 
 // ChannelOf is the NOTIFY channel of a schema.
 func ChannelOf(schema string) string { return channelOf(schema) }
+
+// NodeID is the store's row in the nodes table (migration 005).
+func (s *Store) NodeID() int64 {
+	if s == nil {
+		return 0
+	}
+	return s.d.node
+}
+
+// UndoLater hands the store's heartbeat an undo to retry, as an abandoned
+// acquisition whose undo failed does.
+func (s *Store) UndoLater(names []string, ref string, op int64) {
+	if s == nil || s.c == nil || op == 0 {
+		return
+	}
+	s.d.undoLater(undo{names: names, ref: ref, op: op})
+}

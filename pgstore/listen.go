@@ -40,6 +40,13 @@ type waiter struct {
 // until then: migration 005).
 type took struct{ lock, ref string }
 
+// undo is an abandoned acquisition to give up again (see undoLater).
+type undo struct {
+	names []string
+	ref   string
+	op    int64
+}
+
 // handoff is a grant a release made on a waiter's behalf, as its
 // notification "g <op> <ticket> <token> <at> <expires> <seq> <slots>
 // <running> <waiting> <waited>" carries it (times in µs).
@@ -81,6 +88,7 @@ type dispatcher struct {
 	closing   bool
 	inflight  map[string][]chan struct{} // releases of this store with events, per lock, until emitted
 	took      []took                     // grants its waiters took since the last heartbeat
+	undos     []undo                     // abandoned acquisitions whose undo failed
 	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
 	nearly    int                        // handoffs written to early
 	listening atomic.Bool                // notifications arrive: waiters need not poll fast
@@ -338,21 +346,49 @@ func (d *dispatcher) wakeAll() {
 	d.mu.Unlock()
 }
 
-// ops returns the acquisitions of the queued waiters, and of those the
-// ones waiting for several locks (which keep a waiter lease of their own).
-func (d *dispatcher) ops() (all, several []int64) {
+// several returns the acquisitions of the queued waiters of several locks
+// (which keep a waiter lease of their own).
+func (d *dispatcher) several() []int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	all = make([]int64, 0, len(d.all))
+	var out []int64
 	for op, w := range d.all {
-		if w.ticket != 0 {
-			all = append(all, op)
-			if len(w.names) > 1 {
-				several = append(several, op)
-			}
+		if w.ticket != 0 && len(w.names) > 1 {
+			out = append(out, op)
 		}
 	}
-	return all, several
+	return out
+}
+
+// undoLater keeps an abandoned acquisition whose undo failed: its waiter
+// row, if it was queued, lives as long as this store's node, so the
+// heartbeat tries the undo again until it is done.
+func (d *dispatcher) undoLater(u undo) {
+	d.mu.Lock()
+	if len(d.undos) < maxTook {
+		d.undos = append(d.undos, u)
+	}
+	d.mu.Unlock()
+}
+
+// retryUndos runs the undos undoLater kept, through c; those that fail
+// again are kept.
+func (d *dispatcher) retryUndos(ctx context.Context, c conn) {
+	d.mu.Lock()
+	us := d.undos
+	d.undos = nil
+	d.mu.Unlock()
+	var failed []undo
+	for _, u := range us {
+		if err := c.exec(ctx, d.s.q.undo, textArray(u.names), u.ref, u.op); err != nil {
+			failed = append(failed, u)
+		}
+	}
+	if len(failed) > 0 {
+		d.mu.Lock()
+		d.undos = append(failed, d.undos...)
+		d.mu.Unlock()
+	}
 }
 
 // close ends the waiting calls (they leave the queue) and stops the
@@ -407,7 +443,8 @@ func (d *dispatcher) tookGrant(lock, ref string) {
 	d.mu.Unlock()
 }
 
-// maxTook bounds the grants a store keeps to confirm.
+// maxTook bounds the grants a store keeps to confirm, and the undos it
+// keeps to retry.
 const maxTook = 4096
 
 // beat renews, through c, the lease of this store's node (the waiter lease
@@ -416,7 +453,9 @@ const maxTook = 4096
 // to Close, waiters or not, so the node's row never goes stale while the
 // store lives.
 func (d *dispatcher) beat(ctx context.Context, c conn) {
-	all, several := d.ops()
+	// First what must not outlive the node's renewal: abandoned waiters.
+	d.retryUndos(ctx, c)
+	several := d.several()
 	d.mu.Lock()
 	tk := d.took
 	d.took = nil
@@ -427,7 +466,7 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 		locks[i], refs[i] = t.lock, t.ref
 	}
 	var n int64
-	err := queryOne(ctx, c, d.s.q.heartbeat, []any{d.node, micros(d.s.cfg.waiterTTL), intArray(all), intArray(several),
+	err := queryOne(ctx, c, d.s.q.heartbeat, []any{d.node, micros(d.s.cfg.waiterTTL), intArray(several),
 		textArray(locks), textArray(refs)}, &n)
 	if err != nil && len(tk) > 0 {
 		d.mu.Lock()

@@ -392,11 +392,11 @@ func TestWaitersLiveAsTheirNode(t *testing.T) {
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 }
 
-// TestPausedNodeTakesItsWaitersBack: a node that paused past 70 % of its
-// lease (its waiter, met meanwhile, was given its node's expiry) and
-// renews before that expiry owns its waiter again: the waiter keeps its
-// place and outlives the old expiry.
-func TestPausedNodeTakesItsWaitersBack(t *testing.T) {
+// TestLateNodeKeepsItsWaiters: a node that is late (less than 30 % of
+// its lease left) but alive is not handed a slot, and its waiter is left
+// as it is: a try does not jump it, and once the node renews, the waiter's
+// own check is granted in its place.
+func TestLateNodeKeepsItsWaiters(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	q := pgx.Identifier{e.schema}.Sanitize()
@@ -404,21 +404,25 @@ func TestPausedNodeTakesItsWaitersBack(t *testing.T) {
 	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "pause"))
 	must(t, err)
 	ticket := nodeWaiter(t, e, "pause", "paused", 200, 600, "2 seconds")
-	// A release meets it: not handed, but reaped (its node's expiry).
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	var owned bool
 	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".owned() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
-	if owned {
-		t.Fatal("the waiter of a late node was not given its node's expiry")
+	if !owned {
+		t.Fatal("the waiter of a late node was reaped")
 	}
-	// The node resumes: its heartbeat, with the waiter's acquisition.
+	if _, err := e.s.Acquire(ctx, req("try", time.Minute, "pause")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a try jumped the waiter of a late node: %v", err)
+	}
+	// The node renews, then its waiter checks (as its store would).
 	var n int64
-	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 10000000, '{600}', '{}', '{}', '{}')").Scan(&n))
-	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".owned() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
-	if !owned || n != 1 {
-		t.Fatalf("after the node's heartbeat (%d rows): the waiter is its node's again: %v", n, owned)
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 10000000, '{}', '{}', '{}')").Scan(&n))
+	var ev string
+	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".check_one('{pause}', 'paused', '', 60000000, 0, false, true, 600, $1, "+
+		"10000000, 0, 200)", ticket).Scan(&ev))
+	if n != 1 || ev != "granted" {
+		t.Fatalf("after the node's heartbeat (%d rows) its waiter's check: %s, want granted", n, ev)
 	}
-	wantState(t, e.s, "pause", 0, 1)
+	wantState(t, e.s, "pause", 1, 0)
 }
 
 // TestSweepRemovesDeadNodes: waiters of a node that died and that no
@@ -517,7 +521,7 @@ func TestHandedGrantEndsWithItsNode(t *testing.T) {
 		}
 		if c.confirmed {
 			var n int64
-			must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat($1, 10000000, '{}', '{}', ARRAY[$2], '{ghost}')",
+			must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat($1, 10000000, '{}', ARRAY[$2], '{ghost}')",
 				node, c.lock).Scan(&n))
 			if got := nodeOf(c.lock, "ghost"); got != nil {
 				t.Fatalf("a confirmed grant is still its node's: %d", *got)
@@ -643,4 +647,80 @@ func TestQueueCountsMatchTheQueue(t *testing.T) {
 	}
 	same("drained")
 	wantState(t, e.s, "cnt", 0, 0)
+}
+
+// TestFailedUndoRetriedByHeartbeat: the waiter row of an acquisition its
+// caller abandoned, when the undo could not reach the database, would live
+// as long as its store's node; the store's heartbeat gives it up again.
+func TestFailedUndoRetriedByHeartbeat(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "busy", 1)
+	define(t, e.s, "orphan", 1)
+	h, err := e.s.Acquire(ctx, req("holder", time.Minute, "busy"))
+	must(t, err)
+	node, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema))
+	must(t, err)
+	defer node.Close()
+	// A waiter starts the node's heartbeat.
+	got := make(chan error, 1)
+	go func() {
+		r := req("w", time.Minute, "busy")
+		r.Wait = true
+		g, err := node.Acquire(ctx, r)
+		if err == nil {
+			err = node.Release(ctx, g.Handle(), nil)
+		}
+		got <- err
+	}()
+	waiting(t, e.s, "busy", 1)
+	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "orphan"))
+	must(t, err)
+	nodeWaiter(t, e, "orphan", "abandoned", node.NodeID(), 4242, "10 seconds")
+	node.UndoLater([]string{"orphan"}, "abandoned", 4242)
+	waitFor(t, "the heartbeat to undo the abandoned waiter", func() bool {
+		var n int
+		err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".waiters WHERE op = 4242").Scan(&n)
+		return err == nil && n == 0
+	})
+	wantState(t, e.s, "orphan", 1, 0)
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	must(t, e.s.Release(ctx, h.Handle(), nil))
+	must(t, <-got)
+}
+
+// TestDropDeadKeepsOtherLocksRows: a dead waiter of two locks met on one
+// loses its place there only; its place on the other lock (and its waiter
+// row) go when that lock's operations meet it, under that lock's row.
+func TestDropDeadKeepsOtherLocksRows(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "d1", 1)
+	define(t, e.s, "d2", 1)
+	var ticket int64
+	must(t, e.pool.QueryRow(ctx, `WITH w AS (
+		INSERT INTO `+q+`.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires)
+		VALUES (nextval('`+q+`.tickets'), 77, 'ghost', '', '{d1,d2}', 60000000, 0, false, now(), now() - interval '1 second')
+		RETURNING ticket)
+		INSERT INTO `+q+`.queue (lock, ticket) SELECT l, ticket FROM w, unnest('{d1,d2}'::text[]) l RETURNING ticket`).Scan(&ticket))
+	count := func(sql string) int {
+		var n int
+		must(t, e.pool.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+	var n int
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".drop_dead('d1', clock_timestamp(), 64)").Scan(&n))
+	if n != 1 || count("SELECT count(*) FROM "+q+".queue WHERE lock = 'd1'") != 0 ||
+		count("SELECT count(*) FROM "+q+".queue WHERE lock = 'd2'") != 1 || count("SELECT count(*) FROM "+q+".waiters") != 1 {
+		t.Fatal("drop_dead on d1 touched d2's queue, or dropped the waiter row of a waiter still queued on d2")
+	}
+	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".drop_dead('d2', clock_timestamp(), 64)").Scan(&n))
+	if n != 1 || count("SELECT count(*) FROM "+q+".queue") != 0 || count("SELECT count(*) FROM "+q+".waiters") != 0 {
+		t.Fatal("the dead waiter's last place and its row did not go")
+	}
+	if count("SELECT count(*) FROM "+q+".locks WHERE queued <> 0 OR unowned <> 0") != 0 {
+		t.Fatal("the counts of the lock rows do not match their queues")
+	}
 }

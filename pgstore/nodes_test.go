@@ -281,7 +281,13 @@ func TestNodesDeadWaiterLeavesQueue(t *testing.T) {
 	define(t, e.s, "dw", 1)
 	h, err := e.s.Acquire(ctx, req("h", time.Minute, "dw"))
 	must(t, err)
-	dead, deadPool := e.nodePool(t)
+	// A node without a LISTEN connection: closing its pool takes every
+	// connection it has, its heartbeat's included.
+	deadPool := newPool(t, nil)
+	dead, err := pgstore.New(ctx, deadPool, pgstore.WithSchema(e.schema), pgstore.WithoutListen(),
+		pgstore.WithPollInterval(5*time.Millisecond))
+	must(t, err)
+	t.Cleanup(func() { _ = dead.Close() })
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)

@@ -198,8 +198,7 @@ func newQueries(schema string) queries {
 		// between notifications, never waits for a WAL flush. One row per
 		// node, plus the waiters of several locks (migration 005).
 		heartbeat: "SELECT n FROM (SELECT " + s + ".soft()) x, " +
-			s + ".node_beat($1::bigint, $2::bigint, $3::text::bigint[], $4::text::bigint[], $5::text::text[], " +
-			"$6::text::text[]) n",
+			s + ".node_beat($1::bigint, $2::bigint, $3::text::bigint[], $4::text::text[], $5::text::text[]) n",
 		sweep:    "SELECT (" + s + ".sweep_nodes(64) + " + s + ".sweep(64))::bigint",
 		nodeDown: "DELETE FROM " + s + ".nodes WHERE id = $1::bigint",
 		listen:   "LISTEN " + quoteIdent(channelOf(schema)),

@@ -20,21 +20,23 @@
 --     no change. NULL for a waiter of several locks, which keeps a lease of
 --     its own, renewed per row as before (heartbeat()), and for rows
 --     queued before the upgrade.
---   - reap(): a node that stops renewing (died, paused) is found by the
---     operations that meet its waiters: under a lock's row, the lock's
---     waiters whose node has less than 30 % of its lease left (or has no
---     row) take their node's expiry into their own row; from there they
---     are judged exactly as in version 4: not handed a slot (not fresh),
---     then dead at the node's expiry, skipped and deleted. Every statement
---     that reads or judges a queue reaps it first (release_one(),
---     drop_dead(), check_one(), the acquire_one() paths that call
---     acquire(), acquire_n()), and only while some node row is stale
---     (nodes_stale(): a read of the small nodes table), so the common
---     paths pay one index-free read of a few rows.
+--   - A node that stops renewing (died, paused) is judged by its row, as
+--     a waiter was by its own in version 4: a release does not hand its
+--     waiters a slot once less than 30 % of its lease is left
+--     (grant_heads() reads the node's row), a try does not jump them while
+--     it lives, and once its lease ran out they are dead. reap() is what
+--     makes them so for the statements that judge a queue by the waiter
+--     rows alone: under a lock's row, the waiters of a node whose lease
+--     ran out (or that has no row) take its expiry into their own row, and
+--     are then skipped and deleted. Every statement that judges a queue
+--     reaps it first (release_one(), drop_dead(), check_one(), the
+--     acquire_one() paths that call acquire(), acquire_n()), and only while
+--     some node row is stale (nodes_stale(): a read of the small nodes
+--     table), so the common paths pay one read of a few rows. A node that
+--     is only late is never reaped: when it renews, its waiters are as
+--     they were.
 --   - node_beat(): the heartbeat. It renews the node's row (one row, not
---     one per waiter), the leases of its waiters of several locks, and,
---     when the node's row had gone stale (a pause), takes back those of
---     its waiters that were reaped but have not yet expired.
+--     one per waiter) and the leases of its waiters of several locks.
 --   - holders.node: a slot a release handed to a node's waiter stays its
 --     node's until the node confirms that its waiter took it (the next
 --     heartbeat, within a quarter lease, clears it). A node that dies in
@@ -141,12 +143,12 @@ BEGIN
 END
 $sleeplock$;
 
--- The heartbeat of node p_node (see above): p_all, the acquisitions of its
--- queued waiters; p_legacy, those waiting for several locks; p_locks and
--- p_refs, the (lock, ref) of the grants its waiters took since the last
--- beat, which stop being the node's. Returns the rows written.
-CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_all bigint[], p_legacy bigint[],
-                                                 p_locks text[], p_refs text[])
+-- The heartbeat of node p_node (see above): p_legacy, the acquisitions of
+-- its waiters of several locks; p_locks and p_refs, the (lock, ref) of the
+-- grants its waiters took since the last beat, which stop being the
+-- node's. Returns the rows written.
+CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_legacy bigint[], p_locks text[],
+                                                 p_refs text[])
 RETURNS bigint
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
@@ -161,13 +163,6 @@ BEGIN
         VALUES (p_node, v_now + p_wttl * interval '1 microsecond', p_wttl)
         ON CONFLICT (id) DO UPDATE SET expires = excluded.expires, wttl = excluded.wttl;
         v_n := 1;
-        IF v_old < v_now + (p_wttl * 3 / 10) * interval '1 microsecond' AND cardinality(p_all) > 0 THEN
-            -- It had gone stale (a pause): its waiters that were met
-            -- meanwhile carry its old expiry; those not yet expired are
-            -- its again.
-            UPDATE {{schema}}.waiters w SET expires = {{schema}}.owned()
-             WHERE w.op = ANY (p_all) AND w.node = p_node AND w.expires <> {{schema}}.owned() AND w.expires > v_now;
-        END IF;
     END IF;
     IF cardinality(p_legacy) > 0 THEN
         v_n := v_n + (SELECT count(*) FROM {{schema}}.heartbeat(p_legacy, p_wttl));
@@ -183,10 +178,12 @@ BEGIN
 END
 $sleeplock$;
 
--- Under lock p_name's row: its waiters whose node has less than 30 % of
--- its lease left, or no row, take their node's expiry (p_now for no row)
--- into their own, and so do its unconfirmed grants (holders.node) whose
--- node's lease ran out. Without p_force, nothing is read unless
+-- Under lock p_name's row: its waiters whose node's lease ran out, or
+-- whose node has no row, take their node's expiry (p_now for no row) into
+-- their own, and so do its unconfirmed grants (holders.node). They are
+-- then dead as any waiter whose lease ran out. A node that is only late
+-- is left alone: its waiters stay live, and grant_heads() judges their
+-- freshness by the node's row. Without p_force, nothing is read unless
 -- nodes_stale(). Returns how many rows were reaped.
 CREATE OR REPLACE FUNCTION {{schema}}.reap(p_name text, p_now timestamptz, p_force boolean) RETURNS integer
 LANGUAGE plpgsql AS $sleeplock$
@@ -205,7 +202,7 @@ BEGIN
                   JOIN {{schema}}.waiters x ON x.ticket = q.ticket
                   LEFT JOIN {{schema}}.nodes n ON n.id = x.node
                  WHERE q.lock = p_name AND x.node IS NOT NULL AND x.expires = {{schema}}.owned()
-                   AND (n.id IS NULL OR n.expires < p_now + (n.wttl * 3 / 10) * interval '1 microsecond')) v
+                   AND (n.id IS NULL OR n.expires <= p_now)) v
          WHERE w.ticket = v.ticket
         RETURNING w.ticket)
     UPDATE {{schema}}.queue q SET own = false FROM r WHERE q.ticket = r.ticket AND q.own;
@@ -417,22 +414,29 @@ END
 $sleeplock$;
 
 -- Delete dead waiters of lock p_name (version 2's drop_dead()), after
--- reaping its queue.
+-- reaping its queue; only its own queue rows.
 CREATE OR REPLACE FUNCTION {{schema}}.drop_dead(p_name text, p_now timestamptz, p_limit integer) RETURNS integer
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_n integer;
 BEGIN
     PERFORM {{schema}}.reap(p_name, p_now, false);
+    -- Only this lock's queue rows: those of a dead waiter of several locks
+    -- on other locks are theirs to delete, under their rows (the trigger on
+    -- queue updates the lock's row); its waiter row goes with its last.
     WITH dead AS (
         SELECT q.ticket FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
          WHERE q.lock = p_name AND w.expires <= p_now
          LIMIT p_limit
     ), dq AS (
-        DELETE FROM {{schema}}.queue q USING dead d WHERE q.ticket = d.ticket
+        DELETE FROM {{schema}}.queue q USING dead d WHERE q.lock = p_name AND q.ticket = d.ticket
+        RETURNING q.ticket
+    ), dw AS (
+        DELETE FROM {{schema}}.waiters w USING dq
+         WHERE w.ticket = dq.ticket
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue x WHERE x.ticket = w.ticket AND x.lock <> p_name)
     )
-    DELETE FROM {{schema}}.waiters w USING dead d WHERE w.ticket = d.ticket;
-    GET DIAGNOSTICS v_n = ROW_COUNT;
+    SELECT count(*) INTO v_n FROM dq;
     IF v_n > 0 THEN
         PERFORM {{schema}}.wake(p_name, 1);
     END IF;
@@ -465,9 +469,14 @@ BEGIN
     -- Waiters whose lease ran out do not count (as in acquire()); they are
     -- left to drop_dead() and sweep().
     FOR w IN SELECT x.ticket, x.op, x.ref, x.kind, x.locks, x.ttl, x.hold, x.since, x.node,
-                    {{schema}}.micros(x.expires) - {{schema}}.micros(p_now)
-                      > coalesce(x.wttl, {{schema}}.micros(x.expires) - {{schema}}.micros(x.since)) * 3 / 10 AS fresh
+                    CASE WHEN x.expires = {{schema}}.owned()
+                         -- a node's waiter: its node's lease
+                         THEN coalesce(n.expires > p_now + (n.wttl * 3 / 10) * interval '1 microsecond', false)
+                         ELSE {{schema}}.micros(x.expires) - {{schema}}.micros(p_now)
+                                > coalesce(x.wttl, {{schema}}.micros(x.expires) - {{schema}}.micros(x.since)) * 3 / 10
+                    END AS fresh
                FROM {{schema}}.queue q JOIN {{schema}}.waiters x ON x.ticket = q.ticket
+               LEFT JOIN {{schema}}.nodes n ON n.id = x.node
               WHERE q.lock = p_name AND x.expires > p_now
               ORDER BY q.ticket
               LIMIT v_free
@@ -590,10 +599,10 @@ END
 $sleeplock$;
 
 -- Acquire one lock: version 4's acquire_one() with p_node, the caller's
--- node. A caller queued here is its node's; acquire() is reached after
+-- node (version 4's, without it, stays for the processes of version 4
+-- still running while the schema is upgraded: their waiters keep leases
+-- of their own). A caller queued here is its node's; acquire() is reached after
 -- reaping, and a caller it queued becomes its node's.
-DROP FUNCTION IF EXISTS {{schema}}.acquire_one(text, text, text, bigint, bigint, boolean, boolean, bigint, bigint, text[],
-                                                bigint, bigint);
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(
     p_name    text,
     p_ref     text,
@@ -747,12 +756,11 @@ BEGIN
 END
 $sleeplock$;
 
--- A waiter's check: version 4's check_one() with p_node, reaping the
+-- A waiter's check: version 4's check_one() with p_node (version 4's
+-- stays, as acquire_one()'s), reaping the
 -- queues before acquire() judges them; a caller queued again becomes its
 -- node's. A waiter of one lock full of unexpired holders is answered
 -- 'waiting' without acquire(), whose counts read the whole queue.
-DROP FUNCTION IF EXISTS {{schema}}.check_one(text[], text, text, bigint, bigint, boolean, boolean, bigint, bigint, bigint,
-                                              bigint);
 CREATE OR REPLACE FUNCTION {{schema}}.check_one(
     p_names   text[],
     p_ref     text,
