@@ -380,6 +380,13 @@ func testUpgradeFrom(t *testing.T, from int) {
 	if version != pgstore.SchemaVersion || version < 4 {
 		t.Fatalf("version after Migrate: %d (build %d)", version, pgstore.SchemaVersion)
 	}
+	// A process of version 4 still running keeps its statements: a try
+	// through version 4's acquire_one is refused by the lease above.
+	must(t, pool.QueryRow(ctx, "SELECT r_ev FROM "+q+
+		".acquire_one('old', 'v4-try', '', 60000000, 0, false, false, 9, 10000000, '{old}', 60000000, 0)").Scan(&ev))
+	if ev != "refused" {
+		t.Fatalf("a try through version 4's acquire_one after the upgrade: %s", ev)
+	}
 	s, err := pgstore.New(ctx, pool, opts...)
 	must(t, err)
 	defer s.Close()
