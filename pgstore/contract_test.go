@@ -387,6 +387,13 @@ func testUpgradeFrom(t *testing.T, from int) {
 	if ev != "refused" {
 		t.Fatalf("a try through version 4's acquire_one after the upgrade: %s", ev)
 	}
+	// and version 4's check_one (now version 5's without a node): a ticket
+	// that is not in the queue is gone.
+	must(t, pool.QueryRow(ctx, "SELECT r_ev FROM "+q+
+		".check_one('{old}', 'v4-w', '', 60000000, 0, false, true, 10, 987654321, 10000000, 0)").Scan(&ev))
+	if ev != "gone" {
+		t.Fatalf("a check through version 4's check_one after the upgrade: %s", ev)
+	}
 	s, err := pgstore.New(ctx, pool, opts...)
 	must(t, err)
 	defer s.Close()

@@ -37,11 +37,11 @@ func (s *Store) NodeID() int64 {
 	return s.d.node
 }
 
-// UndoLater hands the store's heartbeat an undo to retry, as an abandoned
-// acquisition whose undo failed does.
-func (s *Store) UndoLater(names []string, ref string, op int64) {
+// UndoLater hands the store's heartbeat an abandoned acquisition to give
+// up the place of, as an abandoned acquisition whose undo failed does.
+func (s *Store) UndoLater(op int64) {
 	if s == nil || s.c == nil || op == 0 {
 		return
 	}
-	s.d.undoLater(undo{names: names, ref: ref, op: op})
+	s.d.undoLater(op)
 }

@@ -40,13 +40,6 @@ type waiter struct {
 // until then: migration 005).
 type took struct{ lock, ref string }
 
-// undo is an abandoned acquisition to give up again (see undoLater).
-type undo struct {
-	names []string
-	ref   string
-	op    int64
-}
-
 // handoff is a grant a release made on a waiter's behalf, as its
 // notification "g <op> <ticket> <token> <at> <expires> <seq> <slots>
 // <running> <waiting> <waited>" carries it (times in µs).
@@ -88,7 +81,7 @@ type dispatcher struct {
 	closing   bool
 	inflight  map[string][]chan struct{} // releases of this store with events, per lock, until emitted
 	took      []took                     // grants its waiters took since the last heartbeat
-	undos     []undo                     // abandoned acquisitions whose undo failed
+	undos     []int64                    // abandoned acquisitions whose undo failed
 	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
 	nearly    int                        // handoffs written to early
 	listening atomic.Bool                // notifications arrive: waiters need not poll fast
@@ -362,26 +355,40 @@ func (d *dispatcher) several() []int64 {
 
 // undoLater keeps an abandoned acquisition whose undo failed: its waiter
 // row, if it was queued, lives as long as this store's node, so the
-// heartbeat tries the undo again until it is done.
-func (d *dispatcher) undoLater(u undo) {
+// heartbeat gives up its place until that is done (drop_waiter, migration
+// 005; a slot it may have been granted is left to its TTL, as its caller
+// was told: its ref may hold that slot again by then).
+func (d *dispatcher) undoLater(op int64) {
 	d.mu.Lock()
 	if len(d.undos) < maxTook {
-		d.undos = append(d.undos, u)
+		d.undos = append(d.undos, op)
 	}
 	d.mu.Unlock()
 }
 
-// retryUndos runs the undos undoLater kept, through c; those that fail
-// again are kept.
-func (d *dispatcher) retryUndos(ctx context.Context, c conn) {
+// undosPerBeat bounds the places a heartbeat gives up, so that a backlog
+// never delays the next renewal of the node.
+const undosPerBeat = 16
+
+// retryUndos gives up, through the pool and after the node's renewal, the
+// places of up to undosPerBeat acquisitions undoLater kept, within a
+// quarter of the beat; those not done are kept.
+func (d *dispatcher) retryUndos(ctx context.Context) {
 	d.mu.Lock()
-	us := d.undos
-	d.undos = nil
+	n := min(len(d.undos), undosPerBeat)
+	us := slices.Clone(d.undos[:n])
+	d.undos = d.undos[n:]
 	d.mu.Unlock()
-	var failed []undo
-	for _, u := range us {
-		if err := c.exec(ctx, d.s.q.undo, textArray(u.names), u.ref, u.op); err != nil {
-			failed = append(failed, u)
+	if len(us) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.s.cfg.waiterTTL/16)
+	defer cancel()
+	var failed []int64
+	for _, op := range us {
+		var n int64
+		if err := queryOne(ctx, d.s.c, d.s.q.dropWaiter, []any{op}, &n); err != nil {
+			failed = append(failed, op)
 		}
 	}
 	if len(failed) > 0 {
@@ -453,8 +460,7 @@ const maxTook = 4096
 // to Close, waiters or not, so the node's row never goes stale while the
 // store lives.
 func (d *dispatcher) beat(ctx context.Context, c conn) {
-	// First what must not outlive the node's renewal: abandoned waiters.
-	d.retryUndos(ctx, c)
+	defer d.retryUndos(ctx)
 	several := d.several()
 	d.mu.Lock()
 	tk := d.took

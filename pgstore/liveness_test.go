@@ -651,13 +651,16 @@ func TestQueueCountsMatchTheQueue(t *testing.T) {
 
 // TestFailedUndoRetriedByHeartbeat: the waiter row of an acquisition its
 // caller abandoned, when the undo could not reach the database, would live
-// as long as its store's node; the store's heartbeat gives it up again.
+// as long as its store's node; the store's heartbeat gives its place up.
+// It leaves holds alone: the ref of an abandoned acquisition may hold its
+// slot again by then (a re-entry keeps the holder row's op).
 func TestFailedUndoRetriedByHeartbeat(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	q := pgx.Identifier{e.schema}.Sanitize()
 	define(t, e.s, "busy", 1)
 	define(t, e.s, "orphan", 1)
+	define(t, e.s, "held", 1)
 	h, err := e.s.Acquire(ctx, req("holder", time.Minute, "busy"))
 	must(t, err)
 	node, err := pgstore.New(ctx, newPool(t, nil), pgstore.WithSchema(e.schema))
@@ -678,13 +681,23 @@ func TestFailedUndoRetriedByHeartbeat(t *testing.T) {
 	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "orphan"))
 	must(t, err)
 	nodeWaiter(t, e, "orphan", "abandoned", node.NodeID(), 4242, "10 seconds")
-	node.UndoLater([]string{"orphan"}, "abandoned", 4242)
-	waitFor(t, "the heartbeat to undo the abandoned waiter", func() bool {
+	// A hold whose acquisition was abandoned, then re-entered by its ref.
+	job, err := node.Acquire(ctx, req("job", time.Minute, "held"))
+	must(t, err)
+	var op int64
+	must(t, e.pool.QueryRow(ctx, "SELECT op FROM "+q+".holders WHERE lock = 'held' AND ref = 'job'").Scan(&op))
+	node.UndoLater(op)
+	node.UndoLater(4242)
+	waitFor(t, "the heartbeat to give up the abandoned waiter's place", func() bool {
 		var n int
 		err := e.pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".waiters WHERE op = 4242").Scan(&n)
 		return err == nil && n == 0
 	})
 	wantState(t, e.s, "orphan", 1, 0)
+	if st, err := node.Held(ctx, job.Handle()); err != nil || !st.Held {
+		t.Fatalf("a hold of the ref of an abandoned acquisition was taken: %+v %v", st, err)
+	}
+	must(t, node.Release(ctx, job.Handle(), nil))
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	must(t, e.s.Release(ctx, h.Handle(), nil))
 	must(t, <-got)

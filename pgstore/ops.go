@@ -423,11 +423,11 @@ func (s *Store) abandon(ctx context.Context, a *acquisition, err error) error {
 	if uerr != nil {
 		// Its waiter row, if any, would live as long as this store's
 		// node: the heartbeat tries again.
-		s.d.undoLater(undo{names: a.names, ref: a.req.Ref.String(), op: a.op})
+		s.d.undoLater(a.op)
 		if errors.Is(err, store.ErrClosed) || ctx.Err() != nil {
 			return err
 		}
-		return fmt.Errorf("%w (a slot it may have been granted is given back by a later heartbeat of this store, or expires with its TTL)", err)
+		return fmt.Errorf("%w (a slot it may have been granted expires with its TTL)", err)
 	}
 	s.emitReleased(a.req.Events, rows, fmt.Errorf("%w: granted while its acquisition was abandoned", store.ErrLeaseLost))
 	return err

@@ -160,7 +160,7 @@ type queries struct {
 	acquire, release, undo, keep, held, states, define, resize, guard, version string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne                     string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen        string
-	check, nodeDown                                                            string
+	check, nodeDown, dropWaiter                                                string
 }
 
 func newQueries(schema string) queries {
@@ -201,7 +201,10 @@ func newQueries(schema string) queries {
 			s + ".node_beat($1::bigint, $2::bigint, $3::text::bigint[], $4::text::text[], $5::text::text[]) n",
 		sweep:    "SELECT (" + s + ".sweep_nodes(64) + " + s + ".sweep(64))::bigint",
 		nodeDown: "DELETE FROM " + s + ".nodes WHERE id = $1::bigint",
-		listen:   "LISTEN " + quoteIdent(channelOf(schema)),
+		// An abandoned acquisition's place in the queue, when its undo
+		// failed (migration 005).
+		dropWaiter: "SELECT " + s + ".drop_waiter($1::bigint)::bigint",
+		listen:     "LISTEN " + quoteIdent(channelOf(schema)),
 		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
 			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
 			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",

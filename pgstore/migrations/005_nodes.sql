@@ -259,6 +259,35 @@ BEGIN
 END
 $sleeplock$;
 
+-- Give up the place in the queue of acquisition p_op, whose caller
+-- abandoned it but whose undo() could not reach the database: its store's
+-- heartbeat runs this until it can, as the waiter row would otherwise live
+-- as long as the node. Only the place goes (and a tombstone stops a
+-- statement of it still running): a slot it may have been granted is left
+-- to its TTL, as the caller was told, since its ref may hold that slot
+-- again by now. Returns the waiter rows deleted.
+CREATE OR REPLACE FUNCTION {{schema}}.drop_waiter(p_op bigint) RETURNS integer
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_locks text[];
+    v_n     integer;
+BEGIN
+    INSERT INTO {{schema}}.cancelled (op, at) VALUES (p_op, clock_timestamp()) ON CONFLICT DO NOTHING;
+    SELECT w.locks INTO v_locks FROM {{schema}}.waiters w WHERE w.op = p_op;
+    IF v_locks IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- the locks' rows first, as every other writer of their queues
+    PERFORM {{schema}}.lock_existing(v_locks);
+    DELETE FROM {{schema}}.queue q USING {{schema}}.waiters w WHERE w.op = p_op AND q.ticket = w.ticket;
+    DELETE FROM {{schema}}.waiters w WHERE w.op = p_op;
+    GET DIAGNOSTICS v_n = ROW_COUNT;
+    PERFORM {{schema}}.wake(u, 1) FROM unnest(v_locks) u
+      WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);
+    RETURN v_n;
+END
+$sleeplock$;
+
 -- Waiters of nodes whose row expired, or is gone, that no operation met:
 -- a bounded number of their locks are reaped and their dead dropped, then
 -- the expired nodes that own no waiter go. Returns the rows deleted.
@@ -757,7 +786,9 @@ END
 $sleeplock$;
 
 -- A waiter's check: version 4's check_one() with p_node (version 4's
--- stays, as acquire_one()'s), reaping the
+-- signature stays for the processes of version 4 still running while the
+-- schema is upgraded, as a call of this one without a node, below),
+-- reaping the
 -- queues before acquire() judges them; a caller queued again becomes its
 -- node's. A waiter of one lock full of unexpired holders is answered
 -- 'waiting' without acquire(), whose counts read the whole queue.
@@ -873,5 +904,30 @@ BEGIN
     IF p_wait THEN
         PERFORM {{schema}}.own(p_op, p_node, p_wttl);
     END IF;
+END
+$sleeplock$;
+
+-- Version 4's check_one(), for its processes still running while the
+-- schema is upgraded: version 5's without a node (their waiters keep
+-- leases of their own), so it takes the rows and reaps as version 5 does.
+CREATE OR REPLACE FUNCTION {{schema}}.check_one(
+    p_names   text[],
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_ticket  bigint,
+    p_wttl    bigint,
+    p_stale   bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    RETURN QUERY SELECT * FROM {{schema}}.check_one(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
+                                                     p_ticket, p_wttl, p_stale, 0::bigint);
 END
 $sleeplock$;
