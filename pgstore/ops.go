@@ -183,7 +183,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			s.d.node}
 		rows, err = call(s.q.acquireOne, one)
 	} else {
-		rows, err = call(s.q.acquire, args())
+		rows, err = call(s.q.check, args())
 	}
 	if err != nil {
 		return store.Grant{}, s.abandon(ctx, a, err)

@@ -157,10 +157,10 @@ var (
 
 // queries are the store's statements, with the schema filled in.
 type queries struct {
-	acquire, release, undo, keep, held, states, define, resize, guard, version string
-	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne                     string
-	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen        string
-	check, nodeDown, dropWaiter                                                string
+	release, undo, keep, held, states, define, resize, guard, version   string
+	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne              string
+	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen string
+	check, nodeDown, dropWaiter                                         string
 }
 
 func newQueries(schema string) queries {
@@ -172,12 +172,11 @@ func newQueries(schema string) queries {
 		releaseOneEv: statement(releaseOneEvSQL, schema),
 		keepOne:      statement(keepOneSQL, schema),
 		heldOne:      statement(heldOneSQL, schema),
-		// acquire() with the event's Seq (drawn while the statement holds
-		// the lock's row), after reaping the queues (migration 005).
-		acquire: "SELECT * FROM " + s + ".acquire_n($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
-			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint, $12::bigint)",
 		// A waiter's check: acquire() with its ticket, or the grant a
-		// release made on its behalf (migration 004).
+		// release made on its behalf (migration 004); with no ticket, the
+		// first call of an acquisition of several locks or with StaleAfter.
+		// acquire()'s event Seq is drawn while the statement holds the
+		// lock's row, after reaping the queues (migration 005).
 		check: "SELECT * FROM " + s + ".check_one($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
 			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint, $12::bigint)",
 		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +

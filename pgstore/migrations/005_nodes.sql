@@ -30,7 +30,7 @@
 --     ran out (or that has no row) take its expiry into their own row, and
 --     are then skipped and deleted. Every statement that judges a queue
 --     reaps it first (release_one(), drop_dead(), check_one(), the
---     acquire_one() paths that call acquire(), acquire_n()), and only while
+--     acquire_one() paths that call acquire()), and only while
 --     some node row is stale (nodes_stale(): a read of the small nodes
 --     table), so the common paths pay one read of a few rows. A node that
 --     is only late is never reaped: when it renews, its waiters are as
@@ -785,10 +785,11 @@ BEGIN
 END
 $sleeplock$;
 
--- A waiter's check: version 4's check_one() with p_node (version 4's
--- signature stays for the processes of version 4 still running while the
--- schema is upgraded, as a call of this one without a node, below),
--- reaping the
+-- A waiter's check, and (p_ticket 0) the first call of an acquisition of
+-- several locks or with StaleAfter: version 4's check_one() with p_node
+-- (version 4's signature stays for the processes of version 4 still
+-- running while the schema is upgraded, as a call of this one without a
+-- node, below), reaping the
 -- queues before acquire() judges them; a caller queued again becomes its
 -- node's. A waiter of one lock full of unexpired holders is answered
 -- 'waiting' without acquire(), whose counts read the whole queue.
@@ -874,39 +875,6 @@ BEGIN
     END IF;
 END
 $sleeplock$;
-
--- The first call of an acquisition of several locks or with StaleAfter:
--- acquire() with the event's Seq, after reaping the queues; a caller of
--- one lock it queued becomes its node's.
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_n(
-    p_names   text[],
-    p_ref     text,
-    p_kind    text,
-    p_ttl     bigint,
-    p_hold    bigint,
-    p_counted boolean,
-    p_wait    boolean,
-    p_op      bigint,
-    p_ticket  bigint,
-    p_wttl    bigint,
-    p_stale   bigint,
-    p_node    bigint)
-RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
-               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
-LANGUAGE plpgsql AS $sleeplock$
-BEGIN
-    PERFORM {{schema}}.reap_locked(p_names);
-    RETURN QUERY
-        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
-                                  p_stale) a;
-    IF p_wait THEN
-        PERFORM {{schema}}.own(p_op, p_node, p_wttl);
-    END IF;
-END
-$sleeplock$;
-
 -- Version 4's check_one(), for its processes still running while the
 -- schema is upgraded: version 5's without a node (their waiters keep
 -- leases of their own), so it takes the rows and reaps as version 5 does.
