@@ -66,7 +66,12 @@
 // queues a waiter behind a held lock. They hand the rare cases
 // (re-entrancy, taking over expired leases, a counted hold) to
 // the general functions (acquire, release, …) in the same statement;
-// several locks at once go to those functions directly.
+// several locks at once go to those functions directly. Since version 6
+// the first holder of a lock lives in the lock's row: a grant of a free
+// lock and its release are one UPDATE of that row each, and acquire_slow
+// and release_one run only when that UPDATE does not settle the call
+// (they first move the holder to a holder row, then apply the rules
+// above).
 //
 // # One round trip per operation
 //
@@ -157,5 +162,9 @@
 // caller's own transaction, a pgx.Tx or *sql.Tx on the same database: it
 // checks that the lease is still held and locks its holder rows until the
 // transaction ends, so the lease cannot be taken over before the write
-// commits.
+// commits. A lease held in its lock's row (schema version 6 keeps the
+// first holder of a lock there) is first moved to a holder row through
+// the store's own pool, so a REPEATABLE READ or SERIALIZABLE transaction
+// must call Guard before its first statement; Guard returns an error
+// matching store.ErrUnsupported when the transaction's snapshot is older.
 package pgstore

@@ -36,17 +36,30 @@ func terminate(t *testing.T, e *env, pid int32) {
 	}
 }
 
-// blockSlot makes grants of name wait: another transaction inserts a
-// holder row in its first slot and keeps it uncommitted.
+// blockSlot makes grants of name wait: another transaction takes the
+// lock's row (free, as a release leaves it) and keeps it.
 func blockSlot(t *testing.T, e *env, name string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	g, err := e.s.Acquire(ctx, req("before", time.Minute, name))
+	must(t, err)
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	return lockRow(t, e, name)
+}
+
+// lockRow takes the row of lock name in a transaction it keeps open.
+func lockRow(t *testing.T, e *env, name string) pgx.Tx {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := e.pool.Begin(ctx)
 	must(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(ctx) })
-	_, err = tx.Exec(ctx, "INSERT INTO "+pgx.Identifier{e.schema}.Sanitize()+".holders "+
-		"(lock, ref, token, slot, acquired, renewed, ttl, hold) VALUES ($1, 'blocker', 0, 1, now(), now(), 0, 0)", name)
-	must(t, err)
+	var n int
+	must(t, tx.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM "+pgx.Identifier{e.schema}.Sanitize()+".locks "+
+		"WHERE name = $1 FOR UPDATE) x", name).Scan(&n))
+	if n != 1 {
+		t.Fatalf("lock %q has no row", name)
+	}
 	return tx
 }
 
@@ -88,12 +101,8 @@ func TestTerminatedDuringRelease(t *testing.T) {
 	define(t, e.s, "r", 1)
 	g, err := node.Acquire(ctx, req("holder", time.Minute, "r"))
 	must(t, err)
-	// Another transaction locks the holder's row: the release waits.
-	tx, err := e.pool.Begin(ctx)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, "SELECT 1 FROM "+pgx.Identifier{e.schema}.Sanitize()+".holders WHERE lock = 'r' FOR UPDATE")
-	must(t, err)
+	// Another transaction locks the lock's row: the release waits.
+	tx := lockRow(t, e, "r")
 	done := make(chan error, 1)
 	go func() { done <- node.Release(ctx, g.Handle(), nil) }()
 	terminate(t, e, blocked(t, e, "release"))

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
 
 	"github.com/sleeplock/sleeplock/pgstore"
@@ -129,4 +130,36 @@ func TestDatabaseSQL(t *testing.T) {
 	must(t, s.Release(ctx, g.Handle(), nil))
 	must(t, <-done)
 	wantState(t, s, "user/1", 0, 0)
+}
+
+// TestGuardRepeatableRead: Guard moves a lease held in its lock's row to a
+// holder row in a transaction of its own (migration 006). A REPEATABLE
+// READ transaction that calls Guard first sees that row; one whose
+// snapshot is older is told so, not that the lease was lost.
+func TestGuardRepeatableRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "rr", 1)
+	rr := pgx.TxOptions{IsoLevel: pgx.RepeatableRead}
+
+	g, err := e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
+	must(t, err)
+	tx, err := e.pool.BeginTx(ctx, rr)
+	must(t, err)
+	_, err = tx.Exec(ctx, "SELECT 1") // the snapshot is taken here
+	must(t, err)
+	if err := e.s.Guard(ctx, tx, g.Handle()); !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("guard in a transaction with an older snapshot: %v", err)
+	}
+	must(t, tx.Rollback(ctx))
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+
+	g, err = e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
+	must(t, err)
+	tx, err = e.pool.BeginTx(ctx, rr)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	must(t, e.s.Guard(ctx, tx, g.Handle()))
+	must(t, tx.Commit(ctx))
+	must(t, e.s.Release(ctx, g.Handle(), nil))
 }

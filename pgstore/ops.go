@@ -180,7 +180,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		length, back := lease(req.TTL, req.Hold)
 		one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
 			micros(req.Hold), req.Counted, req.Wait, a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back,
-			s.d.node}
+			s.d.node, req.Events != nil}
 		rows, err = call(s.q.acquireOne, one)
 	} else {
 		rows, err = call(s.q.check, args())
@@ -733,11 +733,27 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 		return fmt.Errorf("%w: Guard needs a pgx.Tx or a *sql.Tx, not %T", store.ErrUnsupported, tx)
 	}
 	names, tokens := handleArgs(&h)
+	args := []any{names, tokens, h.Ref.String()}
+	// A hold in its lock's row becomes a holder row first, in a
+	// transaction of the store's own (migration 006).
+	var moved int64
+	err := s.retry(ctx, true, func() error { return queryOne(ctx, s.c, s.q.spillHeld, args, &moved) })
+	if err != nil {
+		return fmt.Errorf("pgstore: guard: %w", err)
+	}
 	var n int64
-	if err := queryOne(ctx, c, s.q.guard, []any{names, tokens, h.Ref.String()}, &n); err != nil {
+	if err := queryOne(ctx, c, s.q.guard, args, &n); err != nil {
 		return fmt.Errorf("pgstore: guard: %w", err)
 	}
 	if want := 1 + len(h.More); int(n) != want {
+		if moved > 0 {
+			// The holder row is newer than tx's snapshot: a REPEATABLE
+			// READ or SERIALIZABLE transaction that ran a statement
+			// before Guard.
+			return fmt.Errorf("%w: Guard of %q: the transaction's snapshot predates the lease's holder row; "+
+				"call Guard before the first statement of a REPEATABLE READ or SERIALIZABLE transaction",
+				store.ErrUnsupported, h.Name)
+		}
 		return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", store.ErrLeaseLost, h.Name, h.Token)
 	}
 	return nil

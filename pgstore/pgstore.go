@@ -160,7 +160,7 @@ type queries struct {
 	release, undo, keep, held, states, define, resize, guard, version   string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne              string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen string
-	check, nodeDown, dropWaiter                                         string
+	check, nodeDown, dropWaiter, spillHeld                              string
 }
 
 func newQueries(schema string) queries {
@@ -179,8 +179,10 @@ func newQueries(schema string) queries {
 		// lock's row, after reaping the queues (migration 005).
 		check: "SELECT * FROM " + s + ".check_one($1::text::text[], $2::text, $3::text, $4::bigint, $5::bigint, " +
 			"$6::boolean, $7::boolean, $8::bigint, $9::bigint, $10::bigint, $11::bigint, $12::bigint)",
+		// The general release, after taking and spilling the locks' rows
+		// (migration 006).
 		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-			s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
+			s + ".release_all($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
 		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			s + ".undo($1::text::text[], $2::text, $3::bigint) b",
 		keep:   "SELECT * FROM " + s + ".keep($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::bigint)",
@@ -204,11 +206,17 @@ func newQueries(schema string) queries {
 		// failed (migration 005).
 		dropWaiter: "SELECT " + s + ".drop_waiter($1::bigint)::bigint",
 		listen:     "LISTEN " + quoteIdent(channelOf(schema)),
+		// The holds found, locked against release and takeover until the
+		// caller's transaction ends; spillHeld first makes a hold in a
+		// lock's row a holder row (migration 006).
 		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
 			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
 			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
-		version:        "SELECT coalesce(max(version), 0)::bigint FROM " + s + ".schema_version",
-		advanceHolders: "UPDATE " + s + ".holders SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond'",
+		spillHeld: "SELECT " + s + ".spill_held($1::text::text[], $2::text::bigint[], $3::text)",
+		version:   "SELECT coalesce(max(version), 0)::bigint FROM " + s + ".schema_version",
+		advanceHolders: "WITH h AS (UPDATE " + s + ".holders SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond') " +
+			"UPDATE " + s + ".locks SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond', freed = freed - $1::bigint * interval '1 microsecond' " +
+			"WHERE name IN (SELECT name FROM " + s + ".locks WHERE fast FOR UPDATE SKIP LOCKED)",
 		advanceWaiters: "UPDATE " + s + ".waiters SET since = since - $1::bigint * interval '1 microsecond'",
 	}
 }

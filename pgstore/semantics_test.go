@@ -47,7 +47,9 @@ func TestHoldDatedBackOnDatabaseClock(t *testing.T) {
 	must(t, err)
 }
 
-// TestFamilyMembersLeaveNoRows: a family member has rows only while used.
+// TestFamilyMembersLeaveNoRows: a family member has rows only while used,
+// and a minute after: its lock's row stays free for the next grant
+// (migration 006) until the sweep finds it free for a minute.
 func TestFamilyMembersLeaveNoRows(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -58,11 +60,32 @@ func TestFamilyMembersLeaveNoRows(t *testing.T) {
 		must(t, err)
 		must(t, e.s.Release(ctx, g.Handle(), nil))
 	}
-	var n int
-	must(t, e.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+pgx.Identifier{e.schema}.Sanitize()+".locks) + (SELECT count(*) FROM "+
-		pgx.Identifier{e.schema}.Sanitize()+".holders)").Scan(&n))
-	if n != 0 {
-		t.Fatalf("%d rows left by idle family members", n)
+	q := pgx.Identifier{e.schema}.Sanitize()
+	count := func(sql string) int {
+		var n int
+		must(t, e.pool.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+	if n := count("SELECT count(*) FROM " + q + ".holders"); n != 0 {
+		t.Fatalf("%d holder rows left by idle family members", n)
+	}
+	if n := count("SELECT count(*) FROM " + q + ".locks WHERE NOT fast OR ref IS NOT NULL"); n != 0 {
+		t.Fatalf("%d lock rows in use left by idle family members", n)
+	}
+	sweep := func() int {
+		var n int64
+		must(t, e.pool.QueryRow(ctx, "SELECT "+q+".sweep(64)").Scan(&n))
+		return int(n)
+	}
+	if n := sweep(); n != 0 {
+		t.Fatalf("the sweep deleted %d rows freed just now", n)
+	}
+	must(t, e.s.Advance(ctx, 2*time.Minute))
+	if n := sweep(); n != 3 {
+		t.Fatalf("the sweep deleted %d rows free for two minutes, want 3", n)
+	}
+	if n := count("SELECT (SELECT count(*) FROM " + q + ".locks) + (SELECT count(*) FROM " + q + ".holders)"); n != 0 {
+		t.Fatalf("%d rows left after the sweep", n)
 	}
 	st, err := e.s.State(ctx, "chat/vip/9", false)
 	must(t, err)
@@ -126,4 +149,78 @@ func TestQueueDetail(t *testing.T) {
 	}
 	must(t, e.s.Release(ctx, h.Handle(), nil))
 	must(t, <-done)
+}
+
+// TestFirstHolderInLockRow: the first holder of a free lock is kept in the
+// lock's row (migration 006): no holder row is written, State and Held see
+// it, a try is refused on it, and its release leaves the row free for the
+// next grant. A second holder moves it to a holder row (the lock is then
+// slow), and the lock is fast again once nothing holds it.
+func TestFirstHolderInLockRow(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "one", 1)
+	define(t, e.s, "two", 2)
+	row := func(name string) (fast bool, ref string, holders int) {
+		t.Helper()
+		var r *string
+		must(t, e.pool.QueryRow(ctx, "SELECT l.fast, l.ref, (SELECT count(*) FROM "+q+".holders h WHERE h.lock = l.name) "+
+			"FROM "+q+".locks l WHERE l.name = $1", name).Scan(&fast, &r, &holders))
+		if r != nil {
+			ref = *r
+		}
+		return fast, ref, holders
+	}
+	want := func(name string, fast bool, ref string, holders int) {
+		t.Helper()
+		if f, r, h := row(name); f != fast || r != ref || h != holders {
+			t.Fatalf("%s: fast %v, ref %q, %d holder rows; want %v, %q, %d", name, f, r, h, fast, ref, holders)
+		}
+	}
+	for i := range 3 {
+		g, err := e.s.Acquire(ctx, req("a", time.Minute, "one"))
+		must(t, err)
+		want("one", true, "a", 0)
+		wantState(t, e.s, "one", 1, 0)
+		st, err := e.s.Held(ctx, g.Handle())
+		must(t, err)
+		if !st.Held {
+			t.Fatalf("round %d: Held of a holder in its lock's row: %+v", i, st)
+		}
+		_, err = e.s.Keep(ctx, g.Handle(), 2*time.Minute, 0)
+		must(t, err)
+		if _, err := e.s.Acquire(ctx, req("b", time.Minute, "one")); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("round %d: a second holder of a one-slot lock: %v", i, err)
+		}
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+		want("one", true, "", 0)
+		wantState(t, e.s, "one", 0, 0)
+	}
+
+	a, err := e.s.Acquire(ctx, req("a", time.Minute, "two"))
+	must(t, err)
+	want("two", true, "a", 0)
+	b, err := e.s.Acquire(ctx, req("b", time.Minute, "two"))
+	must(t, err)
+	want("two", false, "", 2)
+	if b.Lock.Token <= a.Lock.Token {
+		t.Fatalf("tokens %d then %d", a.Lock.Token, b.Lock.Token)
+	}
+	st, err := e.s.Held(ctx, a.Handle())
+	must(t, err)
+	if !st.Held {
+		t.Fatal("the first holder lost its hold when it moved to a holder row")
+	}
+	must(t, e.s.Release(ctx, a.Handle(), nil))
+	want("two", false, "", 1)
+	must(t, e.s.Release(ctx, b.Handle(), nil))
+	want("two", true, "", 0)
+	c, err := e.s.Acquire(ctx, req("c", time.Minute, "two"))
+	must(t, err)
+	want("two", true, "c", 0)
+	if c.Lock.Token <= b.Lock.Token {
+		t.Fatalf("tokens %d then %d", b.Lock.Token, c.Lock.Token)
+	}
+	must(t, e.s.Release(ctx, c.Handle(), nil))
 }

@@ -1,0 +1,1173 @@
+-- sleeplock schema, version 6: a lock's first holder lives in the lock's
+-- row.
+--
+-- Versions 1 to 5 stay as they were released. Placeholders as in 002.
+--
+-- Why: up to version 5 a grant of a free lock wrote two tables (the lock's
+-- row, then a holder row with two unique index entries) and its release
+-- deleted both, through a PL/pgSQL call: 2.5 to 4 times the server time of
+-- a bare upsert lease, and a TryAcquire+Release pair at 0.3 to 0.7 times
+-- its throughput.
+--
+-- What changes (the memory store's "fast word", in SQL):
+--   - locks.fast: the lock's whole state is its row. While it is set, the
+--     lock has no holder row and no queue row, and its one holder, if any,
+--     is in the row's own columns (ref not NULL: held; NULL: free). A grant
+--     of such a free lock is one UPDATE of the row, and its release one
+--     UPDATE: the row keeps its place (fillfactor 50) and no indexed column
+--     changes, so both are HOT updates with no index entry written
+--     (queries/acquire1.sql, release1.sql). The token is drawn by the
+--     UPDATE, once it has the row: a concurrent change of the row makes
+--     PostgreSQL evaluate the new values again on the row's latest version
+--     (READ COMMITTED), so tokens still grow per lock.
+--   - spill(): every other operation takes the lock's row and first
+--     clears fast, moving the row's holder to the holders table, so every
+--     rule of versions 1 to 5 runs unchanged on the holder and queue rows
+--     (lock_rows() and lock_existing() spill, and so does every function
+--     of this version that takes a lock's row). Clearing fast is an update
+--     of the row: a fast grant racing with it re-reads the row and finds
+--     fast cleared, so it cannot grant past a spill.
+--   - release_one() sets fast again (and frees the row) when the lock is
+--     left with no holder and no queue, instead of deleting the row; a
+--     free row is deleted by sweep() once it has been free for a minute
+--     (tokens come from one sequence, so a row made again never draws a
+--     smaller token).
+--   - acquire_slow(): what the hot statement does not settle (a new lock,
+--     a refusal, a queue, a takeover, re-entry, another slot of a
+--     multi-slot lock): version 5's acquire_one(), reading the holders
+--     through the view holding, taking the row through spill().
+--   - Readers see both places through the view holding (states, counts,
+--     define); held.sql and keep_one() look in both.
+--   - spill_held(): Guard first spills the locks whose row holds the
+--     lease, in a transaction of its own, then locks the holder rows in
+--     the caller's transaction, as before.
+--   - acquire() reads holding, and spills the rows it takes in its second
+--     pass. Version 4's and 5's acquire_one(), still called by the
+--     processes of those versions while the schema is upgraded, are now
+--     calls of acquire(): what they grant is a holder row, where those
+--     processes look for it.
+
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS fast boolean NOT NULL DEFAULT false;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS ref text;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS kind text;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS token bigint;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS acquired timestamptz;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS renewed timestamptz;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS expires timestamptz;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS ttl bigint;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS hold bigint;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS op bigint;
+ALTER TABLE {{schema}}.locks ADD COLUMN IF NOT EXISTS freed timestamptz;
+
+-- Every holder: the holder rows and the holders in lock rows.
+CREATE OR REPLACE VIEW {{schema}}.holding AS
+    SELECT h.lock, h.ref, h.kind, h.token, h.slot, h.count, h.acquired, h.renewed, h.expires, h.ttl, h.hold, h.op
+      FROM {{schema}}.holders h
+    UNION ALL
+    SELECT l.name, l.ref, l.kind, l.token, 1, 1, l.acquired, l.renewed, l.expires, l.ttl, l.hold, l.op
+      FROM {{schema}}.locks l
+     WHERE l.fast AND l.ref IS NOT NULL;
+
+-- Take the row of lock p_name and make the lock slow: its holder, if its
+-- row has one, becomes a holder row (slot 1). False when the lock has no
+-- row.
+CREATE OR REPLACE FUNCTION {{schema}}.spill(p_name text) RETURNS boolean
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    r record;
+BEGIN
+    SELECT l.fast, l.ref, l.kind, l.token, l.acquired, l.renewed, l.expires, l.ttl, l.hold, l.op INTO r
+      FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF r.fast THEN
+        UPDATE {{schema}}.locks l SET fast = false, ref = NULL WHERE l.name = p_name;
+        IF r.ref IS NOT NULL THEN
+            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
+                                           op)
+            VALUES (p_name, r.ref, r.kind, r.token, 1, 1, r.acquired, r.renewed, r.expires, r.ttl, r.hold, r.op);
+        END IF;
+    END IF;
+    RETURN true;
+END
+$sleeplock$;
+
+-- Lock the rows of names in canonical order, creating missing ones
+-- (lock_rows), or only those that exist (lock_existing); both spill.
+CREATE OR REPLACE FUNCTION {{schema}}.lock_rows(p_names text[]) RETURNS void
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_name text;
+BEGIN
+    IF cardinality(p_names) > 1 THEN
+        p_names := ARRAY(SELECT DISTINCT u FROM unnest(p_names) u ORDER BY u);
+    END IF;
+    FOREACH v_name IN ARRAY p_names LOOP
+        LOOP
+            EXIT WHEN {{schema}}.spill(v_name);
+            INSERT INTO {{schema}}.locks (name) VALUES (v_name) ON CONFLICT DO NOTHING;
+        END LOOP;
+    END LOOP;
+END
+$sleeplock$;
+
+CREATE OR REPLACE FUNCTION {{schema}}.lock_existing(p_names text[]) RETURNS void
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_name text;
+BEGIN
+    IF cardinality(p_names) > 1 THEN
+        p_names := ARRAY(SELECT DISTINCT u FROM unnest(p_names) u ORDER BY u);
+    END IF;
+    FOREACH v_name IN ARRAY p_names LOOP
+        PERFORM {{schema}}.spill(v_name);
+    END LOOP;
+END
+$sleeplock$;
+
+-- The readers of versions 1 to 5, on every holder.
+CREATE OR REPLACE FUNCTION {{schema}}.running_of(n text) RETURNS integer
+LANGUAGE plpgsql STABLE AS $sleeplock$
+DECLARE
+    v integer;
+BEGIN
+    SELECT count(*) INTO v FROM {{schema}}.holding h WHERE h.lock = n;
+    RETURN v;
+END
+$sleeplock$;
+
+CREATE OR REPLACE FUNCTION {{schema}}.fresh_busy(p_name text, p_ref text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $sleeplock$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref <> p_ref)
+        OR EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name);
+END
+$sleeplock$;
+
+-- Forget the row of a lock if it is idle (its row is locked); a row
+-- holding its lock's holder is not idle.
+CREATE OR REPLACE FUNCTION {{schema}}.forget(p_names text[]) RETURNS void
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_name text;
+BEGIN
+    FOREACH v_name IN ARRAY p_names LOOP
+        DELETE FROM {{schema}}.locks l
+         WHERE l.name = v_name AND l.ref IS NULL
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = v_name)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
+    END LOOP;
+END
+$sleeplock$;
+
+-- Define a lock or a family (version 1's define(), on every holder).
+CREATE OR REPLACE FUNCTION {{schema}}.define(p_name text, p_slots integer, p_family boolean)
+RETURNS TABLE (r_created boolean, r_slots integer, r_running integer, r_waiting integer, r_at bigint, r_old integer)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz;
+    v_old integer;
+BEGIN
+    LOOP
+        INSERT INTO {{schema}}.defs (name, slots, family) VALUES (p_name, p_slots, p_family)
+            ON CONFLICT DO NOTHING;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            -- the slots the name had as a family member, if it was one in use
+            SELECT d.slots INTO v_old FROM {{schema}}.defs d
+             WHERE NOT p_family AND d.name = ANY (({{schema}}.patterns(p_name))[2:])
+               AND (EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name)
+                    OR EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name))
+             ORDER BY array_position({{schema}}.patterns(p_name), d.name) LIMIT 1;
+            RETURN QUERY SELECT true, p_slots, c.r_running, c.r_waiting, {{schema}}.micros(v_now), v_old
+                FROM {{schema}}.counts(ARRAY[p_name], v_now) c;
+            RETURN;
+        END IF;
+        RETURN QUERY SELECT false, d.slots, 0, 0, 0::bigint, NULL::integer FROM {{schema}}.defs d WHERE d.name = p_name;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END LOOP;
+END
+$sleeplock$;
+
+-- The state of locks (version 5's states(), on every holder).
+CREATE OR REPLACE FUNCTION {{schema}}.states(p_name text, p_detail boolean)
+RETURNS TABLE (r_name text, r_slots integer, r_family boolean, r_running integer, r_waiting integer,
+               r_now bigint, r_holders text, r_queue text)
+LANGUAGE plpgsql STABLE AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now    timestamptz := clock_timestamp();
+    v_name   text;
+    v_slots  integer;
+    v_family boolean;
+BEGIN
+    FOR v_name IN
+        SELECT p_name WHERE p_name IS NOT NULL
+        UNION SELECT d.name FROM {{schema}}.defs d WHERE p_name IS NULL
+        UNION SELECT h.lock FROM {{schema}}.holding h WHERE p_name IS NULL
+        UNION SELECT q.lock FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+               WHERE p_name IS NULL AND {{schema}}.waiter_live(w.expires, w.node, v_now)
+    LOOP
+        SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = v_name AND d.family;
+        v_family := FOUND;
+        IF NOT v_family THEN
+            v_slots := {{schema}}.slots_of(v_name);
+            CONTINUE WHEN v_slots IS NULL;
+        END IF;
+        r_name := v_name;
+        r_slots := v_slots;
+        r_family := v_family;
+        r_now := {{schema}}.micros(v_now);
+        r_holders := NULL;
+        r_queue := NULL;
+        IF v_family THEN
+            r_running := 0;
+            r_waiting := 0;
+        ELSE
+            r_running := {{schema}}.running_of(v_name);
+            r_waiting := {{schema}}.waiting_of(v_name, v_now);
+            IF p_detail THEN
+                SELECT json_agg(json_build_object(
+                        'ref', h.ref, 'kind', h.kind, 'token', h.token, 'count', h.count,
+                        'acquired', {{schema}}.micros(h.acquired), 'renewed', {{schema}}.micros(h.renewed),
+                        'expires', {{schema}}.micros(h.expires)) ORDER BY h.token)::text
+                  INTO r_holders
+                  FROM {{schema}}.holding h WHERE h.lock = v_name;
+                SELECT json_agg(json_build_object(
+                        'ref', w.ref, 'kind', w.kind, 'since', {{schema}}.micros(w.since), 'locks', w.locks)
+                        ORDER BY q.ticket)::text
+                  INTO r_queue
+                  FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+                 WHERE q.lock = v_name AND {{schema}}.waiter_live(w.expires, w.node, v_now);
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$sleeplock$;
+
+-- Renew one lock (Keep of a single-lock lease): the holder in the lock's
+-- row, else the holder row. No row: not held, nothing changed. A spill
+-- racing with it has committed by the time the first UPDATE is answered
+-- (it waits for the row), so the second finds the holder row.
+CREATE OR REPLACE FUNCTION {{schema}}.keep_one(p_name text, p_token bigint, p_ref text, p_ttl bigint, p_hold bigint,
+                                                p_lease bigint, p_back bigint)
+RETURNS TABLE (r_ok boolean, r_now bigint, r_expires bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    v_exp timestamptz := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+BEGIN
+    UPDATE {{schema}}.locks l
+       SET ttl = p_ttl, hold = p_hold, expires = v_exp,
+           renewed = CASE WHEN p_ttl > 0 THEN v_now - p_back * interval '1 microsecond' ELSE l.acquired END
+     WHERE l.name = p_name AND l.fast AND l.ref = p_ref AND (p_token = 0 OR l.token = p_token);
+    IF NOT FOUND THEN
+        UPDATE {{schema}}.holders h
+           SET ttl = p_ttl, hold = p_hold, expires = v_exp,
+               renewed = CASE WHEN p_ttl > 0 THEN v_now - p_back * interval '1 microsecond' ELSE h.acquired END
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token);
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT true, {{schema}}.micros(v_now), {{schema}}.micros(v_exp);
+END
+$sleeplock$;
+
+-- Guard's first step: the holds of p_ref on p_names (tokens where not 0)
+-- that are in their locks' rows become holder rows, which Guard then
+-- locks in the caller's transaction (FOR KEY SHARE, as before). The store
+-- runs this in a transaction of its own, so that the caller's transaction
+-- takes no lock's row (a lock's row taken until it commits would stall
+-- the lock's renewals and waiters). Returns how many it moved.
+CREATE OR REPLACE FUNCTION {{schema}}.spill_held(p_names text[], p_tokens bigint[], p_ref text) RETURNS bigint
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_name text;
+    v_n    bigint := 0;
+BEGIN
+    FOR v_name IN SELECT DISTINCT u.l FROM unnest(p_names, p_tokens) u(l, t)
+                    JOIN {{schema}}.locks l ON l.name = u.l AND l.fast AND l.ref = p_ref
+                                           AND (u.t = 0 OR l.token = u.t)
+                   ORDER BY u.l LOOP
+        PERFORM {{schema}}.spill(v_name);
+        v_n := v_n + 1;
+    END LOOP;
+    RETURN v_n;
+END
+$sleeplock$;
+
+-- Release (the general release of version 2) after taking and spilling
+-- the rows: what the store calls for several locks and ReleaseStale.
+CREATE OR REPLACE FUNCTION {{schema}}.release_all(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint,
+                                                   p_events boolean)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    PERFORM {{schema}}.lock_existing(p_names);
+    RETURN QUERY SELECT * FROM {{schema}}.release(p_names, p_tokens, p_ref, p_stale, p_events);
+END
+$sleeplock$;
+
+-- Give up acquisition p_op (version 2's undo()), after taking and
+-- spilling the rows: a grant in a lock's row is released like any other.
+CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz;
+BEGIN
+    PERFORM {{schema}}.lock_existing(p_names);
+    v_now := clock_timestamp();
+    INSERT INTO {{schema}}.cancelled (op, at) VALUES (p_op, v_now) ON CONFLICT DO NOTHING;
+    DELETE FROM {{schema}}.cancelled c
+     WHERE c.op IN (SELECT x.op FROM {{schema}}.cancelled x WHERE x.at < v_now - interval '1 hour' LIMIT 64);
+    DELETE FROM {{schema}}.queue q USING {{schema}}.waiters w WHERE w.op = p_op AND q.ticket = w.ticket;
+    DELETE FROM {{schema}}.waiters w WHERE w.op = p_op;
+    UPDATE {{schema}}.holders h SET count = h.count - 1, op = NULL
+     WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op AND h.count > 1;
+    RETURN QUERY
+        WITH gone AS (
+            DELETE FROM {{schema}}.holders h
+             WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op
+            RETURNING h.lock, h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d)
+        SELECT 'released', array_position(p_names, g.lock), g.lock, 0, 0, 0, p_ref, g.kind, g.token,
+               {{schema}}.micros(v_now), g.d
+          FROM gone g;
+    -- What this acquisition held or where it queued may be free now.
+    PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
+      WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);
+    PERFORM {{schema}}.forget(p_names);
+END
+$sleeplock$;
+
+-- Sweep (version 2's sweep()): dead waiters, then idle lock rows: a slow
+-- one as soon as it is idle, a free fast one once it has been free for a
+-- minute.
+CREATE OR REPLACE FUNCTION {{schema}}.sweep(p_limit integer) RETURNS integer
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    v_n   integer := 0;
+    v_k   integer;
+    v_l   text;
+BEGIN
+    FOR v_l IN
+        SELECT DISTINCT q.lock FROM {{schema}}.waiters w JOIN {{schema}}.queue q ON q.ticket = w.ticket
+         WHERE w.expires <= v_now LIMIT p_limit
+    LOOP
+        -- the lock's row first, as every other writer of its queue
+        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = v_l FOR UPDATE SKIP LOCKED;
+        IF FOUND OR NOT EXISTS (SELECT 1 FROM {{schema}}.locks l WHERE l.name = v_l) THEN
+            v_n := v_n + {{schema}}.drop_dead(v_l, v_now, p_limit);
+        END IF;
+    END LOOP;
+    -- waiter rows with no queue row left (their statement died half way)
+    DELETE FROM {{schema}}.waiters w
+     WHERE w.ticket IN (SELECT x.ticket FROM {{schema}}.waiters x
+                         WHERE x.expires <= v_now
+                           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.ticket = x.ticket)
+                         LIMIT p_limit);
+    GET DIAGNOSTICS v_k = ROW_COUNT;
+    v_n := v_n + v_k;
+    DELETE FROM {{schema}}.cancelled c
+     WHERE c.op IN (SELECT x.op FROM {{schema}}.cancelled x WHERE x.at < v_now - interval '1 hour' LIMIT p_limit);
+    GET DIAGNOSTICS v_k = ROW_COUNT;
+    v_n := v_n + v_k;
+    -- Idle lock rows: lock some (skipping those in use), then delete those
+    -- that a fresh read still finds idle (a grant may have committed
+    -- between this statement's snapshot and the lock).
+    v_k := 0;
+    FOR v_l IN
+        SELECT x.name FROM {{schema}}.locks x
+         WHERE x.ref IS NULL
+           AND (NOT x.fast OR x.freed < v_now - interval '1 minute')
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = x.name)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = x.name)
+         LIMIT p_limit FOR UPDATE SKIP LOCKED
+    LOOP
+        DELETE FROM {{schema}}.locks l
+         WHERE l.name = v_l AND l.ref IS NULL
+           AND (NOT l.fast OR l.freed < v_now - interval '1 minute')
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = v_l)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_l);
+        IF FOUND THEN
+            v_k := v_k + 1;
+        END IF;
+    END LOOP;
+    RETURN v_n + v_k;
+END
+$sleeplock$;
+
+-- Release one lock: what the hot statement (queries/release1.sql) did not
+-- settle. Version 5's release_one(), spilling the lock's row when it takes
+-- it, and making the lock fast again (its row free) instead of deleting
+-- the row when nothing is left.
+CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
+                                                   p_pats text[])
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_seq   bigint;
+    v_slots integer;
+    v_run   integer;
+    v_wait  integer;
+    v_dead  integer;
+    r       record;
+BEGIN
+    IF {{schema}}.spill(p_name) THEN
+        -- No other holder or waiter can appear while the row is ours.
+        -- The common case first: the lock's only hold, and nobody queues.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            UPDATE {{schema}}.locks l SET fast = true, ref = NULL, freed = v_now WHERE l.name = p_name;
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+            RETURN;
+        END IF;
+        -- Other holders or waiters remain.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            v_seq := nextval({{seqs}});
+            -- Waiters of nodes that stopped renewing: their node's expiry.
+            IF {{schema}}.nodes_stale(v_now) THEN
+                PERFORM {{schema}}.reap(p_name, v_now, true);
+            END IF;
+            SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+            -- The live and the dead waiters (see queue_counts()).
+            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.queue_counts(p_name, v_now) c;
+            IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                IF v_run = 0 THEN
+                    UPDATE {{schema}}.locks l SET fast = true, ref = NULL, freed = v_now WHERE l.name = p_name;
+                END IF;
+                RETURN QUERY SELECT 'released'::text, 1, p_name,
+                    CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+                RETURN;
+            END IF;
+            -- Waiters: hand the slot over (their dead go first, a bounded
+            -- number, as release() does).
+            IF v_dead > 0 THEN
+                PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+            END IF;
+            v_slots := {{schema}}.slots_of(p_name);
+            RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
+                v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+            IF v_wait > 0 AND v_slots IS NOT NULL THEN
+                PERFORM {{schema}}.grant_heads(p_name, v_slots, v_run, v_wait, v_now);
+            ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                UPDATE {{schema}}.locks l SET fast = true, ref = NULL, freed = v_now WHERE l.name = p_name;
+            END IF;
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY
+        SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
+END
+$sleeplock$;
+
+-- Acquire one lock, without StaleAfter: what the hot statement
+-- (queries/acquire1.sql) did not settle. Version 5's acquire_one() (see
+-- there for each rule), on every holder:
+--   - A lock with no row: its row is made fast, holding the caller (the
+--     token drawn once the row is ours).
+--   - A try on a lock full of unexpired holders with nobody queued is
+--     refused on a plain read of holding: no write, no row lock.
+--   - Another slot of a multi-slot lock, queueing, and everything else
+--     take the lock's row through spill() first.
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_slow(
+    p_name    text,
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_wttl    bigint,
+    p_pats    text[],
+    p_lease   bigint,
+    p_back    bigint,
+    p_node    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_slots integer := {{schema}}.slots_in(p_pats);
+    v_exp   timestamptz;
+    v_tok   bigint;
+    v_wait  integer;
+    v_ticket bigint;
+    v_new   boolean;
+    r       record;
+    f       record;
+BEGIN
+    IF v_slots IS NOT NULL THEN
+        -- A read first: an insert that meets the row would wait for a
+        -- transaction changing it.
+        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name;
+        v_new := false;
+        IF NOT FOUND THEN
+            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+            v_new := FOUND;
+        END IF;
+        IF v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+            -- A new row: nothing holds or queues (a holder made by version
+            -- 1 may lack its row: then acquire() decides, under the row
+            -- this has taken).
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            UPDATE {{schema}}.locks l
+               SET fast = true, ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
+                   renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+                   hold = p_hold, op = p_op
+             WHERE l.name = p_name
+            RETURNING l.token INTO v_tok;
+            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                nextval({{seqs}});
+            RETURN;
+        ELSIF NOT v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            v_now := clock_timestamp();
+            -- One statement, so one snapshot: the counts and the oldest
+            -- unexpired holder are of the same moment, whether the holder
+            -- is in the lock's row or a holder row.
+            SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
+              FROM (SELECT count(*)::int AS n,
+                           (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                           coalesce(bool_or(h.ref = p_ref), false) AS mine
+                      FROM {{schema}}.holding h WHERE h.lock = p_name) c
+              LEFT JOIN LATERAL (
+                    SELECT h.ref, h.kind, h.expires FROM {{schema}}.holding h
+                     WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
+                     ORDER BY h.token LIMIT 1) o ON true;
+            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
+                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
+                    {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint;
+                RETURN;
+            END IF;
+            IF NOT r.mine AND r.n < v_slots THEN
+                -- A slot number is free (the lock's row free, or another
+                -- slot of a multi-slot lock): take the row, then decide
+                -- again on fresh reads of the holder rows.
+                IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                    SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                           (SELECT s FROM generate_series(1, v_slots) s
+                             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
+                             ORDER BY s LIMIT 1) AS slot
+                      INTO f
+                      FROM {{schema}}.holders h WHERE h.lock = p_name;
+                    IF NOT f.mine AND f.n < v_slots AND f.slot IS NOT NULL THEN
+                        v_now := clock_timestamp();
+                        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+                        INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
+                                                       ttl, hold, op)
+                        VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), f.slot, 1, v_now,
+                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+                        ON CONFLICT DO NOTHING
+                        RETURNING token INTO v_tok;
+                        IF v_tok IS NOT NULL THEN
+                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
+                                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
+                                p_hold, nextval({{seqs}});
+                            RETURN;
+                        END IF;
+                    END IF;
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+    IF p_wait AND v_slots IS NOT NULL THEN
+        -- A caller that will wait, and the lock is held or queued: queue it
+        -- under the lock's row, by acquire()'s rule (see version 5).
+        IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+            v_now := clock_timestamp();
+            SELECT count(*)::int AS n, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine
+              INTO f
+              FROM {{schema}}.holders h WHERE h.lock = p_name;
+            v_wait := {{schema}}.waiting_of(p_name, v_now);
+            IF NOT f.mine AND v_wait >= v_slots - f.live THEN
+                IF NOT EXISTS (SELECT 1 FROM {{schema}}.nodes n WHERE n.id = p_node
+                                  AND n.expires >= v_now + (p_wttl * 3 / 10) * interval '1 microsecond') THEN
+                    PERFORM {{schema}}.node_up(p_node, p_wttl, v_now);
+                END IF;
+                v_ticket := nextval({{tickets}});
+                INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl,
+                                               node)
+                VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, v_now,
+                        {{schema}}.owned(), p_wttl, p_node);
+                INSERT INTO {{schema}}.queue (lock, ticket, own) VALUES (p_name, v_ticket, true);
+                PERFORM {{schema}}.soft();
+                RETURN QUERY SELECT 'queued'::text, 1, p_name, v_slots, f.n, v_wait + 1, p_ref, p_kind, 0::bigint,
+                    {{schema}}.micros(v_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint,
+                    nextval({{seqs}});
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    -- Everything else is acquire()'s, on the holder rows: the lock's row
+    -- taken and spilled, its queue reaped.
+    PERFORM {{schema}}.lock_existing(ARRAY[p_name]);
+    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
+                                  p_wttl, 0::bigint) a;
+    IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
+        -- Queued: see soft() in 004.
+        PERFORM {{schema}}.soft();
+    END IF;
+END
+$sleeplock$;
+
+-- Version 5's acquire_one(), for its processes still running while the
+-- schema is upgraded: acquire(), which grants holder rows (where those
+-- processes look for them) and refuses without a write, as before.
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(
+    p_name    text,
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_wttl    bigint,
+    p_pats    text[],
+    p_lease   bigint,
+    p_back    bigint,
+    p_node    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
+                                  p_wttl, 0::bigint) a;
+    IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
+        PERFORM {{schema}}.soft();
+    END IF;
+END
+$sleeplock$;
+
+-- Version 4's acquire_one(), likewise (its waiters keep leases of their
+-- own).
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(
+    p_name    text,
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_wttl    bigint,
+    p_pats    text[],
+    p_lease   bigint,
+    p_back    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
+                                  p_wttl, 0::bigint) a;
+END
+$sleeplock$;
+
+-- A waiter's check, and (p_ticket 0) the first call of an acquisition of
+-- several locks or with StaleAfter: version 5's check_one(), taking the
+-- lock's row through spill() before it reads the holder rows.
+CREATE OR REPLACE FUNCTION {{schema}}.check_one(
+    p_names   text[],
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_ticket  bigint,
+    p_wttl    bigint,
+    p_stale   bigint,
+    p_node    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    g       bigint[];
+    v_now   timestamptz;
+    v_slots integer;
+    f       record;
+BEGIN
+    IF p_ticket > 0 AND cardinality(p_names) = 1 THEN
+        -- The lock's row first: a release handing this waiter its slot
+        -- either committed before (and is seen below) or waits until this
+        -- statement ends (and finds the waiter granted, or still queued).
+        -- Without it, acquire() could meet the handed hold half way and
+        -- take it for a re-entry, or for a grant whose answer was lost.
+        PERFORM {{schema}}.spill(p_names[1]);
+        SELECT h.handed INTO g FROM {{schema}}.holders h
+         WHERE h.lock = p_names[1] AND h.ref = p_ref AND h.op = p_op;
+        IF g IS NOT NULL AND g[1] = p_op AND g[2] = p_ticket THEN
+            RETURN QUERY SELECT 'granted'::text, 1, p_names[1], g[7]::int, g[8]::int, g[9]::int, p_ref, p_kind, g[3],
+                g[4], g[5], g[10], false, p_ticket, p_ttl, p_hold, g[6];
+            RETURN;
+        END IF;
+        v_now := clock_timestamp();
+        IF p_stale = 0 AND NOT {{schema}}.nodes_stale(v_now) THEN
+            -- Still waiting, on the holder rows alone: a waiter its node
+            -- keeps, of a lock whose slots are all held by unexpired
+            -- holders other than its ref, waits whatever the queue holds.
+            -- acquire() would answer the same after counting the queue;
+            -- this is what a head's periodic check costs. (While a node is
+            -- stale a holder may be a grant that ended with its node:
+            -- acquire() decides, after reaping.)
+            SELECT (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                   min(h.expires) FILTER (WHERE h.expires > v_now) AS next
+              INTO f
+              FROM {{schema}}.holders h WHERE h.lock = p_names[1];
+            v_slots := {{schema}}.slots_of(p_names[1]);
+            IF NOT f.mine AND f.live >= v_slots
+               AND EXISTS (SELECT 1 FROM {{schema}}.waiters w
+                            WHERE w.ticket = p_ticket AND w.op = p_op AND w.node = p_node
+                              AND w.expires = {{schema}}.owned()) THEN
+                RETURN QUERY SELECT 'waiting'::text, 1, p_names[1], v_slots, 0, 0, ''::text, ''::text, 0::bigint,
+                    {{schema}}.micros(v_now), {{schema}}.micros(f.next), 0::bigint, false, p_ticket, 0::bigint,
+                    0::bigint, 0::bigint;
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    IF p_ticket > 0 AND cardinality(p_names) > 1 THEN
+        -- The rows first, in acquire()'s order: a check that finds its
+        -- waiter gone deletes its queue rows, whose trigger updates the
+        -- locks' rows (see locks.queued).
+        PERFORM {{schema}}.lock_existing(p_names);
+    END IF;
+    PERFORM {{schema}}.reap_locked(p_names);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
+                                  p_stale) a;
+    IF {{schema}}.own(p_op, p_node, p_wttl)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
+        -- Still waiting (or queued again): nothing but soft state changed.
+        PERFORM {{schema}}.soft();
+    END IF;
+END
+$sleeplock$;
+
+-- The general acquisition (version 2's acquire()), on every holder: its
+-- reads see the holder in a lock's row through holding, so its first,
+-- lock-free pass refuses as before; its second pass takes the rows and
+-- spills them (lock_rows(), or spill() after its upsert of one row), so
+-- what it writes is holder rows.
+CREATE OR REPLACE FUNCTION {{schema}}.acquire(
+    p_names   text[],
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_ticket  bigint,
+    p_wttl    bigint,
+    p_stale   bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint)
+LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    n        integer := cardinality(p_names);
+    v_now    timestamptz := clock_timestamp();
+    v_pass   integer := 0;
+    a_slots  integer[] := '{}';
+    a_rows   integer[];
+    a_live   integer[];
+    a_mine   boolean[];
+    a_ahead  integer[];
+    a_total  integer[];
+    a_taken  integer[];
+    v_name   text;
+    v_rows   integer;
+    v_live   integer;
+    v_mine   boolean;
+    v_bad    integer;
+    v_since  timestamptz;
+    v_wexp   timestamptz;
+    v_have   boolean;
+    v_ticket bigint;
+    v_exp    timestamptz;
+    v_renew  timestamptz;
+    v_lease  bigint;
+    v_token  bigint;
+    v_acq    timestamptz;
+    v_pat    text;
+    v_slot   integer;
+    v_raced  boolean := false;
+    v_races  integer := 0;
+    a_tok    bigint[];
+    v_slots  integer;
+    v_ahead  integer;
+    v_total  integer;
+    v_before bigint := CASE WHEN p_ticket > 0 THEN p_ticket ELSE 9223372036854775807 END;
+    i        integer;
+    k        integer;
+    r        record;
+    t_idx    integer[] := '{}';
+    t_ref    text[] := '{}';
+    t_kind   text[] := '{}';
+    t_token  bigint[] := '{}';
+    t_acq    timestamptz[] := '{}';
+BEGIN
+    r_idx := 0; r_lock := ''; r_slots := 0; r_running := 0; r_waiting := 0; r_ref := ''; r_kind := '';
+    r_token := 0; r_at := 0; r_expires := 0; r_dur := 0; r_queued := false; r_ticket := 0; r_ttl := 0; r_hold := 0;
+    -- the lease: expires hold (or ttl) from now, renewed dated back by ttl-hold
+    v_lease := CASE WHEN p_hold > 0 AND p_hold < p_ttl THEN p_hold ELSE p_ttl END;
+
+    IF p_ticket > 0 THEN
+        SELECT w.since, w.expires INTO v_since, v_wexp FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
+        v_have := FOUND;
+        IF NOT v_have OR v_wexp <= v_now THEN
+            -- Granted by an earlier poll whose answer was lost?
+            IF NOT v_have AND (SELECT count(*) FROM {{schema}}.holding h
+                                WHERE h.lock = ANY (p_names) AND h.ref = p_ref) = n
+               AND EXISTS (SELECT 1 FROM {{schema}}.holding h
+                            WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op) THEN
+                RETURN QUERY
+                    SELECT CASE WHEN h.op = p_op THEN 'granted' ELSE 'reentered' END, u.i::int, u.n,
+                           {{schema}}.slots_of(u.n), {{schema}}.running_of(u.n), {{schema}}.waiting_of(u.n, v_now),
+                           h.ref, h.kind, h.token, {{schema}}.micros(h.acquired), {{schema}}.micros(h.expires),
+                           0::bigint, false, p_ticket, h.ttl, h.hold
+                      FROM unnest(p_names) WITH ORDINALITY u(n, i)
+                      JOIN {{schema}}.holding h ON h.lock = u.n AND h.ref = p_ref
+                     ORDER BY u.i;
+                RETURN;
+            END IF;
+            IF v_have THEN
+                DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
+                DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
+            END IF;
+            r_ev := 'gone'; r_ticket := p_ticket;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+
+    LOOP
+        v_pass := v_pass + 1;
+        IF v_pass = 2 THEN
+            IF n = 1 THEN
+                INSERT INTO {{schema}}.locks AS l (name) VALUES (p_names[1])
+                    ON CONFLICT (name) DO UPDATE SET name = excluded.name;
+                PERFORM {{schema}}.spill(p_names[1]);
+            ELSE
+                PERFORM {{schema}}.lock_rows(p_names);
+            END IF;
+            IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+                r_ev := 'cancelled';
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            v_now := clock_timestamp();
+            -- Under the lock rows: waiters of dead or paused nodes go.
+            FOR i IN 1 .. n LOOP
+                PERFORM {{schema}}.drop_dead(p_names[i], v_now, 64);
+            END LOOP;
+        END IF;
+
+        -- What each lock looks like now.
+        a_rows := '{}'; a_live := '{}'; a_mine := '{}'; a_ahead := '{}'; a_total := '{}';
+        v_bad := 0;
+        FOR i IN 1 .. n LOOP
+            v_name := p_names[i];
+            IF v_pass = 1 THEN
+                v_slots := NULL;
+                FOREACH v_pat IN ARRAY {{schema}}.patterns(v_name) LOOP
+                    SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = v_pat;
+                    EXIT WHEN FOUND;
+                END LOOP;
+                IF v_slots IS NULL THEN
+                    r_ev := 'notfound'; r_idx := i; r_lock := v_name;
+                    RETURN NEXT;
+                    RETURN;
+                END IF;
+                a_slots[i] := v_slots;
+            END IF;
+            SELECT count(*)::int,
+                   (count(*) FILTER (WHERE h.expires IS NULL OR NOT CASE WHEN p_stale > 0
+                        THEN h.renewed <= v_now - p_stale * interval '1 microsecond' ELSE h.expires <= v_now END))::int,
+                   coalesce(bool_or(h.ref = p_ref), false),
+                   (SELECT count(*)::int FROM {{schema}}.queue q
+                     WHERE q.lock = v_name AND q.ticket < v_before
+                       AND EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.ticket = q.ticket AND w.expires > v_now))
+              INTO v_rows, v_live, v_mine, v_ahead
+              FROM {{schema}}.holding h WHERE h.lock = v_name;
+            IF p_ticket > 0 THEN
+                SELECT count(*)::int INTO v_total FROM {{schema}}.queue q
+                 WHERE q.lock = v_name
+                   AND EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.ticket = q.ticket AND w.expires > v_now);
+            ELSE
+                v_total := v_ahead;
+            END IF;
+            a_rows[i] := v_rows;
+            a_live[i] := v_live;
+            a_mine[i] := v_mine;
+            a_ahead[i] := v_ahead;
+            a_total[i] := v_total;
+            IF v_bad = 0 AND NOT v_mine AND v_ahead >= a_slots[i] - v_live THEN
+                v_bad := i;
+            END IF;
+        END LOOP;
+
+        IF v_bad = 0 AND v_pass = 2 THEN
+            -- Lock the expired leases to take over, of every lock first, so
+            -- that a lease being renewed or guarded right now makes us give
+            -- up (nothing deleted) instead of waiting for it.
+            a_taken := array_fill(0, ARRAY[n]);
+            FOR i IN 1 .. n LOOP
+                IF NOT a_mine[i] AND a_slots[i] - a_rows[i] < a_ahead[i] + 1 THEN
+                    k := 0;
+                    FOR r IN SELECT h.ref, h.kind, h.token, h.acquired FROM {{schema}}.holders h
+                              WHERE h.lock = p_names[i] AND h.expires IS NOT NULL
+                                AND CASE WHEN p_stale > 0 THEN h.renewed <= v_now - p_stale * interval '1 microsecond'
+                                         ELSE h.expires <= v_now END
+                              ORDER BY h.token FOR UPDATE SKIP LOCKED LOOP
+                        t_idx := t_idx || i;
+                        t_ref := t_ref || r.ref;
+                        t_kind := t_kind || r.kind;
+                        t_token := t_token || r.token;
+                        t_acq := t_acq || r.acquired;
+                        k := k + 1;
+                    END LOOP;
+                    a_taken[i] := k;
+                    IF a_slots[i] - (a_rows[i] - k) <= a_ahead[i] THEN
+                        v_bad := i;
+                        EXIT;
+                    END IF;
+                END IF;
+            END LOOP;
+        END IF;
+
+        IF v_bad = 0 AND v_pass = 2 THEN
+            -- Grant: take over the expired leases, give every other lock a free
+            -- slot number (unique per lock: the database itself refuses a
+            -- second holder of a slot, also to a concurrent fast-path grant
+            -- that takes no lock row), then renew the re-entered.
+            FOR k IN 1 .. coalesce(cardinality(t_idx), 0) LOOP
+                i := t_idx[k];
+                DELETE FROM {{schema}}.holders h WHERE h.lock = p_names[i] AND h.ref = t_ref[k];
+                a_rows[i] := a_rows[i] - 1;
+                r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
+                r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k];
+                r_at := {{schema}}.micros(v_now); r_dur := {{schema}}.micros(v_now) - {{schema}}.micros(t_acq[k]);
+                RETURN NEXT;
+            END LOOP;
+            t_idx := '{}'; t_ref := '{}'; t_kind := '{}'; t_token := '{}'; t_acq := '{}';
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + v_lease * interval '1 microsecond' END;
+            v_renew := CASE WHEN p_ttl > 0 THEN v_now - (p_ttl - v_lease) * interval '1 microsecond' ELSE v_now END;
+            a_tok := array_fill(0::bigint, ARRAY[n]);
+            FOR i IN 1 .. n LOOP
+                CONTINUE WHEN a_mine[i];
+                SELECT s INTO v_slot FROM generate_series(1, a_slots[i]) s
+                 WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_names[i] AND h.slot = s)
+                 ORDER BY s LIMIT 1;
+                v_token := NULL;
+                IF v_slot IS NOT NULL THEN
+                    INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
+                    VALUES (p_names[i], p_ref, p_kind, nextval({{tokens}}), v_slot, 1, v_now, v_renew, v_exp, p_ttl, p_hold, p_op)
+                    ON CONFLICT DO NOTHING
+                    RETURNING token INTO v_token;
+                END IF;
+                IF v_token IS NULL THEN
+                    -- A fast-path grant took the slot meanwhile: give back what
+                    -- this call inserted and decide again.
+                    DELETE FROM {{schema}}.holders h
+                     WHERE h.ref = p_ref AND h.token = ANY (a_tok) AND h.lock = ANY (p_names);
+                    v_raced := true;
+                    EXIT;
+                END IF;
+                a_tok[i] := v_token;
+            END LOOP;
+            IF v_raced THEN
+                v_raced := false;
+                v_pass := 1;
+                v_races := v_races + 1;
+                IF v_races > 100 THEN
+                    RAISE EXCEPTION 'sleeplock: acquire of % kept racing', p_names;
+                END IF;
+                CONTINUE;
+            END IF;
+            IF p_ticket > 0 THEN
+                DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
+                DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
+                -- Slots left over for the waiters behind: wake them.
+                FOR i IN 1 .. n LOOP
+                    k := a_slots[i] - a_rows[i] - CASE WHEN a_mine[i] THEN 0 ELSE 1 END;
+                    IF k > 0 AND a_total[i] > 1 THEN
+                        PERFORM {{schema}}.wake(p_names[i], k);
+                    END IF;
+                END LOOP;
+            END IF;
+            FOR i IN 1 .. n LOOP
+                IF a_mine[i] THEN
+                    UPDATE {{schema}}.holders h
+                       SET count   = h.count + CASE WHEN p_counted THEN 1 ELSE 0 END,
+                           op      = CASE WHEN p_counted THEN p_op ELSE h.op END,
+                           ttl     = CASE WHEN p_ttl > 0 THEN p_ttl ELSE h.ttl END,
+                           hold    = CASE WHEN p_ttl > 0 THEN p_hold ELSE h.hold END,
+                           renewed = CASE WHEN p_ttl > 0 THEN v_renew ELSE h.renewed END,
+                           expires = CASE WHEN p_ttl > 0 THEN v_exp ELSE h.expires END
+                     WHERE h.lock = p_names[i] AND h.ref = p_ref
+                    RETURNING h.kind, h.token, h.acquired, h.expires, h.ttl, h.hold INTO r;
+                    IF NOT FOUND THEN
+                        -- Released by its own ref meanwhile (a fast-path release
+                        -- takes no lock row): let the caller try again.
+                        RAISE EXCEPTION 'sleeplock: the hold of % on % was released while re-entered', p_ref, p_names[i]
+                            USING ERRCODE = '40001';
+                    END IF;
+                    r_ev := 'reentered'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
+                    r_running := a_rows[i]; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+                    r_ref := p_ref; r_kind := r.kind; r_token := r.token; r_at := {{schema}}.micros(r.acquired);
+                    r_expires := {{schema}}.micros(r.expires); r_dur := 0; r_ticket := p_ticket;
+                    r_ttl := r.ttl; r_hold := r.hold;
+                    RETURN NEXT;
+                ELSE
+                    r_ev := 'granted'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
+                    r_running := a_rows[i] + 1; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+                    r_ref := p_ref; r_kind := p_kind; r_token := a_tok[i]; r_at := {{schema}}.micros(v_now);
+                    r_expires := {{schema}}.micros(v_exp);
+                    r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(v_now) - {{schema}}.micros(v_since) ELSE 0 END;
+                    r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold;
+                    RETURN NEXT;
+                END IF;
+            END LOOP;
+            RETURN;
+        END IF;
+
+        IF v_bad = 0 THEN
+            CONTINUE; -- pass 1 found it grantable: lock and decide again
+        END IF;
+
+        IF p_ticket > 0 THEN
+            -- Still waiting: renew the waiter's lease when a third of it is gone.
+            IF v_wexp - v_now < (p_wttl * 2 / 3) * interval '1 microsecond' THEN
+                UPDATE {{schema}}.waiters w SET expires = v_now + p_wttl * interval '1 microsecond'
+                 WHERE w.ticket = p_ticket;
+            END IF;
+            SELECT {{schema}}.micros(min(h.expires)) INTO r_expires FROM {{schema}}.holding h
+             WHERE h.lock = p_names[v_bad] AND h.expires > v_now;
+            r_ev := 'waiting'; r_idx := v_bad; r_lock := p_names[v_bad]; r_ticket := p_ticket;
+            r_at := {{schema}}.micros(v_now); r_slots := a_slots[v_bad];
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        IF NOT p_wait THEN
+            -- Refused: the first refused lock in the caller's order and its
+            -- oldest unexpired holder (none when only the queue refused).
+            IF a_live[v_bad] >= a_slots[v_bad] THEN
+                SELECT x.ref, x.kind, x.token, x.expires INTO r FROM {{schema}}.holding x
+                 WHERE x.lock = p_names[v_bad] AND (x.expires IS NULL OR NOT CASE WHEN p_stale > 0
+                        THEN x.renewed <= v_now - p_stale * interval '1 microsecond' ELSE x.expires <= v_now END)
+                 ORDER BY x.token LIMIT 1;
+                r_ref := coalesce(r.ref, ''); r_kind := coalesce(r.kind, ''); r_token := coalesce(r.token, 0);
+                r_expires := {{schema}}.micros(r.expires); r_queued := r.ref IS NULL;
+            ELSE
+                r_ref := ''; r_kind := ''; r_token := 0; r_expires := 0; r_queued := true;
+            END IF;
+            r_ev := 'refused'; r_idx := v_bad; r_lock := p_names[v_bad]; r_slots := a_slots[v_bad];
+            r_running := a_rows[v_bad]; r_waiting := a_ahead[v_bad]; r_at := {{schema}}.micros(v_now);
+            RETURN NEXT;
+            RETURN;
+        END IF;
+
+        IF v_pass = 1 THEN
+            CONTINUE; -- queue under the lock rows
+        END IF;
+
+        -- Queue: a ticket from the global sequence, one queue row per lock.
+        v_ticket := nextval({{tickets}});
+        INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires)
+        VALUES (v_ticket, p_op, p_ref, p_kind, p_names, p_ttl, p_hold, p_counted, v_now,
+                v_now + p_wttl * interval '1 microsecond');
+        FOR i IN 1 .. n LOOP
+            INSERT INTO {{schema}}.queue (lock, ticket) VALUES (p_names[i], v_ticket);
+            r_ev := 'queued'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
+            r_waiting := a_total[i] + 1; r_ref := p_ref; r_kind := p_kind; r_at := {{schema}}.micros(v_now);
+            r_ticket := v_ticket;
+            RETURN NEXT;
+        END LOOP;
+        RETURN;
+    END LOOP;
+END
+$sleeplock$;
+
+-- The queue counts (version 5's queue_count()), keeping the invariant of
+-- fast: a lock with a queue row is not fast. Every statement of sleeplock
+-- that queues has spilled the lock's row already; a queue row written by
+-- anything else spills it here.
+CREATE OR REPLACE FUNCTION {{schema}}.queue_count() RETURNS trigger
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        IF EXISTS (SELECT 1 FROM {{schema}}.locks l WHERE l.name = NEW.lock AND l.fast) THEN
+            PERFORM {{schema}}.spill(NEW.lock);
+        END IF;
+        -- (a queue row without its lock's row, which no statement of
+        -- sleeplock makes, gets one: the counts are then right)
+        INSERT INTO {{schema}}.locks AS l (name, queued, unowned)
+        VALUES (NEW.lock, 1, CASE WHEN NEW.own THEN 0 ELSE 1 END)
+        ON CONFLICT (name) DO UPDATE
+            SET queued = l.queued + 1, unowned = l.unowned + CASE WHEN NEW.own THEN 0 ELSE 1 END;
+    ELSIF TG_OP = 'DELETE' THEN
+        UPDATE {{schema}}.locks l
+           SET queued = l.queued - 1, unowned = l.unowned - CASE WHEN OLD.own THEN 0 ELSE 1 END
+         WHERE l.name = OLD.lock;
+    ELSIF NEW.own IS DISTINCT FROM OLD.own THEN
+        UPDATE {{schema}}.locks l SET unowned = l.unowned + CASE WHEN NEW.own THEN -1 ELSE 1 END
+         WHERE l.name = NEW.lock;
+    END IF;
+    RETURN NULL;
+END
+$sleeplock$;
