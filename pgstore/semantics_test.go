@@ -204,8 +204,8 @@ func TestFirstHolderInLockRow(t *testing.T) {
 	b, err := e.s.Acquire(ctx, req("b", time.Minute, "two"))
 	must(t, err)
 	want("two", false, "", 2)
-	if b.Lock.Token <= a.Lock.Token {
-		t.Fatalf("tokens %d then %d", a.Lock.Token, b.Lock.Token)
+	if b.Token <= a.Token {
+		t.Fatalf("tokens %d then %d", a.Token, b.Token)
 	}
 	st, err := e.s.Held(ctx, a.Handle())
 	must(t, err)
@@ -219,8 +219,8 @@ func TestFirstHolderInLockRow(t *testing.T) {
 	c, err := e.s.Acquire(ctx, req("c", time.Minute, "two"))
 	must(t, err)
 	want("two", true, "c", 0)
-	if c.Lock.Token <= b.Lock.Token {
-		t.Fatalf("tokens %d then %d", b.Lock.Token, c.Lock.Token)
+	if c.Token <= b.Token {
+		t.Fatalf("tokens %d then %d", b.Token, c.Token)
 	}
 	must(t, e.s.Release(ctx, c.Handle(), nil))
 }
