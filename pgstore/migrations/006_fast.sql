@@ -633,24 +633,16 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    -- Everything else is acquire()'s, on the holder rows: the lock's row
-    -- taken and spilled, its queue reaped.
-    PERFORM {{schema}}.lock_existing(ARRAY[p_name]);
-    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
-    RETURN QUERY
-        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
-                                  p_wttl, 0::bigint) a;
-    IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
-        -- Queued: see soft() in 004.
-        PERFORM {{schema}}.soft();
-    END IF;
+    -- Everything else is acquire()'s (which reads holding and spills the
+    -- row it takes), after reaping: what version 5's acquire_one() does.
+    RETURN QUERY SELECT * FROM {{schema}}.acquire_one(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
+                                                       p_wttl, p_pats, p_lease, p_back, p_node);
 END
 $sleeplock$;
 
 -- Version 5's acquire_one(), for its processes still running while the
--- schema is upgraded: acquire(), which grants holder rows (where those
--- processes look for them) and refuses without a write, as before.
+-- schema is upgraded (and acquire_slow()'s rare cases): version 4's below,
+-- and a caller it queued becomes its node's.
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(
     p_name    text,
     p_ref     text,
@@ -670,19 +662,19 @@ RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running
                r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
 LANGUAGE plpgsql AS $sleeplock$
 BEGIN
-    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
-    RETURN QUERY
-        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
-                                  p_wttl, 0::bigint) a;
+    RETURN QUERY SELECT * FROM {{schema}}.acquire_one(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
+                                                       p_wttl, p_pats, p_lease, p_back);
     IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
+        -- Queued: its node's (see soft() in 004).
         PERFORM {{schema}}.soft();
     END IF;
 END
 $sleeplock$;
 
--- Version 4's acquire_one(), likewise (its waiters keep leases of their
--- own).
+-- Version 4's acquire_one(), for its processes still running while the
+-- schema is upgraded: acquire() after reaping. acquire() grants holder
+-- rows (where those processes look for them) and refuses without a write,
+-- as before; its waiters keep leases of their own.
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(
     p_name    text,
     p_ref     text,
