@@ -68,16 +68,22 @@
 // the general functions (acquire, release, …) in the same statement;
 // several locks at once go to those functions directly. Since version 6
 // the first holder of a lock lives in the lock's row: a grant of a free
-// lock and its release are one UPDATE of that row each, and acquire_slow
-// and release_one run only when that UPDATE does not settle the call
-// (they first move the holder to a holder row, then apply the rules
-// above).
+// lock and its release are one UPDATE of that row each. Every other case
+// is acquire_slow's or release_one's (they first move the holder to a
+// holder row, then apply the rules above). The store remembers which
+// locks it last saw fast, sends the UPDATE for those and the function for
+// the others.
 //
 // # One round trip per operation
 //
 // TryAcquire of a lock of any number of slots, AcquireAll of several locks,
 // Release, Keep, Held, ReleaseStale and State are each one statement, in
-// autocommit: no transaction stays open between calls, no connection is
+// autocommit. The one exception: a TryAcquire or Release of one lock that
+// the store last saw fast (free, or held by one holder in its row) but that
+// has since become slow (held by another caller, queued, several slots
+// held) takes a second statement, once, after which the store knows. (A
+// fallback in the same statement cost a quarter of a pair's throughput.)
+// Throughout: no transaction stays open between calls, no connection is
 // held while a lease is held, and no advisory lock is taken (they would pin
 // a pooled connection and do not work behind PgBouncer). AcquireAll is all
 // or nothing and locks the lock rows in sorted order, so callers naming the

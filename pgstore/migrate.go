@@ -29,6 +29,10 @@ var (
 	releaseOneSQL string
 	//go:embed queries/release1ev.sql
 	releaseOneEvSQL string
+	//go:embed queries/acquire1slow.sql
+	acquireSlowSQL string
+	//go:embed queries/release1slow.sql
+	releaseSlowSQL string
 	//go:embed queries/keep.sql
 	keepOneSQL string
 	//go:embed queries/held.sql

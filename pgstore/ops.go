@@ -116,6 +116,16 @@ type arow struct {
 }
 
 func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow, error) {
+	out, err := s.queryAcquire(ctx, q, args)
+	if err == nil && len(out) == 0 {
+		err = errors.New("pgstore: acquire returned no row")
+	}
+	return out, err
+}
+
+// queryAcquire runs q, which returns rows as the acquire function does, or
+// none.
+func (s *Store) queryAcquire(ctx context.Context, q string, args []any) ([]arow, error) {
 	var out []arow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r arow
@@ -126,9 +136,6 @@ func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow,
 		out = append(out, r)
 		return nil
 	})
-	if err == nil && len(out) == 0 {
-		err = errors.New("pgstore: acquire returned no row")
-	}
 	return out, err
 }
 
@@ -178,10 +185,30 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	var err error
 	if len(a.names) == 1 && req.StaleAfter <= 0 {
 		length, back := lease(req.TTL, req.Hold)
-		one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL),
-			micros(req.Hold), req.Counted, req.Wait, a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back,
-			s.d.node, req.Events != nil}
-		rows, err = call(s.q.acquireOne, one)
+		pats := patterns(req.Name)
+		if s.fast.is(req.Name) {
+			// The lock was last seen fast (see fastHints): one UPDATE of
+			// its row grants it when it is free.
+			fast := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold), a.op, length, back,
+				req.Events != nil, pats}
+			err = s.retry(ctx, false, func() error {
+				var err error
+				rows, err = s.queryAcquire(ctx, s.q.acquireOne, fast)
+				if err != nil && !notSent(err) {
+					a.reached = true
+				}
+				return err
+			})
+		}
+		if err == nil && len(rows) == 0 {
+			one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold), req.Counted, req.Wait,
+				a.op, micros(s.cfg.waiterTTL), pats, length, back, s.d.node}
+			rows, err = call(s.q.acquireSlow, one)
+			if err == nil {
+				r := &rows[0]
+				s.fast.set(req.Name, r.ev == "granted" && r.running == 1)
+			}
+		}
 	} else {
 		rows, err = call(s.q.check, args())
 	}
@@ -459,6 +486,35 @@ func (s *Store) callRelease(ctx context.Context, q string, args []any) ([]rrow, 
 	return out, err
 }
 
+// releaseOne releases a lease of one lock: one UPDATE of the lock's row
+// when the lock was last seen fast (see fastHints) and its holder is there,
+// else release_one(), which settles every case.
+func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
+	ref := h.Ref.String()
+	if s.fast.is(h.Name) {
+		var rows []rrow
+		var err error
+		if events {
+			rows, err = s.callRelease(ctx, s.q.releaseOneEv, []any{h.Name, h.Token, ref, patterns(h.Name)})
+		} else {
+			rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, ref})
+		}
+		if err != nil || len(rows) > 0 {
+			return rows, err
+		}
+		s.fast.set(h.Name, false)
+	}
+	pats := "{}"
+	if events {
+		pats = patterns(h.Name)
+	}
+	rows, err := s.callRelease(ctx, s.q.releaseSlow, []any{h.Name, h.Token, ref, events, pats})
+	if err == nil && len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 {
+		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again
+	}
+	return rows, err
+}
+
 func (s *Store) emitReleased(ev store.Emitter, rows []rrow, reason error) {
 	for i := range rows {
 		if r := &rows[i]; r.ev == "released" {
@@ -510,11 +566,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	err := s.retry(ctx, false, func() error {
 		var err error
 		if len(h.More) == 0 {
-			if ev != nil {
-				rows, err = s.callRelease(ctx, s.q.releaseOneEv, []any{h.Name, h.Token, h.Ref.String(), patterns(h.Name)})
-			} else {
-				rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, h.Ref.String()})
-			}
+			rows, err = s.releaseOne(ctx, &h, ev != nil)
 		} else {
 			names, tokens := handleArgs(&h)
 			rows, err = s.callRelease(ctx, s.q.release, []any{names, tokens, h.Ref.String(), nil, ev != nil})

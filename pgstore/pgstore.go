@@ -147,6 +147,7 @@ type Store struct {
 	closed atomic.Bool
 	w      endwatch.Set
 	d      dispatcher
+	fast   fastHints
 }
 
 var (
@@ -159,6 +160,7 @@ var (
 type queries struct {
 	release, undo, keep, held, states, define, resize, guard, version   string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne              string
+	acquireSlow, releaseSlow                                            string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen string
 	check, nodeDown, dropWaiter, spillHeld                              string
 }
@@ -170,6 +172,8 @@ func newQueries(schema string) queries {
 		acquireOne:   statement(acquireOneSQL, schema),
 		releaseOne:   statement(releaseOneSQL, schema),
 		releaseOneEv: statement(releaseOneEvSQL, schema),
+		acquireSlow:  statement(acquireSlowSQL, schema),
+		releaseSlow:  statement(releaseSlowSQL, schema),
 		keepOne:      statement(keepOneSQL, schema),
 		heldOne:      statement(heldOneSQL, schema),
 		// A waiter's check: acquire() with its ticket, or the grant a
@@ -343,6 +347,7 @@ func newStore(ctx context.Context, c conn, pool *pgxpool.Pool, poolCfg *pgx.Conn
 		s.lcfg.Tracer = nil
 	}
 	s.d.init(s)
+	s.fast.init()
 	var have int64
 	if err := queryOne(ctx, c, s.q.version, nil, &have); err != nil {
 		var pe *pgconn.PgError

@@ -18,15 +18,27 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 	define(t, e.s, "slots", 3)
 	define(t, e.s, "chat/*", 1)
 	define(t, e.s, "user/*", 1)
-	count := func(what string, f func()) {
+	// f's statements, twice (the first run may also prepare them). With
+	// learn, the store's hint about the lock is stale on the first run
+	// (it saw the lock fast, and it has become slow): that run may take
+	// one statement more, the next must not.
+	counts := func(what string, learn bool, f func()) {
 		t.Helper()
-		for range 2 { // the first run may also prepare the statement
+		for i := range 2 {
 			e.trace.n.Store(0)
 			f()
-			if n := e.trace.n.Load(); n != 1 {
-				t.Fatalf("%s: %d statements, want 1", what, n)
+			want := int64(1)
+			if learn && i == 0 {
+				want = 2
+			}
+			if n := e.trace.n.Load(); n != want {
+				t.Fatalf("%s, run %d: %d statements, want %d", what, i+1, n, want)
 			}
 		}
+	}
+	count := func(what string, f func()) {
+		t.Helper()
+		counts(what, false, f)
 	}
 	var g store.Grant
 	count("TryAcquire of a 3-slot lock", func() {
@@ -41,8 +53,9 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 	g, err := e.s.Acquire(ctx, req("r", time.Minute, "slots"))
 	must(t, err)
 	last := g.Token
-	for _, ref := range []string{"s2", "s3"} {
-		count("TryAcquire of another slot of a 3-slot lock", func() {
+	for i, ref := range []string{"s2", "s3"} {
+		// The store saw the lock fast (one holder, in its row) before s2.
+		counts("TryAcquire of another slot of a 3-slot lock", i == 0, func() {
 			o, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
 			must(t, err)
 			if o.Token <= last || o.Reentered {

@@ -1,20 +1,13 @@
 /* sleeplock release1 */
--- Release one lock. The holder in a fast lock's row (migration 006) is
--- released by one UPDATE of that row, which leaves the row free; every
--- other case is one call of release_one() in the same statement. The
--- counts and slots of the event are left 0, and so is its Seq when the
--- row settles it: this is the release without an event (release1ev.sql
--- is the one with). The comment on the first line names the statement in
+-- Release one lock whose holder is in its fast row (migration 006): one
+-- UPDATE of that row, which leaves it free. No row: nothing changed; the
+-- store then runs release1slow.sql. The counts, slots and Seq of the event
+-- are left 0: this is the release without an event (release1ev.sql is the
+-- one with). The comment on the first line names the statement in
 -- pg_stat_activity.
 --
 -- $1 name, $2 token (0: any), $3 ref.
-WITH g AS (
-    UPDATE {{schema}}.locks l SET ref = NULL, freed = clock_timestamp()
-     WHERE l.name = $1::text AND l.fast AND l.ref = $3::text AND ($2::bigint = 0 OR l.token = $2::bigint)
-    RETURNING l.kind, l.token, l.acquired, l.freed)
-SELECT 'released'::text, 1, $1::text, 0, 0, 0, $3::text, g.kind, g.token, {{schema}}.micros(g.freed),
-       {{schema}}.micros(g.freed) - {{schema}}.micros(g.acquired), 0::bigint
-  FROM g
-UNION ALL
-SELECT * FROM {{schema}}.release_one($1::text, $2::bigint, $3::text, false, '{}'::text[])
- WHERE NOT EXISTS (SELECT 1 FROM g)
+UPDATE {{schema}}.locks l SET ref = NULL, freed = clock_timestamp()
+ WHERE l.name = $1::text AND l.fast AND l.ref = $3::text AND ($2::bigint = 0 OR l.token = $2::bigint)
+RETURNING 'released'::text, 1, l.name, 0, 0, 0, $3::text, l.kind, l.token, {{schema}}.micros(l.freed),
+          {{schema}}.micros(l.freed) - {{schema}}.micros(l.acquired), 0::bigint
