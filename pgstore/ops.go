@@ -116,16 +116,6 @@ type arow struct {
 }
 
 func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow, error) {
-	out, err := s.queryAcquire(ctx, q, args)
-	if err == nil && len(out) == 0 {
-		err = errors.New("pgstore: acquire returned no row")
-	}
-	return out, err
-}
-
-// queryAcquire runs q, which returns rows as the acquire function does, or
-// none.
-func (s *Store) queryAcquire(ctx context.Context, q string, args []any) ([]arow, error) {
 	var out []arow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r arow
@@ -136,6 +126,9 @@ func (s *Store) queryAcquire(ctx context.Context, q string, args []any) ([]arow,
 		out = append(out, r)
 		return nil
 	})
+	if err == nil && len(out) == 0 {
+		err = errors.New("pgstore: acquire returned no row")
+	}
 	return out, err
 }
 
@@ -192,8 +185,14 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			fast := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold), a.op, length, back,
 				req.Events != nil, pats}
 			err = s.retry(ctx, false, func() error {
-				var err error
-				rows, err = s.queryAcquire(ctx, s.q.acquireOne, fast)
+				rows = rows[:0]
+				err := s.c.query(ctx, s.q.acquireOne, fast, func(scan func(...any) error) error {
+					r := arow{ev: "granted", idx: 1, lock: req.Name, running: 1, ref: req.Ref.String(), kind: req.Kind,
+						ttl: micros(req.TTL), hold: micros(req.Hold)}
+					rows = append(rows, r)
+					p := &rows[len(rows)-1]
+					return scan(&p.token, &p.at, &p.expires, &p.slots, &p.seq)
+				})
 				if err != nil && !notSent(err) {
 					a.reached = true
 				}
@@ -493,12 +492,15 @@ func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([
 	ref := h.Ref.String()
 	if s.fast.is(h.Name) {
 		var rows []rrow
-		var err error
+		q, args := s.q.releaseOne, []any{h.Name, h.Token, ref}
 		if events {
-			rows, err = s.callRelease(ctx, s.q.releaseOneEv, []any{h.Name, h.Token, ref, patterns(h.Name)})
-		} else {
-			rows, err = s.callRelease(ctx, s.q.releaseOne, []any{h.Name, h.Token, ref})
+			q, args = s.q.releaseOneEv, []any{h.Name, h.Token, ref, patterns(h.Name)}
 		}
+		err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
+			rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref})
+			r := &rows[len(rows)-1]
+			return scan(&r.kind, &r.token, &r.at, &r.dur, &r.slots, &r.seq)
+		})
 		if err != nil || len(rows) > 0 {
 			return rows, err
 		}

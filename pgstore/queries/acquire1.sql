@@ -13,12 +13,15 @@
 -- or ttl), $8 ttl - lease µs, $9 whether the event is wanted (its slots and
 -- Seq; without it, no Seq is drawn), $10 the patterns of the name (the name,
 -- then its families, most specific first).
+--
+-- Returns the token, acquired and expires (µs), the slots and the Seq (0
+-- without the event): the rest of the grant is the caller's own request.
 UPDATE {{schema}}.locks l
    SET ref = $2::text, kind = $3::text, token = nextval({{tokens}}), acquired = statement_timestamp(),
        renewed = statement_timestamp() - $8::bigint * interval '1 microsecond',
        expires = CASE WHEN $4::bigint > 0 THEN statement_timestamp() + $7::bigint * interval '1 microsecond' END,
        ttl = $4::bigint, hold = $5::bigint, op = $6::bigint
  WHERE l.name = $1::text AND l.fast AND l.ref IS NULL
-RETURNING 'granted'::text, 1, l.name, CASE WHEN $9::boolean THEN {{schema}}.slots_in($10::text::text[]) ELSE 0 END,
-          1, 0, l.ref, l.kind, l.token, {{schema}}.micros(l.acquired), {{schema}}.micros(l.expires), 0::bigint, false,
-          0::bigint, l.ttl, l.hold, CASE WHEN $9::boolean THEN nextval({{seqs}}) ELSE 0 END
+RETURNING l.token, {{schema}}.micros(l.acquired), {{schema}}.micros(l.expires),
+          CASE WHEN $9::boolean THEN {{schema}}.slots_in($10::text::text[]) ELSE 0 END,
+          CASE WHEN $9::boolean THEN nextval({{seqs}}) ELSE 0 END

@@ -7,5 +7,5 @@
 -- name, then its families, most specific first).
 UPDATE {{schema}}.locks l SET ref = NULL, freed = clock_timestamp()
  WHERE l.name = $1::text AND l.fast AND l.ref = $3::text AND ($2::bigint = 0 OR l.token = $2::bigint)
-RETURNING 'released'::text, 1, l.name, {{schema}}.slots_in($4::text::text[]), 0, 0, $3::text, l.kind, l.token,
-          {{schema}}.micros(l.freed), {{schema}}.micros(l.freed) - {{schema}}.micros(l.acquired), nextval({{seqs}})
+RETURNING l.kind, l.token, {{schema}}.micros(l.freed), {{schema}}.micros(l.freed) - {{schema}}.micros(l.acquired),
+          {{schema}}.slots_in($4::text::text[]), nextval({{seqs}})
