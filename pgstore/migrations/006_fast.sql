@@ -493,7 +493,8 @@ $sleeplock$;
 -- (queries/acquire1.sql) did not settle. Version 5's acquire_one() (see
 -- there for each rule), on every holder:
 --   - A lock with no row: its row is made fast, holding the caller (the
---     token drawn once the row is ours).
+--     token drawn once the row is ours); a fast free row is granted as
+--     queries/acquire1.sql grants it.
 --   - A try on a lock full of unexpired holders with nobody queued is
 --     refused on a plain read of holding: no write, no row lock.
 --   - Another slot of a multi-slot lock, queueing, and everything else
@@ -525,17 +526,35 @@ DECLARE
     v_wait  integer;
     v_ticket bigint;
     v_new   boolean;
+    v_free  boolean;
     r       record;
     f       record;
 BEGIN
     IF v_slots IS NOT NULL THEN
         -- A read first: an insert that meets the row would wait for a
         -- transaction changing it.
-        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_name;
+        SELECT l.fast AND l.ref IS NULL INTO v_free FROM {{schema}}.locks l WHERE l.name = p_name;
         v_new := false;
         IF NOT FOUND THEN
             INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
             v_new := FOUND;
+        ELSIF v_free THEN
+            -- Fast and free (the store's hint was stale, or a release
+            -- freed it meanwhile): the grant of queries/acquire1.sql.
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            UPDATE {{schema}}.locks l
+               SET ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
+                   renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+                   hold = p_hold, op = p_op
+             WHERE l.name = p_name AND l.fast AND l.ref IS NULL
+            RETURNING l.token INTO v_tok;
+            IF FOUND THEN
+                RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                    nextval({{seqs}});
+                RETURN;
+            END IF;
         END IF;
         IF v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
             -- A new row: nothing holds or queues (a holder made by version
