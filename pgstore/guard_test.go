@@ -135,7 +135,8 @@ func TestDatabaseSQL(t *testing.T) {
 // TestGuardRepeatableRead: Guard moves a lease held in its lock's row to a
 // holder row in a transaction of its own (migration 006). A REPEATABLE
 // READ transaction that calls Guard first sees that row; one whose
-// snapshot is older is told so, not that the lease was lost.
+// snapshot is older is told so, not that the lease was lost (unless it
+// was).
 func TestGuardRepeatableRead(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -153,6 +154,21 @@ func TestGuardRepeatableRead(t *testing.T) {
 	}
 	must(t, tx.Rollback(ctx))
 	must(t, e.s.Release(ctx, g.Handle(), nil))
+
+	// The same, for a lease that has expired: it is lost, whatever the
+	// snapshot.
+	g, err = e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
+	must(t, err)
+	tx, err = e.pool.BeginTx(ctx, rr)
+	must(t, err)
+	_, err = tx.Exec(ctx, "SELECT 1")
+	must(t, err)
+	must(t, e.s.Advance(ctx, 2*time.Minute))
+	if err := e.s.Guard(ctx, tx, g.Handle()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("guard of an expired lease in a transaction with an older snapshot: %v", err)
+	}
+	must(t, tx.Rollback(ctx))
+	_ = e.s.Release(ctx, g.Handle(), nil)
 
 	g, err = e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
 	must(t, err)

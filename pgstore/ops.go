@@ -801,12 +801,14 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	}
 	if want := 1 + len(h.More); int(n) != want {
 		if moved > 0 {
-			// The holder row is newer than tx's snapshot: a REPEATABLE
-			// READ or SERIALIZABLE transaction that ran a statement
-			// before Guard.
-			return fmt.Errorf("%w: Guard of %q: the transaction's snapshot predates the lease's holder row; "+
-				"call Guard before the first statement of a REPEATABLE READ or SERIALIZABLE transaction",
-				store.ErrUnsupported, h.Name)
+			if st, err := s.Held(ctx, h); err == nil && st.Held {
+				// Still held, and the holder row is newer than tx's
+				// snapshot: a REPEATABLE READ or SERIALIZABLE
+				// transaction that ran a statement before Guard.
+				return fmt.Errorf("%w: Guard of %q: the transaction's snapshot predates the lease's holder row; "+
+					"call Guard before the first statement of a REPEATABLE READ or SERIALIZABLE transaction",
+					store.ErrUnsupported, h.Name)
+			}
 		}
 		return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", store.ErrLeaseLost, h.Name, h.Token)
 	}
