@@ -29,6 +29,8 @@ var (
 	releaseOneSQL string
 	//go:embed queries/release1ev.sql
 	releaseOneEvSQL string
+	//go:embed queries/acquire1ev.sql
+	acquireOneEvSQL string
 	//go:embed queries/acquire1slow.sql
 	acquireSlowSQL string
 	//go:embed queries/release1slow.sql

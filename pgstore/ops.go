@@ -178,20 +178,24 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	var err error
 	if len(a.names) == 1 && req.StaleAfter <= 0 {
 		length, back := lease(req.TTL, req.Hold)
-		pats := patterns(req.Name)
+		ref := req.Ref.String()
 		if s.fast.is(req.Name) {
 			// The lock was last seen fast (see fastHints): one UPDATE of
 			// its row grants it when it is free.
-			fast := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold), a.op, length, back,
-				req.Events != nil, pats}
+			q, fast := s.q.acquireOne, []any{req.Name, ref, req.Kind, micros(req.TTL), micros(req.Hold), a.op, length, back}
+			if req.Events != nil {
+				q, fast = s.q.acquireOneEv, append(fast, patterns(req.Name))
+			}
 			err = s.retry(ctx, false, func() error {
 				rows = rows[:0]
-				err := s.c.query(ctx, s.q.acquireOne, fast, func(scan func(...any) error) error {
-					r := arow{ev: "granted", idx: 1, lock: req.Name, running: 1, ref: req.Ref.String(), kind: req.Kind,
-						ttl: micros(req.TTL), hold: micros(req.Hold)}
-					rows = append(rows, r)
+				err := s.c.query(ctx, q, fast, func(scan func(...any) error) error {
+					rows = append(rows, arow{ev: "granted", idx: 1, lock: req.Name, running: 1, ref: ref, kind: req.Kind,
+						ttl: micros(req.TTL), hold: micros(req.Hold)})
 					p := &rows[len(rows)-1]
-					return scan(&p.token, &p.at, &p.expires, &p.slots, &p.seq)
+					if req.Events != nil {
+						return scan(&p.token, &p.at, &p.expires, &p.slots, &p.seq)
+					}
+					return scan(&p.token, &p.at, &p.expires)
 				})
 				if err != nil && !notSent(err) {
 					a.reached = true
@@ -200,8 +204,8 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			})
 		}
 		if err == nil && len(rows) == 0 {
-			one := []any{req.Name, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold), req.Counted, req.Wait,
-				a.op, micros(s.cfg.waiterTTL), pats, length, back, s.d.node}
+			one := []any{req.Name, ref, req.Kind, micros(req.TTL), micros(req.Hold), req.Counted, req.Wait,
+				a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back, s.d.node}
 			rows, err = call(s.q.acquireSlow, one)
 			if err == nil {
 				r := &rows[0]

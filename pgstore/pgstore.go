@@ -160,7 +160,7 @@ var (
 type queries struct {
 	release, undo, keep, held, states, define, resize, guard, version   string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne              string
-	acquireSlow, releaseSlow                                            string
+	acquireOneEv, acquireSlow, releaseSlow                              string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen string
 	check, nodeDown, dropWaiter, spillHeld                              string
 }
@@ -172,6 +172,7 @@ func newQueries(schema string) queries {
 		acquireOne:   statement(acquireOneSQL, schema),
 		releaseOne:   statement(releaseOneSQL, schema),
 		releaseOneEv: statement(releaseOneEvSQL, schema),
+		acquireOneEv: statement(acquireOneEvSQL, schema),
 		acquireSlow:  statement(acquireSlowSQL, schema),
 		releaseSlow:  statement(releaseSlowSQL, schema),
 		keepOne:      statement(keepOneSQL, schema),

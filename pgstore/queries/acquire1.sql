@@ -9,19 +9,17 @@
 -- renewed and expires (a grant that waited for the row is dated before the
 -- wait, so its lease ends no later than its TTL after the grant).
 --
--- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 op, $7 lease µs (hold
--- or ttl), $8 ttl - lease µs, $9 whether the event is wanted (its slots and
--- Seq; without it, no Seq is drawn), $10 the patterns of the name (the name,
--- then its families, most specific first).
+-- This is the grant without an event (acquire1ev.sql is the one with).
 --
--- Returns the token, acquired and expires (µs), the slots and the Seq (0
--- without the event): the rest of the grant is the caller's own request.
+-- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 op, $7 lease µs (hold
+-- or ttl), $8 ttl - lease µs.
+--
+-- Returns the token, acquired and expires (µs): the rest of the grant is the
+-- caller's own request.
 UPDATE {{schema}}.locks l
    SET ref = $2::text, kind = $3::text, token = nextval({{tokens}}), acquired = statement_timestamp(),
        renewed = statement_timestamp() - $8::bigint * interval '1 microsecond',
        expires = CASE WHEN $4::bigint > 0 THEN statement_timestamp() + $7::bigint * interval '1 microsecond' END,
        ttl = $4::bigint, hold = $5::bigint, op = $6::bigint
  WHERE l.name = $1::text AND l.fast AND l.ref IS NULL
-RETURNING l.token, {{schema}}.micros(l.acquired), {{schema}}.micros(l.expires),
-          CASE WHEN $9::boolean THEN {{schema}}.slots_in($10::text::text[]) ELSE 0 END,
-          CASE WHEN $9::boolean THEN nextval({{seqs}}) ELSE 0 END
+RETURNING l.token, {{schema}}.micros(l.acquired), {{schema}}.micros(l.expires)
