@@ -14,23 +14,54 @@ import (
 // for a lock it saw fast, and otherwise the statement that settles every
 // case (acquire1slow.sql, release1slow.sql); a lock it has not seen counts
 // as slow. A wrong hint costs one round trip more, never a wrong answer.
+//
+// A lock that was contended (a caller of this store queued for it, or a
+// release found its row taken from under a fast hint) stays slow for the
+// next contendedSightings times the store sees it fast. Without that, a
+// lock taken in turns by callers of several stores would be seen free at
+// each grant and queued for right after, and every release would pay the
+// second statement within the handoff.
 type fastHints struct {
-	seed  maphash.Seed
-	table [1024]atomic.Bool
+	seed maphash.Seed
+	// > 0: seen fast; 0: slow; < 0: contended, slow for that many more
+	// sightings of the lock fast.
+	table [1024]atomic.Int32
 }
+
+// contendedSightings is how many times a contended lock must be seen fast
+// before the store sends it the fast statements again.
+const contendedSightings = 16
 
 func (h *fastHints) init() { h.seed = maphash.MakeSeed() }
 
-func (h *fastHints) entry(name string) *atomic.Bool {
+func (h *fastHints) entry(name string) *atomic.Int32 {
 	return &h.table[maphash.String(h.seed, name)%uint64(len(h.table))]
 }
 
 // is reports whether name was last seen fast.
-func (h *fastHints) is(name string) bool { return h.entry(name).Load() }
+func (h *fastHints) is(name string) bool { return h.entry(name).Load() > 0 }
 
-// set records whether name was seen fast.
+// set records whether name was seen fast; a sighting of a contended lock
+// fast counts down its contention instead.
 func (h *fastHints) set(name string, fast bool) {
-	if e := h.entry(name); e.Load() != fast {
-		e.Store(fast)
+	e := h.entry(name)
+	for {
+		v := e.Load()
+		n := int32(0)
+		switch {
+		case !fast && v < 0:
+			return // contended stays contended
+		case fast && v < -1:
+			n = v + 1
+		case fast:
+			n = 1
+		}
+		if v == n || e.CompareAndSwap(v, n) {
+			return
+		}
 	}
 }
+
+// contended records that name was contended: slow for the next
+// contendedSightings times it is seen fast.
+func (h *fastHints) contended(name string) { h.entry(name).Store(-contendedSightings) }

@@ -208,8 +208,11 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 				a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back, s.d.node}
 			rows, err = call(s.q.acquireSlow, one)
 			if err == nil {
-				r := &rows[0]
-				s.fast.set(req.Name, r.ev == "granted" && r.running == 1)
+				if r := &rows[0]; r.ev == "queued" {
+					s.fast.contended(req.Name)
+				} else {
+					s.fast.set(req.Name, r.ev == "granted" && r.running == 1)
+				}
 			}
 		}
 	} else {
@@ -508,7 +511,9 @@ func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([
 		if err != nil || len(rows) > 0 {
 			return rows, err
 		}
-		s.fast.set(h.Name, false)
+		// Its row was taken from under the hint: another caller queued,
+		// or took another slot.
+		s.fast.contended(h.Name)
 	}
 	pats := "{}"
 	if events {
