@@ -147,6 +147,7 @@ func TestGuardRepeatableRead(t *testing.T) {
 	must(t, err)
 	tx, err := e.pool.BeginTx(ctx, rr)
 	must(t, err)
+	defer tx.Rollback(ctx)
 	_, err = tx.Exec(ctx, "SELECT 1") // the snapshot is taken here
 	must(t, err)
 	if err := e.s.Guard(ctx, tx, g.Handle()); !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrLeaseLost) {
@@ -155,12 +156,35 @@ func TestGuardRepeatableRead(t *testing.T) {
 	must(t, tx.Rollback(ctx))
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 
+	// The same when another caller moved the holder out of the lock's row
+	// after the snapshot (its grant of a second slot spills the row), so
+	// that Guard itself moves nothing: still not lost.
+	define(t, e.s, "rr2", 2)
+	g2, err := e.s.Acquire(ctx, req("writer", time.Minute, "rr2"))
+	must(t, err)
+	tx, err = e.pool.BeginTx(ctx, rr)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	_, err = tx.Exec(ctx, "SELECT 1")
+	must(t, err)
+	second, err := e.node(t).Acquire(ctx, req("second", time.Minute, "rr2"))
+	must(t, err)
+	if second.Lock.Token <= g2.Lock.Token {
+		t.Fatalf("second slot's token %d, first's %d", second.Lock.Token, g2.Lock.Token)
+	}
+	if err := e.s.Guard(ctx, tx, g2.Handle()); !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("guard in a transaction with an older snapshot, the row spilled by another caller: %v", err)
+	}
+	must(t, tx.Rollback(ctx))
+	must(t, e.s.Release(ctx, g2.Handle(), nil))
+
 	// The same, for a lease that has expired: it is lost, whatever the
 	// snapshot.
 	g, err = e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
 	must(t, err)
 	tx, err = e.pool.BeginTx(ctx, rr)
 	must(t, err)
+	defer tx.Rollback(ctx)
 	_, err = tx.Exec(ctx, "SELECT 1")
 	must(t, err)
 	must(t, e.s.Advance(ctx, 2*time.Minute))

@@ -799,7 +799,7 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	args := []any{names, tokens, h.Ref.String()}
 	// A hold in its lock's row becomes a holder row first, in a
 	// transaction of the store's own (migration 006).
-	var moved int64
+	var moved int64 // (how many; a spill by any other operation counts the same)
 	err := s.retry(ctx, true, func() error { return queryOne(ctx, s.c, s.q.spillHeld, args, &moved) })
 	if err != nil {
 		return fmt.Errorf("pgstore: guard: %w", err)
@@ -809,11 +809,14 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 		return fmt.Errorf("pgstore: guard: %w", err)
 	}
 	if want := 1 + len(h.More); int(n) != want {
-		if moved > 0 {
+		// In a REPEATABLE READ or SERIALIZABLE transaction that ran a
+		// statement before Guard, the holder row may be newer than tx's
+		// snapshot: moved there by this Guard, or by any operation that
+		// took the lock's row since (a waiter queueing, another slot's
+		// grant). A lease still held is then not lost.
+		var iso string
+		if err := queryOne(ctx, c, s.q.isolation, nil, &iso); err == nil && iso != "read committed" {
 			if st, err := s.Held(ctx, h); err == nil && st.Held {
-				// Still held, and the holder row is newer than tx's
-				// snapshot: a REPEATABLE READ or SERIALIZABLE
-				// transaction that ran a statement before Guard.
 				return fmt.Errorf("%w: Guard of %q: the transaction's snapshot predates the lease's holder row; "+
 					"call Guard before the first statement of a REPEATABLE READ or SERIALIZABLE transaction",
 					store.ErrUnsupported, h.Name)

@@ -162,7 +162,7 @@ type queries struct {
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne              string
 	acquireOneEv, acquireSlow, releaseSlow                              string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen string
-	check, nodeDown, dropWaiter, spillHeld                              string
+	check, nodeDown, dropWaiter, spillHeld, isolation                   string
 }
 
 func newQueries(schema string) queries {
@@ -218,6 +218,7 @@ func newQueries(schema string) queries {
 			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
 			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
 		spillHeld: "SELECT " + s + ".spill_held($1::text::text[], $2::text::bigint[], $3::text)",
+		isolation: "SELECT current_setting('transaction_isolation')",
 		version:   "SELECT coalesce(max(version), 0)::bigint FROM " + s + ".schema_version",
 		advanceHolders: "WITH h AS (UPDATE " + s + ".holders SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond') " +
 			"UPDATE " + s + ".locks SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond', freed = freed - $1::bigint * interval '1 microsecond' " +
