@@ -428,3 +428,32 @@ func testUpgradeFrom(t *testing.T, from int) {
 	must(t, s.Release(ctx, g.Handle(), nil))
 	must(t, pgstore.Migrate(ctx, pool, opts...))
 }
+
+// TestVersion5ReleaseStaleOfHoldInLockRow: a process of version 5 still
+// running while the schema is upgraded releases a stale hold of one lock
+// through release(); the hold a version-6 store granted in the lock's row
+// is released (migration 007), and the lock is free.
+func TestVersion5ReleaseStaleOfHoldInLockRow(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "v5rs", 1)
+	g, err := e.s.Acquire(ctx, req("stale", time.Minute, "v5rs"))
+	must(t, err)
+	var fast bool
+	q := pgx.Identifier{e.schema}.Sanitize()
+	must(t, e.pool.QueryRow(ctx, "SELECT fast AND ref = 'stale' FROM "+q+".locks WHERE name = 'v5rs'").Scan(&fast))
+	if !fast {
+		t.Fatal("the grant is not in the lock's row")
+	}
+	must(t, e.s.Advance(ctx, 2*time.Minute))
+	var ev string
+	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".release('{v5rs}', '{0}', 'stale', 0, false)").Scan(&ev))
+	if ev != "released" {
+		t.Fatalf("version 5's ReleaseStale of a hold in its lock's row: %s", ev)
+	}
+	if st, err := e.s.Held(ctx, g.Handle()); err != nil || st.Held {
+		t.Fatalf("released hold: %+v %v", st, err)
+	}
+	_, err = e.s.Acquire(ctx, req("next", time.Minute, "v5rs"))
+	must(t, err)
+}

@@ -169,8 +169,8 @@ func TestGuardRepeatableRead(t *testing.T) {
 	must(t, err)
 	second, err := e.node(t).Acquire(ctx, req("second", time.Minute, "rr2"))
 	must(t, err)
-	if second.Lock.Token <= g2.Lock.Token {
-		t.Fatalf("second slot's token %d, first's %d", second.Lock.Token, g2.Lock.Token)
+	if second.Token <= g2.Token {
+		t.Fatalf("second slot's token %d, first's %d", second.Token, g2.Token)
 	}
 	if err := e.s.Guard(ctx, tx, g2.Handle()); !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("guard in a transaction with an older snapshot, the row spilled by another caller: %v", err)

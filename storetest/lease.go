@@ -113,6 +113,45 @@ var _ = add("Keep/OnlyTheHolderRenews", func(t *testing.T, e *env) {
 	must(t, b.Release(ctx(t)))
 })
 
+// A ref that took two locks with two single-lock acquisitions holds both:
+// a lease naming both (LeaseOf) is held, renews both, and keeps the
+// holds' tokens; once one is released it is neither held nor renewed.
+var _ = add("Keep/LeaseOfSeveralLocksTakenApart", func(t *testing.T, e *env) {
+	l, s := e.locks(t)
+	define(t, l, "apart-a", 1)
+	define(t, l, "apart-b", 1)
+	a, err := l.TryAcquire(ctx(t), "apart-a", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
+	must(t, err)
+	b, err := l.TryAcquire(ctx(t), "apart-b", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
+	must(t, err)
+	both, err := l.LeaseOf("r", []string{"apart-a", "apart-b"}, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	must(t, err)
+	st, err := both.Status(ctx(t))
+	must(t, err)
+	if !st.Held {
+		t.Fatalf("a lease of two locks the ref holds: %+v", st)
+	}
+	e.advance(t, s, 50*time.Second)
+	must(t, both.Keep(ctx(t)))
+	e.advance(t, s, 50*time.Second) // 100 s after the grants, 50 s after the renewal
+	for _, n := range []string{"apart-a", "apart-b"} {
+		if _, err := l.TryAcquire(ctx(t), n); !errors.Is(err, sleeplock.ErrUnavailable) {
+			t.Fatalf("%s, renewed through the lease of both, was taken over: %v", n, err)
+		}
+	}
+	must(t, a.Keep(ctx(t)))
+	must(t, b.Release(ctx(t)))
+	st, err = both.Status(ctx(t))
+	must(t, err)
+	if st.Held {
+		t.Fatalf("a lease of two locks, one released, is held: %+v", st)
+	}
+	if err := both.Keep(ctx(t)); !errors.Is(err, sleeplock.ErrNotHeld) {
+		t.Fatalf("Keep of a lease of two locks, one released = %v", err)
+	}
+	must(t, a.Release(ctx(t)))
+})
+
 var _ = add("Hold/ShorterThanTTLDatedBack", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
 	define(t, l, "user/*", 1)
