@@ -148,3 +148,27 @@ func TestCancelledDuringGrantUndoes(t *testing.T) {
 	})
 	wantState(t, e.s, "u", 0, 0)
 }
+
+// TestLateAcquisitionAfterUndoGrantsNothing: an acquisition's statement
+// that reaches the server only after the undo that abandoned it (its
+// caller gone) neither grants nor queues: the lock stays free.
+func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "late", 1)
+	q := pgx.Identifier{e.schema}.Sanitize()
+	for i, wait := range []bool{false, true} {
+		op := int64(4242 + i)
+		_, err := e.pool.Exec(ctx, "SELECT * FROM "+q+".undo('{late}', 'gone', $1)", op)
+		must(t, err)
+		var ev string
+		must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('late', 'gone', '', 60000000, 0, false, $1, $2, "+
+			"10000000, '{late}', 60000000, 0, 0)", wait, op).Scan(&ev))
+		if ev != "cancelled" {
+			t.Fatalf("late acquisition (wait %v) after its undo: %s", wait, ev)
+		}
+		wantState(t, e.s, "late", 0, 0)
+	}
+	_, err := e.s.Acquire(ctx, req("next", time.Minute, "late"))
+	must(t, err)
+}

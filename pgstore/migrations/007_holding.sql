@@ -22,6 +22,13 @@
 --     all or none, as before.
 --   - release() spills the row of a single lock first (release_rows() is
 --     version 2's release(), renamed).
+--   - acquire_slow() answers 'cancelled' to an acquisition that undo()
+--     already abandoned (its tombstone in cancelled), as acquire() answers
+--     a waiter's check: a statement that reached the server only after the
+--     undo that was to clean up after it must not grant a slot nobody will
+--     release (acquire_rows() is version 6's acquire_slow(), renamed). The
+--     hot UPDATE (queries/acquire1.sql) needs no such check: undo() spills
+--     the lock's row, which that UPDATE then no longer grants.
 
 CREATE OR REPLACE FUNCTION {{schema}}.held(p_names text[], p_tokens bigint[], p_ref text)
 RETURNS TABLE (r_held boolean, r_now bigint, r_renewed bigint, r_expires bigint)
@@ -121,5 +128,41 @@ BEGIN
         PERFORM {{schema}}.spill(p_names[1]);
     END IF;
     RETURN QUERY SELECT * FROM {{schema}}.release_rows(p_names, p_tokens, p_ref, p_stale, p_events);
+END
+$sleeplock$;
+
+ALTER FUNCTION {{schema}}.acquire_slow(text, text, text, bigint, bigint, boolean, boolean, bigint, bigint, text[],
+                                       bigint, bigint, bigint) RENAME TO acquire_rows;
+
+-- Version 6's acquire_slow() (now acquire_rows(), see there), unless the
+-- acquisition was abandoned: its undo() left a tombstone, and nothing is
+-- granted or queued for it.
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_slow(
+    p_name    text,
+    p_ref     text,
+    p_kind    text,
+    p_ttl     bigint,
+    p_hold    bigint,
+    p_counted boolean,
+    p_wait    boolean,
+    p_op      bigint,
+    p_wttl    bigint,
+    p_pats    text[],
+    p_lease   bigint,
+    p_back    bigint,
+    p_node    bigint)
+RETURNS TABLE (r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+               r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint,
+               r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+        RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
+            {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
+            0::bigint;
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT * FROM {{schema}}.acquire_rows(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
+                                                        p_wttl, p_pats, p_lease, p_back, p_node);
 END
 $sleeplock$;
