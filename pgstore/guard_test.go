@@ -141,15 +141,24 @@ func TestGuardRepeatableRead(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	define(t, e.s, "rr", 1)
-	rr := pgx.TxOptions{IsoLevel: pgx.RepeatableRead}
+	// begin starts a REPEATABLE READ transaction, rolled back at the end
+	// of the test if it is still open; with a statement run in it first
+	// when snapshot (the snapshot is taken then).
+	begin := func(snapshot bool) pgx.Tx {
+		t.Helper()
+		tx, err := e.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+		must(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(ctx) })
+		if snapshot {
+			_, err = tx.Exec(ctx, "SELECT 1")
+			must(t, err)
+		}
+		return tx
+	}
 
 	g, err := e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
 	must(t, err)
-	tx, err := e.pool.BeginTx(ctx, rr)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, "SELECT 1") // the snapshot is taken here
-	must(t, err)
+	tx := begin(true)
 	if err := e.s.Guard(ctx, tx, g.Handle()); !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("guard in a transaction with an older snapshot: %v", err)
 	}
@@ -162,11 +171,7 @@ func TestGuardRepeatableRead(t *testing.T) {
 	define(t, e.s, "rr2", 2)
 	g2, err := e.s.Acquire(ctx, req("writer", time.Minute, "rr2"))
 	must(t, err)
-	tx, err = e.pool.BeginTx(ctx, rr)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, "SELECT 1")
-	must(t, err)
+	tx = begin(true)
 	second, err := e.node(t).Acquire(ctx, req("second", time.Minute, "rr2"))
 	must(t, err)
 	if second.Token <= g2.Token {
@@ -182,11 +187,7 @@ func TestGuardRepeatableRead(t *testing.T) {
 	// snapshot.
 	g, err = e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
 	must(t, err)
-	tx, err = e.pool.BeginTx(ctx, rr)
-	must(t, err)
-	defer tx.Rollback(ctx)
-	_, err = tx.Exec(ctx, "SELECT 1")
-	must(t, err)
+	tx = begin(true)
 	must(t, e.s.Advance(ctx, 2*time.Minute))
 	if err := e.s.Guard(ctx, tx, g.Handle()); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("guard of an expired lease in a transaction with an older snapshot: %v", err)
@@ -196,9 +197,7 @@ func TestGuardRepeatableRead(t *testing.T) {
 
 	g, err = e.s.Acquire(ctx, req("writer", time.Minute, "rr"))
 	must(t, err)
-	tx, err = e.pool.BeginTx(ctx, rr)
-	must(t, err)
-	defer tx.Rollback(ctx)
+	tx = begin(false)
 	must(t, e.s.Guard(ctx, tx, g.Handle()))
 	must(t, tx.Commit(ctx))
 	must(t, e.s.Release(ctx, g.Handle(), nil))
