@@ -86,13 +86,14 @@ func (e *benchEnv) peerTry(ctx context.Context, name, ref string) (bool, error) 
 	return ok, err
 }
 
-// parallel runs b.N calls of f spread over clients goroutines, after one
-// untimed call per client, all at once: the figures are of the steady
-// state, not of the pool dialling its connections and each server
-// process planning its statements (which, with a fresh schema for each
-// b.N the framework tries, would weigh on a short run at 32 clients).
-func parallel(b *testing.B, clients int, f func(client int) error) {
-	var next atomic.Int64
+// warmUp runs one call of f per client, all at once, before the timer
+// starts, and reports whether they all succeeded: the figures are then of
+// the steady state, not of the pool dialling its connections and each new
+// server process planning the statements and compiling the functions at
+// its first calls (tens of ms each), which, with a fresh schema for each
+// b.N the framework tries, would weigh on a short run's rate and make its
+// p99.
+func warmUp(b *testing.B, clients int, f func(client int) error) bool {
 	var wg sync.WaitGroup
 	for c := range clients {
 		wg.Go(func() {
@@ -102,7 +103,15 @@ func parallel(b *testing.B, clients int, f func(client int) error) {
 		})
 	}
 	wg.Wait()
-	if b.Failed() {
+	return !b.Failed()
+}
+
+// parallel runs b.N calls of f spread over clients goroutines, after
+// warmUp.
+func parallel(b *testing.B, clients int, f func(client int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	if !warmUp(b, clients, f) {
 		return
 	}
 	b.ResetTimer()
@@ -284,6 +293,17 @@ func BenchmarkHandoff(b *testing.B) {
 				var lat []time.Duration
 				var next atomic.Int64
 				var wg sync.WaitGroup
+				if !warmUp(b, waiters+1, func(c int) error {
+					r := req("c"+strconv.Itoa(c), time.Minute, "h")
+					r.Wait = true
+					g, err := nodes[c%2].Acquire(ctx, r)
+					if err != nil {
+						return err
+					}
+					return nodes[c%2].Release(ctx, g.Handle(), nil)
+				}) {
+					return
+				}
 				b.ResetTimer()
 				for c := range waiters + 1 {
 					wg.Add(1)
