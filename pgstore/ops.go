@@ -799,8 +799,7 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	args := []any{names, tokens, h.Ref.String()}
 	// A hold in its lock's row becomes a holder row first, in a
 	// transaction of the store's own (migration 006).
-	var moved int64 // (how many; a spill by any other operation counts the same)
-	err := s.retry(ctx, true, func() error { return queryOne(ctx, s.c, s.q.spillHeld, args, &moved) })
+	err := s.retry(ctx, true, func() error { return queryOne(ctx, s.c, s.q.spillHeld, args, new(int64)) })
 	if err != nil {
 		return fmt.Errorf("pgstore: guard: %w", err)
 	}
