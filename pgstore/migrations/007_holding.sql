@@ -17,9 +17,9 @@
 --   - held() reads the view holding: one snapshot (the function is
 --     STABLE), so a holder moved from its lock's row to a holder row
 --     meanwhile is seen in one place or the other.
---   - keep() finds each hold in its lock's row, locked there (a spill
---     waits for this statement to end), else in its holder row, as before;
---     all or none, as before.
+--   - keep() finds and locks each hold in its lock's row (a spill waits
+--     for this statement to end), else in its holder row; all or none, as
+--     before; then renews each through keep_one().
 --   - release() spills the row of a single lock first (release_rows() is
 --     version 2's release(), renamed).
 --   - acquire_slow() answers 'cancelled' to an acquisition that undo()
@@ -65,23 +65,22 @@ RETURNS TABLE (r_ok boolean, r_now bigint, r_expires bigint)
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
-    n       integer := cardinality(p_names);
-    v_now   timestamptz;
     v_lease bigint := CASE WHEN p_hold > 0 AND p_hold < p_ttl THEN p_hold ELSE p_ttl END;
-    v_exp   timestamptz;
     v_tok   bigint;
-    v_inrow boolean[] := '{}';
+    k       record;
+    v_now   bigint;
+    v_exp   bigint;
     i       integer;
 BEGIN
-    -- Find and lock every hold first: in its lock's row (a spill, which
-    -- takes the row FOR UPDATE, then waits until this statement ends), or
-    -- else in a holder row (a spill that ran first has moved it there).
-    FOR i IN 1 .. n LOOP
+    -- Find and lock every hold first, all or none: in its lock's row (a
+    -- spill, which takes the row FOR UPDATE, then waits until this
+    -- statement ends), or else in a holder row (a spill that ran first
+    -- has moved it there).
+    FOR i IN 1 .. cardinality(p_names) LOOP
         v_tok := p_tokens[i];
         PERFORM 1 FROM {{schema}}.locks l
           WHERE l.name = p_names[i] AND l.fast AND l.ref = p_ref AND (v_tok = 0 OR l.token = v_tok)
             FOR NO KEY UPDATE;
-        v_inrow[i] := FOUND;
         IF NOT FOUND THEN
             PERFORM 1 FROM {{schema}}.holders h
               WHERE h.lock = p_names[i] AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok)
@@ -92,24 +91,19 @@ BEGIN
             END IF;
         END IF;
     END LOOP;
-    v_now := clock_timestamp();
-    v_exp := CASE WHEN p_ttl > 0 THEN v_now + v_lease * interval '1 microsecond' END;
-    FOR i IN 1 .. n LOOP
-        IF v_inrow[i] THEN
-            UPDATE {{schema}}.locks l
-               SET ttl = p_ttl, hold = p_hold, expires = v_exp,
-                   renewed = CASE WHEN p_ttl > 0 THEN v_now - (p_ttl - v_lease) * interval '1 microsecond'
-                                  ELSE l.acquired END
-             WHERE l.name = p_names[i] AND l.fast AND l.ref = p_ref;
-        ELSE
-            UPDATE {{schema}}.holders h
-               SET ttl = p_ttl, hold = p_hold, expires = v_exp,
-                   renewed = CASE WHEN p_ttl > 0 THEN v_now - (p_ttl - v_lease) * interval '1 microsecond'
-                                  ELSE h.acquired END
-             WHERE h.lock = p_names[i] AND h.ref = p_ref;
+    -- Then renew each where it is, as a Keep of one lock does.
+    FOR i IN 1 .. cardinality(p_names) LOOP
+        SELECT * INTO k FROM {{schema}}.keep_one(p_names[i], p_tokens[i], p_ref, p_ttl, p_hold, v_lease,
+                                                  p_ttl - v_lease);
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'sleeplock: keep(): the hold of % locked above is gone', p_names[i];
+        END IF;
+        v_now := coalesce(v_now, k.r_now);
+        IF k.r_expires IS NOT NULL AND (v_exp IS NULL OR k.r_expires < v_exp) THEN
+            v_exp := k.r_expires;
         END IF;
     END LOOP;
-    RETURN QUERY SELECT true, {{schema}}.micros(v_now), {{schema}}.micros(v_exp);
+    RETURN QUERY SELECT true, v_now, v_exp;
 END
 $sleeplock$;
 
