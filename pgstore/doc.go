@@ -106,7 +106,9 @@
 // the head of the queue in ticket order, under the lock's row, and sends
 // NOTIFY with the grant: the waiter's store hands it to the waiting call,
 // which returns without another statement (a waiter that missed it finds
-// it at its next check). Since version 5 such a grant is its waiter's
+// it at its next check). Since version 8 a grant for a waiter of the
+// releasing store is not notified: it comes back with the release's answer,
+// after its commit, and the store hands it over itself. Since version 5 such a grant is its waiter's
 // node's until the node's next heartbeat confirms it: the grant of a node
 // that died meanwhile ends with the node's lease, not with the lease TTL.
 // The release leaves to the waiter's own check a waiter for several locks

@@ -172,3 +172,54 @@ func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
 	_, err := e.s.Acquire(ctx, req("next", time.Minute, "late"))
 	must(t, err)
 }
+
+// TestQueueingAfterUndoUnderRowQueuesNothing: an acquisition that waits for
+// its lock's row while undo() abandons it queues nothing once it has the
+// row (migration 008's queueing behind others checks for the tombstone
+// under the row, as version 7 does).
+func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	define(t, e.s, "lateq", 1)
+	q := pgx.Identifier{e.schema}.Sanitize()
+	_, err := e.s.Acquire(ctx, req("holder", time.Minute, "lateq"))
+	must(t, err)
+	ticket := nodeWaiter(t, e, "lateq", "first", 77, 7700, "10 seconds")
+	// its queue row its own, as a store queues it
+	_, err = e.pool.Exec(ctx, "UPDATE "+q+".queue SET own = true WHERE ticket = $1", ticket)
+	must(t, err)
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name = 'lateq' FOR UPDATE")
+	must(t, err)
+	const op = 5151
+	got := make(chan string, 1)
+	go func() {
+		var ev string
+		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('lateq', 'late', '', 60000000, 0, false, true, $1, "+
+			"10000000, '{lateq}', 60000000, 0, 78)", op).Scan(&ev)
+		if err != nil {
+			ev = err.Error()
+		}
+		got <- ev
+	}()
+	waitFor(t, "the acquisition to wait for the row", func() bool {
+		var n int
+		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "+
+			"AND query LIKE '%acquire_slow%' AND datname = current_database()").Scan(&n))
+		return n == 1
+	})
+	_, err = tx.Exec(ctx, "INSERT INTO "+q+".cancelled (op, at) VALUES ($1, now())", op)
+	must(t, err)
+	must(t, tx.Commit(ctx))
+	if ev := <-got; ev != "cancelled" {
+		t.Fatalf("acquisition abandoned while it waited for the row: %s", ev)
+	}
+	var n int
+	must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".queue WHERE lock = 'lateq'").Scan(&n))
+	if n != 1 {
+		t.Fatalf("%d queued, want the first waiter alone", n)
+	}
+}

@@ -741,3 +741,62 @@ func TestDropDeadKeepsOtherLocksRows(t *testing.T) {
 		t.Fatal("the counts of the lock rows do not match their queues")
 	}
 }
+
+// TestHandoffToOwnNodeNotNotified: a release that hands its slot to a
+// waiter of its own store gives the waiter its grant from the statement's
+// answer, and sends no notification (migration 008); a release on another
+// store notifies the grant. Notifications arrive in commit order, so a
+// marker notified after the release comes after the release's grant, if it
+// sent one. Polls are an hour apart: the waiter is woken only by its grant.
+func TestHandoffToOwnNodeNotNotified(t *testing.T) {
+	defer pgstore.SetListenPoll(time.Hour)()
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	define(t, e.s, "own", 1)
+	node, err := pgstore.New(ctx, e.pool, pgstore.WithSchema(e.schema), pgstore.WithPollInterval(time.Hour))
+	must(t, err)
+	defer node.Close()
+	lc, err := pgx.Connect(ctx, dbURL())
+	must(t, err)
+	defer lc.Close(context.Background())
+	channel := pgx.Identifier{pgstore.ChannelOf(e.schema)}.Sanitize()
+	_, err = lc.Exec(ctx, "LISTEN "+channel)
+	must(t, err)
+	for _, c := range []struct {
+		releaser *pgstore.Store
+		notified bool
+	}{{node, false}, {e.s, true}} {
+		h, err := c.releaser.Acquire(ctx, req("holder", time.Minute, "own"))
+		must(t, err)
+		done := make(chan error, 1)
+		go func() {
+			r := req("waiter", time.Minute, "own")
+			r.Wait = true
+			g, err := node.Acquire(ctx, r)
+			if err == nil {
+				err = node.Release(ctx, g.Handle(), nil)
+			}
+			done <- err
+		}()
+		waiting(t, e.s, "own", 1)
+		must(t, c.releaser.Release(ctx, h.Handle(), nil))
+		must(t, <-done)
+		_, err = e.pool.Exec(ctx, "SELECT pg_notify($1, 'marker')", pgstore.ChannelOf(e.schema))
+		must(t, err)
+		grants := 0
+		for {
+			n, err := lc.WaitForNotification(ctx)
+			must(t, err)
+			if n.Payload == "marker" {
+				break
+			}
+			if strings.HasPrefix(n.Payload, "g ") {
+				grants++
+			}
+		}
+		if notified := grants > 0; notified != c.notified || grants > 1 {
+			t.Errorf("release on the waiter's store %v: %d grants notified", c.releaser == node, grants)
+		}
+	}
+}

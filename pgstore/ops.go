@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -519,11 +520,22 @@ func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([
 	if events {
 		pats = patterns(h.Name)
 	}
-	rows, err := s.callRelease(ctx, s.q.releaseSlow, []any{h.Name, h.Token, ref, events, pats})
-	if err == nil && len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 {
+	rows, err := s.callRelease(ctx, s.q.releaseSlow, []any{h.Name, h.Token, ref, events, pats, s.d.node})
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 {
 		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again
 	}
-	return rows, err
+	// Grants this release made for this store's waiters (migration 008):
+	// committed, since the statement's answer came after its commit.
+	return slices.DeleteFunc(rows, func(r rrow) bool {
+		if r.ev != "handed" {
+			return false
+		}
+		s.d.notified(r.ref)
+		return true
+	}), nil
 }
 
 func (s *Store) emitReleased(ev store.Emitter, rows []rrow, reason error) {
