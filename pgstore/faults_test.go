@@ -223,3 +223,46 @@ func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
 		t.Fatalf("%d queued, want the first waiter alone", n)
 	}
 }
+
+// TestWaitingAcquisitionBehindUndoOfIdleRow: a waiting acquisition whose
+// statement reaches the server while undo() abandons it, and waits for the
+// lock's row that undo() holds, finds the row deleted (undo() forgets an
+// idle row) once it has it: it is answered 'cancelled', and nothing is
+// granted (a grant with no TTL would never end).
+func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	define(t, e.s, "idle", 1)
+	q := pgx.Identifier{e.schema}.Sanitize()
+	g, err := e.s.Acquire(ctx, req("before", time.Minute, "idle"))
+	must(t, err)
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	const op = 4343
+	_, err = tx.Exec(ctx, "SELECT * FROM "+q+".undo('{idle}', 'late', $1)", op)
+	must(t, err)
+	got := make(chan string, 1)
+	go func() {
+		var ev string
+		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('idle', 'late', '', 0, 0, false, true, $1, "+
+			"10000000, '{idle}', 0, 0, 78)", op).Scan(&ev)
+		if err != nil {
+			ev = err.Error()
+		}
+		got <- ev
+	}()
+	waitFor(t, "the acquisition to wait for the row", func() bool {
+		var n int
+		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "+
+			"AND query LIKE '%acquire_slow%' AND datname = current_database()").Scan(&n))
+		return n == 1
+	})
+	must(t, tx.Commit(ctx))
+	if ev := <-got; ev != "cancelled" {
+		t.Fatalf("acquisition abandoned while it waited for the row: %s", ev)
+	}
+	wantState(t, e.s, "idle", 0, 0)
+}

@@ -162,12 +162,15 @@ END
 $sleeplock$;
 
 -- Acquire one lock: version 7's acquire_slow(), with the queueing of a
--- caller behind others in fewer statements. When the lock is slow, callers
--- queue, every queued waiter has its node and no node is stale, version
--- 6's rule (acquire_rows()) comes down to: under the lock's row, unless
--- the acquisition was abandoned meanwhile, queue the caller behind them
--- when it holds no slot of the lock and the waiters are at least its free
--- slots. Every other case is version 7's, as before.
+-- caller behind others in fewer statements. A caller that will wait takes
+-- the lock's row first, and the tombstone of its abandoned acquisition is
+-- looked for after that (an undo() that had the row may have deleted it
+-- meanwhile: acquire_rows() would then make a new row and grant it). When
+-- the lock is slow, callers queue, every queued waiter has its node and no
+-- node is stale, version 6's rule (acquire_rows()) comes down to: queue
+-- the caller behind them when it holds no slot of the lock and the waiters
+-- are at least its free slots. Every other case is version 7's, as
+-- before.
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_slow(
     p_name    text,
     p_ref     text,
@@ -191,9 +194,19 @@ DECLARE
     v_now    timestamptz;
     v_slots  integer;
     v_ticket bigint;
+    v_found  boolean := false;
     l        record;
     f        record;
 BEGIN
+    IF p_wait THEN
+        -- A caller that will wait takes the lock's row first: it queues
+        -- under it, or else acquire_rows() decides under it.
+        SELECT x.fast, x.queued, x.unowned INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+        v_found := FOUND;
+    END IF;
+    -- Checked after the row is ours: the tombstone of an undo() that had
+    -- the row before us (undo() takes it) is seen now, whatever that undo
+    -- left of the row.
     IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
             {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
@@ -201,14 +214,10 @@ BEGIN
         RETURN;
     END IF;
     IF p_wait THEN
-        SELECT x.fast, x.queued, x.unowned INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-        IF FOUND AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
+        IF v_found AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
             v_slots := {{schema}}.slots_in(p_pats);
             v_now := clock_timestamp();
-            -- (the tombstone of an undo that had the row before us is
-            -- seen now: undo() takes the row)
-            IF v_slots IS NOT NULL AND NOT {{schema}}.nodes_stale(v_now)
-               AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+            IF v_slots IS NOT NULL AND NOT {{schema}}.nodes_stale(v_now) THEN
                 SELECT count(*)::int AS n,
                        (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
                        coalesce(bool_or(h.ref = p_ref), false) AS mine
