@@ -167,6 +167,28 @@ func BenchmarkPairs(b *testing.B) {
 	}
 }
 
+// BenchmarkSlots: as many clients as the lock has slots, each taking a
+// slot of the one lock (TryAcquire, never refused) and giving it back,
+// durable. Every grant and release is of the lock's row (its slot arrays
+// since migration 009), so they take turns on it: compare with Pairs at as
+// many clients, each on its own lock.
+func BenchmarkSlots(b *testing.B) {
+	for _, slots := range []int{2, 4, 8} {
+		b.Run(fmt.Sprintf("slots=%d", slots), func(b *testing.B) {
+			e := newBenchEnv(b, false)
+			ctx := context.Background()
+			define(b, e.s, "many", slots)
+			parallel(b, slots, func(c int) error {
+				g, err := e.s.Acquire(ctx, req("r"+strconv.Itoa(c), time.Minute, "many"))
+				if err != nil {
+					return err
+				}
+				return e.s.Release(ctx, g.Handle(), nil)
+			})
+		})
+	}
+}
+
 // BenchmarkHotLock: 32 clients trying one lock that another holds: every
 // try is refused.
 func BenchmarkHotLock(b *testing.B) {

@@ -457,3 +457,50 @@ func TestVersion5ReleaseStaleOfHoldInLockRow(t *testing.T) {
 	_, err = e.s.Acquire(ctx, req("next", time.Minute, "v5rs"))
 	must(t, err)
 }
+
+// TestVersion8StatementsOnSlotRow: a process of version 8 still running
+// while the schema is upgraded meets a row in slot mode (migration 009).
+// Its hot UPDATE grants nothing there (ref is empty, not NULL), its
+// acquire_slow() of 13 arguments grants it a holder row (the row spilled:
+// its own held.sql looks there), and the holders the version-9 store
+// granted in the slots keep them, in holder rows of the same slots.
+func TestVersion8StatementsOnSlotRow(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "v8", 3)
+	g, err := e.s.Acquire(ctx, req("new", time.Minute, "v8"))
+	must(t, err)
+	var slots string
+	must(t, e.pool.QueryRow(ctx, "SELECT array_to_string(xref, ',', '-') FROM "+q+".locks WHERE name = 'v8' AND fast AND ref = ''").
+		Scan(&slots))
+	if slots != "new,-,-" {
+		t.Fatalf("slots %q", slots)
+	}
+	// version 8's queries/acquire1.sql, in short
+	tag, err := e.pool.Exec(ctx, "UPDATE "+q+".locks l SET ref = 'old', token = nextval('"+q+".tokens') "+
+		"WHERE l.name = 'v8' AND l.fast AND l.ref IS NULL")
+	must(t, err)
+	if tag.RowsAffected() != 0 {
+		t.Fatal("version 8's hot grant took a row in slot mode")
+	}
+	var ev string
+	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('v8', 'old', '', 60000000, 0, false, false, 88, "+
+		"10000000, '{v8}', 60000000, 0, 0)").Scan(&ev))
+	if ev != "granted" {
+		t.Fatalf("version 8's acquire_slow: %s", ev)
+	}
+	var holders string
+	must(t, e.pool.QueryRow(ctx, "SELECT string_agg(ref || slot, ',' ORDER BY slot) FROM "+q+".holders WHERE lock = 'v8'").
+		Scan(&holders))
+	if holders != "new1,old2" {
+		t.Fatalf("holder rows %q, want new1,old2", holders)
+	}
+	st, err := e.s.Held(ctx, g.Handle())
+	must(t, err)
+	if !st.Held {
+		t.Fatal("the version-9 holder lost its slot")
+	}
+	wantState(t, e.s, "v8", 2, 0)
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+}

@@ -70,25 +70,34 @@
 // the first holder of a lock lives in the lock's row: a grant of a free
 // lock and its release are one UPDATE of that row each. Every other case
 // is acquire_slow's or release_one's (they first move the holder to a
-// holder row, then apply the rules above). The store remembers which
-// locks it last saw fast, sends the UPDATE for those and the function for
-// the others.
+// holder row, then apply the rules above). Since version 9 every slot of
+// a multi-slot lock lives in the lock's row too, one element of its slot
+// arrays per slot: a grant of a free slot and its release are one UPDATE
+// of the arrays each (queries/acquireN.sql, releaseN.sql), until a caller
+// queues or something else moves the slots to holder rows. The store
+// remembers which locks it last saw fast, and with how many slots, sends
+// the UPDATE for those and the function for the others (and for a
+// multi-slot lock whose caller wants events, as the function counts the
+// lock's holders for them).
 //
 // # One round trip per operation
 //
 // TryAcquire of a lock of any number of slots, AcquireAll of several locks,
 // Release, Keep, Held, ReleaseStale and State are each one statement, in
 // autocommit. The one exception: a TryAcquire or Release of one lock that
-// the store last saw fast (free, or held by one holder in its row) but that
-// has since become slow (held by another caller, queued, several slots
-// held) takes a second statement, once, after which the store knows. (A
+// the store last saw fast (its holders in its row, and a slot free) but
+// that has since become slow or full (queued, held by others in holder
+// rows or in every slot) takes a second statement, once, after which the
+// store knows. (A
 // fallback in the same statement cost a quarter of a pair's throughput.)
 // A lock the store saw contended stays slow until it has seen it fast 16
 // times, so a lock taken in turns across stores does not pay that second
 // statement at each handoff.
 // Throughout: no transaction stays open between calls, no connection is
-// held while a lease is held, and no advisory lock is taken (they would pin
-// a pooled connection and do not work behind PgBouncer). AcquireAll is all
+// held while a lease is held, and no session advisory lock is taken (they
+// would pin a pooled connection and do not work behind PgBouncer; version
+// 9 takes a transaction-level one, released at commit, only to order a
+// change of definitions with a lock's first grant in its slot arrays). AcquireAll is all
 // or nothing and locks the lock rows in sorted order, so callers naming the
 // same locks in any order do not deadlock; it reports the first refused
 // lock in the caller's order with the kind of what holds it.

@@ -16,7 +16,7 @@ import (
 // returns its backend's pid.
 func blocked(t *testing.T, e *env, fn string) int32 {
 	t.Helper()
-	start := "/* sleeplock " + fn + "1%"
+	start := "/* sleeplock " + fn + "%"
 	var pid int32
 	waitFor(t, "a blocked "+fn, func() bool {
 		err := e.pool.QueryRow(context.Background(),
@@ -142,7 +142,7 @@ func TestCancelledDuringGrantUndoes(t *testing.T) {
 	must(t, tx.Rollback(ctx))
 	waitFor(t, "no acquire running", func() bool {
 		var n int
-		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE (query LIKE '/* sleeplock acquire1 */%' OR query LIKE '%.acquire(%') "+
+		_ = e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE (query LIKE '/* sleeplock acquire%' OR query LIKE '%.acquire(%') "+
 			"AND query LIKE $1 AND state = 'active' AND pid <> pg_backend_pid()", "%"+pgx.Identifier{e.schema}.Sanitize()+"%").Scan(&n)
 		return n == 0
 	})
@@ -265,4 +265,41 @@ func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
 		t.Fatalf("acquisition abandoned while it waited for the row: %s", ev)
 	}
 	wantState(t, e.s, "idle", 0, 0)
+}
+
+// TestResizeRacingFirstGrantOfSlots: a lock's first grant that would turn
+// its row to slot mode (migration 009) while a resize of the lock is not
+// yet committed waits for it, and its slot arrays have the new slots: the
+// lock never has more holders than them.
+func TestResizeRacingFirstGrantOfSlots(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	define(t, e.s, "rz", 3)
+	q := pgx.Identifier{e.schema}.Sanitize()
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = tx.Exec(ctx, "SELECT * FROM "+q+".resize('rz', 2)")
+	must(t, err)
+	node := e.node(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := node.Acquire(ctx, req("a", time.Minute, "rz"))
+		done <- err
+	}()
+	waitFor(t, "the first grant to wait for the resize", func() bool {
+		var n int
+		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' "+
+			"AND query LIKE '%acquire_slow%' AND datname = current_database()").Scan(&n))
+		return n == 1
+	})
+	must(t, tx.Commit(ctx))
+	must(t, <-done)
+	_, err = node.Acquire(ctx, req("b", time.Minute, "rz"))
+	must(t, err)
+	if _, err := node.Acquire(ctx, req("c", time.Minute, "rz")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a third holder of a lock resized to 2 slots: %v", err)
+	}
+	wantState(t, e.s, "rz", 2, 0)
 }

@@ -202,3 +202,40 @@ func TestGuardRepeatableRead(t *testing.T) {
 	must(t, tx.Commit(ctx))
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 }
+
+// TestGuardOfHoldInSlot: Guard of a lease held in a slot of its lock's row
+// (migration 009) moves the lock's holders to holder rows first, then
+// guards the lease there; a lease of another ref in the same lock is not
+// guarded by it, and the guarded one still cannot be taken over.
+func TestGuardOfHoldInSlot(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "gs", 2)
+	a, err := e.s.Acquire(ctx, req("a", time.Minute, "gs"))
+	must(t, err)
+	b, err := e.s.Acquire(ctx, req("b", time.Minute, "gs"))
+	must(t, err)
+	tx, err := e.pool.Begin(ctx)
+	must(t, err)
+	defer tx.Rollback(ctx)
+	must(t, e.s.Guard(ctx, tx, b.Handle()))
+	var holders string
+	must(t, e.pool.QueryRow(ctx, "SELECT string_agg(ref || slot, ',' ORDER BY slot) FROM "+q+".holders WHERE lock = 'gs'").
+		Scan(&holders))
+	if holders != "a1,b2" {
+		t.Fatalf("holder rows after Guard: %q", holders)
+	}
+	// a is not guarded: released while b's guard stands.
+	must(t, e.s.Release(ctx, a.Handle(), nil))
+	must(t, e.s.Advance(ctx, 2*time.Minute))
+	other := e.node(t)
+	// the free slot is granted, the guarded expired one is not taken over
+	c, err := other.Acquire(ctx, req("c", time.Minute, "gs"))
+	must(t, err)
+	if _, err := other.Acquire(ctx, req("thief", time.Minute, "gs")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("takeover of a guarded lease held in a slot: %v", err)
+	}
+	must(t, tx.Commit(ctx))
+	must(t, other.Release(ctx, c.Handle(), nil))
+}

@@ -26,6 +26,10 @@ type fastHints struct {
 	// > 0: seen fast; 0: slow; < 0: contended, slow for that many more
 	// sightings of the lock fast.
 	table [1024]atomic.Int32
+	// many: the lock last seen had several slots (schema version 9: a fast
+	// lock's holders are in its row's slot arrays, which
+	// queries/acquireN.sql and releaseN.sql grant and free).
+	many [1024]atomic.Bool
 }
 
 // contendedSightings is how many times a contended lock must be seen fast
@@ -34,9 +38,17 @@ const contendedSightings = 16
 
 func (h *fastHints) init() { h.seed = maphash.MakeSeed() }
 
-func (h *fastHints) entry(name string) *atomic.Int32 {
-	return &h.table[maphash.String(h.seed, name)%uint64(len(h.table))]
+func (h *fastHints) index(name string) uint64 {
+	return maphash.String(h.seed, name) % uint64(len(h.table))
 }
+
+func (h *fastHints) entry(name string) *atomic.Int32 { return &h.table[h.index(name)] }
+
+// isMany reports whether name was last seen with several slots.
+func (h *fastHints) isMany(name string) bool { return h.many[h.index(name)].Load() }
+
+// setMany records whether name has several slots.
+func (h *fastHints) setMany(name string, many bool) { h.many[h.index(name)].Store(many) }
 
 // is reports whether name was last seen fast.
 func (h *fastHints) is(name string) bool { return h.entry(name).Load() > 0 }

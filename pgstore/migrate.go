@@ -35,6 +35,10 @@ var (
 	acquireSlowSQL string
 	//go:embed queries/release1slow.sql
 	releaseSlowSQL string
+	//go:embed queries/acquireN.sql
+	acquireManySQL string
+	//go:embed queries/releaseN.sql
+	releaseManySQL string
 	//go:embed queries/keep.sql
 	keepOneSQL string
 	//go:embed queries/held.sql

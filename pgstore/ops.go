@@ -133,6 +133,26 @@ func (s *Store) callAcquireQ(ctx context.Context, q string, args []any) ([]arow,
 	return out, err
 }
 
+// callAcquireSlow runs acquire1slow.sql: the rows of callAcquireQ, and
+// whether the lock's row is fast after a grant (its last column).
+func (s *Store) callAcquireSlow(ctx context.Context, args []any) ([]arow, bool, error) {
+	var out []arow
+	var fast bool
+	err := s.c.query(ctx, s.q.acquireSlow, args, func(scan func(...any) error) error {
+		var r arow
+		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token,
+			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.seq, &fast); err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	if err == nil && len(out) == 0 {
+		err = errors.New("pgstore: acquire returned no row")
+	}
+	return out, fast, err
+}
+
 // acquisition is one Acquire call.
 type acquisition struct {
 	req     *store.AcquireRequest
@@ -180,11 +200,17 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	if len(a.names) == 1 && req.StaleAfter <= 0 {
 		length, back := lease(req.TTL, req.Hold)
 		ref := req.Ref.String()
-		if s.fast.is(req.Name) {
+		many := s.fast.isMany(req.Name)
+		// (an event of a slot in the arrays needs the lock's counts: the
+		// slow statement, which grants there too)
+		if s.fast.is(req.Name) && (!many || req.Events == nil) {
 			// The lock was last seen fast (see fastHints): one UPDATE of
-			// its row grants it when it is free.
+			// its row grants it when it is free, or one of its free slots.
 			q, fast := s.q.acquireOne, []any{req.Name, ref, req.Kind, micros(req.TTL), micros(req.Hold), a.op, length, back}
-			if req.Events != nil {
+			switch {
+			case many:
+				q = s.q.acquireMany
+			case req.Events != nil:
 				q, fast = s.q.acquireOneEv, append(fast, patterns(req.Name))
 			}
 			err = s.retry(ctx, false, func() error {
@@ -207,12 +233,23 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		if err == nil && len(rows) == 0 {
 			one := []any{req.Name, ref, req.Kind, micros(req.TTL), micros(req.Hold), req.Counted, req.Wait,
 				a.op, micros(s.cfg.waiterTTL), patterns(req.Name), length, back, s.d.node}
-			rows, err = call(s.q.acquireSlow, one)
+			var fast bool
+			err = s.retry(ctx, false, func() error {
+				var err error
+				rows, fast, err = s.callAcquireSlow(ctx, one)
+				if err != nil && !notSent(err) {
+					a.reached = true
+				}
+				return err
+			})
 			if err == nil {
 				if r := &rows[0]; r.ev == "queued" {
 					s.fast.contended(req.Name)
 				} else {
-					s.fast.set(req.Name, r.ev == "granted" && r.running == 1)
+					s.fast.set(req.Name, fast)
+				}
+				if r := &rows[0]; r.slots > 0 {
+					s.fast.setMany(req.Name, r.slots > 1)
 				}
 			}
 		}
@@ -498,10 +535,14 @@ func (s *Store) callRelease(ctx context.Context, q string, args []any) ([]rrow, 
 // else release_one(), which settles every case.
 func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
 	ref := h.Ref.String()
-	if s.fast.is(h.Name) {
+	many := s.fast.isMany(h.Name)
+	if s.fast.is(h.Name) && (!many || !events) {
 		var rows []rrow
 		q, args := s.q.releaseOne, []any{h.Name, h.Token, ref}
-		if events {
+		switch {
+		case many:
+			q = s.q.releaseMany
+		case events:
 			q, args = s.q.releaseOneEv, []any{h.Name, h.Token, ref, patterns(h.Name)}
 		}
 		err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
@@ -529,11 +570,17 @@ func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([
 	}
 	// Grants this release made for this store's waiters (migration 008):
 	// committed, since the statement's answer came after its commit.
+	// A row 'fast': the lock's row stays fast, its slots in its arrays
+	// (migration 009).
 	return slices.DeleteFunc(rows, func(r rrow) bool {
-		if r.ev != "handed" {
+		switch r.ev {
+		case "handed":
+			s.d.notified(r.ref)
+		case "fast":
+			s.fast.set(h.Name, true)
+		default:
 			return false
 		}
-		s.d.notified(r.ref)
 		return true
 	}), nil
 }

@@ -160,7 +160,7 @@ var (
 type queries struct {
 	release, undo, keep, held, states, define, resize, guard, version   string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne              string
-	acquireOneEv, acquireSlow, releaseSlow                              string
+	acquireOneEv, acquireSlow, releaseSlow, acquireMany, releaseMany    string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen string
 	check, nodeDown, dropWaiter, spillHeld, isolation                   string
 }
@@ -175,6 +175,8 @@ func newQueries(schema string) queries {
 		acquireOneEv: statement(acquireOneEvSQL, schema),
 		acquireSlow:  statement(acquireSlowSQL, schema),
 		releaseSlow:  statement(releaseSlowSQL, schema),
+		acquireMany:  statement(acquireManySQL, schema),
+		releaseMany:  statement(releaseManySQL, schema),
 		keepOne:      statement(keepOneSQL, schema),
 		heldOne:      statement(heldOneSQL, schema),
 		// A waiter's check: acquire() with its ticket, or the grant a
@@ -221,7 +223,9 @@ func newQueries(schema string) queries {
 		isolation: "SELECT current_setting('transaction_isolation')",
 		version:   "SELECT coalesce(max(version), 0)::bigint FROM " + s + ".schema_version",
 		advanceHolders: "WITH h AS (UPDATE " + s + ".holders SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond') " +
-			"UPDATE " + s + ".locks SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond', freed = freed - $1::bigint * interval '1 microsecond' " +
+			"UPDATE " + s + ".locks SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond', freed = freed - $1::bigint * interval '1 microsecond', " +
+			"xacquired = " + s + ".shift(xacquired, $1::bigint), xrenewed = " + s + ".shift(xrenewed, $1::bigint), " +
+			"xexpires = " + s + ".shift(xexpires, $1::bigint) " +
 			"WHERE name IN (SELECT name FROM " + s + ".locks WHERE fast FOR UPDATE SKIP LOCKED)",
 		advanceWaiters: "UPDATE " + s + ".waiters SET since = since - $1::bigint * interval '1 microsecond'",
 	}

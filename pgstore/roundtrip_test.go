@@ -53,9 +53,10 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 	g, err := e.s.Acquire(ctx, req("r", time.Minute, "slots"))
 	must(t, err)
 	last := g.Token
-	for i, ref := range []string{"s2", "s3"} {
-		// The store saw the lock fast (one holder, in its row) before s2.
-		counts("TryAcquire of another slot of a 3-slot lock", i == 0, func() {
+	for _, ref := range []string{"s2", "s3"} {
+		// Every slot is granted by one UPDATE of the lock's row (its slot
+		// arrays, migration 009).
+		counts("TryAcquire of another slot of a 3-slot lock", false, func() {
 			o, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
 			must(t, err)
 			if o.Token <= last || o.Reentered {
@@ -68,7 +69,8 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 		_, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
 		must(t, err)
 	}
-	count("refused TryAcquire of a full 3-slot lock", func() {
+	// The store saw the lock fast, with a free slot, before s4.
+	counts("refused TryAcquire of a full 3-slot lock", true, func() {
 		if _, err := e.s.Acquire(ctx, req("s4", time.Minute, "slots")); !errors.Is(err, store.ErrUnavailable) {
 			t.Fatal(err)
 		}
@@ -117,6 +119,12 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	must(t, err)
 	_, err = e.s.Acquire(ctx, req("holder", time.Minute, "chat/1"))
 	must(t, err)
+	// and a lock of two slots, both held in its row's slots (migration 009)
+	define(t, e.s, "hot2", 2)
+	for _, ref := range []string{"x", "y"} {
+		_, err = e.s.Acquire(ctx, req(ref, time.Minute, "hot2"))
+		must(t, err)
+	}
 
 	// No transaction id: run the statement in a transaction and ask.
 	tx, err := e.pool.Begin(ctx)
@@ -131,12 +139,13 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".holders WHERE lock = 'hot' FOR UPDATE")
 	must(t, err)
 	// and on the lock's row, which the hot statement tries to insert
-	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name = 'hot' FOR UPDATE")
+	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name IN ('hot', 'hot2') FOR UPDATE")
 	must(t, err)
 	for _, call := range []string{
 		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0)",
 		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
 		"acquire_slow('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
+		"acquire_slow('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, true)",
 	} {
 		var ev string
 		must(t, tx.QueryRow(ctx, "SELECT r_ev FROM "+q+"."+call).Scan(&ev))
@@ -163,6 +172,9 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := e.s.Acquire(ctx, req("other", time.Minute, "chat/1", "hot")); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatal(err)
+		}
+		if _, err := e.s.Acquire(ctx, req("other", time.Minute, "hot2")); !errors.Is(err, store.ErrUnavailable) {
 			t.Fatal(err)
 		}
 		must(t, e.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn).Scan(&diff))

@@ -69,7 +69,9 @@ func TestFamilyMembersLeaveNoRows(t *testing.T) {
 	if n := count("SELECT count(*) FROM " + q + ".holders"); n != 0 {
 		t.Fatalf("%d holder rows left by idle family members", n)
 	}
-	if n := count("SELECT count(*) FROM " + q + ".locks WHERE NOT fast OR ref IS NOT NULL"); n != 0 {
+	// (a row in slot mode, migration 009, has ref '' and its slots in xref)
+	if n := count("SELECT count(*) FROM " + q + ".locks WHERE NOT fast OR (ref IS NOT NULL AND xref IS NULL) " +
+		"OR cardinality(array_remove(xref, NULL)) > 0"); n != 0 {
 		t.Fatalf("%d lock rows in use left by idle family members", n)
 	}
 	sweep := func() int {
@@ -154,8 +156,9 @@ func TestQueueDetail(t *testing.T) {
 // TestFirstHolderInLockRow: the first holder of a free lock is kept in the
 // lock's row (migration 006): no holder row is written, State and Held see
 // it, a try is refused on it, and its release leaves the row free for the
-// next grant. A second holder moves it to a holder row (the lock is then
-// slow), and the lock is fast again once nothing holds it.
+// next grant. The holders of a lock of several slots are kept in the
+// slots of its row (migration 009), until something else (a queue) moves
+// them to holder rows; the lock is fast again once nothing holds it.
 func TestFirstHolderInLockRow(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -198,29 +201,95 @@ func TestFirstHolderInLockRow(t *testing.T) {
 		wantState(t, e.s, "one", 0, 0)
 	}
 
+	// A lock of two slots: its row in slot mode (migration 009), one
+	// element per slot, no holder row.
+	slots := func(name string) string {
+		t.Helper()
+		var x string
+		must(t, e.pool.QueryRow(ctx, "SELECT coalesce(array_to_string(l.xref, ',', '-'), 'none') FROM "+q+".locks l "+
+			"WHERE l.name = $1", name).Scan(&x))
+		return x
+	}
+	wantSlots := func(name, want string, holders int) {
+		t.Helper()
+		want2 := func(f bool, r string, h int) bool { return f && r == "" && h == holders }
+		if f, r, h := row(name); !want2(f, r, h) || slots(name) != want {
+			t.Fatalf("%s: fast %v, ref %q, %d holder rows, slots %s; want fast, '', %d, %s", name, f, r, h, slots(name),
+				holders, want)
+		}
+	}
 	a, err := e.s.Acquire(ctx, req("a", time.Minute, "two"))
 	must(t, err)
-	want("two", true, "a", 0)
+	wantSlots("two", "a,-", 0)
 	b, err := e.s.Acquire(ctx, req("b", time.Minute, "two"))
 	must(t, err)
-	want("two", false, "", 2)
+	wantSlots("two", "a,b", 0)
+	wantState(t, e.s, "two", 2, 0)
+	// The row's ref ('' in slot mode) is no holder: not a handle's with no ref.
+	if st, err := e.s.Held(ctx, store.Handle{Lock: store.Lock{Name: "two"}}); err != nil || st.Held {
+		t.Fatalf("Held of a handle with no ref: %+v %v", st, err)
+	}
 	if b.Token <= a.Token {
 		t.Fatalf("tokens %d then %d", a.Token, b.Token)
+	}
+	if _, err := e.s.Acquire(ctx, req("x", time.Minute, "two")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a third holder of a two-slot lock: %v", err)
 	}
 	st, err := e.s.Held(ctx, a.Handle())
 	must(t, err)
 	if !st.Held {
-		t.Fatal("the first holder lost its hold when it moved to a holder row")
+		t.Fatal("Held of a holder in a slot of its lock's row")
 	}
+	_, err = e.s.Keep(ctx, a.Handle(), 2*time.Minute, 0)
+	must(t, err)
 	must(t, e.s.Release(ctx, a.Handle(), nil))
-	want("two", false, "", 1)
-	must(t, e.s.Release(ctx, b.Handle(), nil))
-	want("two", true, "", 0)
+	wantSlots("two", "-,b", 0)
 	c, err := e.s.Acquire(ctx, req("c", time.Minute, "two"))
 	must(t, err)
-	want("two", true, "c", 0)
+	wantSlots("two", "c,b", 0)
 	if c.Token <= b.Token {
 		t.Fatalf("tokens %d then %d", b.Token, c.Token)
 	}
+	must(t, e.s.Release(ctx, b.Handle(), nil))
 	must(t, e.s.Release(ctx, c.Handle(), nil))
+	wantSlots("two", "-,-", 0)
+	wantState(t, e.s, "two", 0, 0)
+	// Anything else moves the slots to holder rows, slot i to slot i: a
+	// caller queueing, here.
+	a, err = e.s.Acquire(ctx, req("a", time.Minute, "two"))
+	must(t, err)
+	b, err = e.s.Acquire(ctx, req("b", time.Minute, "two"))
+	must(t, err)
+	must(t, e.s.Release(ctx, a.Handle(), nil))
+	a, err = e.s.Acquire(ctx, req("a", time.Minute, "two"))
+	must(t, err)
+	done := make(chan error, 1)
+	node := e.node(t)
+	go func() {
+		r := req("w", time.Minute, "two")
+		r.Wait = true
+		g, err := node.Acquire(ctx, r)
+		if err == nil {
+			err = e.s.Release(ctx, g.Handle(), nil)
+		}
+		done <- err
+	}()
+	waiting(t, e.s, "two", 1)
+	if f, _, h := row("two"); f || h != 2 || slots("two") != "none" {
+		t.Fatalf("two with a waiter: fast %v, %d holder rows, slots %s", f, h, slots("two"))
+	}
+	var order string
+	must(t, e.pool.QueryRow(ctx, "SELECT string_agg(ref || slot, ',' ORDER BY slot) FROM "+q+".holders WHERE lock = 'two'").Scan(&order))
+	if order != "a1,b2" {
+		t.Fatalf("holder rows %s, want a1,b2", order)
+	}
+	st, err = e.s.Held(ctx, b.Handle())
+	must(t, err)
+	if !st.Held {
+		t.Fatal("the holder of slot 2 lost its hold when it moved to a holder row")
+	}
+	must(t, e.s.Release(ctx, a.Handle(), nil))
+	must(t, <-done)
+	must(t, e.s.Release(ctx, b.Handle(), nil))
+	want("two", true, "", 0)
 }

@@ -174,3 +174,52 @@ var _ = add("Config/ApplyCreatesLocks", func(t *testing.T, e *env) {
 		t.Fatalf("Apply of a conflicting entry = %v, want a ConfigError naming test1 at line 7", err)
 	}
 })
+
+// A lock shrunk below its holders, with nobody waiting, grants no slot
+// until fewer hold it than its new slots; grown, it grants the new slots
+// at once. The same when a more specific definition of a name in use
+// gives it fewer slots than its family.
+var _ = add("Define/ShrinkBelowHoldersRefusesUntilReleased", func(t *testing.T, e *env) {
+	l, _ := e.locks(t)
+	unavailable := func(name string) {
+		t.Helper()
+		if _, err := l.TryAcquire(ctx(t), name); !errors.Is(err, sleeplock.ErrUnavailable) {
+			t.Fatalf("TryAcquire of %s: %v, want ErrUnavailable", name, err)
+		}
+	}
+	define(t, l, "pool", 3)
+	a, err := l.TryAcquire(ctx(t), "pool")
+	must(t, err)
+	b, err := l.TryAcquire(ctx(t), "pool")
+	must(t, err)
+	must(t, l.Resize(ctx(t), "pool", 1))
+	unavailable("pool")
+	must(t, a.Release(ctx(t)))
+	unavailable("pool")
+	must(t, b.Release(ctx(t)))
+	c, err := l.TryAcquire(ctx(t), "pool")
+	must(t, err)
+	unavailable("pool")
+	must(t, l.Resize(ctx(t), "pool", 2))
+	d, err := l.TryAcquire(ctx(t), "pool")
+	must(t, err)
+	unavailable("pool")
+	wantState(t, l, "pool", 2, 0)
+	must(t, c.Release(ctx(t)))
+	must(t, d.Release(ctx(t)))
+
+	define(t, l, "vip/*", 3)
+	x, err := l.TryAcquire(ctx(t), "vip/1")
+	must(t, err)
+	y, err := l.TryAcquire(ctx(t), "vip/1")
+	must(t, err)
+	define(t, l, "vip/1", 1)
+	unavailable("vip/1")
+	must(t, x.Release(ctx(t)))
+	unavailable("vip/1")
+	must(t, y.Release(ctx(t)))
+	z, err := l.TryAcquire(ctx(t), "vip/1")
+	must(t, err)
+	unavailable("vip/1")
+	must(t, z.Release(ctx(t)))
+})

@@ -117,14 +117,35 @@ var _ = add("Keep/OnlyTheHolderRenews", func(t *testing.T, e *env) {
 // a lease naming both (LeaseOf) is held, renews both, and keeps the
 // holds' tokens; once one is released it is neither held nor renewed.
 var _ = add("Keep/LeaseOfSeveralLocksTakenApart", func(t *testing.T, e *env) {
+	leaseOfLocksTakenApart(t, e, "apart", 1)
+})
+
+// The same with locks of two slots, the ref holding the second slot of
+// each.
+var _ = add("Keep/LeaseOfSeveralLocksInSecondSlots", func(t *testing.T, e *env) {
+	leaseOfLocksTakenApart(t, e, "slot", 2)
+})
+
+// leaseOfLocksTakenApart runs the Keep/LeaseOfSeveralLocks… tests on two
+// locks prefix-a and prefix-b of slots slots, the other slots held by
+// another ref for an hour.
+func leaseOfLocksTakenApart(t *testing.T, e *env, prefix string, slots int) {
 	l, s := e.locks(t)
-	define(t, l, "apart-a", 1)
-	define(t, l, "apart-b", 1)
-	a, err := l.TryAcquire(ctx(t), "apart-a", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
+	names := []string{prefix + "-a", prefix + "-b"}
+	var others []sleeplock.Lease
+	for _, n := range names {
+		define(t, l, n, slots)
+		for range slots - 1 {
+			o, err := l.TryAcquire(ctx(t), n, sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("other"))
+			must(t, err)
+			others = append(others, o)
+		}
+	}
+	a, err := l.TryAcquire(ctx(t), names[0], sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
 	must(t, err)
-	b, err := l.TryAcquire(ctx(t), "apart-b", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
+	b, err := l.TryAcquire(ctx(t), names[1], sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
 	must(t, err)
-	both, err := l.LeaseOf("r", []string{"apart-a", "apart-b"}, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	both, err := l.LeaseOf("r", names, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
 	must(t, err)
 	st, err := both.Status(ctx(t))
 	must(t, err)
@@ -134,7 +155,7 @@ var _ = add("Keep/LeaseOfSeveralLocksTakenApart", func(t *testing.T, e *env) {
 	e.advance(t, s, 50*time.Second)
 	must(t, both.Keep(ctx(t)))
 	e.advance(t, s, 50*time.Second) // 100 s after the grants, 50 s after the renewal
-	for _, n := range []string{"apart-a", "apart-b"} {
+	for _, n := range names {
 		if _, err := l.TryAcquire(ctx(t), n); !errors.Is(err, sleeplock.ErrUnavailable) {
 			t.Fatalf("%s, renewed through the lease of both, was taken over: %v", n, err)
 		}
@@ -150,7 +171,10 @@ var _ = add("Keep/LeaseOfSeveralLocksTakenApart", func(t *testing.T, e *env) {
 		t.Fatalf("Keep of a lease of two locks, one released = %v", err)
 	}
 	must(t, a.Release(ctx(t)))
-})
+	for _, o := range others {
+		must(t, o.Release(ctx(t)))
+	}
+}
 
 var _ = add("Hold/ShorterThanTTLDatedBack", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
@@ -398,4 +422,29 @@ var _ = add("Execute/FnContextEndsWhenLeaseLost", func(t *testing.T, e *env) {
 		t.Fatalf("fn's context ended with %v, want ErrLeaseLost", err)
 	}
 	wantState(t, l, "exl", 0, 0)
+})
+
+// The expired holds of a lock of several slots, taken one by one, are not
+// held any more, and their slots are taken over.
+var _ = add("Lease/ExpiredSlotsTakenOver", func(t *testing.T, e *env) {
+	l, s := e.locks(t)
+	define(t, l, "pair", 2)
+	a, err := l.TryAcquire(ctx(t), "pair", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	must(t, err)
+	_, err = l.TryAcquire(ctx(t), "pair", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	must(t, err)
+	e.advance(t, s, 2*time.Minute)
+	st, err := a.Status(ctx(t))
+	must(t, err)
+	if st.Held {
+		t.Fatalf("a hold past its TTL: %+v", st)
+	}
+	for range 2 {
+		g, err := l.TryAcquire(ctx(t), "pair", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+		must(t, err)
+		defer func() { must(t, g.Release(ctx(t))) }()
+	}
+	if _, err := l.TryAcquire(ctx(t), "pair"); !errors.Is(err, sleeplock.ErrUnavailable) {
+		t.Fatalf("a third holder of two slots: %v", err)
+	}
 })

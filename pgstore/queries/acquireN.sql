@@ -1,0 +1,30 @@
+/* sleeplock acquireN */
+-- Acquire a slot of a multi-slot lock whose row is fast, in slot mode
+-- (migration 009): one UPDATE of the row's slot arrays, at the first free
+-- slot, which draws the token once the row is ours. No row: not granted,
+-- nothing changed (the row is in scalar mode or slow, every slot is taken,
+-- or the caller holds one already); the store then runs
+-- acquire1slow.sql. A racing grant of the same slot makes PostgreSQL
+-- evaluate the statement again on the row's latest version (READ
+-- COMMITTED): it takes the next free slot, or none. Dated as
+-- queries/acquire1.sql; the grant without an event.
+--
+-- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 op, $7 lease µs (hold
+-- or ttl), $8 ttl - lease µs.
+--
+-- Returns the token, acquired and expires (µs).
+UPDATE {{schema}}.locks l
+   SET xref[array_position(l.xref, NULL)] = $2::text,
+       xkind[array_position(l.xref, NULL)] = $3::text,
+       xtoken[array_position(l.xref, NULL)] = nextval({{tokens}}),
+       xacquired[array_position(l.xref, NULL)] = statement_timestamp(),
+       xrenewed[array_position(l.xref, NULL)] = statement_timestamp() - $8::bigint * interval '1 microsecond',
+       xexpires[array_position(l.xref, NULL)] =
+           CASE WHEN $4::bigint > 0 THEN statement_timestamp() + $7::bigint * interval '1 microsecond' END,
+       xttl[array_position(l.xref, NULL)] = $4::bigint,
+       xhold[array_position(l.xref, NULL)] = $5::bigint,
+       xop[array_position(l.xref, NULL)] = $6::bigint
+ WHERE l.name = $1::text AND l.fast AND array_position(l.xref, NULL) IS NOT NULL
+   AND array_position(l.xref, $2::text) IS NULL
+RETURNING l.xtoken[array_position(l.xref, $2::text)], {{schema}}.micros(statement_timestamp()),
+          {{schema}}.micros(l.xexpires[array_position(l.xref, $2::text)])
