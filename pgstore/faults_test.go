@@ -27,6 +27,37 @@ func blocked(t *testing.T, e *env, fn string) int32 {
 	return pid
 }
 
+// lateAcquire sends, in the background, a waiting acquire_slow() of lock
+// for ref "late" with acquisition op (TTL ttl µs), and returns its answer
+// (r_ev, or the error's text).
+func lateAcquire(ctx context.Context, e *env, lock string, op, ttl int64) <-chan string {
+	got := make(chan string, 1)
+	go func() {
+		var ev string
+		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+".acquire_slow($1::text, 'late', '', "+
+			"$2::bigint, 0, false, true, $3::bigint, 10000000, ARRAY[$1::text], $2::bigint, 0, 78)", lock, ttl, op).Scan(&ev)
+		if err != nil {
+			ev = err.Error()
+		}
+		got <- ev
+	}()
+	return got
+}
+
+// waitingIn waits until one statement of this database whose text
+// contains fn waits for a lock of kind event ('Lock': a row or a
+// transaction; 'advisory').
+func waitingIn(t *testing.T, e *env, fn, event string) {
+	t.Helper()
+	waitFor(t, fn+" to wait ("+event+")", func() bool {
+		var n int
+		must(t, e.pool.QueryRow(context.Background(), "SELECT count(*) FROM pg_stat_activity "+
+			"WHERE (wait_event_type = $2 OR wait_event = $2) AND query LIKE '%' || $1 || '%' AND datname = current_database() "+
+			"AND pid <> pg_backend_pid()", fn, event).Scan(&n))
+		return n == 1
+	})
+}
+
 func terminate(t *testing.T, e *env, pid int32) {
 	t.Helper()
 	var ok bool
@@ -195,22 +226,8 @@ func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
 	_, err = tx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name = 'lateq' FOR UPDATE")
 	must(t, err)
 	const op = 5151
-	got := make(chan string, 1)
-	go func() {
-		var ev string
-		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('lateq', 'late', '', 60000000, 0, false, true, $1, "+
-			"10000000, '{lateq}', 60000000, 0, 78)", op).Scan(&ev)
-		if err != nil {
-			ev = err.Error()
-		}
-		got <- ev
-	}()
-	waitFor(t, "the acquisition to wait for the row", func() bool {
-		var n int
-		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "+
-			"AND query LIKE '%acquire_slow%' AND datname = current_database()").Scan(&n))
-		return n == 1
-	})
+	got := lateAcquire(ctx, e, "lateq", op, 60000000)
+	waitingIn(t, e, "acquire_slow", "Lock")
 	_, err = tx.Exec(ctx, "INSERT INTO "+q+".cancelled (op, at) VALUES ($1, now())", op)
 	must(t, err)
 	must(t, tx.Commit(ctx))
@@ -244,22 +261,8 @@ func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
 	const op = 4343
 	_, err = tx.Exec(ctx, "SELECT * FROM "+q+".undo('{idle}', 'late', $1)", op)
 	must(t, err)
-	got := make(chan string, 1)
-	go func() {
-		var ev string
-		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('idle', 'late', '', 0, 0, false, true, $1, "+
-			"10000000, '{idle}', 0, 0, 78)", op).Scan(&ev)
-		if err != nil {
-			ev = err.Error()
-		}
-		got <- ev
-	}()
-	waitFor(t, "the acquisition to wait for the row", func() bool {
-		var n int
-		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "+
-			"AND query LIKE '%acquire_slow%' AND datname = current_database()").Scan(&n))
-		return n == 1
-	})
+	got := lateAcquire(ctx, e, "idle", op, 0)
+	waitingIn(t, e, "acquire_slow", "Lock")
 	must(t, tx.Commit(ctx))
 	if ev := <-got; ev != "cancelled" {
 		t.Fatalf("acquisition abandoned while it waited for the row: %s", ev)
@@ -288,12 +291,7 @@ func TestResizeRacingFirstGrantOfSlots(t *testing.T) {
 		_, err := node.Acquire(ctx, req("a", time.Minute, "rz"))
 		done <- err
 	}()
-	waitFor(t, "the first grant to wait for the resize", func() bool {
-		var n int
-		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'advisory' "+
-			"AND query LIKE '%acquire_slow%' AND datname = current_database()").Scan(&n))
-		return n == 1
-	})
+	waitingIn(t, e, "acquire_slow", "advisory")
 	must(t, tx.Commit(ctx))
 	must(t, <-done)
 	_, err = node.Acquire(ctx, req("b", time.Minute, "rz"))
