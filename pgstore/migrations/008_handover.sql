@@ -35,6 +35,8 @@
 --     notification.
 --   - Version 6's five-argument release_one() stays, for the processes of
 --     versions 6 and 7 still running while the schema is upgraded.
+--   - grant_heads(), which the other releases call, is hand_over() with no
+--     node: one rule for every handoff, every grant notified.
 
 -- Grant the free slots of lock p_name to the heads of its queue (see
 -- above); the grants for waiters of node p_node are returned, not notified.
@@ -113,6 +115,19 @@ BEGIN
         END IF;
         v_free := v_free - 1;
     END LOOP;
+END
+$sleeplock$;
+
+-- Grant the free slots of lock p_name to the heads of its queue, every
+-- grant notified (version 5's grant_heads(), see there): hand_over() with
+-- no node. Its callers ignore the count it returns, now 0.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_heads(p_name text, p_slots integer, p_run integer, p_wait integer,
+                                                   p_now timestamptz)
+RETURNS integer
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    PERFORM {{schema}}.hand_over(p_name, p_slots, p_run, p_wait, p_now, NULL);
+    RETURN 0;
 END
 $sleeplock$;
 
