@@ -11,7 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sleeplock/sleeplock/internal/cli"
+	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/cli"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }

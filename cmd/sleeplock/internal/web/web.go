@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/sleeplock/sleeplock"
-	"github.com/sleeplock/sleeplock/internal/lockview"
+	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
 	"github.com/sleeplock/sleeplock/store"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sleeplock/sleeplock"
-	"github.com/sleeplock/sleeplock/internal/web"
+	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/web"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/promevents"
 )

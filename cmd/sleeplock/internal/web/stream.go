@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sleeplock/sleeplock/internal/lockview"
+	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
 	"github.com/sleeplock/sleeplock/store"
 )
 

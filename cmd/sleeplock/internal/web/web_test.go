@@ -20,7 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sleeplock/sleeplock"
-	"github.com/sleeplock/sleeplock/internal/lockview"
+	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
 	"github.com/sleeplock/sleeplock/memstore"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sleeplock/sleeplock"
-	"github.com/sleeplock/sleeplock/internal/lockview"
+	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
 	"github.com/sleeplock/sleeplock/pgstore"
 )
 

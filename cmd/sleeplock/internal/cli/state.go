@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/sleeplock/sleeplock"
-	"github.com/sleeplock/sleeplock/internal/lockview"
+	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
 )
 
 var _ = register("state", "show locks: slots, running, waiting, holders and queue", runState)
