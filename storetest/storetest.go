@@ -124,6 +124,16 @@ func wantState(t *testing.T, l *sleeplock.Locks, name string, running, waiting i
 	}
 }
 
+// wantExpired checks the live and the expired holders of a lock.
+func wantExpired(t *testing.T, l *sleeplock.Locks, name string, running, expired int) {
+	t.Helper()
+	st := state(t, l, name)
+	if st.Running != running || st.Expired != expired || len(st.Holders) != running+expired {
+		t.Fatalf("state of %q: running %d, expired %d, %d holders; want running %d, expired %d",
+			name, st.Running, st.Expired, len(st.Holders), running, expired)
+	}
+}
+
 func waitWaiting(t *testing.T, l *sleeplock.Locks, name string, n int) {
 	t.Helper()
 	waitFor(t, "waiters on "+name, func() bool {
