@@ -175,6 +175,38 @@ var _ = add("Config/ApplyCreatesLocks", func(t *testing.T, e *env) {
 	}
 })
 
+// Apply is all or nothing: a config whose second entry conflicts with a
+// definition (or an entry of the config itself conflicts with an earlier
+// one) defines nothing and emits no event, and the error names the entry.
+var _ = add("Config/ApplyAllOrNothing", func(t *testing.T, e *env) {
+	rec := newRecorder()
+	l, _ := e.locks(t, sleeplock.WithNotifier(rec))
+	define(t, l, "taken", 5)
+	for _, c := range []struct {
+		locks []sleeplock.LockConfig
+		entry int
+	}{
+		{[]sleeplock.LockConfig{{Name: "first", Slots: 1, Line: 2}, {Name: "taken", Slots: 2, Line: 4}}, 1},
+		{[]sleeplock.LockConfig{{Name: "fam/*", Slots: 1, Line: 2}, {Name: "first", Slots: 1, Line: 4}, {Name: "first", Slots: 3, Line: 6}}, 2},
+	} {
+		err := l.Apply(ctx(t), &sleeplock.Config{Locks: c.locks})
+		var ce *sleeplock.ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, sleeplock.ErrAlreadyDefined) || ce.Entry != c.entry || ce.Line != c.locks[c.entry].Line {
+			t.Fatalf("Apply(%+v) = %v, want a ConfigError naming entry %d", c.locks, err, c.entry)
+		}
+		for _, name := range []string{"first", "fam/*"} {
+			if _, err := l.State(ctx(t), name); !errors.Is(err, sleeplock.ErrNotFound) {
+				t.Fatalf("after a failed Apply, State(%q) = %v, want ErrNotFound", name, err)
+			}
+		}
+	}
+	define(t, l, "after", 1) // its event comes after any of the failed Applies
+	evs := rec.waitN(t, 2)
+	if got := types(evs); len(got) != 2 || got[0] != "created:taken" || got[1] != "created:after" {
+		t.Fatalf("events %v, want only the two Defines'", got)
+	}
+})
+
 // A lock shrunk below its holders, with nobody waiting, grants no slot
 // until fewer hold it than its new slots; grown, it grants the new slots
 // at once. The same when a more specific definition of a name in use
