@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 var _ = add("Define/ValidatesNameAndSlots", func(t *testing.T, e *env) {
@@ -180,7 +181,7 @@ var _ = add("Config/ApplyCreatesLocks", func(t *testing.T, e *env) {
 // one) defines nothing and emits no event, and the error names the entry.
 var _ = add("Config/ApplyAllOrNothing", func(t *testing.T, e *env) {
 	rec := newRecorder()
-	l, _ := e.locks(t, sleeplock.WithNotifier(rec))
+	l, s := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "taken", 5)
 	for _, c := range []struct {
 		locks []sleeplock.LockConfig
@@ -204,6 +205,18 @@ var _ = add("Config/ApplyAllOrNothing", func(t *testing.T, e *env) {
 	evs := rec.waitN(t, 2)
 	if got := types(evs); len(got) != 2 || got[0] != "created:taken" || got[1] != "created:after" {
 		t.Fatalf("events %v, want only the two Defines'", got)
+	}
+	// The store's DefineAll says which entries it created.
+	created, err := s.DefineAll(ctx(t), []store.Definition{{Name: "first", Slots: 1}, {Name: "taken", Slots: 5}, {Name: "fam/*", Slots: 2}}, nil)
+	must(t, err)
+	if len(created) != 3 || !created[0] || created[1] || !created[2] {
+		t.Fatalf("DefineAll created %v, want [true false true]", created)
+	}
+	if _, err := s.DefineAll(ctx(t), []store.Definition{{Name: "ok", Slots: 1}, {Name: "", Slots: 1}}, nil); !errors.Is(err, sleeplock.ErrInvalidName) {
+		t.Fatalf("DefineAll with an invalid entry = %v, want ErrInvalidName", err)
+	}
+	if _, err := l.State(ctx(t), "ok"); !errors.Is(err, sleeplock.ErrNotFound) {
+		t.Fatalf("DefineAll with an invalid entry defined the valid one: %v", err)
 	}
 })
 
