@@ -273,7 +273,7 @@ type Event struct {
 	Type    EventType
 	Lock    string // metadata: name
 	Slots   int    // metadata: slots
-	Running int    // state after the change
+	Running int    // state after the change: every holder, expired ones not yet taken over too
 	Waiting int    // state after the change
 	Ref     string
 	Kind    string
