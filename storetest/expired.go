@@ -10,7 +10,7 @@ import (
 
 // The model of a lease past its TTL that nobody took over (DESIGN.md §2,
 // docs/guarantees.md): it still names its holder, so Held reports it,
-// marked expired; Keep revives it; Release frees it; State counts it in
+// marked expired; Keep revives it; Guard accepts it; Release frees it; State counts it in
 // Expired, apart from Running; any acquirer may take it over at once, and
 // from then on it is not held. The holder's own Done closes at the expiry
 // (Lease/ExpirySignalledWithoutTakeover).
@@ -94,6 +94,29 @@ var _ = add("Expired/ReleaseFrees", func(t *testing.T, e *env) {
 		t.Fatalf("Release by ref of an expired lease = %v, want nil", err)
 	}
 	wantExpired(t, l, "xr2", 0, 0)
+})
+
+var _ = add("Expired/GuardAccepts", func(t *testing.T, e *env) {
+	l, x := expiredLease(t, e, "xg", "writer")
+	if e.h.Begin == nil {
+		if err := x.Guard(ctx(t), nil); !errors.Is(err, sleeplock.ErrUnsupported) {
+			t.Fatalf("Guard on a store without transactions = %v, want ErrUnsupported", err)
+		}
+		return
+	}
+	guard := func() error {
+		tx, rollback := e.h.Begin(t, l.Store())
+		defer rollback()
+		return x.Guard(ctx(t), tx)
+	}
+	if err := guard(); err != nil {
+		t.Fatalf("Guard of an expired lease nobody took over = %v, want nil", err)
+	}
+	_, err := l.TryAcquire(ctx(t), "xg", sleeplock.WithRef("next"))
+	must(t, err)
+	if err := guard(); !errors.Is(err, sleeplock.ErrLeaseLost) {
+		t.Fatalf("Guard of a lease taken over = %v, want ErrLeaseLost", err)
+	}
 })
 
 var _ = add("Expired/StateCountsExpiredApart", func(t *testing.T, e *env) {

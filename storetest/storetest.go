@@ -33,6 +33,11 @@ type Harness struct {
 	// returns a second store on s's state, as another node would open it;
 	// the suite closes it. nil for a store of one process.
 	Reopen func(t *testing.T, s store.Store) store.Store
+	// Begin, for a store that can guard a write (store.Guarder), begins a
+	// transaction of the caller's own on s's database, as Lease.Guard
+	// takes it, and returns it with a function that rolls it back. nil for
+	// a store without transactions: Guard must then report ErrUnsupported.
+	Begin func(t *testing.T, s store.Store) (tx any, rollback func())
 }
 
 // Run runs the whole suite.
