@@ -27,6 +27,7 @@ import (
 //	    slots: 1
 type Config struct {
 	Locks []LockConfig `yaml:"locks"`
+	file  string       // the file it was read from, for Apply's errors
 }
 
 // LockConfig is one lock (or family) of a Config.
@@ -113,7 +114,11 @@ func LoadConfig(path string) (*Config, error) {
 func parseConfig(data []byte, file string) (*Config, error) {
 	return contained(file, func() (*Config, error) {
 		p := configParser{file: file}
-		return p.parse(data)
+		c, err := p.parse(data)
+		if c != nil {
+			c.file = file
+		}
+		return c, err
 	})
 }
 
@@ -476,9 +481,11 @@ func clip(s string) string {
 	return s[:i] + "…"
 }
 
-// Apply defines every lock of c, in order. It stops at the first error,
-// which names the entry; entries before it stay defined (Define is
-// idempotent, so running Apply again after fixing the file is safe).
+// Apply defines every lock of c, all or nothing: when an entry cannot be
+// defined (invalid, or a name defined already with other slots) nothing is
+// defined, and the error names the entry, its line and the file it was
+// read from (LoadConfig). The same definition again is a no-op, so Apply
+// may run at every start-up.
 func (l *Locks) Apply(ctx context.Context, c *Config) error {
 	if err := l.usable(ctx); err != nil {
 		return err
@@ -486,10 +493,25 @@ func (l *Locks) Apply(ctx context.Context, c *Config) error {
 	if c == nil {
 		return &ConfigError{Entry: -1, Err: errors.New("Apply needs a *Config, got nil")}
 	}
+	defs := make([]store.Definition, len(c.Locks))
 	for i, e := range c.Locks {
-		if err := l.Define(ctx, e.Name, e.Slots); err != nil {
-			return &ConfigError{Line: e.Line, Entry: i, Name: e.Name, Err: err}
+		if err := store.CheckDefinition(e.Name, e.Slots); err != nil {
+			return &ConfigError{File: c.file, Line: e.Line, Entry: i, Name: e.Name, Err: err}
 		}
+		defs[i] = store.Definition{Name: e.Name, Slots: e.Slots}
+	}
+	if _, err := l.store.DefineAll(ctx, defs, l.emitter); err != nil {
+		ce := &ConfigError{File: c.file, Entry: -1, Err: err}
+		var conflict *store.ConflictError
+		if errors.As(err, &conflict) {
+			for i, e := range c.Locks {
+				if e.Name == conflict.Name && e.Slots == conflict.Requested {
+					ce.Line, ce.Entry, ce.Name = e.Line, i, e.Name
+					break
+				}
+			}
+		}
+		return ce
 	}
 	return nil
 }

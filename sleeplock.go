@@ -199,8 +199,9 @@ func (l *Locks) Resize(ctx context.Context, name string, slots int) error {
 	return l.store.Resize(ctx, name, slots, l.emitter)
 }
 
-// State is a lock's state: Slots, Running (holders, including expired ones
-// not yet taken over) and Waiting; Holders and Queue with StateDetail.
+// State is a lock's state: Slots, Running (live holders), Expired (holders
+// past their expiry that nobody took over yet) and Waiting; Holders and
+// Queue with StateDetail.
 type State = store.State
 
 // Holder is a holder of a lock, as State reports it.
@@ -307,7 +308,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if c.err != nil {
 		return Lease{}, c.err
 	}
-	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, Events: l.emitter}
+	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, ReenterAll: c.reenterAll, Events: l.emitter}
 	if names != nil {
 		if err := store.CheckNames(names); err != nil {
 			return Lease{}, err
@@ -369,6 +370,8 @@ type acquireConfig struct {
 	bind      context.Context
 	execute   context.Context
 	err       error
+
+	reenterAll bool // see ReenterAll
 }
 
 func (c *acquireConfig) fail(err error) {

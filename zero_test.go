@@ -22,6 +22,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"BindTo": sleeplock.BindTo, "Counted": sleeplock.Counted, "Hold": sleeplock.Hold,
 			"NoKeepAlive": sleeplock.NoKeepAlive, "NoWait": sleeplock.NoWait, "TTL": sleeplock.TTL,
 			"WithKind": sleeplock.WithKind, "WithRef": sleeplock.WithRef, "StaleAfter": sleeplock.StaleAfter,
+			"ReenterAll": sleeplock.ReenterAll,
 			"ReadConfig": sleeplock.ReadConfig, "LoadConfig": sleeplock.LoadConfig,
 		},
 		Receivers: []func() any{

@@ -197,6 +197,15 @@ func (s *Store) acquireAll(ctx context.Context, req *store.AcquireRequest) (stor
 		o.done()
 		return store.Grant{}, firstErr
 	}
+	if req.ReenterAll {
+		if err := s.partly(&o, req, locks); err != nil {
+			for _, l := range locks {
+				s.forget(l)
+			}
+			o.done()
+			return store.Grant{}, err
+		}
+	}
 	ok := true
 	for _, lk := range locks {
 		if lk.find(req.Ref, 0) == nil && len(lk.waits()) >= s.free(&o, lk, len(lk.waits())+1, req.StaleAfter) {
@@ -218,6 +227,27 @@ func (s *Store) acquireAll(ctx context.Context, req *store.AcquireRequest) (stor
 	}
 	w := &waiter{ref: req.Ref, req: req, locks: locks, ready: make(chan struct{}, 1)}
 	return s.wait(ctx, &o, w)
+}
+
+// partly refuses req when its ref holds some of locks but not all (see
+// store.AcquireRequest.ReenterAll), naming the first it holds.
+func (s *Store) partly(o *op, req *store.AcquireRequest, locks []*lock) error {
+	var first *holder
+	var at *lock
+	n := 0
+	for _, lk := range locks {
+		if h := lk.find(req.Ref, 0); h != nil {
+			if n++; first == nil {
+				first, at = h, lk
+			}
+		}
+	}
+	if n == 0 || n == len(locks) {
+		return nil
+	}
+	e := &store.BusyError{Lock: at.name, Kind: first.kind(), Ref: first.ref.String(), Expires: first.expires()}
+	o.emit(store.Event{Type: store.EventRefused, Lock: at.name, Slots: int(at.slots), Running: len(at.holders), Waiting: len(at.waits()), Holder: e.Kind})
+	return e
 }
 
 // grantAll gives req a slot of every lock (its existing hold where it has

@@ -219,8 +219,8 @@ func TestReleaseSideNotFound(t *testing.T) {
 	}
 }
 
-// A lease past its expiry is not held, though nobody took it over.
-func TestHeldFalseAfterExpiry(t *testing.T) {
+// A lease past its expiry that nobody took over is held, marked expired.
+func TestHeldExpiredAfterExpiry(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
 	define(t, s, "l", 1)
@@ -231,8 +231,8 @@ func TestHeldFalseAfterExpiry(t *testing.T) {
 		t.Fatalf("before expiry: %+v %v", st, err)
 	}
 	c.Advance(time.Millisecond)
-	if st, err := s.Held(ctx, g.Handle()); err != nil || st.Held {
-		t.Fatalf("at expiry: %+v %v", st, err)
+	if st, err := s.Held(ctx, g.Handle()); err != nil || !st.Held || !st.Expired {
+		t.Fatalf("at expiry, not taken over: %+v %v (want held, expired)", st, err)
 	}
 }
 

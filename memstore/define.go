@@ -17,42 +17,81 @@ type family struct {
 
 // Define implements store.Store.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	if err := s.usable(ctx); err != nil {
+	created, err := s.DefineAll(ctx, []store.Definition{{Name: name, Slots: slots}}, ev)
+	if err != nil {
 		return false, err
 	}
-	if err := store.CheckDefinition(name, slots); err != nil {
-		return false, err
+	return created[0], nil
+}
+
+// DefineAll implements store.Store: every entry is checked against the
+// definitions and the entries before it, then all are made, under the
+// store's mutex.
+func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	for _, d := range defs {
+		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
+			return nil, err
+		}
 	}
 	o := op{s: s, ev: ev}
 	o.enterGlobal()
 	defer o.done()
 	if s.closed.Load() {
-		return false, store.ErrClosed
+		return nil, store.ErrClosed
 	}
+	created := make([]bool, len(defs))
+	seen := make(map[string]int, len(defs))
+	for i, d := range defs {
+		have, ok := seen[d.Name]
+		if !ok {
+			have, ok = s.defined(d.Name)
+			created[i] = !ok
+		}
+		if ok && have != d.Slots {
+			return nil, &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
+		}
+		seen[d.Name] = d.Slots
+	}
+	for i, d := range defs {
+		if created[i] {
+			s.define(&o, d.Name, d.Slots)
+		}
+	}
+	return created, nil
+}
+
+// defined returns the slots of name's own definition (a lock or family
+// defined by that name); the store's mutex is held.
+func (s *Store) defined(name string) (int, bool) {
 	if strings.HasSuffix(name, store.FamilySuffix) {
 		if f := s.fams[name]; f != nil {
-			if f.slots != slots {
-				return false, &store.ConflictError{Name: name, Slots: f.slots, Requested: slots}
-			}
-			return false, nil
+			return f.slots, true
 		}
+		return 0, false
+	}
+	if lk := s.load(name); lk != nil && lk.defined {
+		return int(lk.slots), true
+	}
+	return 0, false
+}
+
+// define makes the definition name, which does not exist yet; global.
+func (s *Store) define(o *op, name string, slots int) {
+	if strings.HasSuffix(name, store.FamilySuffix) {
 		s.fams[name] = &family{pattern: name, slots: slots}
 		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
-		return true, nil
+		return
 	}
 	if lk, _ := o.lockName(name, false); lk != nil {
-		if lk.defined {
-			if int(lk.slots) != slots {
-				return false, &store.ConflictError{Name: name, Slots: int(lk.slots), Requested: slots}
-			}
-			return false, nil
-		}
 		// A family member in use becomes a lock of its own.
 		lk.defined = true
 		s.locks.Defined(name, lk)
 		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.waits())})
-		s.setSlots(&o, lk, slots)
-		return true, nil
+		s.setSlots(o, lk, slots)
+		return
 	}
 	rng := s.newRange() // before the floor is read: see newRange
 	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load(), rng: rng}
@@ -61,7 +100,6 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 	s.locks.Store(name, lk)
 	s.locks.Defined(name, lk)
 	o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
-	return true, nil
 }
 
 // Resize implements store.Store.
@@ -164,6 +202,14 @@ func (s *Store) State(ctx context.Context, name string, detail bool) (store.Stat
 // state reports lk; its mutex is held.
 func (s *Store) state(lk *lock, detail bool) store.State {
 	st := store.State{Name: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.waits()), Now: s.clock.Now()}
+	if lk.nexp > 0 {
+		for _, h := range lk.holders {
+			if exp := h.expires(); !exp.IsZero() && !exp.After(st.Now) {
+				st.Running--
+				st.Expired++
+			}
+		}
+	}
 	if !detail {
 		return st
 	}

@@ -227,8 +227,7 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 		}
 		exp := hd.expires()
 		if !exp.IsZero() && !exp.After(st.Now) {
-			st.Held = false // expired, though nobody has taken it over yet
-			return
+			st.Expired = true // past its expiry, though nobody has taken it over yet
 		}
 		if first {
 			st.Renewed, st.Expires = renewed(hd), exp
@@ -238,7 +237,7 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 		}
 	})
 	if !st.Held {
-		st.Renewed, st.Expires = time.Time{}, time.Time{}
+		st.Expired, st.Renewed, st.Expires = false, time.Time{}, time.Time{}
 	}
 	return st, nil
 }

@@ -49,6 +49,14 @@ var harness = storetest.Harness{
 			t.Fatal(err)
 		}
 	},
+	Begin: func(t *testing.T, s store.Store) (any, func()) {
+		t.Helper()
+		tx, err := rawDB(t, s.(*sqlitestore.Store).Path()).BeginTx(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx, func() { _ = tx.Rollback() }
+	},
 }
 
 func TestConformance(t *testing.T) {

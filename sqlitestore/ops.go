@@ -15,38 +15,65 @@ import (
 
 // Define implements store.Store.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	if err := store.CheckDefinition(name, slots); err != nil {
+	created, err := s.DefineAll(ctx, []store.Definition{{Name: name, Slots: slots}}, ev)
+	if err != nil {
 		return false, err
 	}
-	family := strings.HasSuffix(name, store.FamilySuffix)
-	var created bool
+	return created[0], nil
+}
+
+// DefineAll implements store.Store in one transaction, rolled back when an
+// entry fails.
+func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
+	for _, d := range defs {
+		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
+			return nil, err
+		}
+	}
+	created := make([]bool, len(defs))
 	err := s.do(ctx, func(t *txn) error {
-		var have int
-		found, err := t.queryRow("SELECT slots FROM defs WHERE name = ?", []any{name}, &have)
-		if err != nil {
-			return err
-		}
-		if found {
-			if have != slots {
-				return &store.ConflictError{Name: name, Slots: have, Requested: slots}
-			}
-			return nil
-		}
-		if err := t.exec("INSERT INTO defs (name, slots, family) VALUES (?, ?, ?)", name, slots, family); err != nil {
-			return err
-		}
-		created, t.changed = true, true
-		e := store.Event{Type: store.EventCreated, Lock: name, Slots: slots}
-		if !family {
-			l, err := t.load(name, ev)
-			if err != nil {
+		for i, d := range defs {
+			var err error
+			if created[i], err = t.define(d.Name, d.Slots, ev); err != nil {
+				t.abort = true
 				return err
 			}
-			e.Running, e.Waiting = len(l.holders), len(l.queue)
 		}
-		return t.emit(ev, e)
+		return nil
 	})
-	return created, err
+	if err != nil {
+		return nil, err
+	}
+	return created, nil
+}
+
+// define makes the definition name unless it exists with the same slots.
+func (t *txn) define(name string, slots int, ev store.Emitter) (bool, error) {
+	var have int
+	found, err := t.queryRow("SELECT slots FROM defs WHERE name = ?", []any{name}, &have)
+	if err != nil {
+		return false, err
+	}
+	if found {
+		if have != slots {
+			return false, &store.ConflictError{Name: name, Slots: have, Requested: slots}
+		}
+		return false, nil
+	}
+	family := strings.HasSuffix(name, store.FamilySuffix)
+	if err := t.exec("INSERT INTO defs (name, slots, family) VALUES (?, ?, ?)", name, slots, family); err != nil {
+		return false, err
+	}
+	t.changed = true
+	e := store.Event{Type: store.EventCreated, Lock: name, Slots: slots}
+	if !family {
+		l, err := t.load(name, ev)
+		if err != nil {
+			return false, err
+		}
+		e.Running, e.Waiting = len(l.holders), len(l.queue)
+	}
+	return true, t.emit(ev, e)
 }
 
 // Resize implements store.Store.
@@ -93,6 +120,11 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 			return err
 		}
 		ref := req.Ref.String()
+		if req.ReenterAll {
+			if err := t.partly(ref, locks, req.Events); err != nil {
+				return err
+			}
+		}
 		ok := true
 		for _, l := range locks {
 			if l.find(ref, 0) >= 0 {
@@ -120,6 +152,30 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		return g, err
 	}
 	return s.wait(ctx, &req, ticket)
+}
+
+// partly refuses a request of ref when ref holds some of locks but not all
+// (see store.AcquireRequest.ReenterAll), naming the first it holds.
+func (t *txn) partly(ref string, locks []*lk, ev store.Emitter) error {
+	var first *lk
+	n := 0
+	for _, l := range locks {
+		if l.find(ref, 0) >= 0 {
+			if n++; first == nil {
+				first = l
+			}
+		}
+	}
+	if n == 0 || n == len(locks) {
+		return nil
+	}
+	h := &first.holders[first.find(ref, 0)]
+	e := &store.BusyError{Lock: first.name, Kind: h.kind, Ref: h.ref, Expires: fromMicros(h.expires)}
+	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: first.name, Slots: first.slots, Running: len(first.holders),
+		Waiting: len(first.queue), Holder: e.Kind}); err != nil {
+		return err
+	}
+	return e
 }
 
 func (t *txn) loadAll(names []string, ev store.Emitter) ([]*lk, error) {
@@ -421,8 +477,8 @@ func (t *txn) release(h *store.Handle, ev store.Emitter) error {
 	return nil
 }
 
-// Keep implements store.Store. A lease past its expiry is not renewed: it
-// is no longer held.
+// Keep implements store.Store. A lease past its expiry that nobody took
+// over is still its holder's, and is renewed.
 func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
 	var exp time.Time
 	err := s.do(ctx, func(t *txn) error {
@@ -441,7 +497,7 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 			if l, err = t.load(x.Name, nil); err != nil {
 				return
 			}
-			if i := l.find(ref, x.Token); i >= 0 && t.live(&l.holders[i]) {
+			if i := l.find(ref, x.Token); i >= 0 {
 				rows, locks = append(rows, &l.holders[i]), append(locks, l)
 			}
 		})
@@ -485,11 +541,14 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 				return
 			}
 			i := l.find(ref, x.Token)
-			if i < 0 || !t.live(&l.holders[i]) {
+			if i < 0 {
 				st.Held = false
 				return
 			}
 			hd := &l.holders[i]
+			if !t.live(hd) {
+				st.Expired = true // past its expiry, though nobody has taken it over yet
+			}
 			e := fromMicros(hd.expires)
 			if first {
 				st.Renewed, st.Expires, first = fromMicros(hd.renewed), e, false
@@ -498,7 +557,7 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 			}
 		})
 		if !st.Held {
-			st.Renewed, st.Expires = time.Time{}, time.Time{}
+			st.Expired, st.Renewed, st.Expires = false, time.Time{}, time.Time{}
 		}
 		return err
 	})
@@ -583,7 +642,14 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 	if err != nil {
 		return store.State{}, err
 	}
-	st := store.State{Name: name, Slots: l.slots, Running: len(l.holders), Waiting: len(l.queue), Now: fromMicros(t.now)}
+	st := store.State{Name: name, Slots: l.slots, Waiting: len(l.queue), Now: fromMicros(t.now)}
+	for i := range l.holders {
+		if t.live(&l.holders[i]) {
+			st.Running++
+		} else {
+			st.Expired++
+		}
+	}
 	if !detail {
 		return st, nil
 	}
@@ -639,7 +705,7 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 				}
 				continue // a row of a lock whose definition went away
 			}
-			if !st.Family && !isDefined(t, n) && st.Running == 0 && st.Waiting == 0 {
+			if !st.Family && !isDefined(t, n) && st.Running == 0 && st.Expired == 0 && st.Waiting == 0 {
 				continue // a family member no longer in use (its rows went on the way)
 			}
 			out = append(out, st)
@@ -657,10 +723,10 @@ func isDefined(t *txn, name string) bool {
 
 // Guard implements store.Guarder: inside tx, a *sql.Tx of a database/sql
 // connection to the same file (driver "sqlite", modernc.org/sqlite), it
-// checks that h's ref still holds every lock of h (with h's tokens) and
-// that the lease has not expired, with a write that takes SQLite's write
-// lock for tx: no other connection can take the lease over or release it
-// until tx ends. When the lease is lost the error matches
+// checks that h's ref still holds every lock of h (with h's tokens) —
+// past its expiry or not, as long as nobody took it over — with a write
+// that takes SQLite's write lock for tx: no other connection can take the
+// lease over or release it until tx ends. When the lease is lost the error matches
 // store.ErrLeaseLost, and tx should be rolled back. Open the caller's
 // database with a busy timeout (for example "file:PATH?_pragma=busy_timeout(5000)"):
 // Guard waits for the write lock like any write.
@@ -681,7 +747,6 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	if closed {
 		return store.ErrClosed
 	}
-	now := time.Now().UnixMicro()
 	var n int64
 	var err error
 	ref := h.Ref.String()
@@ -691,8 +756,8 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 		}
 		var res sql.Result
 		res, err = t.ExecContext(ctx, `UPDATE holders SET token = token
-			WHERE lock = ? AND ref = ? AND (? = 0 OR token = ?) AND (expires = 0 OR expires > ?)`,
-			x.Name, ref, x.Token, x.Token, now)
+			WHERE lock = ? AND ref = ? AND (? = 0 OR token = ?)`,
+			x.Name, ref, x.Token, x.Token)
 		if err == nil {
 			var k int64
 			k, err = res.RowsAffected()

@@ -33,6 +33,7 @@ type txn struct {
 	ends    []ending
 	counter map[string]*counter
 	read    bool // a read-only check: a write fails with errNeedWrite
+	abort   bool // roll back whatever f returns (all or nothing)
 }
 
 // errNeedWrite ends a read-only check that found something to change.
@@ -98,9 +99,12 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 			err = ferr
 		}
 	}
-	if isDB(err) {
+	if isDB(err) || t.abort {
 		_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
 		s.mu.Unlock()
+		if !isDB(err) {
+			return err
+		}
 		return s.pathError(errors.Unwrap(err))
 	}
 	if _, cerr := s.wc.ExecContext(t.ctx, "COMMIT"); cerr != nil {

@@ -25,6 +25,12 @@ type Store interface {
 	// the same definition exists already, and a *ConflictError when the
 	// name exists with other slots. It emits EventCreated when it creates.
 	Define(ctx context.Context, name string, slots int, ev Emitter) (created bool, err error)
+	// DefineAll defines every entry of defs as Define does, all or nothing:
+	// when one entry fails (a *ConflictError with an existing definition or
+	// an earlier entry, an invalid entry, a store error) nothing is defined
+	// and no event is emitted. created[i] reports whether defs[i] was
+	// created (false: the same definition existed already).
+	DefineAll(ctx context.Context, defs []Definition, ev Emitter) (created []bool, err error)
 	// Resize changes the slots of a defined lock or family (and of the
 	// family's live members) without dropping holders; waiters are granted
 	// slots that became free. ErrNotFound when nothing has that name.
@@ -48,8 +54,9 @@ type Store interface {
 	// ErrNotHeld. ttl 0 means "never expires".
 	Keep(ctx context.Context, h Handle, ttl, hold time.Duration) (expires time.Time, err error)
 	// Held reports whether h's ref still holds every lock of h, with the
-	// store's clock and the lease's times. A lease past its expiry is not
-	// held (Held false), whether or not anyone has taken it over yet.
+	// store's clock and the lease's times. A lease past its expiry that
+	// nobody has taken over is still held: Held and Expired are both true
+	// (see Status). Once another caller took it over it is not held.
 	Held(ctx context.Context, h Handle) (Status, error)
 	// ReleaseStale releases h's locks only while h's ref still holds the
 	// first of them and that lease is stale: older than staleAfter (judged
@@ -111,7 +118,19 @@ type AcquireRequest struct {
 	StaleAfter time.Duration
 	Wait       bool // wait in the queue when refused
 	Counted    bool // a re-entrant acquire adds to the holder's count
+	// ReenterAll allows re-entry only as a whole: when Ref holds some but
+	// not all of the request's locks, the request is refused (whatever
+	// Wait says) with a *BusyError naming, in the caller's order, the
+	// first lock Ref holds, with that hold's kind and ref. When Ref holds
+	// them all it re-enters; when it holds none it acquires as usual.
+	ReenterAll bool
 	Events     Emitter
+}
+
+// Definition is one lock (or family, a name ending in "/*") to define.
+type Definition struct {
+	Name  string
+	Slots int
 }
 
 // Names returns the request's locks in the caller's order.
@@ -169,7 +188,14 @@ func (h *Handle) Each(f func(Lock)) {
 
 // Status is what Held reports.
 type Status struct {
-	Held    bool
+	// Held: the ref still holds every lock of the handle, whether or not a
+	// lease of it is past its expiry.
+	Held bool
+	// Expired: held, but a lease of the handle is past its expiry and
+	// nobody has taken it over yet. Any acquirer may take it over at once;
+	// until then it names its holder, which may still renew (Keep),
+	// guard a write (Guard) or release it.
+	Expired bool
 	Now     time.Time // the store's clock when it answered
 	Renewed time.Time // when the first lock was taken or last kept, dated back by TTL-Hold
 	Expires time.Time // zero: never
@@ -180,9 +206,10 @@ type State struct {
 	Name    string
 	Slots   int
 	Family  bool // Name is a family pattern
-	Running int  // holders, including expired ones not yet taken over
+	Running int  // live holders: not past their expiry
+	Expired int  // holders past their expiry that nobody has taken over yet
 	Waiting int
-	Holders []Holder // with detail, oldest first
+	Holders []Holder // with detail, oldest first: live and expired ones (see Holder.Expires)
 	Queue   []Waiter // with detail, in queue order
 	Now     time.Time
 }
@@ -246,7 +273,7 @@ type Event struct {
 	Type    EventType
 	Lock    string // metadata: name
 	Slots   int    // metadata: slots
-	Running int    // state after the change
+	Running int    // state after the change: every holder, expired ones not yet taken over too
 	Waiting int    // state after the change
 	Ref     string
 	Kind    string

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 var _ = add("Define/ValidatesNameAndSlots", func(t *testing.T, e *env) {
@@ -172,6 +173,50 @@ var _ = add("Config/ApplyCreatesLocks", func(t *testing.T, e *env) {
 	var ce *sleeplock.ConfigError
 	if !errors.As(err, &ce) || ce.Line != 7 || ce.Name != "test1" || !errors.Is(err, sleeplock.ErrAlreadyDefined) {
 		t.Fatalf("Apply of a conflicting entry = %v, want a ConfigError naming test1 at line 7", err)
+	}
+})
+
+// Apply is all or nothing: a config whose second entry conflicts with a
+// definition (or an entry of the config itself conflicts with an earlier
+// one) defines nothing and emits no event, and the error names the entry.
+var _ = add("Config/ApplyAllOrNothing", func(t *testing.T, e *env) {
+	rec := newRecorder()
+	l, s := e.locks(t, sleeplock.WithNotifier(rec))
+	define(t, l, "taken", 5)
+	for _, c := range []struct {
+		locks []sleeplock.LockConfig
+		entry int
+	}{
+		{[]sleeplock.LockConfig{{Name: "first", Slots: 1, Line: 2}, {Name: "taken", Slots: 2, Line: 4}}, 1},
+		{[]sleeplock.LockConfig{{Name: "fam/*", Slots: 1, Line: 2}, {Name: "first", Slots: 1, Line: 4}, {Name: "first", Slots: 3, Line: 6}}, 2},
+	} {
+		err := l.Apply(ctx(t), &sleeplock.Config{Locks: c.locks})
+		var ce *sleeplock.ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, sleeplock.ErrAlreadyDefined) || ce.Entry != c.entry || ce.Line != c.locks[c.entry].Line {
+			t.Fatalf("Apply(%+v) = %v, want a ConfigError naming entry %d", c.locks, err, c.entry)
+		}
+		for _, name := range []string{"first", "fam/*"} {
+			if _, err := l.State(ctx(t), name); !errors.Is(err, sleeplock.ErrNotFound) {
+				t.Fatalf("after a failed Apply, State(%q) = %v, want ErrNotFound", name, err)
+			}
+		}
+	}
+	define(t, l, "after", 1) // its event comes after any of the failed Applies
+	evs := rec.waitN(t, 2)
+	if got := types(evs); len(got) != 2 || got[0] != "created:taken" || got[1] != "created:after" {
+		t.Fatalf("events %v, want only the two Defines'", got)
+	}
+	// The store's DefineAll says which entries it created.
+	created, err := s.DefineAll(ctx(t), []store.Definition{{Name: "first", Slots: 1}, {Name: "taken", Slots: 5}, {Name: "fam/*", Slots: 2}}, nil)
+	must(t, err)
+	if len(created) != 3 || !created[0] || created[1] || !created[2] {
+		t.Fatalf("DefineAll created %v, want [true false true]", created)
+	}
+	if _, err := s.DefineAll(ctx(t), []store.Definition{{Name: "ok", Slots: 1}, {Name: "", Slots: 1}}, nil); !errors.Is(err, sleeplock.ErrInvalidName) {
+		t.Fatalf("DefineAll with an invalid entry = %v, want ErrInvalidName", err)
+	}
+	if _, err := l.State(ctx(t), "ok"); !errors.Is(err, sleeplock.ErrNotFound) {
+		t.Fatalf("DefineAll with an invalid entry defined the valid one: %v", err)
 	}
 })
 

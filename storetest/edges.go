@@ -109,8 +109,8 @@ var _ = add("Lease/ExpirySignalledWithoutTakeover", func(t *testing.T, e *env) {
 	e.advance(t, s, ttl) // the store's clock, too, is past the expiry
 	st, err := x.Status(ctx(t))
 	must(t, err)
-	if st.Held {
-		t.Fatalf("Status of an expired lease says held: %+v", st)
+	if !st.Held || !st.Expired {
+		t.Fatalf("Status of an expired lease nobody took over: %+v, want held and expired", st)
 	}
 	waitFor(t, "a lost event", func() bool {
 		for _, ev := range rec.snapshot() {
@@ -120,8 +120,8 @@ var _ = add("Lease/ExpirySignalledWithoutTakeover", func(t *testing.T, e *env) {
 		}
 		return false
 	})
-	// Documented: State counts an expired lease until it is taken over.
-	wantState(t, l, "ex", 1, 0)
+	// State counts an expired lease apart until it is taken over.
+	wantExpired(t, l, "ex", 0, 1)
 	y, err := l.TryAcquire(ctx(t), "ex")
 	must(t, err)
 	must(t, y.Release(ctx(t)))

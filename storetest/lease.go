@@ -217,7 +217,7 @@ var _ = add("ReleaseStale/OnlyExpiredAndAtMostOneWinner", func(t *testing.T, e *
 	if ok, err := l.ReleaseStale(ctx(t), "other", names, 0); ok || err != nil {
 		t.Fatalf("another ref's stale release: %v %v", ok, err)
 	}
-	wantState(t, l, "chat/1", 1, 0)
+	wantExpired(t, l, "chat/1", 0, 1)
 	var wg sync.WaitGroup
 	wins := make(chan bool, 8)
 	for range 8 {
@@ -436,8 +436,8 @@ var _ = add("Lease/ExpiredSlotsTakenOver", func(t *testing.T, e *env) {
 	e.advance(t, s, 2*time.Minute)
 	st, err := a.Status(ctx(t))
 	must(t, err)
-	if st.Held {
-		t.Fatalf("a hold past its TTL: %+v", st)
+	if !st.Held || !st.Expired {
+		t.Fatalf("a hold past its TTL that nobody took over: %+v, want held and expired", st)
 	}
 	for range 2 {
 		g, err := l.TryAcquire(ctx(t), "pair", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())

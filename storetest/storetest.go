@@ -33,6 +33,11 @@ type Harness struct {
 	// returns a second store on s's state, as another node would open it;
 	// the suite closes it. nil for a store of one process.
 	Reopen func(t *testing.T, s store.Store) store.Store
+	// Begin, for a store that can guard a write (store.Guarder), begins a
+	// transaction of the caller's own on s's database, as Lease.Guard
+	// takes it, and returns it with a function that rolls it back. nil for
+	// a store without transactions: Guard must then report ErrUnsupported.
+	Begin func(t *testing.T, s store.Store) (tx any, rollback func())
 }
 
 // Run runs the whole suite.
@@ -121,6 +126,16 @@ func wantState(t *testing.T, l *sleeplock.Locks, name string, running, waiting i
 	st := state(t, l, name)
 	if st.Running != running || st.Waiting != waiting {
 		t.Fatalf("state of %q: running %d, waiting %d; want running %d, waiting %d", name, st.Running, st.Waiting, running, waiting)
+	}
+}
+
+// wantExpired checks the live and the expired holders of a lock.
+func wantExpired(t *testing.T, l *sleeplock.Locks, name string, running, expired int) {
+	t.Helper()
+	st := state(t, l, name)
+	if st.Running != running || st.Expired != expired || len(st.Holders) != running+expired {
+		t.Fatalf("state of %q: running %d, expired %d, %d holders; want running %d, expired %d",
+			name, st.Running, st.Expired, len(st.Holders), running, expired)
 	}
 }
 

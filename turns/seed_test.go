@@ -5,12 +5,14 @@ package turns_test
 // store in factories.
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/store"
 	"github.com/sleeplock/sleeplock/turns"
 )
 
@@ -897,4 +899,198 @@ func TestAcquireUser_AcquirersTTLDecidesTakeover(t *testing.T) {
 		c.advance(time.Minute) // …and now older than the turn's.
 		must(t, second(long.Acquire(ctx, "2", "7", "turn-b")))
 	})
+}
+
+// "Each is taken by one atomic statement …" (issue 20 item 1): Acquire is
+// one call of the store, granted or refused — also when the ref holds one
+// of the two locks and is refused for it — and reads nothing first.
+func TestEachTakenByOneAtomicStatement(t *testing.T) {
+	each(t, 1, func(t *testing.T, c *cluster) {
+		ctx := t.Context()
+		cs := &countingStore{Store: c.locks[0].Store()}
+		tu := turns.New(sleeplock.New(cs), turns.WithTTL(ttl))
+		one := func(what string, err, want error) {
+			t.Helper()
+			if want == nil {
+				must(t, err)
+			} else {
+				wantErr(t, err, want)
+			}
+			if got := cs.take(); len(got) != 1 || got[0] != "Acquire" {
+				t.Fatalf("%s: store calls %v, want one Acquire", what, got)
+			}
+		}
+		one("granted", second(tu.Acquire(ctx, "1", "7", "turn-a")), nil)
+		one("again, holding both", second(tu.Acquire(ctx, "1", "7", "turn-a")), nil)
+		one("same chat", second(tu.Acquire(ctx, "1", "8", "turn-b")), turns.ErrConversationBusy)
+		one("same user", second(tu.Acquire(ctx, "2", "7", "turn-b")), turns.ErrTurnInFlight)
+		// turn-a holds the chat's lock alone now: refused for it.
+		must(t, c.node(0).ReleaseUser(ctx, "7", "turn-a"))
+		one("holding the chat's only", second(tu.Acquire(ctx, "1", "7", "turn-a")), turns.ErrConversationBusy)
+		// turn-x holds the user's lock alone: refused for it.
+		must(t, second(c.node(0).Acquire(ctx, "5", "9", "turn-x")))
+		chat, err := c.locks[0].LeaseOf("turn-x", []string{"chat/5"})
+		must(t, err)
+		must(t, chat.Release(ctx))
+		err = second(tu.Acquire(ctx, "6", "9", "turn-x"))
+		one("holding the user's only", err, turns.ErrTurnInFlight)
+		var busy *sleeplock.BusyError
+		if !errors.As(err, &busy) || busy.Lock != "user/9" || busy.Kind != turns.KindTurn {
+			t.Fatalf("refusal %v, want user/9 held by a turn", err)
+		}
+		if c.holder("chat/6") != "" || c.holder("user/7") != "" {
+			t.Fatal("a refused Acquire took a lock")
+		}
+	})
+}
+
+// held?/3: "Whether turn_ref holds both locks." (issue 20 item 2): once the
+// TTL has passed and nobody took the locks over, the turn still holds them;
+// "a turn whose lock was taken over stops there".
+func TestHeld_TrueAfterTTLUntilTakenOver(t *testing.T) {
+	each(t, 2, func(t *testing.T, c *cluster) {
+		ctx := t.Context()
+		must(t, second(c.node(0).Acquire(ctx, "1", "7", "turn-a")))
+		c.advance(ttl + time.Second)
+		for i := range 2 {
+			ok, err := c.node(i).Held(ctx, "1", "7", "turn-a")
+			wantBool(t, "Held past the TTL, not taken over", ok, err, true)
+		}
+		must(t, second(c.node(1).Acquire(ctx, "1", "8", "turn-b")))
+		ok, err := c.node(0).Held(ctx, "1", "7", "turn-a")
+		wantBool(t, "Held once the chat's lock was taken over", ok, err, false)
+	})
+}
+
+// fresh?/3: "Whether the chat's lock is turn_ref's and younger than ttl_s"
+// (issue 20 item 3): a chat lock past its own TTL, not taken over, 2 s old,
+// is fresh for a ttl of an hour.
+func TestFresh_PastItsOwnTTLNotTakenOver(t *testing.T) {
+	each(t, 2, func(t *testing.T, c *cluster) {
+		ctx := t.Context()
+		short := turns.New(c.locks[0], turns.WithTTL(time.Second))
+		must(t, second(short.Acquire(ctx, "1", "7", "turn-a")))
+		c.advance(2 * time.Second)
+		fresh, err := c.node(1).Fresh(ctx, "1", "turn-a", time.Hour)
+		wantBool(t, "Fresh(ttl 1h) of a lock 2 s old past its own TTL", fresh, err, true)
+		fresh, err = c.node(1).Fresh(ctx, "1", "turn-a", time.Second)
+		wantBool(t, "Fresh(ttl 1s) of a lock 2 s old", fresh, err, false)
+	})
+}
+
+// Issue 20 item 4: one model of a turn past its TTL that nobody took over,
+// the same in every call. It still names its turn: Held reports it,
+// marked expired, and so does State, apart from the running ones; Keep
+// revives it; Release frees it; any acquirer takes it at once.
+func TestExpiredTurnNotTakenOver_OneModel(t *testing.T) {
+	each(t, 2, func(t *testing.T, c *cluster) {
+		ctx := t.Context()
+		a, err := c.node(0).Acquire(ctx, "1", "7", "turn-a")
+		must(t, err)
+		c.advance(ttl + time.Second)
+		st, err := a.Status(ctx)
+		must(t, err)
+		if !st.Held || !st.Expired {
+			t.Fatalf("Status past the TTL: %+v, want held, expired", st)
+		}
+		for _, name := range []string{"chat/1", "user/7"} {
+			if s := c.state(name); s.Running != 0 || s.Expired != 1 || len(s.Holders) != 1 || s.Holders[0].Ref != "turn-a" {
+				t.Fatalf("State of %s: %+v, want one expired holder, turn-a", name, s)
+			}
+		}
+		// Release frees it: nil, not ErrNotHeld.
+		must(t, c.node(1).Release(ctx, "1", "7", "turn-a"))
+		if c.holder("chat/1") != "" || c.holder("user/7") != "" {
+			t.Fatal("Release of an expired turn left a lock")
+		}
+		// Keep revives it.
+		b, err := c.node(0).Acquire(ctx, "1", "7", "turn-b")
+		must(t, err)
+		c.advance(ttl + time.Second)
+		must(t, b.Keep(ctx))
+		if st, err := b.Status(ctx); err != nil || !st.Held || st.Expired {
+			t.Fatalf("Status after Keep: %+v %v, want held, live", st, err)
+		}
+		wantErr(t, second(c.node(1).Acquire(ctx, "1", "8", "turn-c")), turns.ErrConversationBusy)
+		// Any acquirer takes it at once.
+		c.advance(ttl + time.Second)
+		must(t, second(c.node(1).Acquire(ctx, "1", "8", "turn-c")))
+		ok, err := c.node(0).Held(ctx, "1", "7", "turn-b")
+		wantBool(t, "Held once taken over", ok, err, false)
+		wantErr(t, c.node(0).Release(ctx, "1", "7", "turn-b"), sleeplock.ErrNotHeld)
+	})
+}
+
+// Issue 20 item 4: the turn's own lease ends (Done) at its expiry, because
+// it cannot know whether another turn took it over; the locks still name
+// the turn until one does.
+func TestExpiredTurnNotTakenOver_DoneClosesAtExpiry(t *testing.T) {
+	each(t, 1, func(t *testing.T, c *cluster) {
+		ctx := t.Context()
+		const short = 100 * time.Millisecond
+		tu := turns.New(c.locks[0], turns.WithTTL(short))
+		a, err := tu.Acquire(ctx, "1", "7", "turn-a")
+		must(t, err)
+		c.advance(short)
+		select {
+		case <-a.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatal("the turn's Done did not close at its expiry")
+		}
+		wantErr(t, context.Cause(a.Context()), sleeplock.ErrLeaseLost)
+		ok, err := tu.Held(ctx, "1", "7", "turn-a")
+		wantBool(t, "Held after Done, not taken over", ok, err, true)
+	})
+}
+
+// countingStore records the calls made to a store.
+type countingStore struct {
+	store.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *countingStore) record(name string) {
+	s.mu.Lock()
+	s.calls = append(s.calls, name)
+	s.mu.Unlock()
+}
+
+// take returns the calls recorded since the last take.
+func (s *countingStore) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.calls
+	s.calls = nil
+	return out
+}
+
+func (s *countingStore) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
+	s.record("Acquire")
+	return s.Store.Acquire(ctx, req)
+}
+
+func (s *countingStore) Held(ctx context.Context, h store.Handle) (store.Status, error) {
+	s.record("Held")
+	return s.Store.Held(ctx, h)
+}
+
+func (s *countingStore) State(ctx context.Context, name string, detail bool) (store.State, error) {
+	s.record("State")
+	return s.Store.State(ctx, name, detail)
+}
+
+func (s *countingStore) List(ctx context.Context, detail bool) ([]store.State, error) {
+	s.record("List")
+	return s.Store.List(ctx, detail)
+}
+
+func (s *countingStore) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
+	s.record("Release")
+	return s.Store.Release(ctx, h, ev)
+}
+
+func (s *countingStore) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
+	s.record("Keep")
+	return s.Store.Keep(ctx, h, ttl, hold)
 }

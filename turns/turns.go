@@ -208,7 +208,8 @@ func (t *Turns) UserLock(user string) string {
 // turn asking for a second chat — is refused like any other holder, as the
 // seed's statement refuses a lock that is neither free nor stale: the
 // chat's lock with ErrConversationBusy, the user's with ErrTurnInFlight.
-// Telling these apart costs a read of both locks before the acquisition.
+// All of this is one atomic step of the store (one statement on
+// PostgreSQL), granted or refused.
 //
 // The lease returned is of both locks: its fencing tokens (Lease.Tokens)
 // are the chat's and the user's, in that order. A resource written during
@@ -226,40 +227,12 @@ func (t *Turns) Acquire(ctx context.Context, chat, user, turnRef string) (sleepl
 	if err := wantKind(turnRef, KindTurn); err != nil {
 		return sleeplock.Lease{}, err
 	}
-	if err := t.holdsOnlyOne(ctx, turnRef, names); err != nil {
-		return sleeplock.Lease{}, err
-	}
 	lease, err := t.locks.AcquireAll(ctx, names, sleeplock.WithRef(turnRef), sleeplock.WithKind(KindTurn),
-		sleeplock.TTL(t.ttl), sleeplock.StaleAfter(t.ttl), sleeplock.NoWait(), sleeplock.NoKeepAlive())
+		sleeplock.TTL(t.ttl), sleeplock.StaleAfter(t.ttl), sleeplock.NoWait(), sleeplock.NoKeepAlive(), sleeplock.ReenterAll())
 	if err != nil {
 		return sleeplock.Lease{}, t.refusal(err, names[0])
 	}
 	return lease, nil
-}
-
-// holdsOnlyOne refuses an acquisition of names (chat, user) by turnRef
-// when turnRef holds one of them but not the other: re-entry is for a turn
-// that holds both.
-func (t *Turns) holdsOnlyOne(ctx context.Context, turnRef string, names []string) error {
-	var held [2]bool
-	for i, name := range names {
-		lease, err := t.locks.LeaseOf(turnRef, []string{name})
-		if err != nil {
-			return err
-		}
-		if held[i], err = lease.Held(ctx); err != nil {
-			return err
-		}
-	}
-	if held[0] == held[1] {
-		return nil
-	}
-	i := 0
-	if held[1] {
-		i = 1
-	}
-	busy := &sleeplock.BusyError{Lock: names[i], Kind: KindTurn, Ref: turnRef}
-	return t.refusal(busy, names[0])
 }
 
 // AcquireUser takes the user's lock alone for ref, a click on a
