@@ -298,20 +298,66 @@ func flags(name string, errOut io.Writer, synopsis string) *flag.FlagSet {
 // extraHelp is printed after a command's flags.
 var extraHelp = map[string]string{}
 
-// printFlags prints fs's flags as README spells them: --name for a long
-// flag, -n for a one-letter one.
+// alias makes name another name of the flag long (as flock spells it):
+// both set the same value, and help prints them on one line.
+func alias(fs *flag.FlagSet, long string, names ...string) {
+	f := fs.Lookup(long)
+	for _, n := range names {
+		fs.Var(f.Value, n, "") // no usage: an alias
+	}
+}
+
+// primary returns the flag that f is an alias of, or f.
+func primary(fs *flag.FlagSet, f *flag.Flag) *flag.Flag {
+	if f.Usage != "" {
+		return f
+	}
+	p := f
+	fs.VisitAll(func(g *flag.Flag) {
+		if g.Usage != "" && g.Value == f.Value {
+			p = g
+		}
+	})
+	return p
+}
+
+// setFlags returns the names of the flags given, aliases under the name
+// of their flag.
+func setFlags(fs *flag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[primary(fs, f).Name] = true })
+	return set
+}
+
+// dashed is a flag's name as README spells it: --name, or -n for one
+// letter.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// printFlags prints fs's flags as README spells them, each with its
+// aliases.
 func printFlags(w io.Writer, fs *flag.FlagSet) {
 	fs.VisitAll(func(f *flag.Flag) {
-		dash := "--"
-		if len(f.Name) == 1 {
-			dash = "-"
+		if f.Usage == "" {
+			return // an alias, printed with its flag
 		}
 		typ, text := flag.UnquoteUsage(f)
-		line := "  " + dash + f.Name
+		names := []string{dashed(f.Name)}
+		fs.VisitAll(func(g *flag.Flag) {
+			if g.Usage == "" && g.Value == f.Value {
+				names = append(names, dashed(g.Name))
+			}
+		})
 		if typ != "" {
-			line += " " + typ
+			for i := range names {
+				names[i] += " " + typ
+			}
 		}
-		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(text, "\n", "\n    \t"))
+		fmt.Fprintf(w, "  %s\n    \t%s", strings.Join(names, ", "), strings.ReplaceAll(text, "\n", "\n    \t"))
 		switch f.DefValue {
 		case "", "0", "false", "0s":
 		default:

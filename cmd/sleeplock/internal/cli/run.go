@@ -113,21 +113,24 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.IntVar(&f.slots, "slots", 0, "`N` slots: define the lock with N slots if it does not exist (default 1); an existing lock with other slots is an error")
 	fs.Var(&f.wait, "wait", "give up after waiting `DUR` (10m, or seconds as flock -w: 5), exit status 124; 0 refuses at once, as -n (default: wait as long as it takes)")
 	fs.BoolVar(&f.noWait, "no-wait", false, "do not wait: exit at once (status 1, or --conflict-exit-code) when no slot is free")
-	fs.BoolVar(&f.noWait, "n", false, "short for --no-wait, as flock -n")
-	fs.IntVar(&f.conflict, "conflict-exit-code", exitRefused, "exit status when refused at once or when --wait runs out, as flock -E (default 1 when refused, 124 when --wait runs out)")
-	fs.DurationVar(&f.ttl, "ttl", sleeplock.DefaultTTL, "lease TTL, renewed while sleeplock runs; bounds a hung sleeplock (a dead one gives its slot back at once)")
-	fs.StringVar(&f.ref, "ref", "", "holder ref that others see (default HOST:PID); a ref that holds the lock already re-enters it")
-	fs.StringVar(&f.kind, "kind", "", "what the holder is (\"build\", \"deploy\"), shown when others are refused")
+	fs.IntVar(&f.conflict, "conflict-exit-code", 0, "exit with status `E` when refused at once or when --wait runs out, as flock -E (without it: 1 when refused, 124 when --wait runs out)")
+	fs.DurationVar(&f.ttl, "ttl", sleeplock.DefaultTTL, "lease TTL (`DUR`), renewed while sleeplock runs; bounds a hung sleeplock (a dead one gives its slot back at once)")
+	fs.StringVar(&f.ref, "ref", "", "holder `REF` that others see (default HOST:PID); a ref that holds the lock already re-enters it")
+	fs.StringVar(&f.kind, "kind", "", "`KIND` of holder (\"build\", \"deploy\"), shown when others are refused")
 	fs.BoolVar(&f.quiet, "q", false, "quiet: print nothing while waiting or when refused")
 	fs.BoolVar(&f.killOnLoss, "kill-on-loss", false, "end the command (SIGTERM, SIGKILL 5s later) if the lease is lost")
-	fs.StringVar(&f.shell, "c", "", "run `COMMAND` with sh -c, as flock -c")
+	fs.StringVar(&f.shell, "c", "", "run `COMMAND` with $SHELL -c (else /bin/sh), as flock -c")
+	// flock's spellings, so that its command lines work as they are.
+	alias(fs, "no-wait", "n", "nonblock", "nb")
+	alias(fs, "wait", "w", "timeout")
+	alias(fs, "conflict-exit-code", "E")
+	alias(fs, "c", "command")
 
 	name, command, err := parseRunArgs(fs, args, &f)
 	if err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	set := setFlags(fs)
 	switch {
 	case set["slots"] && f.slots < 1:
 		return usagef("--slots %d: a lock has at least 1 slot", f.slots)
@@ -144,6 +147,8 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	timeoutCode := exitTimeout
 	if set["conflict-exit-code"] {
 		timeoutCode = f.conflict
+	} else {
+		f.conflict = exitRefused
 	}
 	if f.ref == "" {
 		host, _ := os.Hostname()
@@ -301,7 +306,11 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 	case f.shell != "" && len(rest) > 0:
 		return "", nil, usagef("give the command with -c or after NAME, not both (got -c %q and %q)", f.shell, rest)
 	case f.shell != "":
-		return name, []string{"/bin/sh", "-c", f.shell}, nil
+		sh := os.Getenv("SHELL")
+		if sh == "" {
+			sh = "/bin/sh"
+		}
+		return name, []string{sh, "-c", f.shell}, nil
 	case len(rest) == 0:
 		return "", nil, usagef("no command to run: sleeplock run %s", runSynopsis)
 	}
