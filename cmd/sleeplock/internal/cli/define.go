@@ -56,6 +56,23 @@ func runDefine(ctx context.Context, args []string, out, errOut io.Writer) error 
 
 var _ = register("apply", "define the locks of a YAML config file", runApply)
 
+func init() {
+	extraHelp["apply"] = `The file is YAML: a list of locks, each a name and its slots. A name
+ending in /* is a family: it covers NAME/anything, each with those slots.
+
+  locks:
+    - name: payments
+      slots: 3
+    - name: chat/*      # chat/42, chat/43, … one slot each
+      slots: 1
+
+The whole file is read and checked before the store is touched; a bad
+entry is reported with its line. A lock that exists with other slots is an
+error: change the file, or resize the lock with "sleeplock define NAME
+SLOTS --resize". Applying the same file again changes nothing.
+`
+}
+
 func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("apply", errOut, "[flags] FILE")
 	sf := addStoreFlags(fs)
