@@ -3,10 +3,13 @@
 //
 // Conventions, the same for every subcommand: flags may come before or
 // after the positional arguments ("release NAME --ref R" is "release --ref
-// R NAME"); "--" ends the flags, everything after it is positional. A bad
-// command line is reported once on stderr with status 2 and changes
-// nothing. "sleeplock help" and "sleeplock COMMAND -h" print help on
-// stdout with status 0. A run cut short by its context (SIGINT) exits 130.
+// R NAME"); "--" ends the flags, everything after it is positional; the
+// store flags may also come before the command. A bad command line or
+// value is reported once on stderr with status 2 and changes nothing.
+// "sleeplock help" and "sleeplock COMMAND -h" print help on stdout with
+// status 0. A command cut short by its context exits 128 + the signal of
+// a *SignalError cause (else 130); one that ends as it should when its
+// context ends (serve, state --watch) exits 0.
 package cli
 
 import (
