@@ -122,7 +122,7 @@ func TestSignalEndsWell(t *testing.T) {
 			args   []string
 			prefix string
 		}{
-			{"run", []string{"run", "--store", store, "-q", "trap", os.Args[0], "test-child-trap"}, "ready"},
+			{"run", []string{"run", "--store", store, "-q", "--slots", "1", "trap", "--", os.Args[0], "test-child-trap"}, "ready"},
 			{"serve", []string{"serve", "--store", store, "--addr", "127.0.0.1:0"}, "serving the locks on"},
 			{"state --watch", []string{"state", "--store", store, "--watch"}, "--"},
 		} {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -97,6 +98,9 @@ func TestErrorsInCLITerms(t *testing.T) {
 	if _, errOut, code := run(t, "define", "--store", e.store(), "payments", "2"); code != 0 {
 		t.Fatal(errOut)
 	}
+	if out, errOut, code := run(t, "define", "--store", e.store(), "one", "1"); code != 0 || out != "one has 1 slot\n" {
+		t.Fatalf("define one 1: exit %d %q %q", code, out, errOut)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -117,10 +121,16 @@ func TestErrorsInCLITerms(t *testing.T) {
 // serve's bearer token is SLEEPLOCK_SERVE_TOKEN: the fencing token that
 // sleeplock run gives its command (SLEEPLOCK_TOKEN) is never taken for it.
 func TestServeTokenIsNotTheFencingToken(t *testing.T) {
+	newRunEnv(t)
 	t.Setenv("SLEEPLOCK_SERVE_TOKEN", "")
 	t.Setenv("SLEEPLOCK_TOKEN", "12345678901234567890")
-	if _, errOut, code := run(t, "serve", "--allow-release"); code != 2 || !strings.Contains(errOut, "SLEEPLOCK_SERVE_TOKEN") {
-		t.Errorf("exit %d %q; want 2 asking for SLEEPLOCK_SERVE_TOKEN", code, errOut)
+	// An ended context: were the token taken, serve would stop at once
+	// instead of serving.
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out, errOut strings.Builder
+	if code := Main(ctx, []string{"serve", "--allow-release", "--addr", "127.0.0.1:0"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "SLEEPLOCK_SERVE_TOKEN") {
+		t.Errorf("exit %d %q; want 2 asking for SLEEPLOCK_SERVE_TOKEN", code, errOut.String())
 	}
 	file := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(file, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
