@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,7 +143,7 @@ func sleeplockCase(t *testing.T, e *runEnv, name string, c flockCase) (int, stri
 		out  string
 	}
 	done := make(chan result, 1)
-	var stdout safeBuffer
+	var stdout syncBuf
 	go func() {
 		code := Main(t.Context(), args, &stdout, &stdout)
 		done <- result{code, stdout.String()}
@@ -198,7 +196,7 @@ func flockRun(t *testing.T, flockPath, path string, c flockCase) (int, string) {
 		})
 	}
 	cmd := exec.CommandContext(ctx, flockPath, replaceLock(c.args, path)...)
-	var stdout safeBuffer
+	var stdout syncBuf
 	cmd.Stdout = &stdout
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -247,22 +245,4 @@ func replaceLock(args []string, lock string) []string {
 		out[i] = a
 	}
 	return out
-}
-
-// safeBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type safeBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *safeBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *safeBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
