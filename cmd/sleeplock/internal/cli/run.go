@@ -287,7 +287,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
-		return "", nil, usagef("no lock name: sleeplock run %s", runSynopsis)
+		return "", nil, usagef("no lock name: give NAME, then the command")
 	}
 	name, rest := rest[0], rest[1:]
 	if len(rest) > 0 && rest[0] != "--" && strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
@@ -312,7 +312,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 		}
 		return name, []string{sh, "-c", f.shell}, nil
 	case len(rest) == 0:
-		return "", nil, usagef("no command to run: sleeplock run %s", runSynopsis)
+		return "", nil, usagef("no command to run: give it after NAME, or with -c 'COMMAND'")
 	}
 	return name, rest, nil
 }

@@ -189,7 +189,7 @@ func TestRunExitStatuses(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, errOut, code := run(t, append([]string{"run", "--store", e.store()}, c.args...)...)
-			if code != c.code || !strings.Contains(errOut, c.err) || strings.Contains(errOut, "sleeplock: ") || strings.Contains(errOut, "Resize") {
+			if code != c.code || !strings.Contains(errOut, c.err) || strings.Contains(errOut, "sleeplock: ") || strings.Contains(errOut, "Resize") || strings.Count(errOut, "\n") > 1 {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut, c.code, c.err)
 			}
 		})
