@@ -1,7 +1,8 @@
 // Command chatturns runs the turn loop of a chat back end on two nodes with
 // package turns: rounds with a held-check before each, a confirmation click
-// in the middle, and a node that goes down mid-turn, whose locks another
-// node cleans up once they are older than the turn TTL.
+// that holds the user's next turn back until the click is done, and a node
+// that goes down mid-turn, whose locks another node cleans up once they are
+// older than the turn TTL.
 //
 //	go run ./examples/chatturns                                  # memory store
 //	go run ./examples/chatturns --store postgres://localhost/db  # PostgreSQL
