@@ -183,7 +183,11 @@ func flockRun(t *testing.T, flockPath, path string, c flockCase) (int, string) {
 			t.Fatal(err)
 		}
 		defer func() {
-			_ = syscall.Kill(child, syscall.SIGTERM)
+			if child > 0 { // never 0: kill(0) would signal our process group
+				_ = syscall.Kill(child, syscall.SIGTERM) // flock exits with it
+			} else {
+				_ = holder.Process.Kill()
+			}
 			_ = holder.Wait()
 		}()
 		waitUntil(t, "the flock holder to run", func() bool {
