@@ -1,8 +1,11 @@
 // Command sleeplock runs commands under named concurrency locks and shows
 // the locks' state. Run "sleeplock help" for the commands.
 //
-// Exit status: 0 on success, 1 on an error, 2 for a bad command line, 130
-// when interrupted (SIGINT) and 143 when terminated (SIGTERM).
+// Exit status: 0 on success, 1 on an error, 2 for a bad command line or
+// value, 128+N when signal N (SIGINT, SIGTERM) cut a command short. A
+// command that a signal ends as it should exits 0: "serve" and "state
+// --watch" stop, "run" exits with its command's status ("sleeplock help
+// run" lists its statuses).
 package main
 
 import (
@@ -16,22 +19,27 @@ import (
 
 func main() { os.Exit(run(os.Args[1:])) }
 
-// run runs the command line args; the first SIGINT or SIGTERM cancels the
-// command's context, and a second one kills the process as usual.
+// run runs the command line args. The first SIGINT or SIGTERM cancels the
+// command's context with a *cli.SignalError cause; a second one ends the
+// process as usual (sleeplock run catches its own and passes them on).
 func run(args []string) int {
-	interrupted, stopInt := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stopInt()
-	ctx, stopTerm := signal.NotifyContext(interrupted, syscall.SIGTERM)
-	defer stopTerm()
-	// Once cancelled, stop catching: a second signal ends the process.
-	context.AfterFunc(interrupted, stopInt)
-	context.AfterFunc(ctx, stopTerm)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	caught := make(chan struct{})
+	go func() {
+		defer close(caught)
+		sig, ok := <-sigs
+		if !ok {
+			return
+		}
+		signal.Stop(sigs) // a second signal ends the process
+		cancel(&cli.SignalError{Signal: sig.(syscall.Signal)})
+	}()
 	code := cli.Main(ctx, args, os.Stdout, os.Stderr)
-	switch {
-	case interrupted.Err() != nil:
-		return cli.StatusInterrupted
-	case ctx.Err() != nil:
-		return 128 + int(syscall.SIGTERM)
-	}
+	signal.Stop(sigs)
+	close(sigs)
+	<-caught
 	return code
 }

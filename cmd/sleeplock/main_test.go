@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +19,9 @@ import (
 // binary as sleeplock (SLEEPLOCK_TEST_MAIN=1).
 func TestMain(m *testing.M) {
 	if os.Getenv("SLEEPLOCK_TEST_MAIN") == "1" {
+		if len(os.Args) > 1 && os.Args[1] == "test-child-trap" {
+			trapChild()
+		}
 		os.Exit(run(os.Args[1:]))
 	}
 	goleak.VerifyTestMain(m)
@@ -68,6 +74,71 @@ func TestSignalStatus(t *testing.T) {
 		}
 		if got := exitCode(t, cmd.Wait()); got != want {
 			t.Errorf("%v: exit %d, want %d; stderr %q", sig, got, want, stderr.String())
+		}
+	}
+}
+
+// trapChild is a command for sleeplock run that traps SIGTERM and SIGINT
+// and exits 0 on either, after saying "ready" once it has trapped them.
+func trapChild() {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	fmt.Println("ready")
+	<-sigs
+	os.Exit(0)
+}
+
+// startUntil starts cmd and reads its stdout until a line starts with
+// prefix; it returns the rest of stdout's reader.
+func startUntil(t *testing.T, cmd *exec.Cmd, prefix string) *bufio.Scanner {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), prefix) {
+			return lines
+		}
+	}
+	t.Fatalf("%q never printed %q", cmd.Args, prefix)
+	return nil
+}
+
+// A signal that the command survives or handles as it should ends with a
+// success: run exits with its command's status after forwarding the
+// signal (the command traps it and exits 0), serve and state --watch
+// stop and exit 0, quietly.
+func TestSignalEndsWell(t *testing.T) {
+	store := "sqlite:" + filepath.Join(t.TempDir(), "locks.db")
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		for _, c := range []struct {
+			name   string
+			args   []string
+			prefix string
+		}{
+			{"run", []string{"run", "--store", store, "-q", "--slots", "1", "trap", "--", os.Args[0], "test-child-trap"}, "ready"},
+			{"serve", []string{"serve", "--store", store, "--addr", "127.0.0.1:0"}, "serving the locks on"},
+			{"state --watch", []string{"state", "--store", store, "--watch"}, "--"},
+		} {
+			cmd := sleeplock(t, c.args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			lines := startUntil(t, cmd, c.prefix)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			for lines.Scan() {
+			}
+			got := exitCode(t, cmd.Wait())
+			if got != 0 || (c.name != "serve" && stderr.String() != "") {
+				t.Errorf("%s ended by %v: exit %d, stderr %q; want 0", c.name, sig, got, stderr.String())
+			}
 		}
 	}
 }

@@ -1,7 +1,8 @@
 // Command chatturns runs the turn loop of a chat back end on two nodes with
 // package turns: rounds with a held-check before each, a confirmation click
-// in the middle, and a node that goes down mid-turn, whose locks another
-// node cleans up once they are older than the turn TTL.
+// that holds the user's next turn back until the click is done, and a node
+// that goes down mid-turn, whose locks another node cleans up once they are
+// older than the turn TTL.
 //
 //	go run ./examples/chatturns                                  # memory store
 //	go run ./examples/chatturns --store postgres://localhost/db  # PostgreSQL
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -45,7 +47,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer closeAll()
-	if err := run(ctx, a, b); err != nil {
+	if err := run(ctx, os.Stdout, a, b); err != nil {
 		fmt.Fprintln(os.Stderr, "chatturns:", err)
 		os.Exit(1)
 	}
@@ -89,10 +91,11 @@ func nodes(ctx context.Context, dsn string) (a, b *turns.Turns, closeAll func(),
 	return ts[0], ts[1], closeAll, ts[0].Define(ctx)
 }
 
-func run(ctx context.Context, a, b *turns.Turns) error {
+// run is the walk-through; it prints on out.
+func run(ctx context.Context, out io.Writer, a, b *turns.Turns) error {
 	start := time.Now()
 	say := func(format string, args ...any) {
-		fmt.Printf("%5.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+		fmt.Fprintf(out, "%5.1fs  %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
 	}
 
 	// Node A runs turn-1 of chat 42 for user 7, three rounds. The lease's
@@ -111,7 +114,7 @@ func run(ctx context.Context, a, b *turns.Turns) error {
 		say("node A: turn-1 round %d", round)
 		if round == 2 {
 			_, err := b.AcquireUser(ctx, user, turns.ClickRef(), turnTTL, hold)
-			say("node B: the user clicks a confirmation card: %v", err)
+			say("node B: the user clicks a confirmation card: %s", outcome(err))
 		}
 	}
 	if err := a.Release(ctx, chat, user, "turn-1"); err != nil {
@@ -124,14 +127,14 @@ func run(ctx context.Context, a, b *turns.Turns) error {
 	if _, err := b.AcquireUser(ctx, user, click, turnTTL, hold); err != nil {
 		return err
 	}
-	say("node B: click %s runs", click)
+	say("node B: the click (ref %s) runs, keeping its lock fresh", short(click))
 	for range 3 {
 		time.Sleep(hold / 2)
 		if _, err := b.KeepUser(ctx, user, click, turnTTL, hold); err != nil {
 			return err
 		}
 		_, err := a.Acquire(ctx, "43", user, "turn-2")
-		say("node A: turn-2 in chat 43: %v", err)
+		say("node A: turn-2 in chat 43: %s", outcome(err))
 		if err == nil {
 			return errors.New("a turn started while a click ran")
 		}
@@ -139,7 +142,19 @@ func run(ctx context.Context, a, b *turns.Turns) error {
 	if err := b.ReleaseUser(ctx, user, click); err != nil {
 		return err
 	}
-	say("node B: click done")
+	say("node B: the click is done")
+
+	// With the click done, the user's turn-2 in chat 43 runs.
+	turn2, err := a.Acquire(ctx, "43", user, "turn-2")
+	say("node A: turn-2 in chat 43: %s", outcome(err))
+	if err != nil {
+		return err
+	}
+	say("node A: turn-2 runs, fencing tokens %v", turn2.Tokens())
+	if err := a.Release(ctx, "43", user, "turn-2"); err != nil {
+		return err
+	}
+	say("node A: turn-2 done")
 
 	// Node A starts turn-3 and goes down mid-turn: it never releases.
 	if _, err := a.Acquire(ctx, chat, user, "turn-3"); err != nil {
@@ -147,12 +162,12 @@ func run(ctx context.Context, a, b *turns.Turns) error {
 	}
 	say("node A: turn-3 started … and node A goes down")
 	_, err = b.Acquire(ctx, chat, "8", "turn-4")
-	say("node B: turn-4 in chat %s: %v", chat, err)
+	say("node B: turn-4 in chat %s for user 8: %s", chat, outcome(err))
 	gone, err := b.ReleaseStale(ctx, chat, user, "turn-3", turnTTL)
 	if err != nil {
 		return err
 	}
-	say("node B: turn-3 is fresh: released as stale: %v", gone)
+	say("node B: turn-3 is younger than the turn TTL: released as stale? %v", gone)
 	for {
 		fresh, err := b.Fresh(ctx, chat, "turn-3", turnTTL)
 		if err != nil {
@@ -167,11 +182,34 @@ func run(ctx context.Context, a, b *turns.Turns) error {
 	if err != nil {
 		return err
 	}
-	say("node B: turn-3 is older than %v: released as stale: %v", turnTTL, gone)
+	say("node B: turn-3 is older than %v: released as stale? %v", turnTTL, gone)
 	turn4, err := b.Acquire(ctx, chat, user, "turn-4")
 	if err != nil {
 		return err
 	}
 	say("node B: turn-4 started in chat %s for user %s, fencing tokens %v", chat, user, turn4.Tokens())
 	return b.Release(ctx, chat, user, "turn-4")
+}
+
+// outcome says how an acquisition went, in the walk-through's words.
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "started"
+	case errors.Is(err, turns.ErrConversationBusy):
+		return "refused: the chat has a turn running"
+	case errors.Is(err, turns.ErrTurnInFlight):
+		return "refused: the user has a turn in flight"
+	case errors.Is(err, turns.ErrClickInFlight):
+		return "refused: a click of the user is in flight"
+	}
+	return err.Error()
+}
+
+// short shortens a click's ref ("click:" and 32 hex digits) for reading.
+func short(ref string) string {
+	if len(ref) > len("click:")+8 {
+		return ref[:len("click:")+8] + "…"
+	}
+	return ref
 }

@@ -19,7 +19,7 @@ import (
 // print the command's help; no command prints the usage on stderr, 2.
 func TestHelp(t *testing.T) {
 	out, errOut, code := run(t, "help")
-	if code != 0 || errOut != "" || !strings.Contains(out, "usage: sleeplock COMMAND") || !strings.Contains(out, "  state ") {
+	if code != 0 || errOut != "" || !strings.Contains(out, "usage: sleeplock [--store STORE] COMMAND") || !strings.Contains(out, "  state ") {
 		t.Errorf("help: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	for _, args := range [][]string{{"help", "state"}, {"state", "-h"}, {"state", "--help"}, {"state", "x", "-h"}} {
@@ -34,7 +34,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	out, errOut, code = run(t)
-	if code != 2 || out != "" || !strings.Contains(errOut, "usage: sleeplock COMMAND") {
+	if code != 2 || out != "" || !strings.Contains(errOut, "usage: sleeplock [--store STORE] COMMAND") {
 		t.Errorf("no command: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	for _, args := range [][]string{{"help", "nope"}, {"help", "state", "demo"}} {
@@ -106,7 +106,7 @@ func TestInterruptedStatus(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	out, errOut, code := run(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "sleeplock "+version()+" go") || version() == "" {
+	if code != 0 || !strings.HasPrefix(out, "sleeplock 0.1.0 go") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if _, _, code := run(t, "version", "x"); code != 2 {
@@ -233,14 +233,18 @@ func TestStateWatch(t *testing.T) {
 	out.mu.Unlock()
 	<-seen
 	cancel()
-	if code := <-done; code != StatusInterrupted {
-		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	// The user ended the watch (Ctrl-C): a success, said quietly.
+	if code := <-done; code != 0 || errOut.String() != "" {
+		t.Fatalf("exit %d, stderr %q; want 0 and nothing said", code, errOut.String())
 	}
 	if !strings.Contains(out.String(), "LOCK") {
 		t.Fatalf("second frame %q", out.String())
 	}
 	if _, _, code := pg.run(t, "state", "--watch", "--every", "0s"); code != 2 {
 		t.Errorf("--every 0s: exit %d", code)
+	}
+	if _, errOut, code := pg.run(t, "state", "--every", "2s"); code != 2 || !strings.Contains(errOut, "--watch") {
+		t.Errorf("--every without --watch: exit %d %q; want 2 naming --watch", code, errOut)
 	}
 }
 
@@ -259,7 +263,9 @@ func TestDefineApply(t *testing.T) {
 	if out, errOut, code := pg.run(t, "define", "payments", "3"); code != 0 || out != "payments has 3 slots\n" {
 		t.Fatalf("define again: exit %d %q %q", code, out, errOut)
 	}
-	if _, errOut, code := pg.run(t, "define", "payments", "2"); code != 1 || !strings.Contains(errOut, "--resize") {
+	// In the command line's terms, once: no library hint, no doubled prefix.
+	if _, errOut, code := pg.run(t, "define", "payments", "2"); code != 1 ||
+		errOut != "sleeplock define: lock \"payments\" has 3 slots, not 2: give --resize to change them\n" {
 		t.Fatalf("define with other slots: exit %d %q", code, errOut)
 	}
 	if out, errOut, code := pg.run(t, "define", "payments", "2", "--resize"); code != 0 || out != "payments resized to 2 slots\n" {
@@ -273,8 +279,14 @@ func TestDefineApply(t *testing.T) {
 			t.Errorf("%q: exit %d %q", args, code, errOut)
 		}
 	}
-	if _, errOut, code := pg.run(t, "define", "x", "0"); code != 1 || !strings.Contains(errOut, "slots") {
-		t.Errorf("0 slots: exit %d %q", code, errOut)
+	// A bad value is status 2 with the reason, a negative one too.
+	for _, slots := range []string{"0", "-1", "1.5"} {
+		if _, errOut, code := pg.run(t, "define", "x", slots); code != 2 || !strings.Contains(errOut, "SLOTS must be a whole number from 1, got \""+slots+"\"") {
+			t.Errorf("%s slots: exit %d %q", slots, code, errOut)
+		}
+	}
+	if _, errOut, code := pg.run(t, "define", "bad\x01name", "1"); code != 2 || !strings.Contains(errOut, "invalid lock name") || strings.Contains(errOut, "sleeplock: ") {
+		t.Errorf("bad name: exit %d %q", code, errOut)
 	}
 
 	dir := t.TempDir()
@@ -282,15 +294,23 @@ func TestDefineApply(t *testing.T) {
 	if err := os.WriteFile(good, []byte("locks:\n  - name: reports\n    slots: 4\n  - name: chat/*\n    slots: 1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := pg.run(t, "apply", good); code != 0 || out != "reports has 4 slots\nchat/* has 1 slots\n" {
+	if out, errOut, code := pg.run(t, "apply", good); code != 0 || out != "reports has 4 slots\nchat/* has 1 slot\n" {
 		t.Fatalf("apply: exit %d %q %q", code, out, errOut)
 	}
 	bad := filepath.Join(dir, "bad.yaml")
 	if err := os.WriteFile(bad, []byte("locks:\n  - name: later\n    slots: 1\n  - name: broken\n    slots: -1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := pg.run(t, "apply", bad); code != 1 || !strings.Contains(errOut, "broken") {
+	if _, errOut, code := pg.run(t, "apply", bad); code != 2 || !strings.Contains(errOut, "broken") || !strings.Contains(errOut, bad) {
 		t.Errorf("apply of a bad file: exit %d %q", code, errOut)
+	}
+	// A conflict with the store names the file, in the command line's terms.
+	clash := filepath.Join(dir, "clash.yaml")
+	if err := os.WriteFile(clash, []byte("locks:\n  - name: payments\n    slots: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := pg.run(t, "apply", clash); code != 1 || !strings.Contains(errOut, clash+": lock \"payments\" has 2 slots, not 5") || strings.Contains(errOut, "Resize") {
+		t.Errorf("apply of a clashing file: exit %d %q", code, errOut)
 	}
 	if _, errOut, code := pg.run(t, "apply", filepath.Join(dir, "missing.yaml")); code != 1 || errOut == "" {
 		t.Errorf("apply of a missing file: exit %d %q", code, errOut)

@@ -26,8 +26,8 @@ func runDefine(ctx context.Context, args []string, out, errOut io.Writer) error 
 	}
 	name := fs.Arg(0)
 	slots, err := strconv.Atoi(fs.Arg(1))
-	if err != nil {
-		return usagef("SLOTS must be a whole number, got %q", fs.Arg(1))
+	if err != nil || slots < 1 {
+		return usagef("SLOTS must be a whole number from 1, got %q", fs.Arg(1))
 	}
 	s, err := sf.open(ctx)
 	if err != nil {
@@ -39,22 +39,39 @@ func runDefine(ctx context.Context, args []string, out, errOut io.Writer) error 
 	var conflict *sleeplock.ConflictError
 	switch {
 	case err == nil:
-		fmt.Fprintf(out, "%s has %d slots\n", name, slots)
+		fmt.Fprintf(out, "%s has %s\n", name, slotCount(slots))
 		return nil
 	case errors.As(err, &conflict) && *resize:
 		if err := locks.Resize(ctx, name, slots); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "%s resized to %d slots\n", name, slots)
+		fmt.Fprintf(out, "%s resized to %s\n", name, slotCount(slots))
 		return nil
 	case errors.As(err, &conflict):
-		return fmt.Errorf("%w (give --resize to change its slots)", err)
+		return fmt.Errorf("lock %q has %s, not %d: give --resize to change them", name, slotCount(conflict.Slots), slots)
 	default:
 		return err
 	}
 }
 
 var _ = register("apply", "define the locks of a YAML config file", runApply)
+
+func init() {
+	extraHelp["apply"] = `The file is YAML: a list of locks, each a name and its slots. A name
+ending in /* is a family: it covers NAME/anything, each with those slots.
+
+  locks:
+    - name: payments
+      slots: 3
+    - name: chat/*      # chat/42, chat/43, … one slot each
+      slots: 1
+
+The whole file is read and checked before the store is touched; a bad
+entry is reported with its line. A lock that exists with other slots is an
+error: change the file, or resize the lock with "sleeplock define NAME
+SLOTS --resize". Applying the same file again changes nothing.
+`
+}
 
 func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("apply", errOut, "[flags] FILE")
@@ -67,9 +84,10 @@ func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	// Read the whole file before touching the store: a bad file changes
 	// nothing.
-	cfg, err := sleeplock.LoadConfig(fs.Arg(0))
+	file := fs.Arg(0)
+	cfg, err := sleeplock.LoadConfig(file)
 	if err != nil {
-		return err
+		return err // a *ConfigError names the file
 	}
 	s, err := sf.open(ctx)
 	if err != nil {
@@ -78,15 +96,20 @@ func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
 	if err := locks.Apply(ctx, cfg); err != nil {
-		return err
+		var conflict *sleeplock.ConflictError
+		if errors.As(err, &conflict) {
+			return fmt.Errorf("%s: lock %q has %s, not %d: change the file, or resize it with \"sleeplock define %s %d --resize\"",
+				file, conflict.Name, slotCount(conflict.Slots), conflict.Requested, conflict.Name, conflict.Requested)
+		}
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	for _, l := range cfg.Locks {
-		fmt.Fprintf(out, "%s has %d slots\n", l.Name, l.Slots)
+		fmt.Fprintf(out, "%s has %s\n", l.Name, slotCount(l.Slots))
 	}
 	return nil
 }
 
-var _ = register("version", "print sleeplock's version", runVersion)
+var _ = register("version", "print sleeplock's version (also --version)", runVersion)
 
 func runVersion(_ context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("version", errOut, "")
@@ -96,16 +119,34 @@ func runVersion(_ context.Context, args []string, out, errOut io.Writer) error {
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
-	fmt.Fprintf(out, "sleeplock %s %s %s/%s\n", version(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	bi, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(out, versionLine(bi))
 	return nil
 }
 
-// version is the module version the binary was built from ("go install
-// …@v1.2.3"), or "(devel)" for a build from a work tree.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Version == "" {
-		return "(devel)"
+// versionLine is "sleeplock 0.1.0", then the commit when built from a
+// clone (vcs.revision, "+modified" with uncommitted changes), then the Go
+// version and platform.
+func versionLine(bi *debug.BuildInfo) string {
+	s := "sleeplock " + Version
+	if bi != nil {
+		var rev string
+		var modified bool
+		for _, kv := range bi.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				rev = kv.Value
+			case "vcs.modified":
+				modified = kv.Value == "true"
+			}
+		}
+		if rev != "" {
+			s += " (commit " + rev
+			if modified {
+				s += "+modified"
+			}
+			s += ")"
+		}
 	}
-	return bi.Main.Version
+	return s + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
 }

@@ -1,16 +1,19 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 var _ = register("demo", "run ex_sleeplock's walk-through: tasks share a lock with few slots", runDemo)
@@ -28,18 +31,20 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 	slots := fs.Int("slots", 2, "slots of the lock")
 	work := fs.Duration("work", time.Second, "time each task works while it holds a slot")
 	jitter := fs.Duration("jitter", 100*time.Millisecond, "up to this much random extra work per task")
-	events := fs.Bool("events", false, "also print the lock's events")
+	events := fs.Bool("events", false, "also print the lock's events, in the order the store made them (by Seq)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
-	if *tasks < 1 || *tasks > 10000 {
-		return usagef("-tasks must be between 1 and 10000, got %d", *tasks)
-	}
-	if *work < 0 || *jitter < 0 {
-		return usagef("-work and -jitter must not be negative")
+	switch {
+	case *tasks < 1 || *tasks > 10000:
+		return usagef("--tasks must be between 1 and 10000, got %d", *tasks)
+	case *slots < 1 || *slots > store.MaxSlots:
+		return usagef("--slots must be between 1 and %d, got %d", store.MaxSlots, *slots)
+	case *work < 0 || *jitter < 0:
+		return usagef("--work and --jitter must not be negative")
 	}
 	var mu sync.Mutex // keeps lines whole
 	say := func(format string, args ...any) {
@@ -59,9 +64,10 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 		joined[i], locked[i] = make(chan struct{}), make(chan struct{})
 	}
 	queuedSaid := make([]bool, *tasks) // only the notifier touches it
+	var seen []sleeplock.Event         // with -events; only the notifier touches it until wg.Wait
 	notifier := sleeplock.NotifierFunc(func(e sleeplock.Event) {
 		if *events {
-			say("  event %-8s running %d, waiting %d", e.Type, e.Running, e.Waiting)
+			seen = append(seen, e)
 		}
 		if e.Lock != name || (e.Type != sleeplock.EventAcquired && e.Type != sleeplock.EventWaiting) {
 			return
@@ -82,6 +88,9 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 	})
 	locks := sleeplock.New(nil, sleeplock.WithNotifier(notifier))
 	defer func() { _ = locks.Close() }()
+	say("%d tasks take turns on the lock %q, which has %s: at most %d work at once,",
+		*tasks, name, slotCount(*slots), min(*slots, *tasks))
+	say("the others wait in line and get a slot in the order they queued (FIFO).")
 	if err := locks.Define(ctx, name, *slots); err != nil {
 		return err
 	}
@@ -137,6 +146,18 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *events {
+		if err := locks.Close(); err != nil { // delivers every event
+			return err
+		}
+		// Events are delivered off the lock path; Seq is the store's order.
+		slices.SortFunc(seen, func(a, b sleeplock.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+		say("The lock's events, in the order the store made them:")
+		for _, e := range seen {
+			say("  event %3d %-8s %-8s running %d, waiting %d", e.Seq, e.Type, e.Ref, e.Running, e.Waiting)
+		}
+	}
+	say("Each task returned its number; Execute gave them back in task order:")
 	say("%v", results)
 	say("%s: slots %d, running %d, waiting %d", name, st.Slots, st.Running, st.Waiting)
 	return nil

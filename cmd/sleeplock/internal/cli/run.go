@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -21,15 +22,41 @@ import (
 
 var _ = register("run", "run a command holding a slot of a lock (a counting, FIFO flock)", runRun)
 
-const runSynopsis = "[flags] NAME -- COMMAND [ARGS…]"
+const runSynopsis = "[flags] NAME [--] COMMAND [ARGS…]\n       sleeplock run [flags] NAME -c 'SHELL COMMAND'"
 
 // Exit statuses of sleeplock run besides the command's own.
 const (
-	exitRefused  = 1   // --no-wait and no slot free (unless --conflict-exit-code)
-	exitTimeout  = 124 // --wait ran out, as timeout(1)
+	exitRefused  = 1   // refused at once (--no-wait, --wait 0), unless --conflict-exit-code
+	exitTimeout  = 124 // --wait ran out, as timeout(1), unless --conflict-exit-code
+	exitFailed   = 125 // sleeplock run itself failed (the store, the lock), as timeout(1) and env(1)
 	exitNoExec   = 126 // the command cannot be run, as shells do
 	exitNotFound = 127 // no such command, as shells do
 )
+
+func init() {
+	extraHelp["run"] = `A lock that does not exist is defined with 1 slot (or --slots N), as flock
+creates its file. The command starts at the first argument after NAME that
+is not one of these flags; everything from there on is the command's, "--"
+included ("--" before the command is optional).
+
+Exit status:
+  the command's     when it ran (128+N when signal N ended it); after a
+                    forwarded SIGINT, SIGTERM or SIGHUP too
+  1                 refused at once: --no-wait (-n) or --wait 0, as flock -n
+  124               --wait ran out, as timeout(1)
+  E                 both of the above with --conflict-exit-code E, as flock -E
+  125               sleeplock run failed: the store, or a lock with other slots
+  126, 127          the command cannot be run, or does not exist
+  2                 a bad command line or value (nothing was run)
+  128+N             signal N came while waiting: nothing was held or run
+
+The command's environment:
+  SLEEPLOCK_TOKEN   the lease's fencing token (grows with every grant)
+  SLEEPLOCK_REF     the holder ref (--ref, default HOST:PID)
+  SLEEPLOCK_LOCK    the lock's name
+SIGINT, SIGTERM and SIGHUP are passed on to the command.
+`
+}
 
 // killGrace is how long --kill-on-loss waits after SIGTERM before SIGKILL.
 const killGrace = 5 * time.Second
@@ -39,45 +66,89 @@ var runSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 type runFlags struct {
 	slots      int
-	wait       time.Duration
+	wait       waitValue
 	noWait     bool
 	conflict   int
 	ttl        time.Duration
 	ref, kind  string
 	quiet      bool
 	killOnLoss bool
+	shell      string
+}
+
+// waitValue is --wait: a duration ("10m", "1.5s") or, as flock -w, a
+// number of seconds ("5", ".007"). set tells an explicit 0 from none.
+type waitValue struct {
+	d   time.Duration
+	set bool
+}
+
+func (w *waitValue) String() string {
+	if w == nil || !w.set {
+		return ""
+	}
+	return w.d.String()
+}
+
+func (w *waitValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs > math.MaxInt64/float64(time.Second) {
+			return fmt.Errorf("want a duration (10m, 1.5s) or seconds (5, 0.5), got %q", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	if d < 0 {
+		return fmt.Errorf("a wait must not be negative, got %q", s)
+	}
+	w.d, w.set = d, true
+	return nil
 }
 
 func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("run", errOut, runSynopsis)
 	sf := addStoreFlags(fs)
 	var f runFlags
-	fs.IntVar(&f.slots, "slots", 0, "define the lock with `N` slots if it does not exist (an existing lock with other slots is an error)")
-	fs.DurationVar(&f.wait, "wait", 0, "give up after waiting this long, exit status 124 (0: wait as long as it takes)")
+	fs.IntVar(&f.slots, "slots", 0, "`N` slots: define the lock with N slots if it does not exist (default 1); an existing lock with other slots is an error")
+	fs.Var(&f.wait, "wait", "give up after waiting `DUR` (10m, or seconds as flock -w: 5), exit status 124; 0 refuses at once, as -n (default: wait as long as it takes)")
 	fs.BoolVar(&f.noWait, "no-wait", false, "do not wait: exit at once (status 1, or --conflict-exit-code) when no slot is free")
-	fs.BoolVar(&f.noWait, "n", false, "short for --no-wait, as flock -n")
-	fs.IntVar(&f.conflict, "conflict-exit-code", exitRefused, "exit status when --no-wait is refused, as flock -E")
-	fs.DurationVar(&f.ttl, "ttl", sleeplock.DefaultTTL, "lease TTL, renewed while sleeplock runs; bounds a hung sleeplock (a dead one gives its slot back at once)")
-	fs.StringVar(&f.ref, "ref", "", "holder ref that others see (default HOST:PID); a ref that holds the lock already re-enters it")
-	fs.StringVar(&f.kind, "kind", "", "what the holder is (\"build\", \"deploy\"), shown when others are refused")
+	fs.IntVar(&f.conflict, "conflict-exit-code", 0, "exit with status `E` when refused at once or when --wait runs out, as flock -E (without it: 1 when refused, 124 when --wait runs out)")
+	fs.DurationVar(&f.ttl, "ttl", sleeplock.DefaultTTL, "lease TTL (`DUR`), renewed while sleeplock runs; bounds a hung sleeplock (a dead one gives its slot back at once)")
+	fs.StringVar(&f.ref, "ref", "", "holder `REF` that others see (default HOST:PID); a ref that holds the lock already re-enters it")
+	fs.StringVar(&f.kind, "kind", "", "`KIND` of holder (\"build\", \"deploy\"), shown when others are refused")
 	fs.BoolVar(&f.quiet, "q", false, "quiet: print nothing while waiting or when refused")
 	fs.BoolVar(&f.killOnLoss, "kill-on-loss", false, "end the command (SIGTERM, SIGKILL 5s later) if the lease is lost")
+	fs.StringVar(&f.shell, "c", "", "run `COMMAND` with $SHELL -c (else /bin/sh), as flock -c")
+	// flock's spellings, so that its command lines work as they are.
+	alias(fs, "no-wait", "n", "nonblock", "nb")
+	alias(fs, "wait", "w", "timeout")
+	alias(fs, "conflict-exit-code", "E")
+	alias(fs, "c", "command")
 
-	name, command, err := parseRunArgs(fs, args)
+	name, command, err := parseRunArgs(fs, args, &f)
 	if err != nil {
 		return err
 	}
+	set := setFlags(fs)
 	switch {
-	case f.slots < 0:
-		return usagef("--slots %d: slots must be a positive integer", f.slots)
-	case f.wait < 0:
-		return usagef("--wait %v: a wait must not be negative", f.wait)
-	case f.noWait && f.wait > 0:
+	case set["slots"] && f.slots < 1:
+		return usagef("--slots %d: a lock has at least 1 slot", f.slots)
+	case f.noWait && f.wait.set:
 		return usagef("--wait and --no-wait exclude each other")
 	case f.conflict < 0 || f.conflict > 255:
 		return usagef("--conflict-exit-code %d: an exit status is 0 to 255", f.conflict)
 	case f.ttl <= 0:
 		return usagef("--ttl %v: a TTL must be positive", f.ttl)
+	}
+	if f.wait.set && f.wait.d == 0 {
+		f.noWait = true // as flock -w 0
+	}
+	timeoutCode := exitTimeout
+	if set["conflict-exit-code"] {
+		timeoutCode = f.conflict
+	} else {
+		f.conflict = exitRefused
 	}
 	if f.ref == "" {
 		host, _ := os.Hostname()
@@ -92,18 +163,16 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 
 	s, err := sf.open(ctx)
 	if err != nil {
-		return err
+		return runFailed(ctx, err)
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(f.ttl))
 	defer func() { _ = locks.Close() }()
-	if f.slots > 0 {
-		if err := locks.Define(ctx, name, f.slots); err != nil {
-			return err
-		}
+	if err := defineForRun(ctx, locks, name, f.slots); err != nil {
+		return runFailed(ctx, err)
 	}
-	lease, err := acquireForRun(ctx, locks, name, &f, sigs, errOut)
+	lease, err := acquireForRun(ctx, locks, name, &f, timeoutCode, sigs, errOut)
 	if err != nil {
-		return err
+		return runFailed(ctx, err)
 	}
 	// From here on the lease is given back whatever happens, also when
 	// the caller's context ended (a signal that we forward).
@@ -137,7 +206,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 			if errors.Is(lease.Err(), sleeplock.ErrReleased) {
 				continue
 			}
-			fmt.Fprintf(errOut, "sleeplock run: lost the lease of %q while the command runs: %v\n", name, lease.Err())
+			fmt.Fprintf(errOut, "sleeplock run: lost the lease of %q while the command runs: %s\n", name, message(lease.Err()))
 			if f.killOnLoss {
 				fmt.Fprintf(errOut, "sleeplock run: ending the command (--kill-on-loss)\n")
 				_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -156,91 +225,116 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	release()
 	if code := exitStatus(cmd.ProcessState); code != 0 {
-		return &exitError{code}
+		return &exitError{code: code}
 	}
 	return nil
 }
 
-// parseRunArgs parses the flags and returns the lock name and the command.
-// Flags may come after NAME when "--" ends them; without "--" the command
-// starts right after NAME (as with flock), and its own flags stay its own.
-func parseRunArgs(fs *flag.FlagSet, args []string) (string, []string, error) {
-	pre, command, dashed := args, []string(nil), false
-	for i, a := range args {
-		if a == "--" {
-			pre, command, dashed = args[:i], args[i+1:], true
-			break
-		}
-	}
-	if !dashed {
-		if i := firstPositional(fs, args); i >= 0 {
-			pre, command = args[:i+1], args[i+1:]
-		}
-	}
-	var pos []string
-	for rest := pre; ; {
-		if err := parse(fs, rest); err != nil {
-			return "", nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
+// runFailed gives an error of sleeplock run itself its exit status: 2 for
+// a bad value, 125 for the rest, never the status of a refusal.
+func runFailed(ctx context.Context, err error) error {
+	var ue *usageError
+	var ee *exitError
 	switch {
-	case len(pos) == 0:
-		return "", nil, usagef("no lock name: sleeplock run %s", runSynopsis)
-	case len(pos) > 1:
-		return "", nil, usagef("one lock name before \"--\", got %q: sleeplock run %s", pos, runSynopsis)
-	case len(command) == 0:
-		return "", nil, usagef("no command to run: sleeplock run %s", runSynopsis)
+	case errors.As(err, &ue), errors.As(err, &ee):
+		return err
+	case errors.Is(err, sleeplock.ErrInvalid):
+		return &usageError{message(err)}
+	case ctx.Err() != nil:
+		return err // interrupted: Main gives it 128+signal
 	}
-	return pos[0], command, nil
+	return &exitError{code: exitFailed, err: err}
 }
 
-// firstPositional returns the index of the first argument that is neither
-// a flag of fs nor a flag's value, or -1.
-func firstPositional(fs *flag.FlagSet, args []string) int {
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if len(a) < 2 || a[0] != '-' {
-			return i
+// defineForRun defines name with slots (1 when 0) unless it exists; a
+// lock with other slots than --slots is an error.
+func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slots int) error {
+	if slots == 0 {
+		_, err := locks.State(ctx, name)
+		if !errors.Is(err, sleeplock.ErrNotFound) {
+			return err // it exists (or a family covers it), or the store failed
 		}
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		f := fs.Lookup(name)
-		if f == nil {
-			continue // parse reports it
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			continue
-		}
-		i++ // the flag's value
+		slots = 1
 	}
-	return -1
+	err := locks.Define(ctx, name, slots)
+	var conflict *sleeplock.ConflictError
+	if errors.As(err, &conflict) {
+		return fmt.Errorf("lock %q has %s, not %d: drop --slots, or resize it with \"sleeplock define %s %d --resize\"",
+			name, slotCount(conflict.Slots), conflict.Requested, name, conflict.Requested)
+	}
+	return err
+}
+
+// slotCount is "1 slot" or "N slots".
+func slotCount(n int) string {
+	if n == 1 {
+		return "1 slot"
+	}
+	return strconv.Itoa(n) + " slots"
+}
+
+// parseRunArgs parses the flags and returns the lock name and the command,
+// as flock does: flags, NAME, then the command from the first argument
+// that is not a flag of ours ("--" before it is optional); everything
+// from the command on is the command's, "--" included. With -c the
+// command is "sh -c COMMAND".
+func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []string, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return "", nil, &helpRequest{fs}
+		}
+		return "", nil, &usageError{err.Error()}
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		return "", nil, usagef("no lock name: give NAME, then the command")
+	}
+	name, rest := rest[0], rest[1:]
+	if len(rest) > 0 && rest[0] != "--" && strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
+		// Flags of ours after NAME, up to the command or "--".
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return "", nil, &helpRequest{fs}
+			}
+			return "", nil, &usageError{err.Error()}
+		}
+		rest = fs.Args() // fs.Parse dropped the "--" that ended them
+	} else if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	switch {
+	case f.shell != "" && len(rest) > 0:
+		return "", nil, usagef("give the command with -c or after NAME, not both (got -c %q and %q)", f.shell, rest)
+	case f.shell != "":
+		sh := os.Getenv("SHELL")
+		if sh == "" {
+			sh = "/bin/sh"
+		}
+		return name, []string{sh, "-c", f.shell}, nil
+	case len(rest) == 0:
+		return "", nil, usagef("no command to run: give it after NAME, or with -c 'COMMAND'")
+	}
+	return name, rest, nil
 }
 
 // acquireForRun takes the slot: at once with --no-wait, else waiting (up
 // to --wait) and telling on stderr its place in the queue. A signal while
 // waiting ends the wait with status 128+signal.
-func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, sigs <-chan os.Signal, errOut io.Writer) (sleeplock.Lease, error) {
+func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, timeoutCode int, sigs <-chan os.Signal, errOut io.Writer) (sleeplock.Lease, error) {
 	opts := []sleeplock.AcquireOption{sleeplock.WithRef(f.ref), sleeplock.WithKind(f.kind)}
 	if f.noWait {
 		lease, err := locks.TryAcquire(ctx, name, opts...)
 		if errors.Is(err, sleeplock.ErrUnavailable) {
 			if !f.quiet {
-				fmt.Fprintf(errOut, "sleeplock run: %v\n", err)
+				fmt.Fprintf(errOut, "sleeplock run: %s\n", message(err))
 			}
-			return lease, &exitError{f.conflict}
+			return lease, &exitError{code: f.conflict}
 		}
 		return lease, err
 	}
 	actx, cancel := context.WithCancel(ctx)
-	if f.wait > 0 {
-		actx, cancel = context.WithTimeout(ctx, f.wait)
+	if f.wait.set {
+		actx, cancel = context.WithTimeout(ctx, f.wait.d)
 	}
 	defer cancel()
 	caught := make(chan os.Signal, 1)
@@ -293,11 +387,11 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 		}
 		return lease, ctx.Err()
 	}
-	if f.wait > 0 && errors.Is(err, context.DeadlineExceeded) {
+	if f.wait.set && errors.Is(err, context.DeadlineExceeded) {
 		if !f.quiet {
-			fmt.Fprintf(errOut, "sleeplock run: gave up waiting for %q after %v\n", name, f.wait)
+			fmt.Fprintf(errOut, "sleeplock run: gave up waiting for %q after %v\n", name, f.wait.d)
 		}
-		return lease, &exitError{exitTimeout}
+		return lease, &exitError{code: timeoutCode}
 	}
 	return lease, err
 }
@@ -305,9 +399,9 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 func signalExit(sig os.Signal, name string, errOut io.Writer) error {
 	fmt.Fprintf(errOut, "sleeplock run: %v while waiting for %q: nothing held\n", sig, name)
 	if s, ok := sig.(syscall.Signal); ok {
-		return &exitError{128 + int(s)}
+		return &exitError{code: 128 + int(s)}
 	}
-	return &exitError{1}
+	return &exitError{code: exitFailed}
 }
 
 // reportQueue prints the caller's place in the queue of name whenever it
@@ -332,8 +426,8 @@ func reportQueue(ctx context.Context, locks *sleeplock.Locks, name, ref string, 
 				}
 			}
 			if pos >= 0 && pos != last {
-				fmt.Fprintf(errOut, "sleeplock run: waiting for %q (%d slots, %d running): %d ahead of you\n",
-					name, st.Slots, st.Running, pos)
+				fmt.Fprintf(errOut, "sleeplock run: waiting for %q (%s, %d running): %d ahead of you\n",
+					name, slotCount(st.Slots), st.Running, pos)
 				last = pos
 			}
 		}
@@ -347,10 +441,10 @@ func startError(name string, err error, errOut io.Writer) error {
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 		fmt.Fprintf(errOut, "sleeplock run: %s: command not found\n", name)
-		return &exitError{exitNotFound}
+		return &exitError{code: exitNotFound}
 	default:
 		fmt.Fprintf(errOut, "sleeplock run: %s: cannot run: %v\n", name, err)
-		return &exitError{exitNoExec}
+		return &exitError{code: exitNoExec}
 	}
 }
 

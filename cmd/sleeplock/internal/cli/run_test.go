@@ -169,25 +169,37 @@ func TestRunExitStatuses(t *testing.T) {
 		{"not executable", []string{"x", "--", e.dir}, 126, "cannot run"},
 		{"no command", []string{"x"}, 2, "no command"},
 		{"no command after --", []string{"x", "--"}, 2, "no command"},
-		{"no name", []string{"--", "true"}, 2, "no lock name"},
-		{"two names", []string{"x", "y", "--", "true"}, 2, "one lock name"},
-		{"slots mismatch", []string{"--slots", "2", "x", "--", exe, "test-child-exit", "0"}, 1, "already defined with 1 slots"},
-		{"unknown lock", []string{"nope", "--", exe, "test-child-exit", "0"}, 1, "not found"},
+		{"no name", nil, 2, "no lock name"},
+		{"-- before the name", []string{"--", "x", exe, "test-child-exit", "0"}, 0, ""},
+		{"a second word is the command", []string{"x", "y", "--", "true"}, 127, "y: command not found"},
+		{"slots mismatch: not busy", []string{"--slots", "2", "x", "--", exe, "test-child-exit", "0"}, 125, "lock \"x\" has 1 slot, not 2: drop --slots"},
+		{"a new lock is defined", []string{"new", "--", exe, "test-child-exit", "0"}, 0, ""},
+		{"a new lock with --slots", []string{"--slots", "3", "new3", "--", exe, "test-child-exit", "0"}, 0, ""},
 		{"bad slots", []string{"--slots", "-1", "x", "--", "true"}, 2, "slots"},
+		{"zero slots", []string{"--slots", "0", "x", "--", "true"}, 2, "at least 1 slot"},
+		{"bad name: not busy", []string{"bad\x01name", "--", "true"}, 2, "invalid lock name"},
+		{"store fails: not busy", []string{"--store", "sqlite:" + filepath.Join(e.dir, "no-such-dir", "x.db"), "x", "--", "true"}, 125, ""},
 		{"wait and no-wait", []string{"--wait", "1s", "-n", "x", "--", "true"}, 2, "exclude"},
+		{"bad wait", []string{"--wait", "soon", "x", "--", "true"}, 2, "seconds"},
 		{"bad conflict code", []string{"--conflict-exit-code", "300", "x", "--", "true"}, 2, "0 to 255"},
+		{"-c and a command", []string{"x", "-c", "true", "false"}, 2, "not both"},
 		{"flags after the name, before --", []string{"x", "-q", "--ref", "after", "--", exe, "test-child-env", envFile}, 0, ""},
 		{"no --: the command's flags are its own", []string{"x", exe, "test-child-exit", "-5"}, 251, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, errOut, code := run(t, append([]string{"run", "--store", e.store()}, c.args...)...)
-			if code != c.code || !strings.Contains(errOut, c.err) {
+			if code != c.code || !strings.Contains(errOut, c.err) || strings.Contains(errOut, "sleeplock: ") || strings.Contains(errOut, "Resize") || strings.Count(errOut, "\n") > 1 {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", code, errOut, c.code, c.err)
 			}
 		})
 	}
 	e.wantState(t, "x", 0, 0) // nothing left held
+	for name, slots := range map[string]int{"new": 1, "new3": 3} {
+		if st, err := e.locks(t).State(t.Context(), name); err != nil || st.Slots != slots {
+			t.Errorf("%s: %+v %v; want it defined with %d slots", name, st, err, slots)
+		}
+	}
 	b, err := os.ReadFile(envFile)
 	if err != nil {
 		t.Fatal(err)

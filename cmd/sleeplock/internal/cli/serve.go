@@ -28,7 +28,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	sf := addStoreFlags(fs)
 	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on (loopback by default: the API shows holder refs)")
 	allow := fs.Bool("allow-release", false, "allow POST /api/locks/NAME/release?ref=REF with the bearer token")
-	tokenFile := fs.String("token-file", "", "file holding the bearer token for release (default $SLEEPLOCK_TOKEN)")
+	tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token for release; without it the token is the value of $"+serveTokenEnv)
 	poll := fs.Duration("poll", time.Second, "how often to diff the store's locks, to show changes made by other processes")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -60,10 +60,14 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	})
 }
 
+// serveTokenEnv holds serve's bearer token itself (not a path). It is not
+// SLEEPLOCK_TOKEN, the fencing token sleeplock run gives its command.
+const serveTokenEnv = "SLEEPLOCK_SERVE_TOKEN"
+
 // serveToken reads the release token: required with --allow-release,
 // refused without it (a token that does nothing is a mistake).
 func serveToken(allow bool, file string) (string, error) {
-	token := os.Getenv("SLEEPLOCK_TOKEN")
+	token := os.Getenv(serveTokenEnv)
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -76,13 +80,25 @@ func serveToken(allow bool, file string) (string, error) {
 	}
 	switch {
 	case allow && token == "":
-		return "", usagef("--allow-release needs a token: --token-file FILE or $SLEEPLOCK_TOKEN")
+		return "", usagef("--allow-release needs a token: --token-file FILE, or the token itself in $" + serveTokenEnv)
 	case !allow && file != "":
 		return "", usagef("--token-file is only used with --allow-release")
 	case allow && len(token) < 16:
 		return "", usagef("the release token is %d bytes: use at least 16 random bytes", len(token))
 	}
 	return token, nil
+}
+
+// shownAddr is the address to print: the host given (0.0.0.0 stays
+// 0.0.0.0, not the listener's [::]) with the port listened on (":0"
+// picks one).
+func shownAddr(given string, got net.Addr) string {
+	host, _, err := net.SplitHostPort(given)
+	_, port, err2 := net.SplitHostPort(got.String())
+	if err != nil || err2 != nil || host == "" {
+		return got.String()
+	}
+	return net.JoinHostPort(host, port)
 }
 
 type serveConfig struct {
@@ -132,9 +148,10 @@ func serveLocks(ctx context.Context, locks *sleeplock.Locks, hub *web.Hub, metri
 	defer srv.Close()
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	hs.RegisterOnShutdown(srv.Close) // ends the event streams, which Shutdown would wait for
-	fmt.Fprintf(c.out, "serving the locks on http://%s/\n", ln.Addr())
+	shown := shownAddr(c.addr, ln.Addr())
+	fmt.Fprintf(c.out, "serving the locks on http://%s/\n", shown)
 	if c.ready != nil {
-		c.ready(ln.Addr().String())
+		c.ready(shown)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

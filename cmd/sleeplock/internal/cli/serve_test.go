@@ -26,7 +26,7 @@ import (
 
 // TestServeUsage: bad flags are usage errors, before any store is opened.
 func TestServeUsage(t *testing.T) {
-	t.Setenv("SLEEPLOCK_TOKEN", "")
+	t.Setenv("SLEEPLOCK_SERVE_TOKEN", "")
 	empty := filepath.Join(t.TempDir(), "empty")
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -43,7 +43,7 @@ func TestServeUsage(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and a message", args, code, errOut)
 		}
 	}
-	t.Setenv("SLEEPLOCK_TOKEN", "short")
+	t.Setenv("SLEEPLOCK_SERVE_TOKEN", "short")
 	if _, errOut, code := run(t, "serve", "--allow-release"); code != 2 || !strings.Contains(errOut, "16") {
 		t.Errorf("short token: exit %d %q", code, errOut)
 	}
@@ -99,7 +99,7 @@ func TestServe(t *testing.T) {
 	dsnSchema := serveDSN(t)
 	dsn, schema, _ := strings.Cut(dsnSchema, "#")
 	const token = "serve-test-token-0123456789"
-	t.Setenv("SLEEPLOCK_TOKEN", token)
+	t.Setenv("SLEEPLOCK_SERVE_TOKEN", token)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM) // as cmd/sleeplock does
 	defer stop()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -27,8 +28,13 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *every <= 0 {
+	everySet := false
+	fs.Visit(func(f *flag.Flag) { everySet = everySet || f.Name == "every" })
+	switch {
+	case *every <= 0:
 		return usagef("--every must be positive, got %v", *every)
+	case everySet && !*watch:
+		return usagef("--every is for --watch: give --watch too")
 	}
 	s, err := sf.open(ctx)
 	if err != nil {
@@ -51,11 +57,14 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 			fmt.Fprintln(out, "--", now())
 		}
 		if err := showStates(ctx, locks, names, *asJSON, out); err != nil {
+			if ctx.Err() != nil {
+				return nil // ended while drawing
+			}
 			return err
 		}
 		select {
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return nil // the user ended the watch: a success
 		case <-tick.C:
 		}
 	}
@@ -74,7 +83,7 @@ func showStates(ctx context.Context, locks *sleeplock.Locks, names []string, asJ
 		for _, name := range names {
 			st, err := locks.StateDetail(ctx, name)
 			if err != nil {
-				return err
+				return lockError(name, err)
 			}
 			states = append(states, st)
 		}
@@ -197,7 +206,7 @@ func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error
 	for _, n := range names {
 		st, err := locks.StateDetail(ctx, n)
 		if err != nil {
-			return fmt.Errorf("%w: nothing released", err)
+			return fmt.Errorf("%w: nothing released", lockError(n, err))
 		}
 		if !slices.ContainsFunc(st.Holders, func(h sleeplock.Holder) bool { return h.Ref == *ref }) {
 			missing = append(missing, n)

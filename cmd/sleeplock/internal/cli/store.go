@@ -25,9 +25,9 @@ type storeFlags struct {
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
-		dsn: fs.String("store", "", "the store: sqlite:PATH, postgres://… or host=… dbname=… "+
+		dsn: fs.String("store", "", "the `STORE`: sqlite:PATH, postgres://… or host=… dbname=… "+
 			"(default $SLEEPLOCK_STORE, else sqlite:$XDG_STATE_HOME/sleeplock/locks.db)"),
-		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL schema of sleeplock's tables"),
+		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables"),
 	}
 }
 

@@ -254,6 +254,11 @@ func lockName(w http.ResponseWriter, name string) bool {
 // one serves GET /api/locks/{name}: one lock (or family definition).
 func (s *Server) one(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
+	if strings.HasSuffix(name, "/release") {
+		w.Header().Set("Allow", http.MethodPost)
+		fail(w, http.StatusMethodNotAllowed, "release is POST /api/locks/{name}/release?ref=REF")
+		return
+	}
 	if len(r.URL.Query()) > 0 {
 		fail(w, http.StatusBadRequest, "GET /api/locks/{name} takes no query parameters")
 		return

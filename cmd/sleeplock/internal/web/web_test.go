@@ -563,3 +563,14 @@ func TestManyChanges(t *testing.T) {
 		}
 	}
 }
+
+// A GET on the release URL is 405 with Allow: POST, not a 400 about the
+// name.
+func TestReleaseURLIsPostOnly(t *testing.T) {
+	e := newEnv(t, Config{AllowRelease: true, Token: testToken})
+	must(t, e.locks.Define(context.Background(), "pay", 1))
+	code, h, body := e.do(t, "GET", "/api/locks/pay/release?ref=job-1", testToken)
+	if code != http.StatusMethodNotAllowed || h.Get("Allow") != "POST" {
+		t.Fatalf("GET release: %d, Allow %q, %s; want 405 and Allow: POST", code, h.Get("Allow"), body)
+	}
+}
