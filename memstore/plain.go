@@ -58,6 +58,9 @@ func (s *Store) AcquirePlain(ctx context.Context, name string, wait bool) (Slot,
 		return Slot{}, 0, s.usable(ctx)
 	}
 	if lk := s.load(name); lk != nil {
+		if err := ctx.Err(); err != nil {
+			return Slot{}, 0, err // an ended context takes nothing, free slot or not
+		}
 		if t, ok := lk.tryFast(); ok {
 			if !s.closed.Load() {
 				return Slot{lk}, t, nil
@@ -88,9 +91,6 @@ func (s *Store) undoFast(lk *lock, t int64) (Slot, int64, error) {
 // acquireAt is AcquirePlain of lk, the lock named name when it was looked
 // up, when its fast word could not grant: under its mutex.
 func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, wait bool) (Slot, int64, error) {
-	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, err
-	}
 	if s.times {
 		return s.acquirePlain(ctx, name, wait)
 	}
@@ -305,6 +305,9 @@ func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, wait bo
 	}
 	if n == nil || n.lk == nil {
 		return Slot{}, 0, errNoNamed
+	}
+	if err := ctx.Err(); err != nil {
+		return Slot{}, 0, err
 	}
 	if t, ok := n.lk.tryFast(); ok {
 		if !s.closed.Load() {
