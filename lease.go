@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sleeplock/sleeplock/memstore"
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -22,16 +22,20 @@ import (
 // ref, or not renewed before it expired because the store could not be
 // reached — Done is closed, Context is cancelled with a cause matching
 // ErrLeaseLost, and an EventLost is sent.
+//
+// A plain lease of the memory store (no options, no TTL, no notifier) is
+// its lock and its token alone: three words, which the compiler keeps in
+// registers (a fourth would put it on the stack on every call).
 type Lease struct {
-	l     *Locks
-	slot  memstore.Slot // a plain lease of the memory store: its lock and ref
-	token int64         // of the first lock
-	x     *leaseExt     // nil for a plain lease of the memory store
+	slot  plain.Lock // a plain lease of the memory store: its lock (nil otherwise)
+	token int64      // of the first lock
+	x     *leaseExt  // nil for a plain lease of the memory store
 }
 
 // leaseExt is what a lease has beyond one lock, a ref and a token. Every
 // copy of a Lease shares it.
 type leaseExt struct {
+	l     *Locks
 	g     store.Grant
 	byRef bool // made by LeaseOf
 	// rt is set at the grant when the lease needs a keep-alive or a bound
@@ -42,25 +46,52 @@ type leaseExt struct {
 }
 
 func newLease(l *Locks, g store.Grant, rt *runtime, byRef bool) Lease {
-	x := &leaseExt{g: g, byRef: byRef}
+	x := &leaseExt{l: l, g: g, byRef: byRef}
 	if rt != nil {
 		x.rt.Store(rt)
 	}
-	return Lease{l: l, token: g.Token, x: x}
+	return Lease{token: g.Token, x: x}
+}
+
+// store is the store the lease is held in (nil for the zero Lease).
+func (x Lease) store() store.Store {
+	switch {
+	case x.x != nil:
+		return x.x.l.store
+	case x.slot != nil:
+		return x.slot.Store()
+	}
+	return nil
 }
 
 func (x Lease) grant() store.Grant {
 	if x.x != nil {
 		return x.x.g
 	}
-	return store.Grant{Lock: store.Lock{Name: x.slot.Name(), Token: x.token}, Ref: x.slot.Ref(x.token)}
+	return store.Grant{Lock: store.Lock{Name: x.plainName(), Token: x.token}, Ref: x.plainRef()}
 }
 
 func (x Lease) handle() store.Handle {
 	if x.x != nil {
 		return x.x.g.Handle()
 	}
-	return store.Handle{Lock: store.Lock{Name: x.slot.Name(), Token: x.token}, Ref: x.slot.Ref(x.token)}
+	return store.Handle{Lock: store.Lock{Name: x.plainName(), Token: x.token}, Ref: x.plainRef()}
+}
+
+// plainName is the lock of a plain lease ("" for the zero Lease).
+func (x Lease) plainName() string {
+	if x.slot == nil {
+		return ""
+	}
+	return x.slot.Name()
+}
+
+// plainRef is the ref of a plain lease (the zero Ref for the zero Lease).
+func (x Lease) plainRef() store.Ref {
+	if x.slot == nil {
+		return store.Ref{}
+	}
+	return x.slot.Ref(x.token)
 }
 
 func (x Lease) rt() *runtime {
@@ -89,7 +120,7 @@ func (x Lease) runtime() *runtime {
 	if x.x.released {
 		ended = store.ErrReleased
 	}
-	rt := x.l.newRuntime(x.x.g, context.Background(), ended)
+	rt := x.x.l.newRuntime(x.x.g, context.Background(), ended)
 	x.x.rt.Store(rt)
 	return rt
 }
@@ -104,7 +135,7 @@ func (x Lease) Name() string {
 	if x.x != nil {
 		return x.x.g.Name
 	}
-	return x.slot.Name()
+	return x.plainName()
 }
 
 // Names returns every lock of the lease, in the order they were asked for.
@@ -123,7 +154,7 @@ func (x Lease) Ref() string {
 	if x.x != nil {
 		return x.x.g.Ref.String()
 	}
-	return x.slot.Ref(x.token).String()
+	return x.plainRef().String()
 }
 
 // Kind returns the holder's kind.
@@ -159,7 +190,7 @@ func (x Lease) Expires() time.Time { return x.grant().Expires }
 func (x Lease) Reentered() bool { return x.grant().Reentered }
 
 func (x Lease) ok() error {
-	if x.l == nil {
+	if x.x == nil && x.slot == nil {
 		return store.ErrNotHeld
 	}
 	return nil
@@ -181,9 +212,9 @@ const ReleaseTimeout = 5 * time.Second
 // there: Err stays nil, the keep-alive stops, and the lease ends (Done,
 // ErrLeaseLost) when it expires; Release may be called again meanwhile.
 func (x Lease) Release(ctx context.Context) error {
-	if x.x == nil && x.l != nil && x.l.mem != nil {
+	if x.slot != nil {
 		// A plain lease of the memory store: no context is needed.
-		return x.l.mem.ReleasePlain(x.slot, x.token)
+		return x.slot.Release(x.token)
 	}
 	return x.release(ctx)
 }
@@ -205,8 +236,8 @@ func (x Lease) release(ctx context.Context) error {
 	if rt != nil {
 		rt.releasing.Store(true)
 	}
-	err := x.l.store.Release(ctx, x.handle(), x.l.emitter)
-	if rt == nil && x.x != nil {
+	err := x.x.l.store.Release(ctx, x.handle(), x.x.l.emitter)
+	if rt == nil {
 		x.x.mu.Lock()
 		if rt = x.x.rt.Load(); rt == nil && err == nil {
 			x.x.released = true
@@ -242,7 +273,7 @@ func (x Lease) Keep(ctx context.Context) error {
 	}
 	g := x.grant()
 	start := time.Now()
-	exp, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
+	exp, err := x.store().Keep(ctx, g.Handle(), g.TTL, g.Hold)
 	if rt := x.rt(); rt != nil {
 		switch {
 		case err == nil:
@@ -267,7 +298,7 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 	if err := x.usable(ctx); err != nil {
 		return LeaseStatus{}, err
 	}
-	return x.l.store.Held(ctx, x.handle())
+	return x.store().Held(ctx, x.handle())
 }
 
 // Guard fences a write made in the caller's own transaction: inside tx (a
@@ -280,7 +311,7 @@ func (x Lease) Guard(ctx context.Context, tx any) error {
 	if err := x.usable(ctx); err != nil {
 		return err
 	}
-	g, ok := x.l.store.(store.Guarder)
+	g, ok := x.store().(store.Guarder)
 	if !ok {
 		return fmt.Errorf("%w: Guard needs a database store", store.ErrUnsupported)
 	}
@@ -302,10 +333,10 @@ func (x Lease) Done() <-chan struct{} {
 // Execute (or BindTo) has a context derived from that call's context. A
 // LeaseOf handle's context never ends.
 func (x Lease) Context() context.Context {
-	if x.l == nil {
-		return endedContext
-	}
 	if x.x == nil {
+		if x.slot == nil {
+			return endedContext
+		}
 		return x.plainContext()
 	}
 	if rt := x.runtime(); rt != nil {
@@ -317,11 +348,11 @@ func (x Lease) Context() context.Context {
 // Err returns nil while the lease is held, and why it ended otherwise: the
 // same error as context.Cause(x.Context()). ErrNotHeld for the zero Lease.
 func (x Lease) Err() error {
-	if x.l == nil {
-		return store.ErrNotHeld
-	}
 	if x.x == nil {
-		return x.l.mem.PlainErr(x.slot, x.token) // as the cause, without making the context
+		if x.slot == nil {
+			return store.ErrNotHeld
+		}
+		return x.slot.Err(x.token) // as the cause, without making the context
 	}
 	return context.Cause(x.Context())
 }
@@ -336,5 +367,5 @@ var endedContext = func() context.Context {
 // plainContext is the context of a plain lease of the memory store's fast
 // path: made once, in the lease's holder record, on the first call.
 func (x Lease) plainContext() context.Context {
-	return x.l.mem.PlainContext(x.slot, x.token)
+	return x.slot.Context(x.token)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -18,9 +19,8 @@ const DefaultTTL = 30 * time.Second
 // concurrent use.
 type Locks struct {
 	store   store.Store
-	mem     *memstore.Store // the store, when it is a memory store (fast paths)
-	plain   *memstore.Store // mem, when a call without options may take its plain path
-	watcher store.Watcher   // non-nil when the store can tell at once of a lost hold
+	fast    plain.Store   // a memory store's plain path, when a call without options may take it
+	watcher store.Watcher // non-nil when the store can tell at once of a lost hold
 	ttl     time.Duration
 	ev      *dispatcher   // nil without a notifier
 	emitter store.Emitter // nil without notifiers
@@ -117,11 +117,12 @@ func New(s store.Store, opts ...Option) *Locks {
 	l := &Locks{store: s}
 	if s == nil {
 		l.store = memstore.New()
-	} else if _, mem := s.(*memstore.Store); !mem {
+	}
+	mem := plain.Of(l.store)
+	if mem == nil {
 		l.ttl = DefaultTTL
 	}
 	l.watcher, _ = l.store.(store.Watcher)
-	l.mem, _ = l.store.(*memstore.Store)
 	for _, o := range opts {
 		if o == nil {
 			l.setErr(errNilOption)
@@ -129,8 +130,8 @@ func New(s store.Store, opts ...Option) *Locks {
 		}
 		o(l)
 	}
-	if l.mem != nil && l.emitter == nil && l.ttl == 0 && l.err == nil {
-		l.plain = l.mem
+	if mem != nil && l.emitter == nil && l.ttl == 0 && l.err == nil {
+		l.fast = mem
 	}
 	return l
 }
@@ -244,7 +245,7 @@ func (l *Locks) List(ctx context.Context) ([]State, error) {
 // slot granted as ctx ended goes to the next waiter). A caller whose ref
 // holds the lock already gets its lease back at once (see WithRef).
 func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	if len(opts) == 0 && l != nil && l.plain != nil && ctx != nil {
+	if len(opts) == 0 && l != nil && l.fast != nil && ctx != nil {
 		return l.acquirePlain(ctx, name, true)
 	}
 	return l.acquire(ctx, name, nil, true, opts)
@@ -254,18 +255,18 @@ func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 // lock, with no options, no TTL and no notifier (the store checks a name
 // it does not hold already).
 func (l *Locks) acquirePlain(ctx context.Context, name string, wait bool) (Lease, error) {
-	slot, token, err := l.plain.AcquirePlain(ctx, name, wait)
+	slot, token, err := l.fast.Acquire(ctx, name, wait)
 	if err != nil {
 		return l.plainFailed(ctx, name, wait, err)
 	}
-	return Lease{l: l, slot: slot, token: token}, nil
+	return Lease{slot: slot, token: token}, nil
 }
 
 // plainFailed is the answer to a plain acquisition that failed with err:
-// a lock that grants no plain lease (memstore.ErrNotPlain) is acquired the
+// a lock that grants no plain lease (plain.ErrNotPlain) is acquired the
 // general way.
 func (l *Locks) plainFailed(ctx context.Context, name string, wait bool, err error) (Lease, error) {
-	if err == memstore.ErrNotPlain { //nolint:errorlint // the sentinel itself
+	if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
 		return l.acquire(ctx, name, nil, wait, []AcquireOption{}) // non-nil options: not the plain path again
 	}
 	return Lease{}, err
@@ -275,7 +276,7 @@ func (l *Locks) plainFailed(ctx context.Context, name string, wait bool, err err
 // without waiting; otherwise it returns a *BusyError (errors.Is(err,
 // ErrUnavailable)). It never jumps the queue.
 func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	if len(opts) == 0 && l != nil && l.plain != nil && ctx != nil {
+	if len(opts) == 0 && l != nil && l.fast != nil && ctx != nil {
 		return l.acquirePlain(ctx, name, false)
 	}
 	return l.acquire(ctx, name, nil, false, opts)
@@ -297,7 +298,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if err := l.usable(ctx); err != nil {
 		return Lease{}, err
 	}
-	if opts == nil && names == nil && l.plain != nil {
+	if opts == nil && names == nil && l.fast != nil {
 		return l.acquirePlain(ctx, name, wait)
 	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}

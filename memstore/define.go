@@ -55,7 +55,7 @@ func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emi
 		return true, nil
 	}
 	rng := s.newRange() // before the floor is read: see newRange
-	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load(), rng: rng}
+	lk := &lock{s: s, name: name, slots: int32(slots), defined: true, token: s.floor.Load(), rng: rng}
 	lk.fast.Store(fastFrozen)
 	s.thaw(lk) // not shared yet: no mutex needed
 	s.locks.Store(name, lk)

@@ -13,6 +13,7 @@ import (
 // by mu, multi also by the store's mutex (it changes only under both).
 type lock struct {
 	fast    atomic.Uint64 // the fast word: see fast.go
+	s       *Store        // the store it is in
 	mu      sync.Mutex
 	token   int64          // the last fencing token granted: see nextToken
 	rng     store.RefRange // the refs of plain leases, by token (plainRef); set when made
@@ -36,7 +37,7 @@ type lock struct {
 
 // holder is the record of one hold of a lock. Nothing outside the lock
 // points at it (a plain lease of package sleeplock is its lock and token,
-// see Slot), so an ended record is reused for the next hold; what a plain
+// see package internal/plain), so an ended record is reused for the next hold; what a plain
 // lease may still ask of an ended hold is kept aside (lostLease).
 type holder struct {
 	ref   store.Ref
@@ -225,7 +226,7 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 		return nil, nil
 	}
 	rng := s.newRange() // before the floor is read: see newRange
-	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng}
+	lk := &lock{s: s, name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng}
 	lk.fast.Store(fastFrozen) // a family member: never made
 	s.locks.Store(name, lk)
 	return lk, nil
