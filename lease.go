@@ -38,17 +38,17 @@ type leaseExt struct {
 	l     *Locks
 	g     store.Grant
 	byRef bool // made by LeaseOf
-	// rt is set at the grant when the lease needs a keep-alive or a bound
+	// lf is set at the grant when the lease needs a keep-alive or a bound
 	// context, and otherwise on the first call of Done, Context or Err.
-	rt       atomic.Pointer[runtime]
-	mu       sync.Mutex // serialises the lazy runtime with a release
-	released bool       // released through a Lease before rt was made
+	lf       atomic.Pointer[life]
+	mu       sync.Mutex // serialises the lazy life with a release
+	released bool       // released through a Lease before lf was made
 }
 
-func newLease(l *Locks, g store.Grant, rt *runtime, byRef bool) Lease {
+func newLease(l *Locks, g store.Grant, lf *life, byRef bool) Lease {
 	x := &leaseExt{l: l, g: g, byRef: byRef}
-	if rt != nil {
-		x.rt.Store(rt)
+	if lf != nil {
+		x.lf.Store(lf)
 	}
 	return Lease{token: g.Token, x: x}
 }
@@ -94,35 +94,37 @@ func (x Lease) plainRef() store.Ref {
 	return x.slot.Ref(x.token)
 }
 
-func (x Lease) rt() *runtime {
+// loadLife returns the lease's life if it has been made, and nil
+// otherwise; unlike ensureLife it never makes one.
+func (x Lease) loadLife() *life {
 	if x.x != nil {
-		return x.x.rt.Load()
+		return x.x.lf.Load()
 	}
 	return nil
 }
 
-// runtime returns the lease's runtime, making it on first use for a lease
-// that had no need of one at its grant. nil for a plain lease of the memory
-// store's fast path and for a LeaseOf handle.
-func (x Lease) runtime() *runtime {
+// ensureLife returns the lease's life, making it on first use for a lease
+// that had no need of one at its grant (loadLife only loads it). nil for a
+// plain lease of the memory store's fast path and for a LeaseOf handle.
+func (x Lease) ensureLife() *life {
 	if x.x == nil || x.x.byRef {
 		return nil
 	}
-	if rt := x.x.rt.Load(); rt != nil {
-		return rt
+	if lf := x.x.lf.Load(); lf != nil {
+		return lf
 	}
 	x.x.mu.Lock()
 	defer x.x.mu.Unlock()
-	if rt := x.x.rt.Load(); rt != nil {
-		return rt
+	if lf := x.x.lf.Load(); lf != nil {
+		return lf
 	}
 	var ended error
 	if x.x.released {
 		ended = store.ErrReleased
 	}
-	rt := x.x.l.newRuntime(x.x.g, context.Background(), ended)
-	x.x.rt.Store(rt)
-	return rt
+	lf := x.x.l.newLife(x.x.g, context.Background(), ended)
+	x.x.lf.Store(lf)
+	return lf
 }
 
 // LeaseStatus is what Status reports: whether the lease is held, the
@@ -232,33 +234,33 @@ func (x Lease) release(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(parent, ReleaseTimeout)
 		defer cancel()
 	}
-	rt := x.rt()
-	if rt != nil {
-		rt.releasing.Store(true)
+	lf := x.loadLife()
+	if lf != nil {
+		lf.releasing.Store(true)
 	}
 	err := x.x.l.store.Release(ctx, x.handle(), x.x.l.emitter)
-	if rt == nil {
+	if lf == nil {
 		x.x.mu.Lock()
-		if rt = x.x.rt.Load(); rt == nil && err == nil {
+		if lf = x.x.lf.Load(); lf == nil && err == nil {
 			x.x.released = true
 		}
 		x.x.mu.Unlock()
 	}
-	if rt == nil {
+	if lf == nil {
 		return err
 	}
 	switch {
 	case err == nil:
-		rt.stop()
-		rt.end(store.ErrReleased)
+		lf.stop()
+		lf.end(store.ErrReleased)
 	case errors.Is(err, store.ErrNotHeld) && !errors.Is(err, store.ErrNotFound):
 		// It was gone before this release: lost, not released.
-		rt.stop()
-		rt.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
+		lf.stop()
+		lf.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
 	default:
 		// Not released: the store keeps the lease until it expires.
-		rt.releasing.Store(false)
-		rt.releaseFailed(err)
+		lf.releasing.Store(false)
+		lf.releaseFailed(err)
 	}
 	return err
 }
@@ -274,12 +276,12 @@ func (x Lease) Keep(ctx context.Context) error {
 	g := x.grant()
 	start := time.Now()
 	exp, err := x.store().Keep(ctx, g.Handle(), g.TTL, g.Hold)
-	if rt := x.rt(); rt != nil {
+	if lf := x.loadLife(); lf != nil {
 		switch {
 		case err == nil:
-			rt.kept(start, exp)
+			lf.kept(start, exp)
 		case errors.Is(err, store.ErrNotHeld):
-			rt.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
+			lf.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
 		}
 	}
 	return err
@@ -339,8 +341,8 @@ func (x Lease) Context() context.Context {
 		}
 		return x.plainContext()
 	}
-	if rt := x.runtime(); rt != nil {
-		return rt.ctx
+	if lf := x.ensureLife(); lf != nil {
+		return lf.ctx
 	}
 	return context.Background()
 }

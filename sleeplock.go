@@ -28,21 +28,21 @@ type Locks struct {
 	err     error         // a bad Option, reported by every call
 
 	mu   sync.Mutex
-	live map[*runtime]struct{} // leases whose keep-alive runs
+	live map[*life]struct{} // leases whose keep-alive runs
 }
 
-func (l *Locks) track(rt *runtime) {
+func (l *Locks) track(lf *life) {
 	l.mu.Lock()
 	if l.live == nil {
-		l.live = make(map[*runtime]struct{})
+		l.live = make(map[*life]struct{})
 	}
-	l.live[rt] = struct{}{}
+	l.live[lf] = struct{}{}
 	l.mu.Unlock()
 }
 
-func (l *Locks) untrack(rt *runtime) {
+func (l *Locks) untrack(lf *life) {
 	l.mu.Lock()
-	delete(l.live, rt)
+	delete(l.live, lf)
 	l.mu.Unlock()
 }
 
@@ -154,15 +154,15 @@ func (l *Locks) Close() error {
 	}
 	err := l.store.Close()
 	l.mu.Lock()
-	live := make([]*runtime, 0, len(l.live))
-	for rt := range l.live {
-		live = append(live, rt)
+	live := make([]*life, 0, len(l.live))
+	for lf := range l.live {
+		live = append(live, lf)
 	}
 	l.mu.Unlock()
-	for _, rt := range live {
-		rt.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
-		if rt.exited != nil {
-			<-rt.exited
+	for _, lf := range live {
+		lf.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
+		if lf.exited != nil {
+			<-lf.exited
 		}
 	}
 	if l.ev != nil {
@@ -328,19 +328,19 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		req.Ref = store.NewRef()
 	}
 	var start time.Time
-	runtimeNeeded := c.needsRuntime()
-	if runtimeNeeded {
+	lifeNeeded := c.needsLife()
+	if lifeNeeded {
 		start = time.Now()
 	}
 	g, err := l.store.Acquire(ctx, req)
 	if err != nil {
 		return Lease{}, err
 	}
-	var rt *runtime
-	if runtimeNeeded {
-		rt = l.startRuntime(g, &c, start)
+	var lf *life
+	if lifeNeeded {
+		lf = l.startLife(g, &c, start)
 	}
-	return newLease(l, g, rt, false), nil
+	return newLease(l, g, lf, false), nil
 }
 
 // withOptions applies opts to a copy of c. (Kept apart so that a call
@@ -378,10 +378,10 @@ func (c *acquireConfig) fail(err error) {
 	}
 }
 
-// needsRuntime reports whether the lease needs its runtime at the grant: a
+// needsLife reports whether the lease needs its life at the grant: a
 // keep-alive or expiry watch (a TTL), or a context bound to a call. Other
 // leases make theirs on the first Done, Context or Err.
-func (c *acquireConfig) needsRuntime() bool {
+func (c *acquireConfig) needsLife() bool {
 	return c.bind != nil || c.execute != nil || c.ttl > 0
 }
 
