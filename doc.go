@@ -40,10 +40,12 @@
 //
 // # Events
 //
-// WithNotifier receives created, acquired, released and waiting events (as
-// ex_sleeplock's telemetry, with the state after the change), plus refused,
-// expired, lost and resized, with durations. Notifiers never run on the
-// lock path.
+// A Notifier receives created, acquired, released and waiting events, each
+// with the lock's state after the change, plus refused, expired, lost and
+// resized, with durations. Given to WithNotifier it runs on a goroutine of
+// the package's, off the lock path; given to WithInlineNotifier it runs on
+// the lock path, for cheap notifiers such as metric counters. A notifier
+// that panics is recovered and counted (Locks.NotifierPanics).
 //
 // # Errors
 //

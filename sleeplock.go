@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sleeplock/sleeplock/internal/plain"
@@ -24,7 +25,8 @@ type Locks struct {
 	ttl     time.Duration
 	ev      *dispatcher   // nil without a notifier
 	emitter store.Emitter // nil without notifiers
-	inline  []Notifier    // WithInlineNotifier
+	inline  []*guarded    // WithInlineNotifier
+	panics  atomic.Int64  // notifier calls that panicked: NotifierPanics
 	err     error         // a bad Option, reported by every call
 
 	mu   sync.Mutex
@@ -65,14 +67,14 @@ func WithTTL(d time.Duration) Option {
 // WithNotifier sends every event of these Locks to n, queued and delivered
 // on a goroutine of sleeplock's, so a slow n never delays the lock path. A
 // nil n (or a nil pointer or func in it) is a bad option: leave
-// WithNotifier out for none.
+// WithNotifier out for none. A panic in n is recovered (see Notifier).
 func WithNotifier(n Notifier) Option {
 	return func(l *Locks) {
 		if isNil(n) {
 			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithNotifier needs a Notifier (leave the option out for none)"))
 			return
 		}
-		l.ev = newDispatcher(n)
+		l.ev = newDispatcher(l.guard(n))
 		l.setEmitter()
 	}
 }
@@ -82,7 +84,8 @@ func WithNotifier(n Notifier) Option {
 // cheap, never block and are safe for concurrent use, such as metric
 // counters (package promevents). n runs on the caller's goroutine, on the
 // memory store while the lock's state is held, so a slow n slows every
-// caller of that lock, and n must not call the Locks. It may be given
+// caller of that lock, and n must not call the Locks. A panic in n is
+// recovered (see Notifier): the change it reports stands. It may be given
 // more than once, and together with WithNotifier.
 func WithInlineNotifier(n Notifier) Option {
 	return func(l *Locks) {
@@ -90,7 +93,7 @@ func WithInlineNotifier(n Notifier) Option {
 			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithInlineNotifier needs a Notifier (leave the option out for none)"))
 			return
 		}
-		l.inline = append(l.inline, n)
+		l.inline = append(l.inline, l.guard(n))
 		l.setEmitter()
 	}
 }
