@@ -3,14 +3,16 @@
 // When all slots are taken, callers wait in FIFO order (Acquire, bounded by
 // their context) or are refused at once (TryAcquire, NoWait).
 //
-// The same API works in one process (the memory store, the default) and
-// across many nodes (package pgstore: PostgreSQL, with leases judged on the
-// database's clock). Every store passes the conformance suite in package
-// storetest.
+// The same API works in one process (package memstore, the default),
+// across the processes of one host (package sqlitestore: a SQLite file)
+// and across many nodes (package pgstore: PostgreSQL, with leases judged
+// on the database's clock). Every store passes the conformance suite in
+// package storetest. Leases have no TTL by default on the memory store
+// and DefaultTTL on the others (see New).
 //
 // # Locks and families
 //
-// Define creates a lock (ex_sleeplock's new/2); a name ending in "/*"
+// Define creates a lock with a number of slots; a name ending in "/*"
 // defines a family whose members ("chat/42") are created on first use. A
 // name that no definition covers is ErrNotFound.
 //

@@ -21,8 +21,8 @@ type Event = store.Event
 // EventType names an event.
 type EventType = store.EventType
 
-// The events: created, acquired, released and waiting as in ex_sleeplock,
-// plus refused, expired, lost and resized. No event is sent for a
+// The events: a lock created, a slot acquired, released or waited for, an
+// acquisition refused, a lease expired or lost, a lock resized. No event is sent for a
 // re-entrant acquire, a release that freed nothing or a failed renewal that
 // is retried.
 const (

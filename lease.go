@@ -303,12 +303,21 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 	return x.store().Held(ctx, x.handle())
 }
 
-// Guard fences a write made in the caller's own transaction: inside tx (a
-// pgx.Tx or *sql.Tx of the database the PostgreSQL store uses) it checks
-// that the lease is still held and locks it until tx ends, so no takeover
-// can commit before tx does. It returns an error matching ErrLeaseLost when
-// the lease is no longer held, and ErrUnsupported on stores without
-// transactions.
+// Guard fences a write made in the caller's own transaction on a SQL
+// store: inside tx it checks that the lease is still held and locks its
+// record until tx ends, so no takeover can commit before tx does. tx must
+// be a transaction open on the store's own database:
+//
+//   - the PostgreSQL store (package pgstore): a pgx.Tx (pgx v5) or a
+//     *sql.Tx; in a REPEATABLE READ or SERIALIZABLE transaction, call
+//     Guard before its first statement;
+//   - the SQLite store (package sqlitestore): a *sql.Tx on the same file.
+//
+// tx is an any because these types have no method in common. Any other
+// value (a pool, a connection, nil) is refused with an error matching
+// ErrUnsupported that names its type, and nothing is checked; so is every
+// call on the memory store, which has no transactions. Guard returns an
+// error matching ErrLeaseLost when the lease is no longer held.
 func (x Lease) Guard(ctx context.Context, tx any) error {
 	if err := x.usable(ctx); err != nil {
 		return err

@@ -12,8 +12,11 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// DefaultTTL is the lease TTL used with stores other than the memory store
-// when New is given no WithTTL.
+// DefaultTTL is the lease TTL of acquisitions on the SQLite and PostgreSQL
+// stores (any store but the memory store) when New is given no WithTTL: a
+// holder whose process dies without releasing blocks others for at most
+// that long. On the memory store a lease has no TTL unless one is given,
+// since its holders die with the store.
 const DefaultTTL = 30 * time.Second
 
 // Locks is the entry point: named locks kept in a Store. It is safe for
@@ -53,8 +56,10 @@ type Option func(*Locks)
 
 // WithTTL sets the default lease TTL of acquisitions (TTL overrides it for
 // one call). A lease with a TTL is kept alive while its holder lives (see
-// Lease) and may be taken over once it expires. With the memory store the
-// default is no TTL: a lease lasts until released. d must be positive.
+// Lease) and may be taken over once it expires. Without WithTTL the
+// default differs by store: none on the memory store (a lease lasts until
+// released), DefaultTTL (30 s) on the SQLite and PostgreSQL stores. d must
+// be positive.
 func WithTTL(d time.Duration) Option {
 	return func(l *Locks) {
 		if err := store.CheckTTL(d, 0, false); err != nil && l.err == nil {
@@ -112,7 +117,9 @@ func (l *Locks) setEmitter() {
 	}
 }
 
-// New returns Locks kept in s, or in a new memory store when s is nil. A bad
+// New returns Locks kept in s, or in a new memory store when s is nil.
+// Leases have no TTL on the memory store and DefaultTTL (30 s) on any other
+// store, unless WithTTL (or TTL, for one call) says otherwise. A bad
 // option (a TTL that is not positive, a nil option or notifier) makes every
 // call return its error. Every method of a nil or zero Locks, and every call
 // given a nil context, returns an error matching ErrInvalid.
@@ -174,8 +181,8 @@ func (l *Locks) Close() error {
 	return err
 }
 
-// Define creates the lock name with slots slots (ex_sleeplock's new/2). A
-// name ending in "/*" defines a family: "chat/*" covers "chat/42",
+// Define creates the lock name with slots slots: up to slots holders at
+// once. A name ending in "/*" defines a family: "chat/*" covers "chat/42",
 // "chat/43", … each a lock of its own with those slots, created on first
 // use. Defining the same lock again with the same slots does nothing; with
 // other slots it is a *ConflictError (use Resize).
@@ -435,8 +442,8 @@ func TTL(d time.Duration) AcquireOption {
 // A hold bounds how long a holder that stops renewing blocks others, not
 // how long a living holder may keep the lease: with the automatic
 // keep-alive (the default) the lease is renewed every d/3 and blocks others
-// for as long as its holder lives, as the seed's click keeps its lock fresh
-// for as long as it runs. With NoKeepAlive it blocks for d unless Keep is
+// for as long as its holder lives: a job that runs for an hour under a
+// one-minute hold keeps its lock for the hour. With NoKeepAlive it blocks for d unless Keep is
 // called, and its Done closes when d has passed. To bound the time a holder
 // may work, give Execute (or the work) a context with a deadline.
 func Hold(d time.Duration) AcquireOption {
