@@ -17,8 +17,8 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// Config declares locks to create at start-up (ex_sleeplock's
-// `config :ex_sleeplock, locks: [...]`). In YAML:
+// Config declares locks to create at start-up, each with its slots (Apply
+// defines them). In YAML:
 //
 //	locks:
 //	  - name: payments

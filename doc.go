@@ -3,14 +3,16 @@
 // When all slots are taken, callers wait in FIFO order (Acquire, bounded by
 // their context) or are refused at once (TryAcquire, NoWait).
 //
-// The same API works in one process (the memory store, the default) and
-// across many nodes (package pgstore: PostgreSQL, with leases judged on the
-// database's clock). Every store passes the conformance suite in package
-// storetest.
+// The same API works in one process (package memstore, the default),
+// across the processes of one host (package sqlitestore: a SQLite file)
+// and across many nodes (package pgstore: PostgreSQL, with leases judged
+// on the database's clock). Every store passes the conformance suite in
+// package storetest. Leases have no TTL by default on the memory store
+// and DefaultTTL on the others (see New).
 //
 // # Locks and families
 //
-// Define creates a lock (ex_sleeplock's new/2); a name ending in "/*"
+// Define creates a lock with a number of slots; a name ending in "/*"
 // defines a family whose members ("chat/42") are created on first use. A
 // name that no definition covers is ErrNotFound.
 //
@@ -40,10 +42,12 @@
 //
 // # Events
 //
-// WithNotifier receives created, acquired, released and waiting events (as
-// ex_sleeplock's telemetry, with the state after the change), plus refused,
-// expired, lost and resized, with durations. Notifiers never run on the
-// lock path.
+// A Notifier receives created, acquired, released and waiting events, each
+// with the lock's state after the change, plus refused, expired, lost and
+// resized, with durations. Given to WithNotifier it runs on a goroutine of
+// the package's, off the lock path; given to WithInlineNotifier it runs on
+// the lock path, for cheap notifiers such as metric counters. A notifier
+// that panics is recovered and counted (Locks.NotifierPanics).
 //
 // # Errors
 //

@@ -2,8 +2,11 @@ package sleeplock
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -18,8 +21,8 @@ type Event = store.Event
 // EventType names an event.
 type EventType = store.EventType
 
-// The events: created, acquired, released and waiting as in ex_sleeplock,
-// plus refused, expired, lost and resized. No event is sent for a
+// The events: a lock created, a slot acquired, released or waited for, an
+// acquisition refused, a lease expired or lost, a lock resized. No event is sent for a
 // re-entrant acquire, a release that freed nothing or a failed renewal that
 // is retried.
 const (
@@ -33,14 +36,21 @@ const (
 	EventResized  = store.EventResized
 )
 
-// Notifier receives events. Notify is called on a goroutine of sleeplock's,
-// one event at a time; it never runs on the lock path, so a slow notifier
-// delays only later events (they queue in memory). Events arrive in the
-// order the store made them, except that on a database store two changes
-// of one lock made at once by different goroutines may arrive swapped:
-// Event.Seq orders the events of a lock as the store made them, across
-// every process that shares the store, and Running and Waiting are the
-// state right after each change.
+// Notifier receives events. Given to WithNotifier, Notify is called on a
+// goroutine of sleeplock's, one event at a time, never on the lock path, so
+// a slow notifier delays only later events (they queue in memory). Given to
+// WithInlineNotifier, it is called on the lock path itself, by the caller
+// whose call made the change (see there). Events arrive in the order the
+// store made them, except that on a database store two changes of one lock
+// made at once by different goroutines may arrive swapped: Event.Seq orders
+// the events of a lock as the store made them, across every process that
+// shares the store, and Running and Waiting are the state right after each
+// change.
+//
+// A Notify that panics does not take the process down, nor the lock that
+// sent the event: the panic is recovered, that notifier misses that event,
+// the panic is counted (Locks.NotifierPanics), and the first panic of each
+// notifier is logged with its stack through slog.Default.
 type Notifier interface {
 	Notify(Event)
 }
@@ -105,17 +115,56 @@ func LogEvents(logger *slog.Logger) Notifier {
 	})
 }
 
+// guarded calls a notifier, recovering its panics: each is counted in
+// panics (the Locks'), and the first is logged.
+type guarded struct {
+	n      Notifier
+	panics *atomic.Int64
+	logged atomic.Bool
+}
+
+func (l *Locks) guard(n Notifier) *guarded { return &guarded{n: n, panics: &l.panics} }
+
+func (g *guarded) Notify(e Event) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.recovered(v, e)
+		}
+	}()
+	g.n.Notify(e)
+}
+
+func (g *guarded) recovered(v any, e Event) {
+	g.panics.Add(1)
+	if g.logged.CompareAndSwap(false, true) {
+		slog.Default().LogAttrs(context.Background(), slog.LevelError,
+			"sleeplock: a Notifier panicked; it missed the event, and its later panics are only counted (Locks.NotifierPanics)",
+			slog.String("notifier", fmt.Sprintf("%T", g.n)), slog.String("event", e.Type.String()),
+			slog.String("lock", e.Lock), slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+	}
+}
+
+// NotifierPanics returns how many calls of these Locks' notifiers (Notify)
+// panicked: each was recovered, and its notifier missed that event. 0 for
+// a nil Locks.
+func (l *Locks) NotifierPanics() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.panics.Load()
+}
+
 // dispatcher queues events and delivers them on a goroutine that runs only
 // while the queue is not empty.
 type dispatcher struct {
-	n       Notifier
+	n       *guarded
 	mu      sync.Mutex
 	q       []Event
 	running bool
 	idle    *sync.Cond // signalled when running turns false
 }
 
-func newDispatcher(n Notifier) *dispatcher {
+func newDispatcher(n *guarded) *dispatcher {
 	d := &dispatcher{n: n}
 	d.idle = sync.NewCond(&d.mu)
 	return d
@@ -160,13 +209,13 @@ func (d *dispatcher) flush() {
 }
 
 // inlineEmitter calls one inline notifier.
-type inlineEmitter struct{ n Notifier }
+type inlineEmitter struct{ n *guarded }
 
 func (e inlineEmitter) Emit(ev Event) { e.n.Notify(ev) }
 
 // fanout calls the inline notifiers, then queues for the others.
 type fanout struct {
-	inline []Notifier
+	inline []*guarded
 	queued *dispatcher // nil without WithNotifier
 }
 

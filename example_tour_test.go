@@ -26,7 +26,7 @@ func Example_tour() {
 	locks := sleeplock.New(nil) // the memory store: goroutines of one process
 	defer locks.Close()
 
-	// A lock with 3 slots (ex_sleeplock's new/2). Defining it again is a no-op.
+	// A lock with 3 slots: three holders at once. Defining it again is a no-op.
 	if err := locks.Define(ctx, "payments", 3); err != nil {
 		log.Fatal(err)
 	}

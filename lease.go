@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sleeplock/sleeplock/memstore"
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -22,76 +22,109 @@ import (
 // ref, or not renewed before it expired because the store could not be
 // reached — Done is closed, Context is cancelled with a cause matching
 // ErrLeaseLost, and an EventLost is sent.
+//
+// A plain lease of the memory store (no options, no TTL, no notifier) is
+// its lock and its token alone: three words, which the compiler keeps in
+// registers (a fourth would put it on the stack on every call).
 type Lease struct {
-	l     *Locks
-	slot  memstore.Slot // a plain lease of the memory store: its lock and ref
-	token int64         // of the first lock
-	x     *leaseExt     // nil for a plain lease of the memory store
+	slot  plain.Lock // a plain lease of the memory store: its lock (nil otherwise)
+	token int64      // of the first lock
+	x     *leaseExt  // nil for a plain lease of the memory store
 }
 
 // leaseExt is what a lease has beyond one lock, a ref and a token. Every
 // copy of a Lease shares it.
 type leaseExt struct {
+	l     *Locks
 	g     store.Grant
 	byRef bool // made by LeaseOf
-	// rt is set at the grant when the lease needs a keep-alive or a bound
+	// lf is set at the grant when the lease needs a keep-alive or a bound
 	// context, and otherwise on the first call of Done, Context or Err.
-	rt       atomic.Pointer[runtime]
-	mu       sync.Mutex // serialises the lazy runtime with a release
-	released bool       // released through a Lease before rt was made
+	lf       atomic.Pointer[life]
+	mu       sync.Mutex // serialises the lazy life with a release
+	released bool       // released through a Lease before lf was made
 }
 
-func newLease(l *Locks, g store.Grant, rt *runtime, byRef bool) Lease {
-	x := &leaseExt{g: g, byRef: byRef}
-	if rt != nil {
-		x.rt.Store(rt)
+func newLease(l *Locks, g store.Grant, lf *life, byRef bool) Lease {
+	x := &leaseExt{l: l, g: g, byRef: byRef}
+	if lf != nil {
+		x.lf.Store(lf)
 	}
-	return Lease{l: l, token: g.Token, x: x}
+	return Lease{token: g.Token, x: x}
+}
+
+// store is the store the lease is held in (nil for the zero Lease).
+func (x Lease) store() store.Store {
+	switch {
+	case x.x != nil:
+		return x.x.l.store
+	case x.slot != nil:
+		return x.slot.Store()
+	}
+	return nil
 }
 
 func (x Lease) grant() store.Grant {
 	if x.x != nil {
 		return x.x.g
 	}
-	return store.Grant{Lock: store.Lock{Name: x.slot.Name(), Token: x.token}, Ref: x.slot.Ref(x.token)}
+	return store.Grant{Lock: store.Lock{Name: x.plainName(), Token: x.token}, Ref: x.plainRef()}
 }
 
 func (x Lease) handle() store.Handle {
 	if x.x != nil {
 		return x.x.g.Handle()
 	}
-	return store.Handle{Lock: store.Lock{Name: x.slot.Name(), Token: x.token}, Ref: x.slot.Ref(x.token)}
+	return store.Handle{Lock: store.Lock{Name: x.plainName(), Token: x.token}, Ref: x.plainRef()}
 }
 
-func (x Lease) rt() *runtime {
+// plainName is the lock of a plain lease ("" for the zero Lease).
+func (x Lease) plainName() string {
+	if x.slot == nil {
+		return ""
+	}
+	return x.slot.Name()
+}
+
+// plainRef is the ref of a plain lease (the zero Ref for the zero Lease).
+func (x Lease) plainRef() store.Ref {
+	if x.slot == nil {
+		return store.Ref{}
+	}
+	return x.slot.Ref(x.token)
+}
+
+// loadLife returns the lease's life if it has been made, and nil
+// otherwise; unlike ensureLife it never makes one.
+func (x Lease) loadLife() *life {
 	if x.x != nil {
-		return x.x.rt.Load()
+		return x.x.lf.Load()
 	}
 	return nil
 }
 
-// runtime returns the lease's runtime, making it on first use for a lease
-// that had no need of one at its grant. nil for a plain lease of the memory
-// store's fast path and for a LeaseOf handle.
-func (x Lease) runtime() *runtime {
+// ensureLife returns the lease's life, making it on first use for a lease
+// that had no need of one at its grant (loadLife only loads it). nil for a
+// plain lease of the memory store's fast path and for a LeaseOf handle.
+func (x Lease) ensureLife() *life {
 	if x.x == nil || x.x.byRef {
 		return nil
 	}
-	if rt := x.x.rt.Load(); rt != nil {
-		return rt
+	if lf := x.x.lf.Load(); lf != nil {
+		return lf
 	}
 	x.x.mu.Lock()
 	defer x.x.mu.Unlock()
-	if rt := x.x.rt.Load(); rt != nil {
-		return rt
+	if lf := x.x.lf.Load(); lf != nil {
+		return lf
 	}
 	var ended error
 	if x.x.released {
 		ended = store.ErrReleased
 	}
-	rt := x.l.newRuntime(x.x.g, context.Background(), ended)
-	x.x.rt.Store(rt)
-	return rt
+	lf := x.x.l.newLife(x.x.g, context.Background(), ended)
+	x.x.lf.Store(lf)
+	return lf
 }
 
 // LeaseStatus is what Status reports: whether the lease is held, the
@@ -104,7 +137,7 @@ func (x Lease) Name() string {
 	if x.x != nil {
 		return x.x.g.Name
 	}
-	return x.slot.Name()
+	return x.plainName()
 }
 
 // Names returns every lock of the lease, in the order they were asked for.
@@ -123,7 +156,7 @@ func (x Lease) Ref() string {
 	if x.x != nil {
 		return x.x.g.Ref.String()
 	}
-	return x.slot.Ref(x.token).String()
+	return x.plainRef().String()
 }
 
 // Kind returns the holder's kind.
@@ -159,7 +192,7 @@ func (x Lease) Expires() time.Time { return x.grant().Expires }
 func (x Lease) Reentered() bool { return x.grant().Reentered }
 
 func (x Lease) ok() error {
-	if x.l == nil {
+	if x.x == nil && x.slot == nil {
 		return store.ErrNotHeld
 	}
 	return nil
@@ -181,9 +214,9 @@ const ReleaseTimeout = 5 * time.Second
 // there: Err stays nil, the keep-alive stops, and the lease ends (Done,
 // ErrLeaseLost) when it expires; Release may be called again meanwhile.
 func (x Lease) Release(ctx context.Context) error {
-	if x.x == nil && x.l != nil && x.l.mem != nil {
+	if x.slot != nil {
 		// A plain lease of the memory store: no context is needed.
-		return x.l.mem.ReleasePlain(x.slot, x.token)
+		return x.slot.Release(x.token)
 	}
 	return x.release(ctx)
 }
@@ -201,33 +234,33 @@ func (x Lease) release(ctx context.Context) error {
 		ctx, cancel = context.WithTimeout(parent, ReleaseTimeout)
 		defer cancel()
 	}
-	rt := x.rt()
-	if rt != nil {
-		rt.releasing.Store(true)
+	lf := x.loadLife()
+	if lf != nil {
+		lf.releasing.Store(true)
 	}
-	err := x.l.store.Release(ctx, x.handle(), x.l.emitter)
-	if rt == nil && x.x != nil {
+	err := x.x.l.store.Release(ctx, x.handle(), x.x.l.emitter)
+	if lf == nil {
 		x.x.mu.Lock()
-		if rt = x.x.rt.Load(); rt == nil && err == nil {
+		if lf = x.x.lf.Load(); lf == nil && err == nil {
 			x.x.released = true
 		}
 		x.x.mu.Unlock()
 	}
-	if rt == nil {
+	if lf == nil {
 		return err
 	}
 	switch {
 	case err == nil:
-		rt.stop()
-		rt.end(store.ErrReleased)
+		lf.stop()
+		lf.end(store.ErrReleased)
 	case errors.Is(err, store.ErrNotHeld) && !errors.Is(err, store.ErrNotFound):
 		// It was gone before this release: lost, not released.
-		rt.stop()
-		rt.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
+		lf.stop()
+		lf.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
 	default:
 		// Not released: the store keeps the lease until it expires.
-		rt.releasing.Store(false)
-		rt.releaseFailed(err)
+		lf.releasing.Store(false)
+		lf.releaseFailed(err)
 	}
 	return err
 }
@@ -242,13 +275,13 @@ func (x Lease) Keep(ctx context.Context) error {
 	}
 	g := x.grant()
 	start := time.Now()
-	exp, err := x.l.store.Keep(ctx, g.Handle(), g.TTL, g.Hold)
-	if rt := x.rt(); rt != nil {
+	exp, err := x.store().Keep(ctx, g.Handle(), g.TTL, g.Hold)
+	if lf := x.loadLife(); lf != nil {
 		switch {
 		case err == nil:
-			rt.kept(start, exp)
+			lf.kept(start, exp)
 		case errors.Is(err, store.ErrNotHeld):
-			rt.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
+			lf.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
 		}
 	}
 	return err
@@ -267,20 +300,29 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 	if err := x.usable(ctx); err != nil {
 		return LeaseStatus{}, err
 	}
-	return x.l.store.Held(ctx, x.handle())
+	return x.store().Held(ctx, x.handle())
 }
 
-// Guard fences a write made in the caller's own transaction: inside tx (a
-// pgx.Tx or *sql.Tx of the database the PostgreSQL store uses) it checks
-// that the lease is still held and locks it until tx ends, so no takeover
-// can commit before tx does. It returns an error matching ErrLeaseLost when
-// the lease is no longer held, and ErrUnsupported on stores without
-// transactions.
+// Guard fences a write made in the caller's own transaction on a SQL
+// store: inside tx it checks that the lease is still held and locks its
+// record until tx ends, so no takeover can commit before tx does. tx must
+// be a transaction open on the store's own database:
+//
+//   - the PostgreSQL store (package pgstore): a pgx.Tx (pgx v5) or a
+//     *sql.Tx; in a REPEATABLE READ or SERIALIZABLE transaction, call
+//     Guard before its first statement;
+//   - the SQLite store (package sqlitestore): a *sql.Tx on the same file.
+//
+// tx is an any because these types have no method in common. Any other
+// value (a pool, a connection, nil) is refused with an error matching
+// ErrUnsupported that names its type, and nothing is checked; so is every
+// call on the memory store, which has no transactions. Guard returns an
+// error matching ErrLeaseLost when the lease is no longer held.
 func (x Lease) Guard(ctx context.Context, tx any) error {
 	if err := x.usable(ctx); err != nil {
 		return err
 	}
-	g, ok := x.l.store.(store.Guarder)
+	g, ok := x.store().(store.Guarder)
 	if !ok {
 		return fmt.Errorf("%w: Guard needs a database store", store.ErrUnsupported)
 	}
@@ -302,14 +344,14 @@ func (x Lease) Done() <-chan struct{} {
 // Execute (or BindTo) has a context derived from that call's context. A
 // LeaseOf handle's context never ends.
 func (x Lease) Context() context.Context {
-	if x.l == nil {
-		return endedContext
-	}
 	if x.x == nil {
+		if x.slot == nil {
+			return endedContext
+		}
 		return x.plainContext()
 	}
-	if rt := x.runtime(); rt != nil {
-		return rt.ctx
+	if lf := x.ensureLife(); lf != nil {
+		return lf.ctx
 	}
 	return context.Background()
 }
@@ -317,11 +359,11 @@ func (x Lease) Context() context.Context {
 // Err returns nil while the lease is held, and why it ended otherwise: the
 // same error as context.Cause(x.Context()). ErrNotHeld for the zero Lease.
 func (x Lease) Err() error {
-	if x.l == nil {
-		return store.ErrNotHeld
-	}
 	if x.x == nil {
-		return x.l.mem.PlainErr(x.slot, x.token) // as the cause, without making the context
+		if x.slot == nil {
+			return store.ErrNotHeld
+		}
+		return x.slot.Err(x.token) // as the cause, without making the context
 	}
 	return context.Cause(x.Context())
 }
@@ -336,5 +378,5 @@ var endedContext = func() context.Context {
 // plainContext is the context of a plain lease of the memory store's fast
 // path: made once, in the lease's holder record, on the first call.
 func (x Lease) plainContext() context.Context {
-	return x.l.mem.PlainContext(x.slot, x.token)
+	return x.slot.Context(x.token)
 }

@@ -15,8 +15,8 @@ import (
 )
 
 // Hold, first reading: a living holder with the keep-alive on blocks others
-// for as long as it lives, though its hold is short (the seed's click that
-// keeps its lock fresh while it runs).
+// for as long as it lives, though its hold is short (a long job under a
+// short hold keeps its lock while it runs).
 func TestHoldWithKeepAliveBlocksWhileHolderLives(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := sleeplock.New(nil)

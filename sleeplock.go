@@ -4,45 +4,50 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// DefaultTTL is the lease TTL used with stores other than the memory store
-// when New is given no WithTTL.
+// DefaultTTL is the lease TTL of acquisitions on the SQLite and PostgreSQL
+// stores (any store but the memory store) when New is given no WithTTL: a
+// holder whose process dies without releasing blocks others for at most
+// that long. On the memory store a lease has no TTL unless one is given,
+// since its holders die with the store.
 const DefaultTTL = 30 * time.Second
 
 // Locks is the entry point: named locks kept in a Store. It is safe for
 // concurrent use.
 type Locks struct {
 	store   store.Store
-	mem     *memstore.Store // the store, when it is a memory store (fast paths)
-	plain   *memstore.Store // mem, when a call without options may take its plain path
-	watcher store.Watcher   // non-nil when the store can tell at once of a lost hold
+	fast    plain.Store   // a memory store's plain path, when a call without options may take it
+	watcher store.Watcher // non-nil when the store can tell at once of a lost hold
 	ttl     time.Duration
 	ev      *dispatcher   // nil without a notifier
 	emitter store.Emitter // nil without notifiers
-	inline  []Notifier    // WithInlineNotifier
+	inline  []*guarded    // WithInlineNotifier
+	panics  atomic.Int64  // notifier calls that panicked: NotifierPanics
 	err     error         // a bad Option, reported by every call
 
 	mu   sync.Mutex
-	live map[*runtime]struct{} // leases whose keep-alive runs
+	live map[*life]struct{} // leases whose keep-alive runs
 }
 
-func (l *Locks) track(rt *runtime) {
+func (l *Locks) track(lf *life) {
 	l.mu.Lock()
 	if l.live == nil {
-		l.live = make(map[*runtime]struct{})
+		l.live = make(map[*life]struct{})
 	}
-	l.live[rt] = struct{}{}
+	l.live[lf] = struct{}{}
 	l.mu.Unlock()
 }
 
-func (l *Locks) untrack(rt *runtime) {
+func (l *Locks) untrack(lf *life) {
 	l.mu.Lock()
-	delete(l.live, rt)
+	delete(l.live, lf)
 	l.mu.Unlock()
 }
 
@@ -51,8 +56,10 @@ type Option func(*Locks)
 
 // WithTTL sets the default lease TTL of acquisitions (TTL overrides it for
 // one call). A lease with a TTL is kept alive while its holder lives (see
-// Lease) and may be taken over once it expires. With the memory store the
-// default is no TTL: a lease lasts until released. d must be positive.
+// Lease) and may be taken over once it expires. Without WithTTL the
+// default differs by store: none on the memory store (a lease lasts until
+// released), DefaultTTL (30 s) on the SQLite and PostgreSQL stores. d must
+// be positive.
 func WithTTL(d time.Duration) Option {
 	return func(l *Locks) {
 		if err := store.CheckTTL(d, 0, false); err != nil && l.err == nil {
@@ -65,14 +72,14 @@ func WithTTL(d time.Duration) Option {
 // WithNotifier sends every event of these Locks to n, queued and delivered
 // on a goroutine of sleeplock's, so a slow n never delays the lock path. A
 // nil n (or a nil pointer or func in it) is a bad option: leave
-// WithNotifier out for none.
+// WithNotifier out for none. A panic in n is recovered (see Notifier).
 func WithNotifier(n Notifier) Option {
 	return func(l *Locks) {
 		if isNil(n) {
 			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithNotifier needs a Notifier (leave the option out for none)"))
 			return
 		}
-		l.ev = newDispatcher(n)
+		l.ev = newDispatcher(l.guard(n))
 		l.setEmitter()
 	}
 }
@@ -82,7 +89,8 @@ func WithNotifier(n Notifier) Option {
 // cheap, never block and are safe for concurrent use, such as metric
 // counters (package promevents). n runs on the caller's goroutine, on the
 // memory store while the lock's state is held, so a slow n slows every
-// caller of that lock, and n must not call the Locks. It may be given
+// caller of that lock, and n must not call the Locks. A panic in n is
+// recovered (see Notifier): the change it reports stands. It may be given
 // more than once, and together with WithNotifier.
 func WithInlineNotifier(n Notifier) Option {
 	return func(l *Locks) {
@@ -90,7 +98,7 @@ func WithInlineNotifier(n Notifier) Option {
 			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithInlineNotifier needs a Notifier (leave the option out for none)"))
 			return
 		}
-		l.inline = append(l.inline, n)
+		l.inline = append(l.inline, l.guard(n))
 		l.setEmitter()
 	}
 }
@@ -109,7 +117,9 @@ func (l *Locks) setEmitter() {
 	}
 }
 
-// New returns Locks kept in s, or in a new memory store when s is nil. A bad
+// New returns Locks kept in s, or in a new memory store when s is nil.
+// Leases have no TTL on the memory store and DefaultTTL (30 s) on any other
+// store, unless WithTTL (or TTL, for one call) says otherwise. A bad
 // option (a TTL that is not positive, a nil option or notifier) makes every
 // call return its error. Every method of a nil or zero Locks, and every call
 // given a nil context, returns an error matching ErrInvalid.
@@ -117,11 +127,12 @@ func New(s store.Store, opts ...Option) *Locks {
 	l := &Locks{store: s}
 	if s == nil {
 		l.store = memstore.New()
-	} else if _, mem := s.(*memstore.Store); !mem {
+	}
+	mem := plain.Of(l.store)
+	if mem == nil {
 		l.ttl = DefaultTTL
 	}
 	l.watcher, _ = l.store.(store.Watcher)
-	l.mem, _ = l.store.(*memstore.Store)
 	for _, o := range opts {
 		if o == nil {
 			l.setErr(errNilOption)
@@ -129,8 +140,8 @@ func New(s store.Store, opts ...Option) *Locks {
 		}
 		o(l)
 	}
-	if l.mem != nil && l.emitter == nil && l.ttl == 0 && l.err == nil {
-		l.plain = l.mem
+	if mem != nil && l.emitter == nil && l.ttl == 0 && l.err == nil {
+		l.fast = mem
 	}
 	return l
 }
@@ -153,15 +164,15 @@ func (l *Locks) Close() error {
 	}
 	err := l.store.Close()
 	l.mu.Lock()
-	live := make([]*runtime, 0, len(l.live))
-	for rt := range l.live {
-		live = append(live, rt)
+	live := make([]*life, 0, len(l.live))
+	for lf := range l.live {
+		live = append(live, lf)
 	}
 	l.mu.Unlock()
-	for _, rt := range live {
-		rt.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
-		if rt.exited != nil {
-			<-rt.exited
+	for _, lf := range live {
+		lf.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
+		if lf.exited != nil {
+			<-lf.exited
 		}
 	}
 	if l.ev != nil {
@@ -170,8 +181,8 @@ func (l *Locks) Close() error {
 	return err
 }
 
-// Define creates the lock name with slots slots (ex_sleeplock's new/2). A
-// name ending in "/*" defines a family: "chat/*" covers "chat/42",
+// Define creates the lock name with slots slots: up to slots holders at
+// once. A name ending in "/*" defines a family: "chat/*" covers "chat/42",
 // "chat/43", … each a lock of its own with those slots, created on first
 // use. Defining the same lock again with the same slots does nothing; with
 // other slots it is a *ConflictError (use Resize).
@@ -245,7 +256,7 @@ func (l *Locks) List(ctx context.Context) ([]State, error) {
 // slot granted as ctx ended goes to the next waiter). A caller whose ref
 // holds the lock already gets its lease back at once (see WithRef).
 func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	if len(opts) == 0 && l != nil && l.plain != nil && ctx != nil {
+	if len(opts) == 0 && l != nil && l.fast != nil && ctx != nil {
 		return l.acquirePlain(ctx, name, true)
 	}
 	return l.acquire(ctx, name, nil, true, opts)
@@ -255,18 +266,18 @@ func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption)
 // lock, with no options, no TTL and no notifier (the store checks a name
 // it does not hold already).
 func (l *Locks) acquirePlain(ctx context.Context, name string, wait bool) (Lease, error) {
-	slot, token, err := l.plain.AcquirePlain(ctx, name, wait)
+	slot, token, err := l.fast.Acquire(ctx, name, wait)
 	if err != nil {
 		return l.plainFailed(ctx, name, wait, err)
 	}
-	return Lease{l: l, slot: slot, token: token}, nil
+	return Lease{slot: slot, token: token}, nil
 }
 
 // plainFailed is the answer to a plain acquisition that failed with err:
-// a lock that grants no plain lease (memstore.ErrNotPlain) is acquired the
+// a lock that grants no plain lease (plain.ErrNotPlain) is acquired the
 // general way.
 func (l *Locks) plainFailed(ctx context.Context, name string, wait bool, err error) (Lease, error) {
-	if err == memstore.ErrNotPlain { //nolint:errorlint // the sentinel itself
+	if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
 		return l.acquire(ctx, name, nil, wait, []AcquireOption{}) // non-nil options: not the plain path again
 	}
 	return Lease{}, err
@@ -276,7 +287,7 @@ func (l *Locks) plainFailed(ctx context.Context, name string, wait bool, err err
 // without waiting; otherwise it returns a *BusyError (errors.Is(err,
 // ErrUnavailable)). It never jumps the queue.
 func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	if len(opts) == 0 && l != nil && l.plain != nil && ctx != nil {
+	if len(opts) == 0 && l != nil && l.fast != nil && ctx != nil {
 		return l.acquirePlain(ctx, name, false)
 	}
 	return l.acquire(ctx, name, nil, false, opts)
@@ -298,7 +309,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if err := l.usable(ctx); err != nil {
 		return Lease{}, err
 	}
-	if opts == nil && names == nil && l.plain != nil {
+	if opts == nil && names == nil && l.fast != nil {
 		return l.acquirePlain(ctx, name, wait)
 	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
@@ -328,19 +339,19 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		req.Ref = store.NewRef()
 	}
 	var start time.Time
-	runtimeNeeded := c.needsRuntime()
-	if runtimeNeeded {
+	lifeNeeded := c.needsLife()
+	if lifeNeeded {
 		start = time.Now()
 	}
 	g, err := l.store.Acquire(ctx, req)
 	if err != nil {
 		return Lease{}, err
 	}
-	var rt *runtime
-	if runtimeNeeded {
-		rt = l.startRuntime(g, &c, start)
+	var lf *life
+	if lifeNeeded {
+		lf = l.startLife(g, &c, start)
 	}
-	return newLease(l, g, rt, false), nil
+	return newLease(l, g, lf, false), nil
 }
 
 // withOptions applies opts to a copy of c. (Kept apart so that a call
@@ -380,10 +391,10 @@ func (c *acquireConfig) fail(err error) {
 	}
 }
 
-// needsRuntime reports whether the lease needs its runtime at the grant: a
+// needsLife reports whether the lease needs its life at the grant: a
 // keep-alive or expiry watch (a TTL), or a context bound to a call. Other
 // leases make theirs on the first Done, Context or Err.
-func (c *acquireConfig) needsRuntime() bool {
+func (c *acquireConfig) needsLife() bool {
 	return c.bind != nil || c.execute != nil || c.ttl > 0
 }
 
@@ -434,8 +445,8 @@ func TTL(d time.Duration) AcquireOption {
 // A hold bounds how long a holder that stops renewing blocks others, not
 // how long a living holder may keep the lease: with the automatic
 // keep-alive (the default) the lease is renewed every d/3 and blocks others
-// for as long as its holder lives, as the seed's click keeps its lock fresh
-// for as long as it runs. With NoKeepAlive it blocks for d unless Keep is
+// for as long as its holder lives: a job that runs for an hour under a
+// one-minute hold keeps its lock for the hour. With NoKeepAlive it blocks for d unless Keep is
 // called, and its Done closes when d has passed. To bound the time a holder
 // may work, give Execute (or the work) a context with a deadline.
 func Hold(d time.Duration) AcquireOption {

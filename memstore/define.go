@@ -94,7 +94,7 @@ func (s *Store) define(o *op, name string, slots int) {
 		return
 	}
 	rng := s.newRange() // before the floor is read: see newRange
-	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load(), rng: rng}
+	lk := &lock{s: s, name: name, slots: int32(slots), defined: true, token: s.floor.Load(), rng: rng}
 	lk.fast.Store(fastFrozen)
 	s.thaw(lk) // not shared yet: no mutex needed
 	s.locks.Store(name, lk)

@@ -45,6 +45,12 @@ const (
 	fastWinMask  = 1<<fastWindow - 1
 )
 
+// The token takes the word's bits from fastTokShift up, and the tokens of
+// plain leases stay below plainRefLimit, under 1<<store.RefRangeBits: this
+// constant does not compile (a negative uint) if the window, the slot bits
+// or RefRangeBits grow so that a token would overflow the word.
+const _ uint = 64 - fastTokShift - store.RefRangeBits
+
 // tryFast grants a slot of lk on the fast word: the granted token, or
 // false when the lock is frozen, full, or its oldest fast holder would
 // leave the window.

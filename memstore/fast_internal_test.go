@@ -5,12 +5,13 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/store"
 )
 
 // A lock that cannot name plain leases by token (no range of refs left in
 // the process, or tokens past the range) refuses to grant one with
-// ErrNotPlain, and changes nothing; its fast word stays frozen.
+// plain.ErrNotPlain, and changes nothing; its fast word stays frozen.
 func TestNotPlainWithoutRefs(t *testing.T) {
 	ctx := context.Background()
 	for name, spoil := range map[string]func(lk *lock){
@@ -29,8 +30,8 @@ func TestNotPlainWithoutRefs(t *testing.T) {
 			t.Fatalf("%s: the fast word was made again", name)
 		}
 		for _, wait := range []bool{false, true} {
-			if _, _, err := s.AcquirePlain(ctx, "n", wait); !errors.Is(err, ErrNotPlain) {
-				t.Fatalf("%s: AcquirePlain = %v, want ErrNotPlain", name, err)
+			if _, _, err := (*plainStore)(s).Acquire(ctx, "n", wait); !errors.Is(err, plain.ErrNotPlain) {
+				t.Fatalf("%s: AcquirePlain = %v, want plain.ErrNotPlain", name, err)
 			}
 		}
 		if st, _ := s.State(ctx, "n", false); st.Running != 0 || st.Waiting != 0 {

@@ -10,19 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/store"
 )
 
 // plainLease is a plain lease as package sleeplock keeps it.
 type plainLease struct {
-	slot  memstore.Slot
+	slot  plain.Lock
 	token int64
 }
 
 func acquirePlain(t *testing.T, s *memstore.Store, name string) plainLease {
 	t.Helper()
-	slot, token, err := s.AcquirePlain(context.Background(), name, false)
+	slot, token, err := plain.Of(s).Acquire(context.Background(), name, false)
 	if err != nil {
 		t.Fatalf("AcquirePlain(%s): %v", name, err)
 	}
@@ -70,16 +71,16 @@ func TestPlainLeasesListedOnEitherPath(t *testing.T) {
 				t.Fatalf("round %d: State lists %v, leases %d=%s %d=%s", round, hs, a.token, a.slot.Ref(a.token), b.token, b.slot.Ref(b.token))
 			}
 		}
-		if err := s.ReleasePlain(a.slot, a.token); err != nil {
+		if err := a.slot.Release(a.token); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.ReleasePlain(a.slot, a.token); !errors.Is(err, store.ErrNotHeld) {
+		if err := a.slot.Release(a.token); !errors.Is(err, store.ErrNotHeld) {
 			t.Fatalf("second release: %v", err)
 		}
-		if err := s.ReleasePlain(b.slot, b.token); err != nil {
+		if err := b.slot.Release(b.token); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PlainErr(b.slot, b.token); !errors.Is(err, store.ErrReleased) {
+		if err := b.slot.Err(b.token); !errors.Is(err, store.ErrReleased) {
 			t.Fatalf("Err after release: %v", err)
 		}
 	}
@@ -101,11 +102,11 @@ func TestPlainHolderOlderThanTheWindow(t *testing.T) {
 	old := acquirePlain(t, s, "w")
 	for range 100 {
 		x := acquirePlain(t, s, "w")
-		if err := s.ReleasePlain(x.slot, x.token); err != nil {
+		if err := x.slot.Release(x.token); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.PlainErr(old.slot, old.token); err != nil {
+	if err := old.slot.Err(old.token); err != nil {
 		t.Fatalf("the old lease reports %v", err)
 	}
 	hs := holdersOf(t, s, "w")
@@ -114,11 +115,11 @@ func TestPlainHolderOlderThanTheWindow(t *testing.T) {
 	}
 	// Full: a second holder, then a refusal.
 	x := acquirePlain(t, s, "w")
-	if _, _, err := s.AcquirePlain(ctx, "w", false); !errors.Is(err, store.ErrUnavailable) {
+	if _, _, err := plain.Of(s).Acquire(ctx, "w", false); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("third try on 2 slots: %v", err)
 	}
 	for _, l := range []plainLease{old, x} {
-		if err := s.ReleasePlain(l.slot, l.token); err != nil {
+		if err := l.slot.Release(l.token); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -140,24 +141,24 @@ func TestPlainLeaseReleasedByRef(t *testing.T) {
 		x := acquirePlain(t, s, "r")
 		var c context.Context
 		if askFirst {
-			c = s.PlainContext(x.slot, x.token)
+			c = x.slot.Context(x.token)
 		}
 		ref := store.RefOf(x.slot.Ref(x.token).String()) // the ref as an operator types it
 		h := store.Handle{Lock: store.Lock{Name: "r"}, Ref: ref}
 		if err := s.Release(ctx, h, nil); err != nil {
 			t.Fatalf("release by ref: %v", err)
 		}
-		err := s.PlainErr(x.slot, x.token)
+		err := x.slot.Err(x.token)
 		if err == nil || errors.Is(err, store.ErrReleased) {
 			t.Fatalf("Err of a lease released by another: %v", err)
 		}
 		if c == nil {
-			c = s.PlainContext(x.slot, x.token)
+			c = x.slot.Context(x.token)
 		}
-		if s.PlainContext(x.slot, x.token) != c || !errors.Is(context.Cause(c), err) {
+		if x.slot.Context(x.token) != c || !errors.Is(context.Cause(c), err) {
 			t.Fatalf("context changed, or its cause %v is not Err %v", context.Cause(c), err)
 		}
-		if err := s.ReleasePlain(x.slot, x.token); !errors.Is(err, store.ErrNotHeld) {
+		if err := x.slot.Release(x.token); !errors.Is(err, store.ErrNotHeld) {
 			t.Fatalf("own release after: %v", err)
 		}
 		_ = s.Close()
@@ -183,7 +184,7 @@ func TestPlainRefsOfRemadeFamilyMember(t *testing.T) {
 			t.Fatalf("%s: ref %s given again (token %d, before %d)", name, ref, x.token, prev)
 		}
 		seen[ref] = x.token
-		if err := s.ReleasePlain(x.slot, x.token); err != nil {
+		if err := x.slot.Release(x.token); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := s.State(ctx, name, false); st.Running != 0 {
@@ -211,10 +212,10 @@ func TestManyPlainHolders(t *testing.T) {
 		for len(held) > 40 {
 			x := held[len(held)-1]
 			held = held[:len(held)-1]
-			if err := s.PlainErr(x.slot, x.token); err != nil {
+			if err := x.slot.Err(x.token); err != nil {
 				t.Fatalf("held lease %d reports %v", x.token, err)
 			}
-			if err := s.ReleasePlain(x.slot, x.token); err != nil {
+			if err := x.slot.Release(x.token); err != nil {
 				t.Fatalf("release %d: %v", x.token, err)
 			}
 		}
@@ -270,7 +271,7 @@ func TestStressFastWordAgainstFreezes(t *testing.T) {
 					}
 				default:
 					wctx, cancel := context.WithTimeout(ctx, time.Millisecond)
-					slot, token, err := s.AcquirePlain(wctx, "f", r%2 == 0)
+					slot, token, err := plain.Of(s).Acquire(wctx, "f", r%2 == 0)
 					cancel()
 					if err != nil {
 						if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
@@ -280,13 +281,13 @@ func TestStressFastWordAgainstFreezes(t *testing.T) {
 					}
 					enter()
 					if rng.IntN(4) == 0 {
-						_ = s.PlainContext(slot, token)
+						_ = slot.Context(token)
 					}
 					inside.Add(-1)
-					if err := s.ReleasePlain(slot, token); err != nil {
+					if err := slot.Release(token); err != nil {
 						t.Errorf("release %d: %v", token, err)
 					}
-					if err := s.ReleasePlain(slot, token); !errors.Is(err, store.ErrNotHeld) {
+					if err := slot.Release(token); !errors.Is(err, store.ErrNotHeld) {
 						t.Errorf("second release %d: %v", token, err)
 					}
 				}
@@ -302,11 +303,11 @@ func TestStressFastWordAgainstFreezes(t *testing.T) {
 	}
 	// Empty again: the next grants take the fast path and still count.
 	a, b, c := acquirePlain(t, s, "f"), acquirePlain(t, s, "f"), acquirePlain(t, s, "f")
-	if _, _, err := s.AcquirePlain(ctx, "f", false); !errors.Is(err, store.ErrUnavailable) {
+	if _, _, err := plain.Of(s).Acquire(ctx, "f", false); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("a fourth plain lease of 3 slots: %v", err)
 	}
 	for _, x := range []plainLease{a, b, c} {
-		if err := s.ReleasePlain(x.slot, x.token); err != nil {
+		if err := x.slot.Release(x.token); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -68,9 +69,11 @@ func TestStressFIFOAtTheLock(t *testing.T) {
 				var release func() error
 				var err error
 				if g%2 == 0 {
-					var slot memstore.Slot
-					slot, token, err = s.AcquirePlain(wctx, "q", g%8 != 6)
-					ref, release = slot.Ref(token), func() error { return s.ReleasePlain(slot, token) }
+					var slot plain.Lock
+					slot, token, err = plain.Of(s).Acquire(wctx, "q", g%8 != 6)
+					if err == nil {
+						ref, release = slot.Ref(token), func() error { return slot.Release(token) }
+					}
 				} else {
 					var gr store.Grant
 					gr, err = s.Acquire(wctx, store.AcquireRequest{Name: "q", Ref: store.NewRef(), Wait: g%8 != 7})

@@ -9,12 +9,23 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// lock is a defined lock or a family member in use. Its fields are guarded
-// by mu, multi also by the store's mutex (it changes only under both).
+// lock is a defined lock or a family member in use.
+//
+// Its holders are recorded in one of two places. While the fast word is
+// live (its frozen bit clear, see fast.go), the word is the whole record
+// of the holders and of the last token: holders is empty, token may lag
+// behind the word's, nobody waits, and plain leases are granted and
+// released on the word with no mutex. Nobody holds mu while the word is
+// live: lockMu freezes the word as soon as it has taken mu, and unlockMu
+// makes it again (thaw) only just before it lets go. While the word is
+// frozen, the fields below it are the record, guarded by mu; multi also
+// by the store's mutex (it changes only under both). s, rng and name are
+// set when the lock is made and never change.
 type lock struct {
-	fast    atomic.Uint64 // the fast word: see fast.go
+	fast    atomic.Uint64 // the fast word: see fast.go and above
+	s       *Store        // the store it is in
 	mu      sync.Mutex
-	token   int64          // the last fencing token granted: see nextToken
+	token   int64          // the last fencing token granted, while frozen: see nextToken
 	rng     store.RefRange // the refs of plain leases, by token (plainRef); set when made
 	name    string
 	slots   int32
@@ -36,7 +47,7 @@ type lock struct {
 
 // holder is the record of one hold of a lock. Nothing outside the lock
 // points at it (a plain lease of package sleeplock is its lock and token,
-// see Slot), so an ended record is reused for the next hold; what a plain
+// see package internal/plain), so an ended record is reused for the next hold; what a plain
 // lease may still ask of an ended hold is kept aside (lostLease).
 type holder struct {
 	ref   store.Ref
@@ -225,7 +236,7 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 		return nil, nil
 	}
 	rng := s.newRange() // before the floor is read: see newRange
-	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng}
+	lk := &lock{s: s, name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng}
 	lk.fast.Store(fastFrozen) // a family member: never made
 	s.locks.Store(name, lk)
 	return lk, nil

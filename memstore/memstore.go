@@ -9,15 +9,8 @@
 // lock mutex without the store's never waits for another. The uncontended
 // path reads no clock and allocates nothing, and on a defined lock with few
 // slots it takes no mutex: such a lock keeps the holders of package
-// sleeplock's plain leases in one word while nobody waits (fast.go).
-//
-// The file layout follows the concerns: lock.go (a lock, its holders and
-// fencing tokens), names.go (finding a lock by name), queue.go (waiting,
-// FIFO order and the hand-off of a slot to a waiter), expiry.go (TTLs,
-// takeovers and their timers, renewal), define.go (definitions, families,
-// State and List), acquire.go and release.go (the Store methods), plain.go
-// (package sleeplock's fast path and lock handles), fast.go (the fast word
-// of a lock, and what plain leases keep when they end).
+// sleeplock's plain leases (no options, no TTL, no notifier) in one word
+// while nobody waits.
 //
 // Leases with a TTL expire on the store's clock (the system clock unless
 // WithClock gives another); a lease with no TTL lasts until it is released.

@@ -2,40 +2,38 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"weak"
 
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// Slot names the lock of a plain lease (AcquirePlain); the lease is its
-// lock and its token, and its ref is the token's in the lock's range of
-// refs, so that a lease is a small value that the compiler keeps in
-// registers, and its release needs no lookup by name. The zero Slot names
-// none.
-type Slot struct{ lk *lock }
-
-// Name returns the name of the lock ("" for the zero Slot).
-func (s Slot) Name() string {
-	if s.lk == nil {
-		return ""
+func init() {
+	plain.Of = func(st store.Store) plain.Store {
+		if s, ok := st.(*Store); ok && s != nil {
+			return (*plainStore)(s)
+		}
+		return nil
 	}
-	return s.lk.name
 }
 
-// Ref returns the ref of the plain lease of token t (the zero Ref for the
-// zero Slot).
-func (s Slot) Ref(t int64) store.Ref {
-	if s.lk == nil {
-		return store.Ref{}
-	}
-	return s.lk.plainRef(t)
-}
+// plainStore is a Store's plain path (package internal/plain): the fast
+// path of package sleeplock, kept out of the Store's own methods.
+type plainStore Store
 
-// ErrNotPlain is AcquirePlain's answer when the lock cannot grant a plain
-// lease (it has no range of refs left, or its tokens passed the range):
-// the caller acquires the general way (Acquire).
-var ErrNotPlain = errors.New("memstore: the lock grants no plain lease")
+var (
+	_ plain.Store = (*plainStore)(nil)
+	_ plain.Lock  = (*lock)(nil)
+)
+
+// Name implements plain.Lock.
+func (lk *lock) Name() string { return lk.name }
+
+// Store implements plain.Lock.
+func (lk *lock) Store() store.Store { return lk.s }
+
+// Ref implements plain.Lock: the ref of the plain lease of token t.
+func (lk *lock) Ref(t int64) store.Ref { return lk.plainRef(t) }
 
 // released is the context of every plain lease that was released by its
 // holder before anyone asked for its context: one for all, so asking
@@ -46,85 +44,83 @@ var released = func() context.Context {
 	return ctx
 }()
 
-// AcquirePlain is the fast path of package sleeplock: Acquire of one lock
-// for a new generated ref, with no kind, no TTL and no notifier. It returns
-// the lease's Slot and token (for ReleasePlain, PlainContext and PlainErr).
-// A defined lock with a free slot, nobody waiting and few slots grants on
-// its fast word (one compare-and-swap, see fast.go); otherwise under the
-// lock's mutex. A name that is not a lock the store has is checked
-// (store.CheckName) before anything else. ErrNotPlain: see there.
-func (s *Store) AcquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, error) {
+// Acquire implements plain.Store. A defined lock with a free slot, nobody
+// waiting and few slots grants on its fast word (one compare-and-swap, see
+// fast.go); otherwise under the lock's mutex.
+func (p *plainStore) Acquire(ctx context.Context, name string, wait bool) (plain.Lock, int64, error) {
+	s := (*Store)(p)
 	if s == nil || ctx == nil {
-		return Slot{}, 0, s.usable(ctx)
+		return nil, 0, s.usable(ctx)
 	}
 	if lk := s.load(name); lk != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err // an ended context takes nothing, free slot or not
+		}
 		if t, ok := lk.tryFast(); ok {
 			if !s.closed.Load() {
-				return Slot{lk}, t, nil
+				return lk, t, nil
 			}
 			return s.undoFast(lk, t)
 		}
-		return s.acquireAt(ctx, lk, name, wait)
+		return s.acquireAt(ctx, lk, wait)
 	}
 	if err := s.usable(ctx); err != nil {
-		return Slot{}, 0, err
+		return nil, 0, err
 	}
 	if err := store.CheckName(name); err != nil {
-		return Slot{}, 0, err
+		return nil, 0, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, err
+		return nil, 0, err
 	}
 	return s.acquirePlain(ctx, name, wait)
 }
 
 // undoFast gives back the fast grant of token t that found the store
 // closed meanwhile (Close froze the lock, or is about to).
-func (s *Store) undoFast(lk *lock, t int64) (Slot, int64, error) {
+func (s *Store) undoFast(lk *lock, t int64) (plain.Lock, int64, error) {
 	lk.releaseFast(t)
-	return Slot{}, 0, store.ErrClosed
+	return nil, 0, store.ErrClosed
 }
 
-// acquireAt is AcquirePlain of lk, the lock named name when it was looked
-// up, when its fast word could not grant: under its mutex.
-func (s *Store) acquireAt(ctx context.Context, lk *lock, name string, wait bool) (Slot, int64, error) {
-	if err := ctx.Err(); err != nil {
-		return Slot{}, 0, err
-	}
+// acquireAt is the plain acquisition of lk, when its fast word could not
+// grant: under its mutex.
+func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock, int64, error) {
 	if s.times {
-		return s.acquirePlain(ctx, name, wait)
+		return s.acquirePlain(ctx, lk.name, wait)
 	}
 	lk.lockMu()
 	if len(lk.waits()) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() && lk.plainOK() {
 		h := lk.newPlainHolder()
 		lk.mu.Unlock() // held: no thaw
-		return Slot{lk}, h.token, nil
+		return lk, h.token, nil
 	}
 	if lk.gone || lk.multi > 0 || s.closed.Load() {
 		s.unlockMu(lk)
-		return s.acquirePlain(ctx, name, wait)
+		return s.acquirePlain(ctx, lk.name, wait)
 	}
 	// Go on holding the mutex: a lock no waiter of several locks waits for.
 	o := op{s: s, lk: lk}
 	return s.acquirePlainLocked(ctx, &o, lk, wait)
 }
 
-// acquirePlain is AcquirePlain when a slot is not free at once.
-func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (Slot, int64, error) {
+// acquirePlain is the plain acquisition of name when a slot is not free
+// at once.
+func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (plain.Lock, int64, error) {
 	o := op{s: s}
 	lk, err := s.enterName(&o, name)
 	if err != nil {
-		return Slot{}, 0, err
+		return nil, 0, err
 	}
 	return s.acquirePlainLocked(ctx, &o, lk, wait)
 }
 
 // acquirePlainLocked is acquirePlain once the op holds lk.
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bool) (Slot, int64, error) {
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bool) (plain.Lock, int64, error) {
 	if !lk.plainOK() {
 		s.forget(lk)
 		o.done()
-		return Slot{}, 0, ErrNotPlain
+		return nil, 0, plain.ErrNotPlain
 	}
 	if len(lk.waits()) < s.free(o, lk, len(lk.waits())+1, 0) {
 		h := lk.newPlainHolder()
@@ -132,13 +128,13 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 			h.ext().acquired = stamp
 		}
 		o.done()
-		return Slot{lk}, h.token, nil
+		return lk, h.token, nil
 	}
 	if !wait {
 		err := s.refuse(o, lk)
 		s.forget(lk)
 		o.done()
-		return Slot{}, 0, err
+		return nil, 0, err
 	}
 	w := waiters.Get().(*waiter)
 	w.ref = store.NewRef()
@@ -152,25 +148,18 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 	*w = waiter{ready: w.ready}
 	waiters.Put(w)
 	if err != nil {
-		return Slot{}, 0, err
+		return nil, 0, err
 	}
-	return Slot{lk}, token, nil
+	return lk, token, nil
 }
 
-// ReleasePlain releases a lease that AcquirePlain granted: Release of
-// that lease without a notifier. A grant on a lock still on its fast word
+// Release implements plain.Lock. A grant on a lock still on its fast word
 // is one compare-and-swap.
-func (s *Store) ReleasePlain(slot Slot, token int64) error {
-	if s == nil {
-		return errNoStore
-	}
-	lk := slot.lk
-	if lk == nil {
-		return store.ErrNotHeld
-	}
+func (lk *lock) Release(token int64) error {
 	if lk.releaseFast(token) {
 		return nil
 	}
+	s := lk.s
 	lk.lockMu()
 	h := lk.byToken(token)
 	if h != nil && lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && !s.closed.Load() {
@@ -211,15 +200,10 @@ func (s *Store) ReleasePlain(slot Slot, token int64) error {
 	return nil
 }
 
-// PlainContext returns the context of the plain lease of slot and token:
-// cancelled, with the cause of its end, once the lease ends. Every call
-// for one lease returns the same context, made on the first call (once
-// the lease has ended: for as long as anyone holds that context).
-func (s *Store) PlainContext(slot Slot, token int64) context.Context {
-	lk := slot.lk
-	if lk == nil {
-		return released
-	}
+// Context implements plain.Lock. The context is made on the first call
+// (once the lease has ended: kept for as long as anyone holds it).
+func (lk *lock) Context(token int64) context.Context {
+	s := lk.s
 	lk.lockMu()
 	defer s.unlockMu(lk)
 	if h := lk.byToken(token); h != nil {
@@ -252,13 +236,9 @@ func newPlainCtx() (*plainCtx, context.CancelCauseFunc) {
 	return &plainCtx{ctx}, cancel
 }
 
-// PlainErr returns nil while the plain lease of slot and token is held,
-// and why it ended otherwise: context.Cause of PlainContext.
-func (s *Store) PlainErr(slot Slot, token int64) error {
-	lk := slot.lk
-	if lk == nil {
-		return store.ErrReleased
-	}
+// Err implements plain.Lock.
+func (lk *lock) Err(token int64) error {
+	s := lk.s
 	if lk.heldFast(token) {
 		return nil
 	}
@@ -273,14 +253,9 @@ func (s *Store) PlainErr(slot Slot, token int64) error {
 	return store.ErrReleased
 }
 
-// Named is a defined lock looked up once (Lookup), for callers that
-// acquire it often: AcquireNamed needs no lookup by name.
-type Named struct{ lk *lock }
-
-// Lookup returns the defined lock name, or nil when name is not a lock
-// defined by name (a family member comes and goes: it is looked up by name
-// on every call).
-func (s *Store) Lookup(name string) *Named {
+// Lookup implements plain.Store.
+func (p *plainStore) Lookup(name string) plain.Lock {
+	s := (*Store)(p)
 	if s == nil {
 		return nil
 	}
@@ -294,23 +269,25 @@ func (s *Store) Lookup(name string) *Named {
 	if !defined {
 		return nil
 	}
-	return &Named{lk}
+	return lk
 }
 
-// AcquireNamed is AcquirePlain of the lock n, which Lookup returned for
-// name.
-func (s *Store) AcquireNamed(ctx context.Context, n *Named, name string, wait bool) (Slot, int64, error) {
-	if s == nil || ctx == nil {
-		return Slot{}, 0, s.usable(ctx)
+// Acquire implements plain.Lock.
+func (lk *lock) Acquire(ctx context.Context, wait bool) (int64, error) {
+	s := lk.s
+	if ctx == nil {
+		return 0, s.usable(ctx)
 	}
-	if n == nil || n.lk == nil {
-		return Slot{}, 0, errNoNamed
+	if err := ctx.Err(); err != nil {
+		return 0, err
 	}
-	if t, ok := n.lk.tryFast(); ok {
+	if t, ok := lk.tryFast(); ok {
 		if !s.closed.Load() {
-			return Slot{n.lk}, t, nil
+			return t, nil
 		}
-		return s.undoFast(n.lk, t)
+		_, _, err := s.undoFast(lk, t)
+		return 0, err
 	}
-	return s.acquireAt(ctx, n.lk, name, wait)
+	_, t, err := s.acquireAt(ctx, lk, wait)
+	return t, err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -184,9 +185,9 @@ func TestStressAcquireAllAgainstPlain(t *testing.T) {
 						t.Error(err)
 					}
 				default:
-					slot, token, err := s.AcquirePlain(wctx, stressLocks[i].name, g%3 == 1)
+					slot, token, err := plain.Of(s).Acquire(wctx, stressLocks[i].name, g%3 == 1)
 					if err == nil {
-						idx, release = []int{i}, func() error { return s.ReleasePlain(slot, token) }
+						idx, release = []int{i}, func() error { return slot.Release(token) }
 					} else if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 						t.Error(err)
 					}

@@ -21,7 +21,6 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return (*memstore.Store)(nil) },
 			func() any { return &memstore.Store{} },
 			func() any { return memstore.New() },
-			func() any { return memstore.Slot{} },
 		},
 	})
 }

@@ -11,10 +11,11 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// runtime is what a lease knows of itself beyond its grant: the context
-// that ends with it, and, for a lease with a TTL, the goroutine that renews
-// it and declares it lost once its expiry passes.
-type runtime struct {
+// life is what a lease knows of itself beyond its grant, from the grant to
+// its end: the context that ends with it, and, for a lease with a TTL, the
+// goroutine (or timer) that renews it and declares it lost once its expiry
+// passes.
+type life struct {
 	l      *Locks
 	g      store.Grant
 	ctx    context.Context
@@ -38,69 +39,69 @@ type runtime struct {
 	unhook    []func() bool // context.AfterFunc registrations to undo
 }
 
-// newRuntime returns the runtime of g, its context derived from parent,
+// newLife returns the life of g, its context derived from parent,
 // watching the store (when it can watch) for the end of the hold; or, when
 // ended is not nil, with its context ended already with that cause.
-func (l *Locks) newRuntime(g store.Grant, parent context.Context, ended error) *runtime {
-	rt := &runtime{l: l, g: g}
-	rt.ctx, rt.cancel = context.WithCancelCause(parent)
+func (l *Locks) newLife(g store.Grant, parent context.Context, ended error) *life {
+	lf := &life{l: l, g: g}
+	lf.ctx, lf.cancel = context.WithCancelCause(parent)
 	if ended != nil {
-		rt.end(ended)
-		return rt
+		lf.end(ended)
+		return lf
 	}
 	if l.watcher != nil && !g.Reentered {
 		l.watcher.Watch(g.Handle(), func(reason error) {
 			if errors.Is(reason, store.ErrReleased) {
 				// Released, maybe through another lease of the same ref.
-				rt.end(reason)
+				lf.end(reason)
 			} else {
-				rt.lose(reason)
+				lf.lose(reason)
 			}
 		})
 	}
-	return rt
+	return lf
 }
 
-// startRuntime returns the runtime of a new grant: bound to an Execute or
+// startLife returns the life of a new grant: bound to an Execute or
 // BindTo context, and with a keep-alive loop when the lease has a TTL.
-func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *runtime {
+func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *life {
 	parent := context.Background()
 	if c.execute != nil {
 		parent = context.WithoutCancel(c.execute)
 	}
-	rt := l.newRuntime(g, parent, nil)
+	lf := l.newLife(g, parent, nil)
 	if c.execute != nil {
 		ctx := c.execute
-		rt.unhook = append(rt.unhook, context.AfterFunc(ctx, func() { rt.cancel(context.Cause(ctx)) }))
+		lf.unhook = append(lf.unhook, context.AfterFunc(ctx, func() { lf.cancel(context.Cause(ctx)) }))
 	}
 	if c.bind != nil {
 		ctx := c.bind
-		rt.unhook = append(rt.unhook, context.AfterFunc(ctx, func() {
-			_ = newLease(l, g, rt, false).Release(context.WithoutCancel(ctx))
+		lf.unhook = append(lf.unhook, context.AfterFunc(ctx, func() {
+			_ = newLease(l, g, lf, false).Release(context.WithoutCancel(ctx))
 		}))
 	}
 	if g.TTL > 0 && !g.Reentered {
-		rt.length = g.TTL
-		if g.Hold > 0 && g.Hold < rt.length {
-			rt.length = g.Hold
+		lf.length = g.TTL
+		if g.Hold > 0 && g.Hold < lf.length {
+			lf.length = g.Hold
 		}
-		rt.deadline = start.Add(rt.length)
-		rt.known = g.Expires
-		l.track(rt)
+		lf.deadline = start.Add(lf.length)
+		lf.known = g.Expires
+		l.track(lf)
 		if c.keepAlive {
-			rt.renew.Store(true)
-			rt.poke = make(chan struct{}, 1)
-			rt.quit = make(chan struct{})
-			rt.exited = make(chan struct{})
-			go rt.loop(start)
+			lf.renew.Store(true)
+			lf.poke = make(chan struct{}, 1)
+			lf.quit = make(chan struct{})
+			lf.exited = make(chan struct{})
+			go lf.loop(start)
 		} else {
 			// No goroutine for a lease nobody renews: a timer at its expiry.
-			rt.mu.Lock()
-			rt.timer = time.AfterFunc(time.Until(rt.deadline), rt.expire)
-			rt.mu.Unlock()
+			lf.mu.Lock()
+			lf.timer = time.AfterFunc(time.Until(lf.deadline), lf.expire)
+			lf.mu.Unlock()
 		}
 	}
-	return rt
+	return lf
 }
 
 // expire runs when the local deadline of a lease without keep-alive
@@ -108,52 +109,52 @@ func (l *Locks) startRuntime(g store.Grant, c *acquireConfig, start time.Time) *
 // its ref (LeaseOf(ref).Keep, turns.KeepUser): the store says so by an
 // expiry later than the last one this lease knew of, and the timer is set
 // again for the difference. Otherwise the lease has expired: it is lost.
-func (rt *runtime) expire() {
-	if rt.ctx.Err() != nil {
+func (lf *life) expire() {
+	if lf.ctx.Err() != nil {
 		return
 	}
-	if left := time.Until(rt.expiry()); left > 0 {
-		rt.rearm(left) // Keep moved it on
+	if left := time.Until(lf.expiry()); left > 0 {
+		lf.rearm(left) // Keep moved it on
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
-	st, err := rt.l.store.Held(ctx, rt.g.Handle())
+	st, err := lf.l.store.Held(ctx, lf.g.Handle())
 	cancel()
-	rt.mu.Lock()
-	known := rt.known
-	rt.mu.Unlock()
+	lf.mu.Lock()
+	known := lf.known
+	lf.mu.Unlock()
 	if err == nil && st.Held && !st.Expires.IsZero() && st.Expires.After(known) && st.Expires.After(st.Now) {
 		left := st.Expires.Sub(st.Now)
-		rt.mu.Lock()
-		rt.known = st.Expires
-		rt.mu.Unlock()
-		rt.extend(time.Now().Add(left))
-		rt.rearm(left)
+		lf.mu.Lock()
+		lf.known = st.Expires
+		lf.mu.Unlock()
+		lf.extend(time.Now().Add(left))
+		lf.rearm(left)
 		return
 	}
 	if err != nil {
-		rt.fail(err)
+		lf.fail(err)
 	}
-	rt.lose(rt.expiredReason())
+	lf.lose(lf.expiredReason())
 }
 
-func (rt *runtime) rearm(d time.Duration) {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if rt.timer != nil && rt.ctx.Err() == nil {
-		rt.timer.Reset(d)
+func (lf *life) rearm(d time.Duration) {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if lf.timer != nil && lf.ctx.Err() == nil {
+		lf.timer.Reset(d)
 	}
 }
 
 // kept records a renewal by this lease that started at start and gave the
 // store's expiry exp.
-func (rt *runtime) kept(start, exp time.Time) {
-	rt.mu.Lock()
-	if exp.After(rt.known) {
-		rt.known = exp
+func (lf *life) kept(start, exp time.Time) {
+	lf.mu.Lock()
+	if exp.After(lf.known) {
+		lf.known = exp
 	}
-	rt.mu.Unlock()
-	rt.extend(start.Add(rt.length))
+	lf.mu.Unlock()
+	lf.extend(start.Add(lf.length))
 }
 
 // loop renews the lease every third of its length (Hold, or TTL) while
@@ -162,102 +163,102 @@ func (rt *runtime) kept(start, exp time.Time) {
 // without Keep), or when a release failed and left it to expire. The
 // deadline is measured from before the call that last renewed, so it is
 // never later than the store's expiry.
-func (rt *runtime) loop(start time.Time) {
-	defer close(rt.exited)
-	defer rt.l.untrack(rt)
-	interval := rt.length / 3
+func (lf *life) loop(start time.Time) {
+	defer close(lf.exited)
+	defer lf.l.untrack(lf)
+	interval := lf.length / 3
 	next := start.Add(interval)
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
-		deadline := rt.expiry()
+		deadline := lf.expiry()
 		wake := deadline
-		if rt.renew.Load() && next.Before(wake) {
+		if lf.renew.Load() && next.Before(wake) {
 			wake = next
 		}
 		t.Reset(time.Until(wake))
 		select {
-		case <-rt.quit:
+		case <-lf.quit:
 			return
-		case <-rt.ctx.Done():
+		case <-lf.ctx.Done():
 			return // lost, released, or the Execute call ended
-		case <-rt.poke:
+		case <-lf.poke:
 			continue
 		case <-t.C:
 		}
 		now := time.Now()
-		if deadline = rt.expiry(); !now.Before(deadline) {
-			rt.lose(rt.expiredReason())
+		if deadline = lf.expiry(); !now.Before(deadline) {
+			lf.lose(lf.expiredReason())
 			return
 		}
-		if !rt.renew.Load() || now.Before(next) {
+		if !lf.renew.Load() || now.Before(next) {
 			continue
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		_, err := rt.l.store.Keep(ctx, rt.g.Handle(), rt.g.TTL, rt.g.Hold)
+		_, err := lf.l.store.Keep(ctx, lf.g.Handle(), lf.g.TTL, lf.g.Hold)
 		cancel()
 		switch {
 		case err == nil:
-			rt.extend(now.Add(rt.length))
+			lf.extend(now.Add(lf.length))
 			next = now.Add(interval)
-		case errors.Is(err, store.ErrNotHeld) && rt.releasing.Load():
+		case errors.Is(err, store.ErrNotHeld) && lf.releasing.Load():
 			return // the release decides how the lease ended
 		case errors.Is(err, store.ErrNotHeld):
-			rt.lose(fmt.Errorf("%w: taken over or released by another holder", store.ErrLeaseLost))
+			lf.lose(fmt.Errorf("%w: taken over or released by another holder", store.ErrLeaseLost))
 			return
 		default:
 			// A passing fault: try again soon, inside the safe window.
-			rt.fail(err)
+			lf.fail(err)
 			next = now.Add(min(interval/4, time.Second))
 		}
 	}
 }
 
-func (rt *runtime) expiry() time.Time {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	return rt.deadline
+func (lf *life) expiry() time.Time {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	return lf.deadline
 }
 
 // extend moves the local deadline on to d (never back) after a renewal
 // that started before d-length.
-func (rt *runtime) extend(d time.Time) {
-	if rt.length == 0 {
+func (lf *life) extend(d time.Time) {
+	if lf.length == 0 {
 		return
 	}
-	rt.mu.Lock()
-	if d.After(rt.deadline) {
-		rt.deadline = d
+	lf.mu.Lock()
+	if d.After(lf.deadline) {
+		lf.deadline = d
 	}
-	rt.failure = nil
-	rt.mu.Unlock()
-	rt.wake()
+	lf.failure = nil
+	lf.mu.Unlock()
+	lf.wake()
 }
 
-func (rt *runtime) fail(err error) {
-	rt.mu.Lock()
-	rt.failure = err
-	rt.mu.Unlock()
+func (lf *life) fail(err error) {
+	lf.mu.Lock()
+	lf.failure = err
+	lf.mu.Unlock()
 }
 
-func (rt *runtime) wake() {
-	if rt.poke == nil {
+func (lf *life) wake() {
+	if lf.poke == nil {
 		return // a timer reads the deadline when it fires
 	}
 	select {
-	case rt.poke <- struct{}{}:
+	case lf.poke <- struct{}{}:
 	default:
 	}
 }
 
-func (rt *runtime) expiredReason() error {
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
+func (lf *life) expiredReason() error {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
 	switch {
-	case rt.failure != nil && rt.renew.Load():
-		return fmt.Errorf("%w: renewal failed until it expired: %w", store.ErrLeaseLost, rt.failure)
-	case rt.failure != nil:
-		return fmt.Errorf("%w: expired after a release that failed: %w", store.ErrLeaseLost, rt.failure)
+	case lf.failure != nil && lf.renew.Load():
+		return fmt.Errorf("%w: renewal failed until it expired: %w", store.ErrLeaseLost, lf.failure)
+	case lf.failure != nil:
+		return fmt.Errorf("%w: expired after a release that failed: %w", store.ErrLeaseLost, lf.failure)
 	default:
 		return fmt.Errorf("%w: expired without renewal", store.ErrLeaseLost)
 	}
@@ -266,23 +267,23 @@ func (rt *runtime) expiredReason() error {
 // releaseFailed stops the renewals after a release that did not reach the
 // store: the lease stays held there until it expires, and the loop
 // declares it lost then.
-func (rt *runtime) releaseFailed(err error) {
-	if rt.length == 0 {
+func (lf *life) releaseFailed(err error) {
+	if lf.length == 0 {
 		return
 	}
-	rt.fail(err)
-	rt.renew.Store(false)
-	rt.wake()
+	lf.fail(err)
+	lf.renew.Store(false)
+	lf.wake()
 }
 
 // lose marks the lease lost: once, and not after a release.
-func (rt *runtime) lose(reason error) {
-	rt.once.Do(func() {
-		rt.cancel(reason)
-		rt.stopTimer()
-		if rt.l.emitter != nil {
-			rt.l.emitter.Emit(store.Event{Type: store.EventLost, Lock: rt.g.Name, Ref: rt.g.Ref.String(), Kind: rt.g.Kind,
-				Token: rt.g.Token, Held: heldFor(rt.g.Acquired), Reason: reason})
+func (lf *life) lose(reason error) {
+	lf.once.Do(func() {
+		lf.cancel(reason)
+		lf.stopTimer()
+		if lf.l.emitter != nil {
+			lf.l.emitter.Emit(store.Event{Type: store.EventLost, Lock: lf.g.Name, Ref: lf.g.Ref.String(), Kind: lf.g.Kind,
+				Token: lf.g.Token, Held: heldFor(lf.g.Acquired), Reason: reason})
 		}
 	})
 }
@@ -295,32 +296,32 @@ func heldFor(t time.Time) time.Duration {
 }
 
 // stop ends the keep-alive loop and waits for it.
-func (rt *runtime) stop() {
-	if rt.exited != nil {
-		rt.quitOnce.Do(func() { close(rt.quit) })
-		<-rt.exited
+func (lf *life) stop() {
+	if lf.exited != nil {
+		lf.quitOnce.Do(func() { close(lf.quit) })
+		<-lf.exited
 	}
-	for _, f := range rt.unhook {
+	for _, f := range lf.unhook {
 		f()
 	}
 }
 
 // end closes the lease with reason after a release.
-func (rt *runtime) end(reason error) {
-	rt.once.Do(func() {
-		rt.cancel(reason)
-		rt.stopTimer()
+func (lf *life) end(reason error) {
+	lf.once.Do(func() {
+		lf.cancel(reason)
+		lf.stopTimer()
 	})
 }
 
 // stopTimer stops the expiry timer of a lease without keep-alive, once
 // the lease has ended.
-func (rt *runtime) stopTimer() {
-	rt.mu.Lock()
-	t := rt.timer
-	rt.mu.Unlock()
+func (lf *life) stopTimer() {
+	lf.mu.Lock()
+	t := lf.timer
+	lf.mu.Unlock()
 	if t != nil {
 		t.Stop()
-		rt.l.untrack(rt)
+		lf.l.untrack(lf)
 	}
 }

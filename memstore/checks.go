@@ -11,7 +11,6 @@ import (
 var (
 	errNoStore    = store.Invalid(store.ErrInvalidConfig, "nil", "a *memstore.Store must come from memstore.New")
 	errNilContext = store.Invalid(store.ErrInvalid, "nil", "a context is required (context.Background() when there is none)")
-	errNoNamed    = store.Invalid(store.ErrInvalidConfig, "nil", "a *memstore.Named must come from Lookup")
 )
 
 // usable returns why s cannot serve a call with ctx.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/sleeplock/sleeplock/memstore"
+	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -16,8 +16,8 @@ import (
 type Lock struct {
 	l    *Locks
 	name string
-	err  error                          // the name's, reported by every call
-	mem  atomic.Pointer[memstore.Named] // the memory store's lock, once found
+	err  error                     // the name's, reported by every call
+	mem  atomic.Pointer[plainLock] // the memory store's lock, once found
 }
 
 // Lock returns a handle on the lock name. The lock need not be defined
@@ -59,19 +59,24 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 	if k.err != nil {
 		return Lease{}, k.err
 	}
-	if len(opts) != 0 || l.plain == nil {
+	if len(opts) != 0 || l.fast == nil {
 		return l.acquire(ctx, k.name, nil, wait, opts)
 	}
 	n := k.mem.Load()
 	if n == nil {
-		if n = l.mem.Lookup(k.name); n == nil {
+		lk := l.fast.Lookup(k.name)
+		if lk == nil {
 			return l.acquire(ctx, k.name, nil, wait, nil) // a family member, or not defined yet
 		}
+		n = &plainLock{lk}
 		k.mem.Store(n)
 	}
-	slot, token, err := l.mem.AcquireNamed(ctx, n, k.name, wait)
+	token, err := n.Acquire(ctx, wait)
 	if err != nil {
 		return l.plainFailed(ctx, k.name, wait, err)
 	}
-	return Lease{l: l, slot: slot, token: token}, nil
+	return Lease{slot: n.Lock, token: token}, nil
 }
+
+// plainLock is a lock of the memory store that a handle found.
+type plainLock struct{ plain.Lock }

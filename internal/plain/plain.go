@@ -1,0 +1,62 @@
+// Package plain is the memory store's plain path as package sleeplock
+// uses it: the acquisition of one lock for a new generated ref, with no
+// kind, no TTL and no notifier, whose lease is a lock and a token. It is
+// an interface, not memstore's own methods, so that the path stays out of
+// memstore's user-facing API; package memstore implements it and sets Of.
+//
+// A plain lease is a Lock and the fencing token of its grant: a value the
+// compiler keeps in registers, whose release needs no lookup by name.
+package plain
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Store is a memory store's plain path.
+type Store interface {
+	// Acquire takes a slot of the lock name as the store's Acquire does,
+	// for a new generated ref with no kind, TTL or notifier, and returns
+	// the lock and the grant's token. A name the store has no lock for
+	// is checked (store.CheckName) before anything else; an ended ctx
+	// takes nothing. ErrNotPlain: see there.
+	Acquire(ctx context.Context, name string, wait bool) (Lock, int64, error)
+	// Lookup returns the lock defined by name, or nil for a name that is
+	// not one (a family member comes and goes: it is acquired by name on
+	// every call). A lock defined by name stays for the store's life.
+	Lookup(name string) Lock
+}
+
+// Lock is one lock of a memory store, as Store returns it. Its methods
+// that take a token act on the plain lease of that token.
+type Lock interface {
+	// Name returns the lock's name.
+	Name() string
+	// Store returns the store the lock is in.
+	Store() store.Store
+	// Ref returns the ref of the plain lease of token.
+	Ref(token int64) store.Ref
+	// Acquire is Store.Acquire of this lock.
+	Acquire(ctx context.Context, wait bool) (int64, error)
+	// Release releases the plain lease of token: Release of that lease
+	// without a notifier.
+	Release(token int64) error
+	// Context returns the lease's context: cancelled, with the cause of
+	// its end, once the lease ends. Every call for one lease returns the
+	// same context.
+	Context(token int64) context.Context
+	// Err returns nil while the lease is held, and why it ended
+	// otherwise: context.Cause of Context, without making the context.
+	Err(token int64) error
+}
+
+// ErrNotPlain is Acquire's answer when the lock cannot grant a plain lease
+// (it has run out of refs for them): the caller acquires the general way,
+// through the store's Acquire.
+var ErrNotPlain = errors.New("sleeplock: the lock grants no plain lease")
+
+// Of returns the plain path of s when s is a memory store, and nil
+// otherwise. Package memstore sets it when it is linked in.
+var Of = func(store.Store) Store { return nil }
