@@ -175,7 +175,7 @@ func TestStateShowsQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, code := pg.run(t, "state", "payments")
-	if code != 0 || !strings.Contains(out, "QUEUE") || !strings.Contains(out, "payments  1      0        0        -        -") {
+	if code != 0 || !strings.Contains(out, "QUEUE") || !strings.Contains(out, "payments  1      0        0        0        -        -") {
 		t.Fatalf("idle lock: exit %d\n%s", code, out)
 	}
 	lease, err := pg.locks.Acquire(ctx, "payments", sleeplock.WithRef("holder"), sleeplock.TTL(time.Minute))

@@ -112,7 +112,7 @@ func printStates(out io.Writer, states []sleeplock.State) {
 		return
 	}
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "LOCK\tSLOTS\tRUNNING\tWAITING\tHOLDERS\tQUEUE")
+	fmt.Fprintln(tw, "LOCK\tSLOTS\tRUNNING\tEXPIRED\tWAITING\tHOLDERS\tQUEUE")
 	for _, st := range states {
 		var holders []string
 		for _, h := range st.Holders {
@@ -146,7 +146,7 @@ func printStates(out io.Writer, states []sleeplock.State) {
 			}
 			queue = append(queue, s)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Slots, st.Running, st.Waiting, orDash(holders), orDash(queue))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Slots, st.Running, st.Expired, st.Waiting, orDash(holders), orDash(queue))
 	}
 	_ = tw.Flush()
 }

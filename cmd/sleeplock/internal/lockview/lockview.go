@@ -14,7 +14,8 @@ type Lock struct {
 	Name    string   `json:"name"`
 	Slots   int      `json:"slots"`
 	Family  bool     `json:"family"`
-	Running int      `json:"running"`
+	Running int      `json:"running"` // live holders
+	Expired int      `json:"expired"` // holders past their expiry that nobody took over yet
 	Waiting int      `json:"waiting"`
 	Holders []Holder `json:"holders"`
 	Queue   []Waiter `json:"queue"`
@@ -49,7 +50,7 @@ type Waiter struct {
 // Of returns the view of st.
 func Of(st store.State) Lock {
 	v := Lock{
-		Name: st.Name, Slots: st.Slots, Family: st.Family, Running: st.Running, Waiting: st.Waiting,
+		Name: st.Name, Slots: st.Slots, Family: st.Family, Running: st.Running, Expired: st.Expired, Waiting: st.Waiting,
 		Holders: make([]Holder, 0, len(st.Holders)), Queue: make([]Waiter, 0, len(st.Queue)),
 		Now: stamp(st.Now),
 	}
