@@ -12,6 +12,7 @@ var (
 	ErrLeaseLost      = store.ErrLeaseLost      // cause of a lease's context when the lease was lost
 	ErrReleased       = store.ErrReleased       // cause of a lease's context after its release
 	ErrUnsupported    = store.ErrUnsupported    // the store cannot do what was asked
+	ErrTooHeavy       = store.ErrTooHeavy       // a weight larger than the lock's slots (a *WeightError)
 
 	ErrInvalid       = store.ErrInvalid       // matches every *InvalidError
 	ErrInvalidName   = store.ErrInvalidName   // empty, too long, not UTF-8, control characters
@@ -19,6 +20,7 @@ var (
 	ErrInvalidTTL    = store.ErrInvalidTTL    // a TTL that is not positive
 	ErrInvalidHold   = store.ErrInvalidHold   // a hold not positive or longer than the TTL
 	ErrInvalidLocks  = store.ErrInvalidLocks  // AcquireAll with no locks or a lock twice
+	ErrInvalidWeight = store.ErrInvalidWeight // a weight not in 1..1,000,000
 	ErrInvalidRef    = store.ErrInvalidRef    // a ref or kind too long or with control characters
 	ErrInvalidConfig = store.ErrInvalidConfig // a config file, DSN or option that cannot be used
 )
@@ -30,6 +32,10 @@ type BusyError = store.BusyError
 // InvalidError is the error of refused input: what kind of input, the value
 // and the rule it breaks. Nothing changed.
 type InvalidError = store.InvalidError
+
+// WeightError is the error of a weight larger than the lock's slots:
+// refused at once, or ending a waiter that a Resize left too heavy.
+type WeightError = store.WeightError
 
 // ConflictError is the error of a Define whose name exists with other slots.
 type ConflictError = store.ConflictError

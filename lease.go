@@ -187,6 +187,23 @@ func (x Lease) Acquired() time.Time { return x.grant().Acquired }
 // clock; zero when it never expires. Renewals move it on: see Status.
 func (x Lease) Expires() time.Time { return x.grant().Expires }
 
+// Weight returns the slots the lease takes of its (first) lock: 1 unless
+// acquired with Weight or Exclusive (then the lock's slots at the grant).
+// A re-entrant acquisition reports the weight of the hold it found. 0 for
+// LeaseOf handles and the zero Lease.
+func (x Lease) Weight() int {
+	switch {
+	case x.x != nil:
+		if x.x.g.Weight == 0 && !x.x.byRef {
+			return 1
+		}
+		return x.x.g.Weight
+	case x.slot != nil:
+		return 1
+	}
+	return 0
+}
+
 // Reentered reports whether the acquisition found the lease held by its ref
 // already (and so took no new slot).
 func (x Lease) Reentered() bool { return x.grant().Reentered }

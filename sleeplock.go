@@ -3,6 +3,8 @@ package sleeplock
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -319,7 +321,8 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if c.err != nil {
 		return Lease{}, c.err
 	}
-	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, ReenterAll: c.reenterAll, Events: l.emitter}
+	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, ReenterAll: c.reenterAll,
+		Weight: c.weight, Events: l.emitter}
 	if names != nil {
 		if err := store.CheckNames(names); err != nil {
 			return Lease{}, err
@@ -329,6 +332,11 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		}
 	} else if err := store.CheckName(name); err != nil {
 		return Lease{}, err
+	}
+	if c.weights != nil {
+		if err := weightsOf(&req, c.weights); err != nil {
+			return Lease{}, err
+		}
 	}
 	if err := store.CheckTTL(c.ttl, c.hold, true); err != nil {
 		return Lease{}, err
@@ -352,6 +360,29 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		lf = l.startLife(g, &c, start)
 	}
 	return newLease(l, g, lf, false), nil
+}
+
+// weightsOf sets req.Weights from WeightFor's map, refusing a name that is
+// not one of req's locks.
+func weightsOf(req *store.AcquireRequest, m map[string]int) error {
+	names := req.Names()
+	req.Weights = make([]int, len(names))
+	found := 0
+	for i, n := range names {
+		req.Weights[i] = req.Weight
+		if k, ok := m[n]; ok {
+			req.Weights[i] = k
+			found++
+		}
+	}
+	if found < len(m) {
+		for n := range m {
+			if !slices.Contains(names, n) {
+				return store.Invalid(store.ErrInvalidLocks, strconv.Quote(n), "WeightFor names a lock that is not asked for")
+			}
+		}
+	}
+	return nil
 }
 
 // withOptions applies opts to a copy of c. (Kept apart so that a call
@@ -383,6 +414,9 @@ type acquireConfig struct {
 	err       error
 
 	reenterAll bool // see ReenterAll
+
+	weight  int            // see Weight, Exclusive; 0: one slot
+	weights map[string]int // see WeightFor
 }
 
 func (c *acquireConfig) fail(err error) {
@@ -473,6 +507,66 @@ func StaleAfter(d time.Duration) AcquireOption {
 		c.stale = d
 	}
 }
+
+// Weight makes the lease take k of the lock's slots, as one hold: one
+// token, one release (of every lock, for AcquireAll; WeightFor sets one
+// lock's). A weighted caller waits in the same FIFO queue as the others and
+// blocks those behind it until k slots are free: nobody is let past it, so
+// a large request is never starved by a stream of small ones, at the cost
+// of slots left idle while it waits. A k larger than the lock's slots is
+// refused at once with a *WeightError (errors.Is(err, ErrTooHeavy)), and a
+// caller waiting when a Resize leaves the lock with fewer than k slots gets
+// that error too. k must be 1 to 1,000,000. A ref that holds the lock
+// already gets its hold back at the weight it holds (Lease.Weight says
+// which): a hold never changes weight; release it and acquire again.
+func Weight(k int) AcquireOption {
+	return func(c *acquireConfig) {
+		if err := checkWeight(k); err != nil {
+			c.fail(err)
+			return
+		}
+		c.weight = k
+	}
+}
+
+// checkWeight validates a caller's weight: store.WeightAll is Exclusive's,
+// not a number a caller gives.
+func checkWeight(k int) error {
+	if k == store.WeightAll {
+		return store.Invalid(store.ErrInvalidWeight, "-1", "a weight must be a positive integer no larger than 1000000 (Exclusive takes every slot)")
+	}
+	return store.CheckWeight(k)
+}
+
+// WeightFor makes the lease take k slots of the lock name (of an
+// AcquireAll), whatever Weight says for the others. name must be one of
+// the locks asked for.
+func WeightFor(name string, k int) AcquireOption {
+	return func(c *acquireConfig) {
+		if err := checkWeight(k); err != nil {
+			c.fail(err)
+			return
+		}
+		if c.weights == nil {
+			c.weights = make(map[string]int)
+		}
+		c.weights[name] = k
+	}
+}
+
+// Exclusive makes the lease take every slot of the lock (a writer): it
+// waits until no other lease holds the lock, and while it holds nobody
+// else does. As every weighted caller, a waiting writer blocks readers
+// (Shared) that arrive after it: writers are not starved. The weight is
+// the lock's slots when it is granted; a lock resized to more slots later
+// has room beside it.
+func Exclusive() AcquireOption { return func(c *acquireConfig) { c.weight = store.WeightAll } }
+
+// Shared makes the lease take one slot (a reader): any number of readers
+// up to the lock's slots hold it together, and none while a writer
+// (Exclusive) holds it. It is the default weight, named for symmetry with
+// Exclusive.
+func Shared() AcquireOption { return func(c *acquireConfig) { c.weight = 1 } }
 
 // NoWait makes Acquire and AcquireAll refuse at once, like TryAcquire,
 // instead of waiting.

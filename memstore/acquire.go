@@ -28,24 +28,34 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		o.done()
 		return g, nil
 	}
-	if len(lk.waits()) < s.free(&o, lk, len(lk.waits())+1, req.StaleAfter) {
-		h := s.addHolder(&o, lk, &req)
+	need := 1
+	if req.Weighted() {
+		need = store.Need(req.WeightOf(0), int(lk.slots))
+		if need > int(lk.slots) {
+			err := &store.WeightError{Lock: lk.name, Weight: need, Slots: int(lk.slots)}
+			s.forget(lk)
+			o.done()
+			return store.Grant{}, err
+		}
+	}
+	if n := lk.ahead(len(lk.waits())) + need; n <= s.free(&o, lk, n, req.StaleAfter) {
+		h := s.addHolder(&o, lk, &req, need)
 		g := store.Grant{Lock: store.Lock{Name: lk.name, Token: h.token}, Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold,
-			Acquired: h.acquired(), Expires: h.expires()}
+			Acquired: h.acquired(), Expires: h.expires(), Weight: need}
 		if o.ev != nil {
-			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.waits()), Ref: o.refText(req.Ref), Kind: req.Kind, Token: g.Token})
+			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
+				Waiting: len(lk.waits()), Ref: o.refText(req.Ref), Kind: req.Kind, Token: g.Token, Weight: need})
 		}
 		o.done()
 		return g, nil
 	}
 	if !req.Wait {
-		err := s.refuse(&o, lk)
+		err := s.refuse(&o, lk, req.WeightOf(0))
 		s.forget(lk)
 		o.done()
 		return store.Grant{}, err
 	}
-	w := &waiter{ref: req.Ref, req: &req, ready: make(chan struct{}, 1)}
+	w := &waiter{ref: req.Ref, req: &req, ready: make(chan struct{}, 1), heavy: req.Weighted()}
 	w.one[0] = lk
 	w.locks = w.one[:]
 	return s.wait(ctx, &o, w)
@@ -126,10 +136,13 @@ func (o *op) held(name string) *lock {
 	return nil
 }
 
-// addHolder records a new hold of lk for req.
-func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) *holder {
+// addHolder records a new hold of lk for req, of weight slots.
+func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest, weight int) *holder {
 	now := o.stamp(req.TTL)
 	h := lk.newHolder(req.Ref)
+	if weight != 1 {
+		lk.setWeight(h, weight)
+	}
 	if req.Kind != "" || req.TTL > 0 || req.Hold > 0 || !now.IsZero() {
 		x := h.ext()
 		x.kind, x.ttl, x.hold, x.acquired = req.Kind, req.TTL, req.Hold, now
@@ -148,16 +161,17 @@ func (s *Store) reenter(o *op, lk *lock, h *holder, req *store.AcquireRequest) s
 	if req.TTL > 0 {
 		o.setExpiry(lk, h, req.TTL, req.Hold)
 	}
-	g := store.Grant{Lock: store.Lock{Name: lk.name, Token: h.token}, Ref: h.ref, Reentered: true}
+	g := store.Grant{Lock: store.Lock{Name: lk.name, Token: h.token}, Ref: h.ref, Reentered: true, Weight: h.weight()}
 	if x := h.x; x != nil {
 		g.Kind, g.TTL, g.Hold, g.Acquired, g.Expires = x.kind, x.ttl, x.hold, x.acquired, x.expires
 	}
 	return g
 }
 
-func (s *Store) refuse(o *op, lk *lock) error {
+// refuse builds the refusal of a request of weight for lk.
+func (s *Store) refuse(o *op, lk *lock, weight int) error {
 	e := &store.BusyError{Lock: lk.name}
-	if len(lk.holders) < int(lk.slots) {
+	if lk.used() < int(lk.slots) && len(lk.waits()) > 0 {
 		e.Queued = true
 	}
 	if len(lk.holders) > 0 && !e.Queued {
@@ -169,7 +183,7 @@ func (s *Store) refuse(o *op, lk *lock) error {
 		}
 		e.Kind, e.Ref, e.Expires = h.kind(), h.ref.String(), h.expires()
 	}
-	o.emit(store.Event{Type: store.EventRefused, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.waits()), Holder: e.Kind})
+	o.emit(store.Event{Type: store.EventRefused, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(), Waiting: len(lk.waits()), Holder: e.Kind, Weight: weight})
 	return e
 }
 
@@ -206,12 +220,27 @@ func (s *Store) acquireAll(ctx context.Context, req *store.AcquireRequest) (stor
 			return store.Grant{}, err
 		}
 	}
+	heavy := req.Weighted()
+	if heavy {
+		for i, lk := range locks {
+			if need := store.Need(req.WeightOf(i), int(lk.slots)); need > int(lk.slots) && lk.find(req.Ref, 0) == nil {
+				for _, l := range locks {
+					s.forget(l)
+				}
+				o.done()
+				return store.Grant{}, &store.WeightError{Lock: lk.name, Weight: need, Slots: int(lk.slots)}
+			}
+		}
+	}
 	ok := true
-	for _, lk := range locks {
-		if lk.find(req.Ref, 0) == nil && len(lk.waits()) >= s.free(&o, lk, len(lk.waits())+1, req.StaleAfter) {
+	for i, lk := range locks {
+		if lk.find(req.Ref, 0) != nil {
+			continue
+		}
+		if n := lk.ahead(len(lk.waits())) + store.Need(req.WeightOf(i), int(lk.slots)); n > s.free(&o, lk, n, req.StaleAfter) {
 			ok = false
 			if !req.Wait {
-				err := s.refuse(&o, lk)
+				err := s.refuse(&o, lk, req.WeightOf(i))
 				for _, l := range locks {
 					s.forget(l)
 				}
@@ -225,7 +254,7 @@ func (s *Store) acquireAll(ctx context.Context, req *store.AcquireRequest) (stor
 		o.done()
 		return g, nil
 	}
-	w := &waiter{ref: req.Ref, req: req, locks: locks, ready: make(chan struct{}, 1)}
+	w := &waiter{ref: req.Ref, req: req, locks: locks, ready: make(chan struct{}, 1), heavy: heavy}
 	return s.wait(ctx, &o, w)
 }
 
@@ -246,7 +275,7 @@ func (s *Store) partly(o *op, req *store.AcquireRequest, locks []*lock) error {
 		return nil
 	}
 	e := &store.BusyError{Lock: at.name, Kind: first.kind(), Ref: first.ref.String(), Expires: first.expires()}
-	o.emit(store.Event{Type: store.EventRefused, Lock: at.name, Slots: int(at.slots), Running: len(at.holders), Waiting: len(at.waits()), Holder: e.Kind})
+	o.emit(store.Event{Type: store.EventRefused, Lock: at.name, Slots: int(at.slots), Running: at.used(), Waiting: len(at.waits()), Holder: e.Kind})
 	return e
 }
 
@@ -264,14 +293,15 @@ func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued
 			l = s.reenter(o, lk, h, req).Lock
 		} else {
 			g.Reentered = false
-			h = s.addHolder(o, lk, req)
+			need := store.Need(req.WeightOf(n), int(lk.slots))
+			h = s.addHolder(o, lk, req, need)
 			l = store.Lock{Name: lk.name, Token: h.token}
-			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.waits()), Ref: o.refText(req.Ref), Kind: req.Kind, Token: l.Token, Waited: since(h.acquired(), queued)})
+			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
+				Waiting: len(lk.waits()), Ref: o.refText(req.Ref), Kind: req.Kind, Token: l.Token, Weight: need, Waited: since(h.acquired(), queued)})
 		}
 		exp := h.expires()
 		if n == 0 {
-			g.Lock, g.Acquired, g.Expires = l, h.acquired(), exp
+			g.Lock, g.Acquired, g.Expires, g.Weight = l, h.acquired(), exp, h.weight()
 		} else {
 			g.More = append(g.More, l)
 			if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {

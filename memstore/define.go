@@ -89,7 +89,7 @@ func (s *Store) define(o *op, name string, slots int) {
 		// A family member in use becomes a lock of its own.
 		lk.defined = true
 		s.locks.Defined(name, lk)
-		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.waits())})
+		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: lk.used(), Waiting: len(lk.waits())})
 		s.setSlots(o, lk, slots)
 		return
 	}
@@ -153,9 +153,39 @@ func (s *Store) setSlots(o *op, lk *lock, slots int) {
 	}
 	lk.slots = int32(slots)
 	if lk.defined {
-		o.emit(store.Event{Type: store.EventResized, Lock: lk.name, Slots: slots, Running: len(lk.holders), Waiting: len(lk.waits())})
+		o.emit(store.Event{Type: store.EventResized, Lock: lk.name, Slots: slots, Running: lk.used(), Waiting: len(lk.waits())})
+	}
+	if lk.qheavy > 0 {
+		s.dropTooHeavy(o, lk)
 	}
 	s.pump(o, lk)
+}
+
+// dropTooHeavy ends, with a *WeightError, the waiters of lk that ask more
+// slots than it has now (a Resize made it smaller), and grants what their
+// leaving frees on their other locks; global.
+func (s *Store) dropTooHeavy(o *op, lk *lock) {
+	var others []*lock
+	for i := 0; i < len(lk.waits()); {
+		w := lk.waits()[i]
+		weight := w.weight(lk)
+		if weight == store.WeightAll || weight <= int(lk.slots) {
+			i++
+			continue
+		}
+		for _, l := range w.locks {
+			o.lock(l)
+			l.dequeue(w)
+			if l != lk {
+				others = append(others, l)
+			}
+		}
+		w.err = &store.WeightError{Lock: lk.name, Weight: weight, Slots: int(lk.slots), Resized: true}
+		w.signal()
+	}
+	for _, l := range others {
+		s.pump(o, l)
+	}
 }
 
 // State implements store.Store.
@@ -201,12 +231,12 @@ func (s *Store) State(ctx context.Context, name string, detail bool) (store.Stat
 
 // state reports lk; its mutex is held.
 func (s *Store) state(lk *lock, detail bool) store.State {
-	st := store.State{Name: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.waits()), Now: s.clock.Now()}
+	st := store.State{Name: lk.name, Slots: int(lk.slots), Running: lk.used(), Leases: len(lk.holders), Waiting: len(lk.waits()), Now: s.clock.Now()}
 	if lk.nexp > 0 {
 		for _, h := range lk.holders {
 			if exp := h.expires(); !exp.IsZero() && !exp.After(st.Now) {
-				st.Running--
-				st.Expired++
+				st.Running -= h.weight()
+				st.Expired += h.weight()
 			}
 		}
 	}
@@ -214,12 +244,12 @@ func (s *Store) state(lk *lock, detail bool) store.State {
 		return st
 	}
 	for _, h := range lk.holders {
-		st.Holders = append(st.Holders, store.Holder{Ref: h.ref.String(), Kind: h.kind(), Token: h.token, Count: int(h.count),
+		st.Holders = append(st.Holders, store.Holder{Ref: h.ref.String(), Kind: h.kind(), Token: h.token, Count: int(h.count), Weight: h.weight(),
 			Acquired: h.acquired(), Renewed: renewed(h), Expires: h.expires()})
 	}
 	sort.Slice(st.Holders, func(i, j int) bool { return st.Holders[i].Token < st.Holders[j].Token })
 	for _, w := range lk.waits() {
-		wt := store.Waiter{Ref: w.ref.String(), Since: w.since}
+		wt := store.Waiter{Ref: w.ref.String(), Since: w.since, Weight: w.weight(lk)}
 		if w.req != nil {
 			wt.Kind, wt.Locks = w.req.Kind, w.req.Names()
 		} else {

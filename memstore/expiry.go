@@ -84,7 +84,7 @@ func takeover(h *holder, staleAfter time.Duration) time.Time {
 // free returns the free slots of lk, first taking over leases that may be
 // taken over (see takeover) when need slots are wanted and fewer are free.
 func (s *Store) free(o *op, lk *lock, need int, staleAfter time.Duration) int {
-	free := int(lk.slots) - len(lk.holders)
+	free := int(lk.slots) - lk.used()
 	if free >= need || lk.nexp == 0 {
 		return free
 	}
@@ -96,15 +96,15 @@ func (s *Store) free(o *op, lk *lock, need int, staleAfter time.Duration) int {
 			if h.x.expires.After(now) {
 				why = "taken over as stale"
 			}
-			ref, kind, token, acquired := h.ref, h.x.kind, h.token, h.x.acquired
+			ref, kind, token, acquired, weight := h.ref, h.x.kind, h.token, h.x.acquired, h.weight()
 			o.end(lk, h, fmt.Errorf("%w: %s", store.ErrLeaseLost, why))
-			o.emit(store.Event{Type: store.EventExpired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.waits()), Ref: o.refText(ref), Kind: kind, Token: token, Held: since(now, acquired)})
+			o.emit(store.Event{Type: store.EventExpired, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
+				Waiting: len(lk.waits()), Ref: o.refText(ref), Kind: kind, Token: token, Weight: weight, Held: since(now, acquired)})
 			continue
 		}
 		i++
 	}
-	return int(lk.slots) - len(lk.holders)
+	return int(lk.slots) - lk.used()
 }
 
 // setExpiry dates h as taken or kept now with ttl and hold.

@@ -31,6 +31,8 @@ type lock struct {
 	slots   int32
 	nexp    int32 // holders with an expiry
 	multi   int32 // queued waiters that wait for other locks too
+	heavy   int32 // the slots holders take beyond one each: the sum of their w1
+	qheavy  int32 // queued waiters that ask a weight other than 1
 	defined bool  // defined by name; else a member of the family familyOf finds
 	gone    bool  // forgotten: whoever finds it looks the name up again
 	timed   bool  // has a timer in the store's timers
@@ -54,6 +56,7 @@ type holder struct {
 	token int64
 	count int32 // re-entrant holds
 	idx   int32 // index in lk.holders; -1 once ended
+	w1    int32 // the hold's weight minus one (0 for most holds): see lock.heavy
 	x     *holderExt
 }
 
@@ -95,6 +98,18 @@ func (h *holder) kind() string {
 		return ""
 	}
 	return h.x.kind
+}
+
+// used returns the slots lk's holders take, each with its weight.
+func (lk *lock) used() int { return len(lk.holders) + int(lk.heavy) }
+
+// weight returns the slots h takes.
+func (h *holder) weight() int { return int(h.w1) + 1 }
+
+// setWeight makes h, a new holder of lk, take w slots.
+func (lk *lock) setWeight(h *holder, w int) {
+	h.w1 = int32(w - 1)
+	lk.heavy += h.w1
 }
 
 // nextToken returns a new fencing token of lk. Tokens grow per lock: each
@@ -162,6 +177,8 @@ func (lk *lock) remove(h *holder) {
 	lk.holders[last] = h
 	lk.holders = lk.holders[:last]
 	h.idx = -1
+	lk.heavy -= h.w1
+	h.w1 = 0
 	if lk.indexed {
 		lk.unindex(h, false)
 	}

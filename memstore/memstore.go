@@ -283,7 +283,7 @@ func (s *Store) Close() error {
 			clear(lk.queue.ws)
 			lk.queue.ws = lk.queue.ws[:0]
 		}
-		lk.multi = 0
+		lk.multi, lk.qheavy = 0, 0
 		if lk.indexed {
 			lk.unindex(nil, true) // let the lock go with the store
 		}

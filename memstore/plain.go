@@ -90,7 +90,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 		return s.acquirePlain(ctx, lk.name, wait)
 	}
 	lk.lockMu()
-	if len(lk.waits()) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() && lk.plainOK() {
+	if len(lk.waits()) == 0 && int(lk.slots) > lk.used() && !lk.gone && !s.closed.Load() && lk.plainOK() {
 		h := lk.newPlainHolder()
 		lk.mu.Unlock() // held: no thaw
 		return lk, h.token, nil
@@ -122,7 +122,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 		o.done()
 		return nil, 0, plain.ErrNotPlain
 	}
-	if len(lk.waits()) < s.free(o, lk, len(lk.waits())+1, 0) {
+	if n := lk.ahead(len(lk.waits())) + 1; n <= s.free(o, lk, n, 0) {
 		h := lk.newPlainHolder()
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			h.ext().acquired = stamp
@@ -131,7 +131,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 		return lk, h.token, nil
 	}
 	if !wait {
-		err := s.refuse(o, lk)
+		err := s.refuse(o, lk, 1)
 		s.forget(lk)
 		o.done()
 		return nil, 0, err

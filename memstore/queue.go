@@ -22,12 +22,41 @@ type waiter struct {
 	h     *holder       // the grant's record of locks[0]
 	grant store.Grant   // the grant, for a waiter with a req
 	done  bool          // granted
+	heavy bool          // req asks a weight other than 1 of some lock
 	err   error         // set, with ready signalled, when the store closed
 }
 
 var waiters = sync.Pool{New: func() any { return &waiter{ready: make(chan struct{}, 1)} }}
 
 func (w *waiter) signal() { w.ready <- struct{}{} }
+
+// weight returns the weight w asks of lk (WeightAll: every slot).
+func (w *waiter) weight(lk *lock) int {
+	if !w.heavy {
+		return 1
+	}
+	for i, l := range w.locks {
+		if l == lk {
+			return w.req.WeightOf(i)
+		}
+	}
+	return 1
+}
+
+// need returns the slots w asks of lk.
+func (w *waiter) need(lk *lock) int { return store.Need(w.weight(lk), int(lk.slots)) }
+
+// ahead returns the slots the first i waiters of lk's queue ask of it.
+func (lk *lock) ahead(i int) int {
+	if lk.qheavy == 0 {
+		return i
+	}
+	n := 0
+	for _, w := range lk.waits()[:i] {
+		n += w.need(lk)
+	}
+	return n
+}
 
 func (w *waiter) staleAfter() time.Duration {
 	if w.req == nil {
@@ -62,15 +91,15 @@ func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 			lk.multi++
 		}
 		if o.ev != nil {
-			o.emit(store.Event{Type: store.EventWaiting, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Kind: w.req.Kind})
+			o.emit(store.Event{Type: store.EventWaiting, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
+				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Kind: w.req.Kind, Weight: w.weight(lk)})
 		}
 	}
 	for _, lk := range w.locks {
 		// A lock whose slots are all held and whose holders cannot be
 		// taken over grants nobody, and needs no timer: the queue was
 		// granted all it could be before w came.
-		if multi || lk.nexp > 0 || int(lk.slots) > len(lk.holders) {
+		if multi || lk.nexp > 0 || int(lk.slots) > lk.used() {
 			s.pump(o, lk)
 		}
 	}
@@ -81,6 +110,13 @@ func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 	} else {
 		select {
 		case <-w.ready:
+			if w.err == nil && ctx.Err() != nil {
+				// Granted as ctx ended: the caller was cancelled first
+				// (it cannot tell), so the grant goes back to the queue,
+				// as x/sync's semaphore does (golang/go#63615).
+				w.signal()
+				return s.cancelWait(ctx, w)
+			}
 		case <-ctx.Done():
 			return s.cancelWait(ctx, w)
 		}
@@ -151,6 +187,9 @@ func (lk *lock) dequeue(w *waiter) {
 	if len(w.locks) > 1 {
 		lk.multi--
 	}
+	if w.heavy {
+		lk.qheavy--
+	}
 	q := lk.waits()
 	if len(q) > 0 && q[0] == w {
 		// The head, as grants take it: drop it without moving the rest.
@@ -176,6 +215,9 @@ func (lk *lock) dequeue(w *waiter) {
 
 // enqueue puts w at the end of lk's queue.
 func (lk *lock) enqueue(w *waiter) {
+	if w.heavy {
+		lk.qheavy++
+	}
 	q := lk.queue
 	if q == nil {
 		q = &waitQueue{}
@@ -216,8 +258,9 @@ func (lk *lock) position(w *waiter) int {
 }
 
 // pump grants waiters of lk (and of locks their grants touch) in FIFO
-// order: a waiter is granted a lock when it holds it already or fewer
-// waiters are ahead of it than slots are free, and it is granted only when
+// order: a waiter is granted a lock when it holds it already or the slots
+// it asks and those the waiters ahead of it ask are free (so a heavy head
+// blocks lighter waiters behind it), and it is granted only when
 // that holds for every lock it waits for. A waiter for several locks is
 // only ever queued on locks that global operations change, so pump takes
 // the other locks' mutexes only when global.
@@ -228,7 +271,7 @@ func (s *Store) pump(o *op, first *lock) {
 		// free slots; any other head goes the general way below.
 		for {
 			q := first.waits()
-			if len(q) == 0 || int(first.slots) <= len(first.holders) {
+			if len(q) == 0 || int(first.slots) <= first.used() {
 				return
 			}
 			if q[0].req != nil {
@@ -245,7 +288,7 @@ func (s *Store) pump(o *op, first *lock) {
 		for i := 0; i < len(lk.waits()); {
 			w := lk.waits()[i]
 			// (A plain waiter's ref is new: it holds nothing yet.)
-			if i >= s.free(o, lk, i+1, w.staleAfter()) && (w.req == nil || lk.find(w.ref, 0) == nil) {
+			if n := lk.ahead(i) + w.need(lk); n > s.free(o, lk, n, w.staleAfter()) && (w.req == nil || lk.find(w.ref, 0) == nil) {
 				break
 			}
 			if len(w.locks) > 1 && !s.grantable(o, w, lk) {
@@ -279,8 +322,8 @@ func (s *Store) grantWaiter(o *op, w *waiter) {
 			w.h.ext().acquired = stamp
 		}
 		if o.ev != nil {
-			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Token: w.h.token, Waited: since(w.h.acquired(), w.since)})
+			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
+				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Token: w.h.token, Weight: 1, Waited: since(w.h.acquired(), w.since)})
 		}
 	} else {
 		w.grant = s.grantAll(o, w.req, w.locks, w.since)
@@ -303,7 +346,10 @@ func (s *Store) grantable(o *op, w *waiter, at *lock) bool {
 			continue
 		}
 		p := lk.position(w)
-		if p < 0 || p >= s.free(o, lk, p+1, w.staleAfter()) {
+		if p < 0 {
+			return false
+		}
+		if n := lk.ahead(p) + w.need(lk); n > s.free(o, lk, n, w.staleAfter()) {
 			return false
 		}
 	}

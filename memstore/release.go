@@ -79,11 +79,11 @@ func (s *Store) releaseOne(o *op, lk *lock, ref store.Ref, token int64, reason e
 
 // releaseHolder ends h for reason and says so.
 func (s *Store) releaseHolder(o *op, lk *lock, h *holder, reason error) {
-	ref, kind, token, acquired := h.ref, h.kind(), h.token, h.acquired()
+	ref, kind, token, acquired, weight := h.ref, h.kind(), h.token, h.acquired(), h.weight()
 	o.end(lk, h, reason)
 	if o.ev != nil {
-		o.emit(store.Event{Type: store.EventReleased, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders),
-			Waiting: len(lk.waits()), Ref: ref.String(), Kind: kind, Token: token, Held: since(o.clock(), acquired)})
+		o.emit(store.Event{Type: store.EventReleased, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
+			Waiting: len(lk.waits()), Ref: ref.String(), Kind: kind, Token: token, Weight: weight, Held: since(o.clock(), acquired)})
 	}
 }
 

@@ -49,6 +49,11 @@ var (
 	// ErrInvalidLocks: an all-or-nothing request with no locks or the same
 	// lock twice.
 	ErrInvalidLocks = errors.New("sleeplock: invalid lock list")
+	// ErrInvalidWeight: a weight that is not between 1 and MaxSlots.
+	ErrInvalidWeight = errors.New("sleeplock: invalid weight")
+	// ErrTooHeavy: a weight larger than the lock's slots, which could
+	// never be granted. The error is a *WeightError.
+	ErrTooHeavy = errors.New("sleeplock: weight larger than the lock's slots")
 	// ErrInvalidRef: a holder ref or kind that is too long or has control
 	// characters.
 	ErrInvalidRef = errors.New("sleeplock: invalid ref")
@@ -150,3 +155,28 @@ func (e *BusyError) Error() string {
 
 // Unwrap returns ErrUnavailable.
 func (e *BusyError) Unwrap() error { return ErrUnavailable }
+
+// WeightError reports a request for more slots than a lock has: refused
+// at once (it could never be granted), or, for a caller waiting in the
+// queue, ended when a Resize left the lock with fewer slots than it asks.
+// It matches ErrTooHeavy.
+type WeightError struct {
+	Lock    string // the lock
+	Weight  int    // the slots asked
+	Slots   int    // the slots the lock has
+	Resized bool   // the caller was waiting and a Resize made the lock too small
+}
+
+func (e *WeightError) Error() string {
+	if e == nil {
+		return ErrTooHeavy.Error()
+	}
+	s := fmt.Sprintf("sleeplock: lock %q has %d slots, fewer than the %d asked", e.Lock, e.Slots, e.Weight)
+	if e.Resized {
+		s += " (resized while waiting)"
+	}
+	return s
+}
+
+// Unwrap returns ErrTooHeavy.
+func (e *WeightError) Unwrap() error { return ErrTooHeavy }

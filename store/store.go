@@ -35,10 +35,15 @@ type Store interface {
 	// family's live members) without dropping holders; waiters are granted
 	// slots that became free. ErrNotFound when nothing has that name.
 	Resize(ctx context.Context, name string, slots int, ev Emitter) error
-	// Acquire grants one slot of each lock in req, all or nothing, or
-	// refuses with a *BusyError (req.Wait false), or waits in FIFO order
-	// until it can grant or ctx ends (req.Wait true). A ref that holds a
-	// lock already is given its hold back at once (re-entrancy).
+	// Acquire grants each lock in req, all or nothing, with the request's
+	// weight of that lock's slots (see AcquireRequest.Weight), or refuses
+	// with a *BusyError (req.Wait false), or waits in FIFO order until it
+	// can grant or ctx ends (req.Wait true). A waiter blocks those behind
+	// it until it is granted, whatever its weight: nobody is granted past
+	// it. A weight larger than a lock's slots is refused at once with a
+	// *WeightError, and so is a waiter left too heavy by a Resize. A ref
+	// that holds a lock already is given its hold back at once
+	// (re-entrancy), at the weight it holds, whatever the request's.
 	Acquire(ctx context.Context, req AcquireRequest) (Grant, error)
 	// Release frees h's slots that h's ref (and token, where h has one)
 	// still holds, and grants them to waiters. ErrNotHeld when it freed
@@ -124,7 +129,62 @@ type AcquireRequest struct {
 	// first lock Ref holds, with that hold's kind and ref. When Ref holds
 	// them all it re-enters; when it holds none it acquires as usual.
 	ReenterAll bool
-	Events     Emitter
+	// Weight is how many of a lock's slots the request takes, as one hold
+	// (one token, one release): 0 or 1 take one, WeightAll every slot the
+	// lock has when it is granted. Weights, when not nil, gives the weight
+	// of each lock in Names' order instead (AcquireAll).
+	Weight  int
+	Weights []int
+	Events  Emitter
+}
+
+// WeightAll is the weight of an exclusive hold: every slot of the lock, as
+// many as it has when the hold is granted.
+const WeightAll = -1
+
+// WeightOf returns the weight asked of the i-th lock of Names: 1 for 0,
+// WeightAll for an exclusive hold.
+func (r *AcquireRequest) WeightOf(i int) int {
+	if r == nil {
+		return 1
+	}
+	w := r.Weight
+	if r.Weights != nil && i >= 0 && i < len(r.Weights) {
+		w = r.Weights[i]
+	}
+	if w == 0 {
+		return 1
+	}
+	return w
+}
+
+// Weighted reports whether any lock of r is asked with a weight other
+// than 1.
+func (r *AcquireRequest) Weighted() bool {
+	if r == nil {
+		return false
+	}
+	if r.Weight != 0 && r.Weight != 1 {
+		return true
+	}
+	for _, w := range r.Weights {
+		if w != 0 && w != 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// Need returns the slots a weight takes of a lock with slots slots:
+// slots for WeightAll, 1 for 0, else weight.
+func Need(weight, slots int) int {
+	switch weight {
+	case WeightAll:
+		return slots
+	case 0:
+		return 1
+	}
+	return weight
 }
 
 // Definition is one lock (or family, a name ending in "/*") to define.
@@ -157,6 +217,7 @@ type Grant struct {
 	Acquired  time.Time // store's clock; zero when the store did not read its clock
 	Expires   time.Time // store's clock; zero: never
 	Reentered bool      // every lock was held by Ref already
+	Weight    int       // the slots the hold of the first lock takes (1 unless weighted)
 }
 
 // Handle returns the handle that names g's hold.
@@ -206,8 +267,9 @@ type State struct {
 	Name    string
 	Slots   int
 	Family  bool // Name is a family pattern
-	Running int  // live holders: not past their expiry
-	Expired int  // holders past their expiry that nobody has taken over yet
+	Running int  // slots of live holders (not past their expiry), each holder counted with its weight
+	Expired int  // slots of holders past their expiry that nobody has taken over yet
+	Leases  int  // holders, live and expired, each counted once whatever its weight
 	Waiting int
 	Holders []Holder // with detail, oldest first: live and expired ones (see Holder.Expires)
 	Queue   []Waiter // with detail, in queue order
@@ -220,6 +282,7 @@ type Holder struct {
 	Kind     string
 	Token    int64
 	Count    int       // re-entrant holds (1 unless counted)
+	Weight   int       // the slots the hold takes (1 unless weighted)
 	Acquired time.Time // zero when not recorded
 	Renewed  time.Time
 	Expires  time.Time // zero: never
@@ -234,6 +297,9 @@ type Waiter struct {
 	Kind  string
 	Since time.Time // zero when not recorded
 	Locks []string  // every lock it waits for (more than one for AcquireAll)
+	// Weight is the slots it asks of this lock: 1 unless weighted,
+	// WeightAll for an exclusive hold.
+	Weight int
 }
 
 // Emitter receives the events of a store's changes. Emit must not block;
@@ -273,11 +339,12 @@ type Event struct {
 	Type    EventType
 	Lock    string // metadata: name
 	Slots   int    // metadata: slots
-	Running int    // state after the change: every holder, expired ones not yet taken over too
+	Running int    // state after the change: slots of every holder, expired ones not yet taken over too
 	Waiting int    // state after the change
 	Ref     string
 	Kind    string
 	Token   int64
+	Weight  int           // acquired, released, waiting, refused, expired, lost: the slots asked or held (WeightAll: exclusive)
 	Waited  time.Duration // acquired: time spent in the queue
 	Held    time.Duration // released, expired, lost: time the slot was held
 	Holder  string        // refused: the kind of what holds the lock

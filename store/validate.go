@@ -52,6 +52,15 @@ func CheckSlots(slots int) error {
 	return nil
 }
 
+// CheckWeight validates a weight: 1 to MaxSlots, or WeightAll (0 is taken
+// as 1 by AcquireRequest.WeightOf, but a caller's Weight(0) is refused).
+func CheckWeight(weight int) error {
+	if weight == WeightAll || (weight >= 1 && weight <= MaxSlots) {
+		return nil
+	}
+	return Invalid(ErrInvalidWeight, strconv.Itoa(weight), "a weight must be a positive integer no larger than 1000000")
+}
+
 // CheckRef validates a caller-given holder ref or kind (what says which).
 func CheckRef(what, s string) error {
 	if s == "" {

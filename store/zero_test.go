@@ -18,7 +18,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
 			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
 			"NotResizable": store.NotResizable, "NewRef": store.NewRef, "RefOf": store.RefOf,
-			"NewRefRange": store.NewRefRange,
+			"NewRefRange": store.NewRefRange, "Need": store.Need, "CheckWeight": store.CheckWeight,
 		},
 		Receivers: []func() any{
 			func() any { return (*store.AcquireRequest)(nil) },
@@ -27,6 +27,8 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &store.BusyError{} },
 			func() any { return (*store.ConflictError)(nil) },
 			func() any { return &store.ConflictError{} },
+			func() any { return (*store.WeightError)(nil) },
+			func() any { return &store.WeightError{} },
 			func() any { return (*store.InvalidError)(nil) },
 			func() any { return &store.InvalidError{} },
 			func() any { return (*store.Grant)(nil) },

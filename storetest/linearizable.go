@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,8 +18,9 @@ import (
 
 // linOp is one operation of a history checked for linearizability.
 type linOp struct {
-	kind string // "try", "release", "state"
-	ref  string
+	kind   string // "try", "release", "state"
+	ref    string
+	weight int // try: the slots asked (0: one)
 }
 
 type linOut struct {
@@ -27,7 +29,8 @@ type linOut struct {
 }
 
 // slotsModel is the sequential specification of a lock with n slots under
-// try, release and state: the state is the sorted set of holder refs.
+// try (with a weight), release and state: the state is the sorted set of
+// holders, each "ref:weight".
 func slotsModel(n int) porcupine.Model {
 	return porcupine.Model{
 		Init: func() any { return "" },
@@ -37,16 +40,26 @@ func slotsModel(n int) porcupine.Model {
 				held = strings.Split(s, ",")
 			}
 			op, res := in.(linOp), out.(linOut)
-			i := slices.Index(held, op.ref)
+			used := 0
+			i := -1
+			for j, h := range held {
+				ref, w, _ := strings.Cut(h, ":")
+				k, _ := strconv.Atoi(w)
+				used += k
+				if ref == op.ref {
+					i = j
+				}
+			}
 			switch op.kind {
 			case "try":
+				w := max(op.weight, 1)
 				if !res.ok {
-					return i < 0 && len(held) >= n, st
+					return i < 0 && used+w > n, st
 				}
-				if i >= 0 || len(held) >= n {
+				if i >= 0 || used+w > n {
 					return false, st
 				}
-				held = append(held, op.ref)
+				held = append(held, op.ref+":"+strconv.Itoa(w))
 				slices.Sort(held)
 				return true, strings.Join(held, ",")
 			case "release":
@@ -58,18 +71,30 @@ func slotsModel(n int) porcupine.Model {
 				}
 				return true, strings.Join(slices.Delete(held, i, i+1), ",")
 			default:
-				return res.running == len(held), st
+				return res.running == used, st
 			}
 		},
 		DescribeOperation: func(in, out any) string {
-			return fmt.Sprintf("%s(%s) -> %+v", in.(linOp).kind, in.(linOp).ref, out.(linOut))
+			return fmt.Sprintf("%s(%s, %d) -> %+v", in.(linOp).kind, in.(linOp).ref, in.(linOp).weight, out.(linOut))
 		},
 	}
 }
 
 var _ = add("Linearizable/TryReleaseState", func(t *testing.T, e *env) {
+	linearizable(t, e, 2, 1)
+})
+
+// With weights 1 to 3 of 4 slots: a try takes its weight or nothing, and
+// State's Running is the slots in use.
+var _ = add("Linearizable/WeightedTryReleaseState", func(t *testing.T, e *env) {
+	linearizable(t, e, 4, 3)
+})
+
+// linearizable checks a history of tries (weights 1 to maxWeight),
+// releases and states of a lock of slots against slotsModel.
+func linearizable(t *testing.T, e *env, slots, maxWeight int) {
 	l, _ := e.locks(t)
-	const slots, clients, ops = 2, 4, 40
+	const clients, ops = 4, 40
 	define(t, l, "lin", slots)
 	start := time.Now()
 	var mu sync.Mutex
@@ -91,13 +116,14 @@ var _ = add("Linearizable/TryReleaseState", func(t *testing.T, e *env) {
 				switch r := rng.IntN(10); {
 				case r < 4:
 					ref := fmt.Sprintf("c%d-%d", c, i)
+					w := 1 + rng.IntN(maxWeight)
 					call := time.Since(start)
-					lease, err := l.TryAcquire(ctx(t), "lin", sleeplock.WithRef(ref))
+					lease, err := l.TryAcquire(ctx(t), "lin", sleeplock.WithRef(ref), sleeplock.Weight(w))
 					if err != nil && !errors.Is(err, sleeplock.ErrUnavailable) {
 						t.Error(err)
 						return
 					}
-					record(c, linOp{"try", ref}, call, linOut{ok: err == nil})
+					record(c, linOp{"try", ref, w}, call, linOut{ok: err == nil})
 					if err == nil {
 						mine = append(mine, lease)
 					}
@@ -113,7 +139,7 @@ var _ = add("Linearizable/TryReleaseState", func(t *testing.T, e *env) {
 						t.Error(err)
 						return
 					}
-					record(c, linOp{"release", lease.Ref()}, call, linOut{ok: err == nil})
+					record(c, linOp{kind: "release", ref: lease.Ref()}, call, linOut{ok: err == nil})
 				default:
 					call := time.Since(start)
 					st, err := l.State(ctx(t), "lin")
@@ -121,13 +147,13 @@ var _ = add("Linearizable/TryReleaseState", func(t *testing.T, e *env) {
 						t.Error(err)
 						return
 					}
-					record(c, linOp{"state", ""}, call, linOut{running: st.Running})
+					record(c, linOp{kind: "state"}, call, linOut{running: st.Running})
 				}
 			}
 			for _, lease := range mine {
 				call := time.Since(start)
 				err := lease.Release(ctx(t))
-				record(c, linOp{"release", lease.Ref()}, call, linOut{ok: err == nil})
+				record(c, linOp{kind: "release", ref: lease.Ref()}, call, linOut{ok: err == nil})
 			}
 		}()
 	}
@@ -137,4 +163,4 @@ var _ = add("Linearizable/TryReleaseState", func(t *testing.T, e *env) {
 		t.Fatalf("the history of %d operations is not linearizable (%s)", len(history), res)
 	}
 	wantState(t, l, "lin", 0, 0)
-})
+}
