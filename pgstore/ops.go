@@ -172,6 +172,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	if err := s.check(ctx); err != nil {
 		return store.Grant{}, err
 	}
+	if req.Weighted() {
+		return store.Grant{}, fmt.Errorf("%w: weights (issue 21) on the PostgreSQL store", store.ErrUnsupported)
+	}
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
@@ -782,13 +785,14 @@ func (s *Store) states(ctx context.Context, names any, detail bool) ([]store.Sta
 			return err
 		}
 		st.Slots, st.Running, st.Waiting, st.Now = int(slots), int(running), int(waiting), fromMicros(now)
+		st.Leases = st.Running // every hold takes one slot here (weights: issue 21)
 		if holders != "" {
 			var hs []jsonHolder
 			if err := json.Unmarshal([]byte(holders), &hs); err != nil {
 				return err
 			}
 			for _, h := range hs {
-				st.Holders = append(st.Holders, store.Holder{Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count,
+				st.Holders = append(st.Holders, store.Holder{Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: 1,
 					Acquired: fromMicros(h.Acquired), Renewed: fromMicros(h.Renewed), Expires: fromMicros(h.Expires)})
 			}
 		}
@@ -798,7 +802,7 @@ func (s *Store) states(ctx context.Context, names any, detail bool) ([]store.Sta
 				return err
 			}
 			for _, w := range ws {
-				st.Queue = append(st.Queue, store.Waiter{Ref: w.Ref, Kind: w.Kind, Since: fromMicros(w.Since), Locks: w.Locks})
+				st.Queue = append(st.Queue, store.Waiter{Ref: w.Ref, Kind: w.Kind, Since: fromMicros(w.Since), Locks: w.Locks, Weight: 1})
 			}
 		}
 		out = append(out, st)

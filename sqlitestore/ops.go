@@ -112,6 +112,9 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 
 // Acquire implements store.Store.
 func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
+	if req.Weighted() {
+		return store.Grant{}, fmt.Errorf("%w: weights (issue 21) on the SQLite store", store.ErrUnsupported)
+	}
 	var g store.Grant
 	var ticket int64
 	err := s.do(ctx, func(t *txn) error {
@@ -642,7 +645,7 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 	if err != nil {
 		return store.State{}, err
 	}
-	st := store.State{Name: name, Slots: l.slots, Waiting: len(l.queue), Now: fromMicros(t.now)}
+	st := store.State{Name: name, Slots: l.slots, Waiting: len(l.queue), Leases: len(l.holders), Now: fromMicros(t.now)}
 	for i := range l.holders {
 		if t.live(&l.holders[i]) {
 			st.Running++
@@ -654,7 +657,7 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 		return st, nil
 	}
 	for _, h := range l.holders {
-		st.Holders = append(st.Holders, store.Holder{Ref: h.ref, Kind: h.kind, Token: h.token, Count: h.count,
+		st.Holders = append(st.Holders, store.Holder{Ref: h.ref, Kind: h.kind, Token: h.token, Count: h.count, Weight: 1,
 			Acquired: fromMicros(h.acquired), Renewed: fromMicros(h.renewed), Expires: fromMicros(h.expires)})
 	}
 	for _, ticket := range l.queue {
@@ -669,7 +672,7 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 		if !found {
 			continue
 		}
-		w.Since = fromMicros(since)
+		w.Since, w.Weight = fromMicros(since), 1
 		if err := json.Unmarshal([]byte(locks), &w.Locks); err != nil {
 			return store.State{}, &dbError{fmt.Errorf("waiter %d: %w", ticket, err)}
 		}

@@ -94,6 +94,9 @@ var _ = add("Linearizable/WeightedTryReleaseState", func(t *testing.T, e *env) {
 // releases and states of a lock of slots against slotsModel.
 func linearizable(t *testing.T, e *env, slots, maxWeight int) {
 	l, _ := e.locks(t)
+	if maxWeight > 1 {
+		needWeights(t, l)
+	}
 	const clients, ops = 4, 40
 	define(t, l, "lin", slots)
 	start := time.Now()

@@ -20,6 +20,7 @@ import (
 // slots in use never exceed n.
 var _ = add("Semaphore/Weighted", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	needWeights(t, l)
 	const n, loops = 4, 8
 	define(t, l, "sem", n)
 	var inUse atomic.Int64
@@ -185,6 +186,7 @@ var _ = add("Semaphore/WeightedAcquire", func(t *testing.T, e *env) {
 // and the small ones then go through.
 var _ = add("Semaphore/WeightedDoesntBlockIfTooBig", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	needWeights(t, l)
 	const n = 2
 	define(t, l, "sem", n)
 	_, err := l.Acquire(ctx(t), "sem", sleeplock.Weight(n+1))
@@ -211,6 +213,7 @@ var _ = add("Semaphore/WeightedDoesntBlockIfTooBig", func(t *testing.T, e *env) 
 // be granted (the test's own timeout is the bound, as in x/sync).
 var _ = add("Semaphore/LargeAcquireDoesntStarve", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	needWeights(t, l)
 	const n = 3
 	define(t, l, "sem", n)
 	var stop atomic.Bool
@@ -248,6 +251,7 @@ var _ = add("Semaphore/LargeAcquireDoesntStarve", func(t *testing.T, e *env) {
 // big one is cancelled.
 var _ = add("Semaphore/AllocCancelDoesntStarve", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	needWeights(t, l)
 	define(t, l, "sem", 10)
 	one, err := l.Acquire(ctx(t), "sem", sleeplock.Weight(1))
 	must(t, err)
@@ -275,6 +279,7 @@ var _ = add("Semaphore/AllocCancelDoesntStarve", func(t *testing.T, e *env) {
 // not wait.
 var _ = add("Semaphore/WeightedAcquireCanceled", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	needWeights(t, l)
 	define(t, l, "sem", 2)
 	one, err := l.Acquire(ctx(t), "sem", sleeplock.Weight(1))
 	must(t, err)
