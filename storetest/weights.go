@@ -348,7 +348,7 @@ var _ = add("Weight/Events", func(t *testing.T, e *env) {
 	must(t, err)
 	busy(t, tryErr(l.TryAcquire(ctx(t), "w", sleeplock.Weight(2))))
 	must(t, a.Release(ctx(t)))
-	evs := rec.waitN(t, 7) // the probe's three; created, acquired, refused, released
+	evs := rec.waitN(t, 7)                  // the probe's three; created, acquired, refused, released
 	want := map[sleeplock.EventType][2]int{ // weight, running
 		sleeplock.EventAcquired: {3, 3},
 		sleeplock.EventRefused:  {2, 3},
