@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -71,7 +72,7 @@ func (t *txn) define(name string, slots int, ev store.Emitter) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		e.Running, e.Waiting = len(l.holders), len(l.queue)
+		e.Running, e.Waiting = l.used(), len(l.queue)
 	}
 	return true, t.emit(ev, e)
 }
@@ -104,7 +105,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 			if err != nil {
 				return err
 			}
-			e.Running, e.Waiting = len(l.holders), len(l.queue)
+			e.Running, e.Waiting = l.used(), len(l.queue)
 		}
 		return t.emit(ev, e)
 	})
@@ -112,9 +113,6 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 
 // Acquire implements store.Store.
 func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
-	if req.Weighted() {
-		return store.Grant{}, fmt.Errorf("%w: weights (issue 21) on the SQLite store", store.ErrUnsupported)
-	}
 	var g store.Grant
 	var ticket int64
 	err := s.do(ctx, func(t *txn) error {
@@ -128,19 +126,25 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 				return err
 			}
 		}
+		for i, l := range locks {
+			if need := store.Need(req.WeightOf(i), l.slots); need > l.slots && l.find(ref, 0) < 0 {
+				return &store.WeightError{Lock: l.name, Weight: need, Slots: l.slots}
+			}
+		}
 		ok := true
-		for _, l := range locks {
+		for i, l := range locks {
 			if l.find(ref, 0) >= 0 {
 				continue
 			}
-			free, err := t.free(l, len(l.queue)+1, req.StaleAfter, req.Events)
+			n := l.ahead(len(l.queue)) + store.Need(req.WeightOf(i), l.slots)
+			free, err := t.free(l, n, req.StaleAfter, req.Events)
 			if err != nil {
 				return err
 			}
-			if len(l.queue) >= free {
+			if n > free {
 				ok = false
 				if !req.Wait {
-					return t.refuse(l, req.Events)
+					return t.refuse(l, req.WeightOf(i), req.Events)
 				}
 			}
 		}
@@ -174,7 +178,7 @@ func (t *txn) partly(ref string, locks []*lk, ev store.Emitter) error {
 	}
 	h := &first.holders[first.find(ref, 0)]
 	e := &store.BusyError{Lock: first.name, Kind: h.kind, Ref: h.ref, Expires: fromMicros(h.expires)}
-	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: first.name, Slots: first.slots, Running: len(first.holders),
+	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: first.name, Slots: first.slots, Running: first.used(),
 		Waiting: len(first.queue), Holder: e.Kind}); err != nil {
 		return err
 	}
@@ -204,13 +208,20 @@ func (t *txn) enqueue(req *store.AcquireRequest, locks []*lk) (int64, error) {
 		return 0, err
 	}
 	t.changed, t.s.queued = true, true
-	for _, l := range locks {
-		if err := t.exec("INSERT INTO queue (lock, ticket) VALUES (?, ?)", l.name, ticket); err != nil {
+	for i, l := range locks {
+		w := req.WeightOf(i)
+		if err := t.exec("INSERT INTO queue (lock, ticket, weight) VALUES (?, ?, ?)", l.name, ticket, w); err != nil {
 			return 0, err
 		}
 		l.queue = append(l.queue, ticket)
+		if w != 1 {
+			if l.asked == nil {
+				l.asked = map[int64]int{}
+			}
+			l.asked[ticket] = w
+		}
 		if err := t.emit(req.Events, store.Event{Type: store.EventWaiting, Lock: l.name, Slots: l.slots,
-			Running: len(l.holders), Waiting: len(l.queue), Ref: req.Ref.String(), Kind: req.Kind}); err != nil {
+			Running: l.used(), Waiting: len(l.queue), Ref: req.Ref.String(), Kind: req.Kind, Weight: w}); err != nil {
 			return 0, err
 		}
 	}
@@ -274,23 +285,30 @@ func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*tx
 		}
 		r.wake = alive + wttl/3
 		ref := req.Ref.String()
+		for i, l := range locks {
+			if w := req.WeightOf(i); w != store.WeightAll && w > l.slots && l.find(ref, 0) < 0 {
+				// A Resize left the lock too small for this waiter.
+				if err := t.dropWaiter(*ticket); err != nil {
+					return err
+				}
+				return &store.WeightError{Lock: l.name, Weight: w, Slots: l.slots, Resized: true}
+			}
+		}
 		ok := true
-		for _, l := range locks {
+		for i, l := range locks {
 			if l.find(ref, 0) >= 0 {
 				continue
 			}
-			p := -1
-			for i, x := range l.queue {
-				if x == *ticket {
-					p = i
-					break
-				}
+			p := slices.Index(l.queue, *ticket)
+			n := store.Need(req.WeightOf(i), l.slots)
+			if p >= 0 {
+				n += l.ahead(p)
 			}
-			free, err := t.free(l, p+1, req.StaleAfter, req.Events)
+			free, err := t.free(l, n, req.StaleAfter, req.Events)
 			if err != nil {
 				return err
 			}
-			if p < 0 || p >= free {
+			if p < 0 || n > free {
 				ok = false
 				if at := t.wakeAt(l, req.StaleAfter); at > 0 && at < r.wake {
 					r.wake = at
@@ -346,6 +364,13 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 			}
 		}
 		if r.granted {
+			if ctx.Err() != nil {
+				// Granted as ctx ended: the caller was cancelled first
+				// (it cannot tell), so the grant goes back to the queue.
+				h := r.g.Handle()
+				_ = s.Release(context.WithoutCancel(ctx), h, req.Events)
+				return store.Grant{}, ctx.Err()
+			}
 			return r.g, nil
 		}
 		if err != nil {
@@ -648,16 +673,16 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 	st := store.State{Name: name, Slots: l.slots, Waiting: len(l.queue), Leases: len(l.holders), Now: fromMicros(t.now)}
 	for i := range l.holders {
 		if t.live(&l.holders[i]) {
-			st.Running++
+			st.Running += l.holders[i].weight
 		} else {
-			st.Expired++
+			st.Expired += l.holders[i].weight
 		}
 	}
 	if !detail {
 		return st, nil
 	}
 	for _, h := range l.holders {
-		st.Holders = append(st.Holders, store.Holder{Ref: h.ref, Kind: h.kind, Token: h.token, Count: h.count, Weight: 1,
+		st.Holders = append(st.Holders, store.Holder{Ref: h.ref, Kind: h.kind, Token: h.token, Count: h.count, Weight: h.weight,
 			Acquired: fromMicros(h.acquired), Renewed: fromMicros(h.renewed), Expires: fromMicros(h.expires)})
 	}
 	for _, ticket := range l.queue {
@@ -672,7 +697,7 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 		if !found {
 			continue
 		}
-		w.Since, w.Weight = fromMicros(since), 1
+		w.Since, w.Weight = fromMicros(since), l.asks(ticket)
 		if err := json.Unmarshal([]byte(locks), &w.Locks); err != nil {
 			return store.State{}, &dbError{fmt.Errorf("waiter %d: %w", ticket, err)}
 		}

@@ -54,6 +54,7 @@ type hrow struct {
 	ref, kind                             string
 	token                                 int64
 	count                                 int
+	weight                                int
 	acquired, renewed, expires, ttl, hold int64
 	pid                                   int
 	pstart                                int64
@@ -67,6 +68,37 @@ type lk struct {
 	slots   int
 	holders []hrow
 	queue   []int64
+	asked   map[int64]int // the weights of queue's waiters that ask other than 1
+}
+
+// used returns the slots l's holders take.
+func (l *lk) used() int {
+	n := 0
+	for i := range l.holders {
+		n += l.holders[i].weight
+	}
+	return n
+}
+
+// asks returns the weight the waiter with ticket asks of l (WeightAll:
+// every slot).
+func (l *lk) asks(ticket int64) int {
+	if w, ok := l.asked[ticket]; ok {
+		return w
+	}
+	return 1
+}
+
+// ahead returns the slots the first p waiters of l's queue ask of it.
+func (l *lk) ahead(p int) int {
+	if len(l.asked) == 0 {
+		return p
+	}
+	n := 0
+	for _, ticket := range l.queue[:p] {
+		n += store.Need(l.asks(ticket), l.slots)
+	}
+	return n
 }
 
 // do runs f in a write transaction (BEGIN IMMEDIATE) on the store's
@@ -323,10 +355,10 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 		return nil, err
 	}
 	l := &lk{name: name, slots: slots}
-	err = t.query(`SELECT ref, kind, token, count, acquired, renewed, expires, ttl, hold, pid, pstart, host
+	err = t.query(`SELECT ref, kind, token, count, weight, acquired, renewed, expires, ttl, hold, pid, pstart, host
 		FROM holders WHERE lock = ? ORDER BY token`, []any{name}, func(scan func(...any) error) error {
 		var h hrow
-		if err := scan(&h.ref, &h.kind, &h.token, &h.count, &h.acquired, &h.renewed, &h.expires, &h.ttl, &h.hold,
+		if err := scan(&h.ref, &h.kind, &h.token, &h.count, &h.weight, &h.acquired, &h.renewed, &h.expires, &h.ttl, &h.hold,
 			&h.pid, &h.pstart, &h.host); err != nil {
 			return err
 		}
@@ -338,15 +370,15 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 	}
 	type qrow struct {
 		ticket, alive, pstart int64
-		pid                   int
+		pid, weight           int
 		host                  sql.NullString
 	}
 	var qs []qrow
-	err = t.query(`SELECT q.ticket, coalesce(w.alive, 0), coalesce(w.pid, 0), coalesce(w.pstart, 0), w.host
+	err = t.query(`SELECT q.ticket, q.weight, coalesce(w.alive, 0), coalesce(w.pid, 0), coalesce(w.pstart, 0), w.host
 		FROM queue q LEFT JOIN waiters w ON w.ticket = q.ticket WHERE q.lock = ? ORDER BY q.ticket`, []any{name},
 		func(scan func(...any) error) error {
 			var q qrow
-			if err := scan(&q.ticket, &q.alive, &q.pid, &q.pstart, &q.host); err != nil {
+			if err := scan(&q.ticket, &q.weight, &q.alive, &q.pid, &q.pstart, &q.host); err != nil {
 				return err
 			}
 			qs = append(qs, q)
@@ -378,6 +410,12 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 			continue
 		}
 		l.queue = append(l.queue, q.ticket)
+		if q.weight != 1 {
+			if l.asked == nil {
+				l.asked = map[int64]int{}
+			}
+			l.asked[q.ticket] = q.weight
+		}
 	}
 	return l, nil
 }
@@ -392,8 +430,8 @@ func (t *txn) drop(l *lk, i int, ev store.Emitter, typ store.EventType, reason e
 	}
 	l.holders = slices.Delete(l.holders, i, i+1)
 	t.changed = true
-	return t.emit(ev, store.Event{Type: typ, Lock: l.name, Slots: l.slots, Running: len(l.holders), Waiting: len(l.queue),
-		Ref: h.ref, Kind: h.kind, Token: h.token, Held: micros(t.now - h.acquired)})
+	return t.emit(ev, store.Event{Type: typ, Lock: l.name, Slots: l.slots, Running: l.used(), Waiting: len(l.queue),
+		Ref: h.ref, Kind: h.kind, Token: h.token, Weight: h.weight, Held: micros(t.now - h.acquired)})
 }
 
 // dropWaiter deletes a waiter and its places in every queue.
@@ -407,6 +445,7 @@ func (t *txn) dropWaiter(ticket int64) error {
 	for _, l := range t.locks {
 		if i := slices.Index(l.queue, ticket); i >= 0 {
 			l.queue = slices.Delete(l.queue, i, i+1)
+			delete(l.asked, ticket)
 		}
 	}
 	t.changed = true
@@ -430,7 +469,7 @@ func (t *txn) live(h *hrow) bool { return h.expires == 0 || h.expires > t.now }
 // free returns the free slots of l, first taking over expired (or, with
 // staleAfter, stale) leases when need slots are wanted and fewer are free.
 func (t *txn) free(l *lk, need int, staleAfter time.Duration, ev store.Emitter) (int, error) {
-	free := l.slots - len(l.holders)
+	free := l.slots - l.used()
 	if free >= need {
 		return free, nil
 	}
@@ -443,7 +482,7 @@ func (t *txn) free(l *lk, need int, staleAfter time.Duration, ev store.Emitter) 
 		}
 		i++
 	}
-	return l.slots - len(l.holders), nil
+	return l.slots - l.used(), nil
 }
 
 // takeable reports whether h may be taken over: past its expiry, or with
@@ -490,16 +529,17 @@ func (t *txn) leaseTimes(ttl, hold time.Duration, acquired int64) (expires, rene
 	return t.now + length.Microseconds(), t.now - (ttl - length).Microseconds()
 }
 
-func (t *txn) addHolder(l *lk, req *store.AcquireRequest) (*hrow, error) {
+// addHolder records a hold of weight slots of l for req.
+func (t *txn) addHolder(l *lk, req *store.AcquireRequest, weight int) (*hrow, error) {
 	token, err := t.next("token")
 	if err != nil {
 		return nil, err
 	}
-	h := hrow{ref: req.Ref.String(), kind: req.Kind, token: token, count: 1, acquired: t.now,
+	h := hrow{ref: req.Ref.String(), kind: req.Kind, token: token, count: 1, weight: weight, acquired: t.now,
 		ttl: req.TTL.Microseconds(), hold: req.Hold.Microseconds(), pid: t.s.me.pid, pstart: t.s.me.start, host: t.s.me.host}
 	h.expires, h.renewed = t.leaseTimes(req.TTL, req.Hold, t.now)
-	if err := t.exec(`INSERT INTO holders (lock, ref, kind, token, count, acquired, renewed, expires, ttl, hold, pid, pstart, host)
-		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)`, l.name, h.ref, h.kind, h.token, h.acquired, h.renewed, h.expires,
+	if err := t.exec(`INSERT INTO holders (lock, ref, kind, token, count, weight, acquired, renewed, expires, ttl, hold, pid, pstart, host)
+		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.name, h.ref, h.kind, h.token, h.weight, h.acquired, h.renewed, h.expires,
 		h.ttl, h.hold, h.pid, h.pstart, h.host); err != nil {
 		return nil, err
 	}
@@ -542,7 +582,7 @@ func (t *txn) grantAll(req *store.AcquireRequest, locks []*lk, since int64) (sto
 		} else {
 			g.Reentered = false
 			var err error
-			if h, err = t.addHolder(l, req); err != nil {
+			if h, err = t.addHolder(l, req, store.Need(req.WeightOf(n), l.slots)); err != nil {
 				return g, err
 			}
 			var waited time.Duration
@@ -550,14 +590,14 @@ func (t *txn) grantAll(req *store.AcquireRequest, locks []*lk, since int64) (sto
 				waited = micros(t.now - since)
 			}
 			if err := t.emit(req.Events, store.Event{Type: store.EventAcquired, Lock: l.name, Slots: l.slots,
-				Running: len(l.holders), Waiting: len(l.queue), Ref: ref, Kind: req.Kind, Token: h.token, Waited: waited}); err != nil {
+				Running: l.used(), Waiting: len(l.queue), Ref: ref, Kind: req.Kind, Token: h.token, Weight: h.weight, Waited: waited}); err != nil {
 				return g, err
 			}
 		}
 		lock := store.Lock{Name: l.name, Token: h.token}
 		exp := fromMicros(h.expires)
 		if n == 0 {
-			g.Lock, g.Acquired, g.Expires = lock, fromMicros(h.acquired), exp
+			g.Lock, g.Acquired, g.Expires, g.Weight = lock, fromMicros(h.acquired), exp, h.weight
 		} else {
 			g.More = append(g.More, lock)
 			if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
@@ -568,10 +608,10 @@ func (t *txn) grantAll(req *store.AcquireRequest, locks []*lk, since int64) (sto
 	return g, nil
 }
 
-// refuse returns the refusal of l and emits it.
-func (t *txn) refuse(l *lk, ev store.Emitter) error {
+// refuse returns the refusal of a request of weight for l and emits it.
+func (t *txn) refuse(l *lk, weight int, ev store.Emitter) error {
 	e := &store.BusyError{Lock: l.name}
-	if len(l.holders) < l.slots {
+	if l.used() < l.slots && len(l.queue) > 0 {
 		e.Queued = true
 	} else if len(l.holders) > 0 {
 		h := &l.holders[0]
@@ -583,8 +623,8 @@ func (t *txn) refuse(l *lk, ev store.Emitter) error {
 		}
 		e.Kind, e.Ref, e.Expires = h.kind, h.ref, fromMicros(h.expires)
 	}
-	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: l.name, Slots: l.slots, Running: len(l.holders),
-		Waiting: len(l.queue), Holder: e.Kind}); err != nil {
+	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: l.name, Slots: l.slots, Running: l.used(),
+		Waiting: len(l.queue), Holder: e.Kind, Weight: weight}); err != nil {
 		return err
 	}
 	return e

@@ -28,6 +28,10 @@ type flockCase struct {
 	// held: another holder has the lock while the case runs; with
 	// letGo, it lets go once the case waits for it.
 	held, letGo bool
+	// shared: the holder holds a shared lock (flock --shared; sleeplock
+	// run --shared, on a lock that run --shared defined); else an
+	// exclusive one (a lock of one slot).
+	shared bool
 	code        int    // sleeplock run's exit status
 	flockCode   int    // flock's, when it differs on purpose (0: same as code)
 	out         string // the command's stdout
@@ -43,6 +47,20 @@ var flockCases = []flockCase{
 	// while the holder lets go before the timeout: the command runs (after
 	// the holder let go: "time-check"), status 0. The timeout is longer
 	// here, so that a loaded machine cannot make it run out.
+	// tests/ts/flock/flock "shared": --shared --conflict-exit-code 123
+	// beside a --shared holder gets the lock at once.
+	{name: "flock/shared", held: true, shared: true, args: []string{"--shared", "--conflict-exit-code", "123", lockArg, "echo", "Have shared lock"}, code: 0, out: "Have shared lock\n"},
+	// tests/ts/flock/flock "exclusive": --nonblock --exclusive
+	// --conflict-exit-code 123 beside a --shared holder is refused.
+	{name: "flock/exclusive", held: true, shared: true, args: []string{"--nonblock", "--exclusive", "--conflict-exit-code", "123", lockArg, "echo", "You will never see this!"}, code: 123},
+	// The same with flock's short letters, -s and -x (and -e).
+	{name: "flock.1/s", held: true, shared: true, args: []string{"-s", "-n", lockArg, "echo", "reader"}, code: 0, out: "reader\n"},
+	{name: "flock.1/x", held: true, shared: true, args: []string{"-x", "-n", lockArg, "echo", "never"}, code: 1},
+	{name: "flock.1/e", held: true, shared: true, args: []string{"-e", "-n", lockArg, "echo", "never"}, code: 1},
+	// An exclusive caller waits for the shared holder to let go.
+	{name: "flock.1/x-waits", held: true, shared: true, letGo: true, args: []string{"-x", lockArg, "echo", "writer"}, code: 0, out: "writer\n"},
+	// A shared caller is refused beside an exclusive holder.
+	{name: "flock.1/s-beside-x", held: true, args: []string{"-s", "-n", lockArg, "echo", "never"}, code: 1},
 	{name: "flock/timeout", held: true, letGo: true, args: []string{"--timeout", "600", "--conflict-exit-code", "5", lockArg, "echo", "After timeout."}, code: 0, out: "After timeout.\n"},
 	// tests/ts/flock/unlock "--exclusive --wait 0 FILE true" on a free
 	// lock: 0.
@@ -78,9 +96,10 @@ var flockCases = []flockCase{
 }
 
 // Upstream cases without a counterpart (skipped):
-//   - tests/ts/flock/flock "shared", "exclusive" and the --shared holder of
-//     every case: shared and exclusive modes are the next issue (here the
-//     holder holds the only slot, which is what an exclusive lock does).
+//   - the --shared holder of "non-block" and "timeout": flock's default is
+//     an exclusive lock, sleeplock run's one slot, which beside readers on
+//     a lock that run --shared made is one more reader (-x is flock's
+//     default); those cases run with an exclusive holder instead.
 //   - "no-fork" (-F): sleeplock run must outlive its command to renew and
 //     release the lease; there is no exec-in-place form.
 //   - "fd" and tests/ts/flock/unlock's -u, tests/ts/flock/close's -o:
@@ -126,10 +145,14 @@ func sleeplockCase(t *testing.T, e *runEnv, name string, c flockCase) (int, stri
 		return code, out
 	}
 	l := e.locks(t)
-	if err := l.Define(t.Context(), name, 1); err != nil {
+	slots, mode := 1, sleeplock.Exclusive()
+	if c.shared {
+		slots, mode = sharedSlots, sleeplock.Shared() // as run --shared makes and holds it
+	}
+	if err := l.Define(t.Context(), name, slots); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := l.TryAcquire(t.Context(), name, sleeplock.WithRef("holder"))
+	lease, err := l.TryAcquire(t.Context(), name, sleeplock.WithRef("holder"), mode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +201,11 @@ func flockRun(t *testing.T, flockPath, path string, c flockCase) (int, string) {
 	var child int
 	if c.held {
 		ready := path + ".ready"
-		holder := exec.Command(flockPath, path, os.Args[0], "test-child-wait", ready)
+		mode := "--exclusive"
+		if c.shared {
+			mode = "--shared"
+		}
+		holder := exec.Command(flockPath, mode, path, os.Args[0], "test-child-wait", ready)
 		if err := holder.Start(); err != nil {
 			t.Fatal(err)
 		}

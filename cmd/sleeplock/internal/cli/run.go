@@ -35,7 +35,10 @@ const (
 
 func init() {
 	extraHelp["run"] = `A lock that does not exist is defined with 1 slot (or --slots N), as flock
-creates its file. The command starts at the first argument after NAME that
+creates its file; with --shared (-s) and no --slots, with 1000000 slots, so
+that readers share it as they share flock's shared lock. The command
+holds one slot, --weight K slots, --shared one, --exclusive (-x) every
+slot (flock's default, here a lock of one slot). The command starts at the first argument after NAME that
 is not one of these flags; everything from there on is the command's, "--"
 included ("--" before the command is optional).
 
@@ -74,7 +77,15 @@ type runFlags struct {
 	quiet      bool
 	killOnLoss bool
 	shell      string
+	weight     int
+	shared     bool
+	exclusive  bool
 }
+
+// sharedSlots are the slots of a lock that run --shared defines: readers
+// are as many as come, as with flock's shared lock, and --exclusive takes
+// them all.
+const sharedSlots = 1_000_000
 
 // waitValue is --wait: a duration ("10m", "1.5s") or, as flock -w, a
 // number of seconds ("5", ".007"). set tells an explicit 0 from none.
@@ -120,11 +131,16 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs.BoolVar(&f.quiet, "q", false, "quiet: print nothing while waiting or when refused")
 	fs.BoolVar(&f.killOnLoss, "kill-on-loss", false, "end the command (SIGTERM, SIGKILL 5s later) if the lease is lost")
 	fs.StringVar(&f.shell, "c", "", "run `COMMAND` with $SHELL -c (else /bin/sh), as flock -c")
+	fs.IntVar(&f.weight, "weight", 0, "hold `K` slots of the lock as one lease (default 1); K larger than the lock's slots is an error")
+	fs.BoolVar(&f.shared, "shared", false, "hold one slot, shared with other readers, as flock -s (a new lock gets 1000000 slots)")
+	fs.BoolVar(&f.exclusive, "exclusive", false, "hold every slot of the lock, as flock -x: no other holder runs beside it")
 	// flock's spellings, so that its command lines work as they are.
 	alias(fs, "no-wait", "n", "nonblock", "nb")
 	alias(fs, "wait", "w", "timeout")
 	alias(fs, "conflict-exit-code", "E")
 	alias(fs, "c", "command")
+	alias(fs, "shared", "s")
+	alias(fs, "exclusive", "x", "e")
 
 	name, command, err := parseRunArgs(fs, args, &f)
 	if err != nil {
@@ -140,6 +156,12 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return usagef("--conflict-exit-code %d: an exit status is 0 to 255", f.conflict)
 	case f.ttl <= 0:
 		return usagef("--ttl %v: a TTL must be positive", f.ttl)
+	case set["weight"] && f.weight < 1:
+		return usagef("--weight %d: a weight is at least 1 slot", f.weight)
+	case f.shared && f.exclusive, f.shared && set["weight"], f.exclusive && set["weight"]:
+		return usagef("--weight, --shared and --exclusive exclude each other")
+	case set["slots"] && f.weight > f.slots:
+		return usagef("--weight %d is more than --slots %d", f.weight, f.slots)
 	}
 	if f.wait.set && f.wait.d == 0 {
 		f.noWait = true // as flock -w 0
@@ -167,7 +189,11 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(f.ttl))
 	defer func() { _ = locks.Close() }()
-	if err := defineForRun(ctx, locks, name, f.slots); err != nil {
+	newSlots := f.slots
+	if newSlots == 0 && f.shared {
+		newSlots = -sharedSlots // only when the lock does not exist
+	}
+	if err := defineForRun(ctx, locks, name, newSlots); err != nil {
 		return runFailed(ctx, err)
 	}
 	lease, err := acquireForRun(ctx, locks, name, &f, timeoutCode, sigs, errOut)
@@ -246,15 +272,16 @@ func runFailed(ctx context.Context, err error) error {
 	return &exitError{code: exitFailed, err: err}
 }
 
-// defineForRun defines name with slots (1 when 0) unless it exists; a
-// lock with other slots than --slots is an error.
+// defineForRun defines name with slots (1 when 0, -slots when negative)
+// unless it exists; a lock with other slots than --slots (positive) is an
+// error.
 func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slots int) error {
-	if slots == 0 {
+	if slots <= 0 {
 		_, err := locks.State(ctx, name)
 		if !errors.Is(err, sleeplock.ErrNotFound) {
 			return err // it exists (or a family covers it), or the store failed
 		}
-		slots = 1
+		slots = max(-slots, 1)
 	}
 	err := locks.Define(ctx, name, slots)
 	var conflict *sleeplock.ConflictError
@@ -322,6 +349,14 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 // waiting ends the wait with status 128+signal.
 func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, timeoutCode int, sigs <-chan os.Signal, errOut io.Writer) (sleeplock.Lease, error) {
 	opts := []sleeplock.AcquireOption{sleeplock.WithRef(f.ref), sleeplock.WithKind(f.kind)}
+	switch {
+	case f.exclusive:
+		opts = append(opts, sleeplock.Exclusive())
+	case f.shared:
+		opts = append(opts, sleeplock.Shared())
+	case f.weight > 0:
+		opts = append(opts, sleeplock.Weight(f.weight))
+	}
 	if f.noWait {
 		lease, err := locks.TryAcquire(ctx, name, opts...)
 		if errors.Is(err, sleeplock.ErrUnavailable) {
