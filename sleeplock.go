@@ -554,6 +554,10 @@ func WeightFor(name string, k int) AcquireOption {
 	}
 }
 
+// WeightAll is the weight a queued exclusive caller reports in State's
+// queue (Waiter.Weight): every slot of the lock.
+const WeightAll = store.WeightAll
+
 // Exclusive makes the lease take every slot of the lock (a writer): it
 // waits until no other lease holds the lock, and while it holds nobody
 // else does. As every weighted caller, a waiting writer blocks readers

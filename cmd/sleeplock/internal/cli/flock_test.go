@@ -31,10 +31,10 @@ type flockCase struct {
 	// shared: the holder holds a shared lock (flock --shared; sleeplock
 	// run --shared, on a lock that run --shared defined); else an
 	// exclusive one (a lock of one slot).
-	shared bool
-	code        int    // sleeplock run's exit status
-	flockCode   int    // flock's, when it differs on purpose (0: same as code)
-	out         string // the command's stdout
+	shared    bool
+	code      int    // sleeplock run's exit status
+	flockCode int    // flock's, when it differs on purpose (0: same as code)
+	out       string // the command's stdout
 }
 
 // flockCases are the upstream cases with a counterpart. Those without one

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -120,6 +121,9 @@ func printStates(out io.Writer, states []sleeplock.State) {
 			if h.Kind != "" {
 				s += " (" + h.Kind + ")"
 			}
+			if h.Weight > 1 {
+				s += " weight " + strconv.Itoa(h.Weight)
+			}
 			if !h.Acquired.IsZero() {
 				s += " age " + roundDur(st.Now.Sub(h.Acquired))
 			}
@@ -137,6 +141,12 @@ func printStates(out io.Writer, states []sleeplock.State) {
 			s := fmt.Sprintf("%d. %s", i+1, w.Ref)
 			if w.Kind != "" {
 				s += " (" + w.Kind + ")"
+			}
+			switch {
+			case w.Weight == sleeplock.WeightAll:
+				s += " exclusive"
+			case w.Weight > 1:
+				s += " weight " + strconv.Itoa(w.Weight)
 			}
 			if !w.Since.IsZero() {
 				s += " waited " + roundDur(st.Now.Sub(w.Since))

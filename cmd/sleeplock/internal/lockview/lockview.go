@@ -14,8 +14,9 @@ type Lock struct {
 	Name    string   `json:"name"`
 	Slots   int      `json:"slots"`
 	Family  bool     `json:"family"`
-	Running int      `json:"running"` // live holders
-	Expired int      `json:"expired"` // holders past their expiry that nobody took over yet
+	Running int      `json:"running"` // slots of live holders, each with its weight
+	Expired int      `json:"expired"` // slots of holders past their expiry that nobody took over yet
+	Leases  int      `json:"leases"`  // holders, live and expired, whatever their weight
 	Waiting int      `json:"waiting"`
 	Holders []Holder `json:"holders"`
 	Queue   []Waiter `json:"queue"`
@@ -31,6 +32,7 @@ type Holder struct {
 	Kind     string `json:"kind"`
 	Token    int64  `json:"token"`
 	Count    int    `json:"count"`
+	Weight   int    `json:"weight"` // the slots it holds
 	Acquired string `json:"acquired"`
 	Renewed  string `json:"renewed"`
 	Expires  string `json:"expires"`
@@ -45,18 +47,19 @@ type Waiter struct {
 	Since    string   `json:"since"`
 	WaitedMS *int64   `json:"waited_ms"`
 	Locks    []string `json:"locks"`
+	Weight   int      `json:"weight"` // the slots it asks of this lock; -1: every slot (exclusive)
 }
 
 // Of returns the view of st.
 func Of(st store.State) Lock {
 	v := Lock{
-		Name: st.Name, Slots: st.Slots, Family: st.Family, Running: st.Running, Expired: st.Expired, Waiting: st.Waiting,
+		Name: st.Name, Slots: st.Slots, Family: st.Family, Running: st.Running, Expired: st.Expired, Leases: st.Leases, Waiting: st.Waiting,
 		Holders: make([]Holder, 0, len(st.Holders)), Queue: make([]Waiter, 0, len(st.Queue)),
 		Now: stamp(st.Now),
 	}
 	for _, h := range st.Holders {
 		v.Holders = append(v.Holders, Holder{
-			Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count,
+			Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: h.Weight,
 			Acquired: stamp(h.Acquired), Renewed: stamp(h.Renewed), Expires: stamp(h.Expires),
 			AgeMS: since(st.Now, h.Acquired), LeftMS: since(h.Expires, st.Now),
 		})
@@ -66,7 +69,7 @@ func Of(st store.State) Lock {
 		if locks == nil {
 			locks = []string{}
 		}
-		v.Queue = append(v.Queue, Waiter{Ref: w.Ref, Kind: w.Kind, Since: stamp(w.Since), WaitedMS: since(st.Now, w.Since), Locks: locks})
+		v.Queue = append(v.Queue, Waiter{Ref: w.Ref, Kind: w.Kind, Since: stamp(w.Since), WaitedMS: since(st.Now, w.Since), Locks: locks, Weight: w.Weight})
 	}
 	return v
 }

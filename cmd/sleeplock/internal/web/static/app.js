@@ -71,7 +71,8 @@
     el.classList.toggle("queued", v.waiting > 0);
     let h = '<div class="head"><span class="name">' + esc(v.name) + "</span>" +
       '<span class="nums">' + v.slots + " slot" + (v.slots === 1 ? "" : "s") + (v.family ? " each (family)" : "") +
-      " · " + v.running + " running · " + v.waiting + " waiting</span></div><div class=\"cells\">";
+      " · " + v.running + " running" + (v.leases > 0 && v.leases !== v.running + v.expired ? " (" + v.leases + " holders)" : "") +
+      " · " + v.waiting + " waiting</span></div><div class=\"cells\">";
     let drawn = 0;
     if (v.family) h += '<span class="muted">a family: each member (' + esc(v.name.slice(0, -1)) + '…) is a lock of its own, listed while in use</span>';
     for (const ho of v.holders) {
@@ -80,7 +81,7 @@
       const expired = ho.left_ms != null && ho.left_ms < 0 ? " expired" : "";
       h += '<div class="cell held' + k + expired + '" data-ref="' + esc(ho.ref) + '">' +
         (allowRelease && !v.family ? '<button data-release="' + esc(ho.ref) + '" title="release this holder">release</button>' : "") +
-        '<div class="kind">' + esc(ho.kind || "holder") + "</div>" +
+        '<div class="kind">' + esc(ho.kind || "holder") + (ho.weight > 1 ? " · " + ho.weight + " slots" : "") + "</div>" +
         '<div class="ref" title="' + esc(ho.ref) + '">' + esc(ho.ref) + "</div>" +
         '<div class="t">held <span data-up="' + (ho.age_ms ?? "") + '">' + dur(ho.age_ms) + "</span>" +
         (ho.left_ms == null ? " · no expiry" : ' · left <span data-down="' + ho.left_ms + '">' + dur(ho.left_ms) + "</span>") + "</div></div>";
@@ -94,6 +95,7 @@
       h += '<ol class="queue">';
       for (const w of v.queue) {
         h += '<li><span class="ref">' + esc(w.ref) + "</span>" + (w.kind ? " (" + esc(w.kind) + ")" : "") +
+          (w.weight === -1 ? " · every slot" : w.weight > 1 ? " · " + w.weight + " slots" : "") +
           ' waited <span data-up="' + (w.waited_ms ?? "") + '">' + dur(w.waited_ms) + "</span>" +
           (w.locks.length > 1 ? " · all of " + esc(w.locks.join(", ")) : "") + "</li>";
       }
