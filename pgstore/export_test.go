@@ -1,20 +1,8 @@
 package pgstore
 
 import (
-	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// MigrateTo migrates pool's schema up to version (for tests of upgrades).
-func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int, opts ...Option) error {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return err
-	}
-	return migrate(ctx, pgxConn{pool}, cfg, version)
-}
 
 // Listening reports whether the store's LISTEN connection is up.
 func (s *Store) Listening() bool { return s != nil && s.d.listening.Load() }

@@ -3,7 +3,6 @@ package pgstore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -158,7 +157,7 @@ var (
 
 // queries are the store's statements, with the schema filled in.
 type queries struct {
-	release, undo, keep, held, states, define, resize, guard, version   string
+	release, undo, keep, held, states, define, resize, guard            string
 	acquireOne, releaseOne, releaseOneEv, keepOne, heldOne              string
 	acquireOneEv, acquireSlow, releaseSlow, acquireMany, releaseMany    string
 	advanceHolders, advanceWaiters, undefined, heartbeat, sweep, listen string
@@ -221,7 +220,6 @@ func newQueries(schema string) queries {
 			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
 		spillHeld: "SELECT " + s + ".spill_held($1::text::text[], $2::text::bigint[], $3::text)",
 		isolation: "SELECT current_setting('transaction_isolation')",
-		version:   "SELECT coalesce(max(version), 0)::bigint FROM " + s + ".schema_version",
 		advanceHolders: "WITH h AS (UPDATE " + s + ".holders SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond') " +
 			"UPDATE " + s + ".locks SET acquired = acquired - $1::bigint * interval '1 microsecond', renewed = renewed - $1::bigint * interval '1 microsecond', expires = expires - $1::bigint * interval '1 microsecond', freed = freed - $1::bigint * interval '1 microsecond', " +
 			"xacquired = " + s + ".shift(xacquired, $1::bigint), xrenewed = " + s + ".shift(xrenewed, $1::bigint), " +
@@ -354,16 +352,8 @@ func newStore(ctx context.Context, c conn, pool *pgxpool.Pool, poolCfg *pgx.Conn
 	}
 	s.d.init(s)
 	s.fast.init()
-	var have int64
-	if err := queryOne(ctx, c, s.q.version, nil, &have); err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000") {
-			return nil, &SchemaError{Schema: cfg.schema, Want: SchemaVersion}
-		}
-		return nil, fmt.Errorf("pgstore: checking schema %q: %w", cfg.schema, err)
-	}
-	if int(have) != SchemaVersion {
-		return nil, &SchemaError{Schema: cfg.schema, Have: int(have), Want: SchemaVersion}
+	if err := checkVersion(ctx, c, cfg.schema); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
