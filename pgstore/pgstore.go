@@ -188,7 +188,7 @@ func newQueries(schema string) queries {
 		// The general release, after taking and spilling the locks' rows
 		// (migration 006).
 		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-			s + ".release_all($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
+			s + ".release($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::boolean) b",
 		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			s + ".undo($1::text::text[], $2::text, $3::bigint) b",
 		keep:   "SELECT * FROM " + s + ".keep($1::text::text[], $2::text::bigint[], $3::text, $4::bigint, $5::bigint)",

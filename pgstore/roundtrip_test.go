@@ -144,8 +144,7 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	for _, call := range []string{
 		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0)",
 		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
-		"acquire_slow('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
-		"acquire_slow('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, true)",
+		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0)",
 	} {
 		var ev string
 		must(t, tx.QueryRow(ctx, "SELECT r_ev FROM "+q+"."+call).Scan(&ev))

@@ -2,7 +2,10 @@ package pgstore
 
 import (
 	"bufio"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,5 +45,41 @@ func TestMigrationChecksums(t *testing.T) {
 	}
 	for name := range sums {
 		t.Errorf("migrations.sum lists %s, which is not in migrations/", name)
+	}
+}
+
+// createFunction finds the name of each function a SQL text creates.
+var createFunction = regexp.MustCompile(`(?i)\bCREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(?:\{\{schema\}\}\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+
+// TestEachFunctionDefinedOnce: across every .sql file of the tree, each
+// function is created once (no overloads, no second version of a body),
+// and only in sql/, where Migrate applies it; DDL migrations create none.
+func TestEachFunctionDefinedOnce(t *testing.T) {
+	where := map[string]string{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range createFunction.FindAllStringSubmatch(string(b), -1) {
+			name := m[1]
+			if prev, ok := where[name]; ok {
+				t.Errorf("function %s is created twice: in %s and in %s", name, prev, path)
+			}
+			where[name] = path
+			if filepath.Base(filepath.Dir(path)) != "sql" {
+				t.Errorf("function %s is created in %s: functions belong in pgstore/sql/", name, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(where) == 0 {
+		t.Fatal("no function found")
 	}
 }

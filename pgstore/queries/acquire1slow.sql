@@ -11,6 +11,6 @@
 -- slot arrays of migration 009, so a free slot of a multi-slot lock may be
 -- granted there. The last column says whether the lock's row is fast after
 -- a grant.
-SELECT * FROM {{schema}}.acquire_slow($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, $7::boolean,
+SELECT * FROM {{schema}}.acquire_one($1::text, $2::text, $3::text, $4::bigint, $5::bigint, $6::boolean, $7::boolean,
                                       $8::bigint, $9::bigint, $10::text::text[], $11::bigint, $12::bigint,
-                                      $13::bigint, true)
+                                      $13::bigint)

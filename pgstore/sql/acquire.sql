@@ -1,3 +1,289 @@
+-- acquire_one: a request for one lock without StaleAfter, in every case
+-- (the store sends it when the bare UPDATE of acquire_fast.sql granted
+-- nothing, or first for a lock it last saw slow). Cheapest case first:
+--   1. A lock of several slots whose row is fast (or new): a free slot of
+--      the row's arrays, under the row; a free row in scalar mode is
+--      turned to slot mode first.
+--   2. A caller that will wait behind a slow lock whose waiters are all
+--      their nodes' (unowned = 0), no node stale: queued under the row on
+--      a few reads.
+--   3. A lock with no row: its row is made fast, holding the caller; a
+--      fast free row is granted as acquire_fast.sql grants it.
+--   4. A try of a lock full of unexpired holders, nobody queued: refused
+--      on a plain read of holding (no write, no row lock).
+--   5. Another slot number of a held lock, or queueing: under the row,
+--      spilled to holder rows.
+--   6. Everything else (re-entry, takeover, a grant to a waiter, dead
+--      waiters): acquire(), after reaping.
+-- The rows are acquire()'s, with the event's Seq and r_fast: whether the
+-- lock's row is fast after a grant (the store's hint).
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
+    p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
+    p_node bigint)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_slots  integer := {{schema}}.slots_in(p_pats);
+    v_now    timestamptz;
+    v_exp    timestamptz;
+    v_tok    bigint;
+    v_k      integer;
+    v_run    integer;
+    v_turn   boolean;
+    v_wait   integer;
+    v_found  boolean := false;
+    v_new    boolean := false;
+    v_free   boolean;
+    l        record;
+    q        record;
+    f        record;
+    r        record;
+BEGIN
+    -- 1. A slot in the row's arrays.
+    IF v_slots > 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+        -- A read first: a try of a full lock takes no row lock.
+        SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name;
+        IF NOT FOUND THEN
+            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+            IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+                -- A new row: nothing holds or queues; it is ours.
+                UPDATE {{schema}}.locks x SET fast = true, freed = clock_timestamp() WHERE x.name = p_name
+                RETURNING x.fast, x.ref, x.xref INTO l;
+            END IF;
+        END IF;
+        -- A free row in scalar mode turns to slot mode with the lock's
+        -- slots as a change of definition in flight leaves them (see
+        -- defs_key(); taken before the row, as resize() and define() take
+        -- rows after it).
+        v_turn := coalesce(l.fast AND l.xref IS NULL AND l.ref IS NULL, false);
+        IF v_turn THEN
+            PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
+            v_slots := {{schema}}.slots_in(p_pats);
+        END IF;
+        IF l.fast AND ((l.xref IS NULL AND l.ref IS NULL)
+                       OR (l.xref IS NOT NULL AND array_position(l.xref, NULL) IS NOT NULL
+                           AND array_position(l.xref, p_ref) IS NULL)) THEN
+            -- Take the row, then decide again on what it holds now.
+            SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+            IF NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+                v_now := clock_timestamp();
+                v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+                IF v_turn AND l.fast AND l.xref IS NULL AND l.ref IS NULL AND v_slots > 1 THEN
+                    -- Free, in scalar mode: to slot mode.
+                    UPDATE {{schema}}.locks x
+                       SET ref = '', xref = array_fill(NULL::text, ARRAY[v_slots]),
+                           xkind = array_fill(NULL::text, ARRAY[v_slots]),
+                           xtoken = array_fill(NULL::bigint, ARRAY[v_slots]),
+                           xacquired = array_fill(NULL::timestamptz, ARRAY[v_slots]),
+                           xrenewed = array_fill(NULL::timestamptz, ARRAY[v_slots]),
+                           xexpires = array_fill(NULL::timestamptz, ARRAY[v_slots]),
+                           xttl = array_fill(NULL::bigint, ARRAY[v_slots]),
+                           xhold = array_fill(NULL::bigint, ARRAY[v_slots]),
+                           xop = array_fill(NULL::bigint, ARRAY[v_slots])
+                     WHERE x.name = p_name;
+                    l.xref := array_fill(NULL::text, ARRAY[v_slots]);
+                END IF;
+                v_k := array_position(l.xref, NULL);
+                IF l.fast AND cardinality(l.xref) = v_slots AND v_k IS NOT NULL
+                   AND array_position(l.xref, p_ref) IS NULL THEN
+                    UPDATE {{schema}}.locks x
+                       SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = nextval({{tokens}}),
+                           xacquired[v_k] = v_now, xrenewed[v_k] = v_now - p_back * interval '1 microsecond',
+                           xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op
+                     WHERE x.name = p_name
+                    RETURNING x.xtoken[v_k], cardinality(array_remove(x.xref, NULL)) INTO v_tok, v_run;
+                    RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_run, 0, p_ref, p_kind, v_tok,
+                        {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                        nextval({{seqs}}), true;
+                    RETURN;
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+
+    -- 2. Queueing behind a slow lock on a few reads. A caller that will
+    -- wait takes the lock's row first: it queues under it, or the steps
+    -- below decide under it.
+    IF p_wait THEN
+        SELECT x.fast, x.queued, x.unowned INTO q FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+        v_found := FOUND;
+    END IF;
+    -- Checked after the row is ours: the tombstone of an undo() that had
+    -- the row before us (undo() takes it) is seen now.
+    IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+        RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
+            {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
+            0::bigint, false;
+        RETURN;
+    END IF;
+    IF v_found THEN
+        IF NOT q.fast AND q.queued > 0 AND q.unowned = 0 AND v_slots IS NOT NULL
+           AND NOT {{schema}}.nodes_stale(clock_timestamp()) THEN
+            v_now := clock_timestamp();
+            SELECT count(*)::int AS n,
+                   (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine
+              INTO f
+              FROM {{schema}}.holders h WHERE h.lock = p_name;
+            IF NOT f.mine AND q.queued >= v_slots - f.live THEN
+                RETURN QUERY SELECT * FROM {{schema}}.enqueue(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+                    p_wttl, p_node, v_slots, f.n, q.queued, v_now);
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+
+    IF v_slots IS NOT NULL THEN
+        -- 3. A new row, or a fast free one. A read first: an insert that
+        -- meets the row would wait for a transaction changing it.
+        SELECT x.fast AND x.ref IS NULL INTO v_free FROM {{schema}}.locks x WHERE x.name = p_name;
+        IF NOT FOUND THEN
+            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+            v_new := FOUND;
+        ELSIF v_free THEN
+            -- Fast and free (the store's hint was stale, or a release
+            -- freed it meanwhile): the grant of acquire_fast.sql.
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            UPDATE {{schema}}.locks x
+               SET ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
+                   renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+                   hold = p_hold, op = p_op
+             WHERE x.name = p_name AND x.fast AND x.ref IS NULL
+            RETURNING x.token INTO v_tok;
+            IF FOUND THEN
+                RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                    nextval({{seqs}}), v_slots <= 1;
+                RETURN;
+            END IF;
+        END IF;
+        IF v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+            -- A new row: nothing holds or queues.
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            UPDATE {{schema}}.locks x
+               SET fast = true, ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
+                   renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+                   hold = p_hold, op = p_op
+             WHERE x.name = p_name
+            RETURNING x.token INTO v_tok;
+            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                nextval({{seqs}}), v_slots <= 1;
+            RETURN;
+        ELSIF NOT v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            -- 4. A refusal on one read. One statement, so one snapshot:
+            -- the counts and the oldest unexpired holder are of the same
+            -- moment, wherever the holders are.
+            v_now := clock_timestamp();
+            SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
+              FROM (SELECT count(*)::int AS n,
+                           (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                           coalesce(bool_or(h.ref = p_ref), false) AS mine
+                      FROM {{schema}}.holding h WHERE h.lock = p_name) c
+              LEFT JOIN LATERAL (
+                    SELECT h.ref, h.kind, h.expires FROM {{schema}}.holding h
+                     WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
+                     ORDER BY h.token LIMIT 1) o ON true;
+            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
+                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
+                    {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint, false;
+                RETURN;
+            END IF;
+            IF NOT r.mine AND r.n < v_slots THEN
+                -- 5. A slot number is free (the lock's row free, or another
+                -- slot of a multi-slot lock): take the row, then decide
+                -- again on fresh reads of the holder rows.
+                IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                    SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                           (SELECT s FROM generate_series(1, v_slots) s
+                             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
+                             ORDER BY s LIMIT 1) AS slot
+                      INTO f
+                      FROM {{schema}}.holders h WHERE h.lock = p_name;
+                    IF NOT f.mine AND f.n < v_slots AND f.slot IS NOT NULL THEN
+                        v_now := clock_timestamp();
+                        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+                        INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
+                                                        ttl, hold, op)
+                        VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), f.slot, 1, v_now,
+                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+                        ON CONFLICT DO NOTHING
+                        RETURNING token INTO v_tok;
+                        IF v_tok IS NOT NULL THEN
+                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
+                                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
+                                p_hold, nextval({{seqs}}), f.n = 0 AND v_slots <= 1;
+                            RETURN;
+                        END IF;
+                    END IF;
+                END IF;
+            END IF;
+        END IF;
+    END IF;
+    IF p_wait AND v_slots IS NOT NULL THEN
+        -- The lock is held or queued: queue the caller under the row, by
+        -- acquire()'s rule.
+        IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+            v_now := clock_timestamp();
+            SELECT count(*)::int AS n, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine
+              INTO f
+              FROM {{schema}}.holders h WHERE h.lock = p_name;
+            v_wait := {{schema}}.waiting_of(p_name, v_now);
+            IF NOT f.mine AND v_wait >= v_slots - f.live THEN
+                RETURN QUERY SELECT * FROM {{schema}}.enqueue(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+                    p_wttl, p_node, v_slots, f.n, v_wait, v_now);
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+
+    -- 6. acquire(), which reads holding and spills the row it takes, after
+    -- reaping the queue of stale nodes' waiters.
+    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
+               a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
+          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
+                                  p_wttl, 0::bigint) a;
+    IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
+        -- Queued: its node's, soft state only.
+        PERFORM {{schema}}.soft();
+    END IF;
+END
+$sleeplock$;
+
+-- enqueue: queues a caller of one lock (acquire_one() holds the lock's
+-- row), its lease its node's; p_running and p_waiting are the lock's
+-- counts before. Soft state: commits without waiting for the WAL.
+CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
+    p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_running integer,
+    p_waiting integer, p_now timestamptz)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_ticket bigint := nextval({{tickets}});
+BEGIN
+    PERFORM {{schema}}.node_up(p_node, p_wttl, p_now);
+    INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
+    VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, p_now, {{schema}}.owned(),
+            p_wttl, p_node);
+    INSERT INTO {{schema}}.queue (lock, ticket, own) VALUES (p_name, v_ticket, true);
+    PERFORM {{schema}}.soft();
+    RETURN QUERY SELECT 'queued'::text, 1, p_name, p_slots, p_running, p_waiting + 1, p_ref, p_kind, 0::bigint,
+        {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint, nextval({{seqs}}),
+        false;
+END
+$sleeplock$;
+
 CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint)
  LANGUAGE plpgsql
@@ -330,321 +616,6 @@ BEGIN
 END
 $sleeplock$;
 
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint, p_node bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    RETURN QUERY SELECT * FROM {{schema}}.acquire_one(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
-                                                       p_wttl, p_pats, p_lease, p_back);
-    IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
-        -- Queued: its node's (see soft() in 004).
-        PERFORM {{schema}}.soft();
-    END IF;
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
-    RETURN QUERY
-        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
-                                  p_wttl, 0::bigint) a;
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_rows(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint, p_node bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now   timestamptz;
-    v_slots integer := {{schema}}.slots_in(p_pats);
-    v_exp   timestamptz;
-    v_tok   bigint;
-    v_wait  integer;
-    v_ticket bigint;
-    v_new   boolean;
-    v_free  boolean;
-    r       record;
-    f       record;
-BEGIN
-    IF v_slots IS NOT NULL THEN
-        -- A read first: an insert that meets the row would wait for a
-        -- transaction changing it.
-        SELECT l.fast AND l.ref IS NULL INTO v_free FROM {{schema}}.locks l WHERE l.name = p_name;
-        v_new := false;
-        IF NOT FOUND THEN
-            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
-            v_new := FOUND;
-        ELSIF v_free THEN
-            -- Fast and free (the store's hint was stale, or a release
-            -- freed it meanwhile): the grant of queries/acquire1.sql.
-            v_now := clock_timestamp();
-            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-            UPDATE {{schema}}.locks l
-               SET ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
-                   renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-                   hold = p_hold, op = p_op
-             WHERE l.name = p_name AND l.fast AND l.ref IS NULL
-            RETURNING l.token INTO v_tok;
-            IF FOUND THEN
-                RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
-                    {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                    nextval({{seqs}});
-                RETURN;
-            END IF;
-        END IF;
-        IF v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
-            -- A new row: nothing holds or queues (a holder made by version
-            -- 1 may lack its row: then acquire() decides, under the row
-            -- this has taken).
-            v_now := clock_timestamp();
-            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-            UPDATE {{schema}}.locks l
-               SET fast = true, ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
-                   renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-                   hold = p_hold, op = p_op
-             WHERE l.name = p_name
-            RETURNING l.token INTO v_tok;
-            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                nextval({{seqs}});
-            RETURN;
-        ELSIF NOT v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-            v_now := clock_timestamp();
-            -- One statement, so one snapshot: the counts and the oldest
-            -- unexpired holder are of the same moment, whether the holder
-            -- is in the lock's row or a holder row.
-            SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
-              FROM (SELECT count(*)::int AS n,
-                           (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
-                           coalesce(bool_or(h.ref = p_ref), false) AS mine
-                      FROM {{schema}}.holding h WHERE h.lock = p_name) c
-              LEFT JOIN LATERAL (
-                    SELECT h.ref, h.kind, h.expires FROM {{schema}}.holding h
-                     WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
-                     ORDER BY h.token LIMIT 1) o ON true;
-            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
-                RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
-                    {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
-                    0::bigint, 0::bigint;
-                RETURN;
-            END IF;
-            IF NOT r.mine AND r.n < v_slots THEN
-                -- A slot number is free (the lock's row free, or another
-                -- slot of a multi-slot lock): take the row, then decide
-                -- again on fresh reads of the holder rows.
-                IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-                    SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
-                           (SELECT s FROM generate_series(1, v_slots) s
-                             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
-                             ORDER BY s LIMIT 1) AS slot
-                      INTO f
-                      FROM {{schema}}.holders h WHERE h.lock = p_name;
-                    IF NOT f.mine AND f.n < v_slots AND f.slot IS NOT NULL THEN
-                        v_now := clock_timestamp();
-                        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-                        INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
-                                                       ttl, hold, op)
-                        VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), f.slot, 1, v_now,
-                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
-                        ON CONFLICT DO NOTHING
-                        RETURNING token INTO v_tok;
-                        IF v_tok IS NOT NULL THEN
-                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
-                                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
-                                p_hold, nextval({{seqs}});
-                            RETURN;
-                        END IF;
-                    END IF;
-                END IF;
-            END IF;
-        END IF;
-    END IF;
-    IF p_wait AND v_slots IS NOT NULL THEN
-        -- A caller that will wait, and the lock is held or queued: queue it
-        -- under the lock's row, by acquire()'s rule (see version 5).
-        IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-            v_now := clock_timestamp();
-            SELECT count(*)::int AS n, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
-                   coalesce(bool_or(h.ref = p_ref), false) AS mine
-              INTO f
-              FROM {{schema}}.holders h WHERE h.lock = p_name;
-            v_wait := {{schema}}.waiting_of(p_name, v_now);
-            IF NOT f.mine AND v_wait >= v_slots - f.live THEN
-                IF NOT EXISTS (SELECT 1 FROM {{schema}}.nodes n WHERE n.id = p_node
-                                  AND n.expires >= v_now + (p_wttl * 3 / 10) * interval '1 microsecond') THEN
-                    PERFORM {{schema}}.node_up(p_node, p_wttl, v_now);
-                END IF;
-                v_ticket := nextval({{tickets}});
-                INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl,
-                                               node)
-                VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, v_now,
-                        {{schema}}.owned(), p_wttl, p_node);
-                INSERT INTO {{schema}}.queue (lock, ticket, own) VALUES (p_name, v_ticket, true);
-                PERFORM {{schema}}.soft();
-                RETURN QUERY SELECT 'queued'::text, 1, p_name, v_slots, f.n, v_wait + 1, p_ref, p_kind, 0::bigint,
-                    {{schema}}.micros(v_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint,
-                    nextval({{seqs}});
-                RETURN;
-            END IF;
-        END IF;
-    END IF;
-    -- Everything else is acquire()'s (which reads holding and spills the
-    -- row it takes), after reaping: what version 5's acquire_one() does.
-    RETURN QUERY SELECT * FROM {{schema}}.acquire_one(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
-                                                       p_wttl, p_pats, p_lease, p_back, p_node);
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_slow(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint, p_node bigint, p_many boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint, r_fast boolean)
- LANGUAGE plpgsql
-AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_slots integer := {{schema}}.slots_in(p_pats);
-    v_now   timestamptz;
-    v_exp   timestamptz;
-    v_tok   bigint;
-    v_k     integer;
-    v_run   integer;
-    v_turn  boolean;
-    l       record;
-BEGIN
-    IF p_many AND v_slots > 1
-       AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-        -- A read first: a try of a full lock takes no row lock.
-        SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name;
-        IF NOT FOUND THEN
-            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
-            IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
-                -- A new row: nothing holds or queues; it is ours.
-                UPDATE {{schema}}.locks x SET fast = true, freed = clock_timestamp() WHERE x.name = p_name
-                RETURNING x.fast, x.ref, x.xref INTO l;
-            END IF;
-        END IF;
-        -- A free row in scalar mode turns to slot mode with the lock's
-        -- slots as a change of definition in flight leaves them (see
-        -- defs_key(); taken before the row, as resize() and define() take
-        -- rows after it).
-        v_turn := coalesce(l.fast AND l.xref IS NULL AND l.ref IS NULL, false);
-        IF v_turn THEN
-            PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
-            v_slots := {{schema}}.slots_in(p_pats);
-        END IF;
-        IF l.fast AND ((l.xref IS NULL AND l.ref IS NULL)
-                       OR (l.xref IS NOT NULL AND array_position(l.xref, NULL) IS NOT NULL
-                           AND array_position(l.xref, p_ref) IS NULL)) THEN
-            -- Take the row, then decide again on what it holds now.
-            SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-            IF NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-                v_now := clock_timestamp();
-                v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-                IF v_turn AND l.fast AND l.xref IS NULL AND l.ref IS NULL AND v_slots > 1 THEN
-                    -- Free, in scalar mode: the caller in slot 1.
-                    UPDATE {{schema}}.locks x
-                       SET ref = '', xref = array_fill(NULL::text, ARRAY[v_slots]),
-                           xkind = array_fill(NULL::text, ARRAY[v_slots]),
-                           xtoken = array_fill(NULL::bigint, ARRAY[v_slots]),
-                           xacquired = array_fill(NULL::timestamptz, ARRAY[v_slots]),
-                           xrenewed = array_fill(NULL::timestamptz, ARRAY[v_slots]),
-                           xexpires = array_fill(NULL::timestamptz, ARRAY[v_slots]),
-                           xttl = array_fill(NULL::bigint, ARRAY[v_slots]),
-                           xhold = array_fill(NULL::bigint, ARRAY[v_slots]),
-                           xop = array_fill(NULL::bigint, ARRAY[v_slots])
-                     WHERE x.name = p_name;
-                    l.xref := array_fill(NULL::text, ARRAY[v_slots]);
-                END IF;
-                v_k := array_position(l.xref, NULL);
-                IF l.fast AND cardinality(l.xref) = v_slots AND v_k IS NOT NULL
-                   AND array_position(l.xref, p_ref) IS NULL THEN
-                    UPDATE {{schema}}.locks x
-                       SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = nextval({{tokens}}),
-                           xacquired[v_k] = v_now, xrenewed[v_k] = v_now - p_back * interval '1 microsecond',
-                           xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op
-                     WHERE x.name = p_name
-                    RETURNING x.xtoken[v_k], cardinality(array_remove(x.xref, NULL)) INTO v_tok, v_run;
-                    RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_run, 0, p_ref, p_kind, v_tok,
-                        {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                        nextval({{seqs}}), true;
-                    RETURN;
-                END IF;
-            END IF;
-        END IF;
-    END IF;
-    RETURN QUERY SELECT a.*, a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
-        FROM {{schema}}.acquire_slow(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_wttl, p_pats,
-                                     p_lease, p_back, p_node) a;
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_slow(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint, p_node bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now    timestamptz;
-    v_slots  integer;
-    v_ticket bigint;
-    v_found  boolean := false;
-    l        record;
-    f        record;
-BEGIN
-    IF p_wait THEN
-        -- A caller that will wait takes the lock's row first: it queues
-        -- under it, or else acquire_rows() decides under it.
-        SELECT x.fast, x.queued, x.unowned INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-        v_found := FOUND;
-    END IF;
-    -- Checked after the row is ours: the tombstone of an undo() that had
-    -- the row before us (undo() takes it) is seen now, whatever that undo
-    -- left of the row.
-    IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-        RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
-            {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
-            0::bigint;
-        RETURN;
-    END IF;
-    IF p_wait THEN
-        IF v_found AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
-            v_slots := {{schema}}.slots_in(p_pats);
-            v_now := clock_timestamp();
-            IF v_slots IS NOT NULL AND NOT {{schema}}.nodes_stale(v_now) THEN
-                SELECT count(*)::int AS n,
-                       (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
-                       coalesce(bool_or(h.ref = p_ref), false) AS mine
-                  INTO f
-                  FROM {{schema}}.holders h WHERE h.lock = p_name;
-                IF NOT f.mine AND l.queued >= v_slots - f.live THEN
-                    PERFORM {{schema}}.node_up(p_node, p_wttl, v_now);
-                    v_ticket := nextval({{tickets}});
-                    INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires,
-                                                   wttl, node)
-                    VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, v_now,
-                            {{schema}}.owned(), p_wttl, p_node);
-                    INSERT INTO {{schema}}.queue (lock, ticket, own) VALUES (p_name, v_ticket, true);
-                    PERFORM {{schema}}.soft();
-                    RETURN QUERY SELECT 'queued'::text, 1, p_name, v_slots, f.n, l.queued + 1, p_ref, p_kind,
-                        0::bigint, {{schema}}.micros(v_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint,
-                        0::bigint, nextval({{seqs}});
-                    RETURN;
-                END IF;
-            END IF;
-        END IF;
-    END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.acquire_rows(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
-                                                        p_wttl, p_pats, p_lease, p_back, p_node);
-END
-$sleeplock$;
-
 CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
  LANGUAGE plpgsql
@@ -712,26 +683,6 @@ BEGIN
         -- Still waiting (or queued again): nothing but soft state changed.
         PERFORM {{schema}}.soft();
     END IF;
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    RETURN QUERY SELECT * FROM {{schema}}.check_one(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
-                                                     p_ticket, p_wttl, p_stale, 0::bigint);
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.fresh_busy(p_name text, p_ref text)
- RETURNS boolean
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    RETURN EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref <> p_ref)
-        OR EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name);
 END
 $sleeplock$;
 

@@ -22,17 +22,7 @@ BEGIN
 END
 $sleeplock$;
 
-CREATE OR REPLACE FUNCTION {{schema}}.heartbeat(p_ops bigint[], p_wttl bigint)
- RETURNS SETOF bigint
- LANGUAGE sql
-AS $sleeplock$
-    UPDATE {{schema}}.waiters w SET expires = clock_timestamp() + p_wttl * interval '1 microsecond', wttl = p_wttl
-     WHERE w.op = ANY (p_ops) AND w.expires > clock_timestamp()
-       AND w.expires < clock_timestamp() + (p_wttl * 6 / 10) * interval '1 microsecond'
-    RETURNING w.op
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_legacy bigint[], p_locks text[], p_refs text[])
+CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_several bigint[], p_locks text[], p_refs text[])
  RETURNS bigint
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -49,8 +39,13 @@ BEGIN
         ON CONFLICT (id) DO UPDATE SET expires = excluded.expires, wttl = excluded.wttl;
         v_n := 1;
     END IF;
-    IF cardinality(p_legacy) > 0 THEN
-        v_n := v_n + (SELECT count(*) FROM {{schema}}.heartbeat(p_legacy, p_wttl));
+    IF cardinality(p_several) > 0 THEN
+        -- The waiters of several locks, whose leases are their own.
+        UPDATE {{schema}}.waiters w SET expires = v_now + p_wttl * interval '1 microsecond', wttl = p_wttl
+         WHERE w.op = ANY (p_several) AND w.expires > v_now
+           AND w.expires < v_now + (p_wttl * 6 / 10) * interval '1 microsecond';
+        GET DIAGNOSTICS v_k = ROW_COUNT;
+        v_n := v_n + v_k;
     END IF;
     IF cardinality(p_locks) > 0 THEN
         UPDATE {{schema}}.holders h SET node = NULL

@@ -1,3 +1,141 @@
+-- release_one: the release of one lock in every case, which hands the
+-- freed slot to the head waiters (the store sends it when the bare UPDATE
+-- of release_fast.sql released nothing, or first for a lock it last saw
+-- slow). The lock's row is taken first; then, cheapest case first:
+--   1. A slot in the row's arrays (slot mode): freed in place; a row
+--      'fast' tells the store the row stayed fast.
+--   2. A slow lock whose waiters are all their nodes' (unowned = 0), no
+--      node stale: the hold deleted and the heads granted (hand_over()); a
+--      grant for a waiter of p_node comes back as a row 'handed' (its
+--      payload in r_ref) for the store to hand over after the commit,
+--      instead of a notification.
+--   3. The lock's only hold, nobody queued: deleted, the row fast again.
+--   4. Other holders or waiters: the hold deleted; the stale nodes'
+--      waiters reaped, the dead dropped, the heads granted.
+--   5. Everything else (a counted hold, not held, no definition): release().
+-- p_events: the event's slots are wanted; p_pats: the name's patterns.
+CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
+    p_pats text[], p_node bigint)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_k     integer;
+    v_seq   bigint;
+    v_slots integer;
+    v_run   integer;
+    v_wait  integer;
+    v_dead  integer;
+    l       record;
+    r       record;
+BEGIN
+    SELECT x.fast, x.xref, x.xtoken, x.queued, x.unowned INTO l
+      FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+    -- 1. A slot of the row's arrays.
+    IF FOUND AND l.fast AND l.xref IS NOT NULL THEN
+        v_k := array_position(l.xref, p_ref);
+        IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
+            v_now := clock_timestamp();
+            UPDATE {{schema}}.locks x SET xref[v_k] = NULL, freed = v_now WHERE x.name = p_name
+            RETURNING x.xkind[v_k] AS kind, x.xtoken[v_k] AS token, x.xacquired[v_k] AS acquired,
+                      cardinality(array_remove(x.xref, NULL)) AS run
+                 INTO r;
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, r.run, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+            RETURN QUERY SELECT 'fast'::text, 1, p_name, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint,
+                0::bigint, 0::bigint;
+            RETURN;
+        END IF;
+    END IF;
+    -- 2. The handover to nodes' waiters: the queue's count is its live
+    -- waiters (queue_counts()), and none is to be reaped or dropped.
+    IF FOUND AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
+        v_now := clock_timestamp();
+        IF NOT {{schema}}.nodes_stale(v_now) THEN
+            DELETE FROM {{schema}}.holders h
+             WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+            RETURNING h.kind, h.token, h.acquired INTO r;
+            IF FOUND THEN
+                SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+                v_slots := {{schema}}.slots_of(p_name);
+                RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
+                    l.queued, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+                    {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+                IF v_slots IS NOT NULL THEN
+                    RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint,
+                                        0::bigint, 0::bigint
+                                   FROM {{schema}}.hand_over(p_name, v_slots, v_run, l.queued, v_now, p_node) m;
+                END IF;
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    IF {{schema}}.spill(p_name) THEN
+        -- 3. The lock's only hold, and nobody queues. No other holder or
+        -- waiter can appear while the row is ours.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+            RETURN;
+        END IF;
+        -- 4. Other holders or waiters remain.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            v_seq := nextval({{seqs}});
+            -- Waiters of nodes that stopped renewing: their node's expiry.
+            IF {{schema}}.nodes_stale(v_now) THEN
+                PERFORM {{schema}}.reap(p_name, v_now, true);
+            END IF;
+            SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+            -- The live and the dead waiters (see queue_counts()).
+            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.queue_counts(p_name, v_now) c;
+            IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                IF v_run = 0 THEN
+                    UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+                END IF;
+                RETURN QUERY SELECT 'released'::text, 1, p_name,
+                    CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+                RETURN;
+            END IF;
+            -- Waiters: hand the slot over (their dead go first, a bounded
+            -- number, as release() does).
+            IF v_dead > 0 THEN
+                PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+            END IF;
+            v_slots := {{schema}}.slots_of(p_name);
+            RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
+                v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+            IF v_wait > 0 AND v_slots IS NOT NULL THEN
+                PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL);
+            ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+            END IF;
+            RETURN;
+        END IF;
+    END IF;
+    -- 5. release().
+    RETURN QUERY
+        SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
+END
+$sleeplock$;
+
 CREATE OR REPLACE FUNCTION {{schema}}.drop_dead(p_name text, p_now timestamp with time zone, p_limit integer)
  RETURNS integer
  LANGUAGE plpgsql
@@ -42,16 +180,6 @@ BEGIN
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = v_name)
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
     END LOOP;
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.grant_heads(p_name text, p_slots integer, p_run integer, p_wait integer, p_now timestamp with time zone)
- RETURNS integer
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    PERFORM {{schema}}.hand_over(p_name, p_slots, p_run, p_wait, p_now, NULL);
-    RETURN 0;
 END
 $sleeplock$;
 
@@ -136,177 +264,6 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
  LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    IF cardinality(p_names) = 1 THEN
-        PERFORM {{schema}}.spill(p_names[1]);
-    END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.release_rows(p_names, p_tokens, p_ref, p_stale, p_events);
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.release_all(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    PERFORM {{schema}}.lock_existing(p_names);
-    RETURN QUERY SELECT * FROM {{schema}}.release(p_names, p_tokens, p_ref, p_stale, p_events);
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.release_handing(p_name text, p_token bigint, p_ref text, p_events boolean, p_pats text[], p_node bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now   timestamptz;
-    v_slots integer;
-    v_run   integer;
-    l       record;
-    r       record;
-BEGIN
-    SELECT x.fast, x.queued, x.unowned INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-    IF FOUND AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
-        v_now := clock_timestamp();
-        -- Every waiter is its node's, and no node is stale: the queue's
-        -- count is its live waiters (queue_counts()), and none is to be
-        -- reaped or dropped.
-        IF NOT {{schema}}.nodes_stale(v_now) THEN
-            DELETE FROM {{schema}}.holders h
-             WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-            RETURNING h.kind, h.token, h.acquired INTO r;
-            IF FOUND THEN
-                SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-                v_slots := {{schema}}.slots_of(p_name);
-                RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
-                    l.queued, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-                    {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
-                IF v_slots IS NOT NULL THEN
-                    RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint,
-                                        0::bigint, 0::bigint
-                                   FROM {{schema}}.hand_over(p_name, v_slots, v_run, l.queued, v_now, p_node) m;
-                END IF;
-                RETURN;
-            END IF;
-        END IF;
-    END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.release_one(p_name, p_token, p_ref, p_events, p_pats);
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean, p_pats text[], p_node bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now timestamptz;
-    v_k   integer;
-    l     record;
-    r     record;
-BEGIN
-    SELECT x.fast, x.xref, x.xtoken INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-    IF FOUND AND l.fast AND l.xref IS NOT NULL THEN
-        v_k := array_position(l.xref, p_ref);
-        IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
-            v_now := clock_timestamp();
-            UPDATE {{schema}}.locks x SET xref[v_k] = NULL, freed = v_now WHERE x.name = p_name
-            RETURNING x.xkind[v_k] AS kind, x.xtoken[v_k] AS token, x.xacquired[v_k] AS acquired,
-                      cardinality(array_remove(x.xref, NULL)) AS run
-                 INTO r;
-            RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END,
-                r.run, 0, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
-            RETURN QUERY SELECT 'fast'::text, 1, p_name, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint, 0::bigint,
-                0::bigint;
-            RETURN;
-        END IF;
-    END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.release_handing(p_name, p_token, p_ref, p_events, p_pats, p_node);
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean, p_pats text[])
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
- LANGUAGE plpgsql
-AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now   timestamptz;
-    v_seq   bigint;
-    v_slots integer;
-    v_run   integer;
-    v_wait  integer;
-    v_dead  integer;
-    r       record;
-BEGIN
-    IF {{schema}}.spill(p_name) THEN
-        -- No other holder or waiter can appear while the row is ours.
-        -- The common case first: the lock's only hold, and nobody queues.
-        DELETE FROM {{schema}}.holders h
-         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
-        RETURNING h.kind, h.token, h.acquired INTO r;
-        IF FOUND THEN
-            v_now := clock_timestamp();
-            UPDATE {{schema}}.locks l SET fast = true, ref = NULL, freed = v_now WHERE l.name = p_name;
-            RETURN QUERY SELECT 'released'::text, 1, p_name,
-                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
-            RETURN;
-        END IF;
-        -- Other holders or waiters remain.
-        DELETE FROM {{schema}}.holders h
-         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-        RETURNING h.kind, h.token, h.acquired INTO r;
-        IF FOUND THEN
-            v_now := clock_timestamp();
-            v_seq := nextval({{seqs}});
-            -- Waiters of nodes that stopped renewing: their node's expiry.
-            IF {{schema}}.nodes_stale(v_now) THEN
-                PERFORM {{schema}}.reap(p_name, v_now, true);
-            END IF;
-            SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-            -- The live and the dead waiters (see queue_counts()).
-            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.queue_counts(p_name, v_now) c;
-            IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-                IF v_run = 0 THEN
-                    UPDATE {{schema}}.locks l SET fast = true, ref = NULL, freed = v_now WHERE l.name = p_name;
-                END IF;
-                RETURN QUERY SELECT 'released'::text, 1, p_name,
-                    CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
-                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
-                RETURN;
-            END IF;
-            -- Waiters: hand the slot over (their dead go first, a bounded
-            -- number, as release() does).
-            IF v_dead > 0 THEN
-                PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
-            END IF;
-            v_slots := {{schema}}.slots_of(p_name);
-            RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
-                v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
-            IF v_wait > 0 AND v_slots IS NOT NULL THEN
-                PERFORM {{schema}}.grant_heads(p_name, v_slots, v_run, v_wait, v_now);
-            ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-                UPDATE {{schema}}.locks l SET fast = true, ref = NULL, freed = v_now WHERE l.name = p_name;
-            END IF;
-            RETURN;
-        END IF;
-    END IF;
-    RETURN QUERY
-        SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
-END
-$sleeplock$;
-
-CREATE OR REPLACE FUNCTION {{schema}}.release_rows(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
- LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $sleeplock$
 #variable_conflict use_column
@@ -329,7 +286,7 @@ BEGIN
         END IF;
     END LOOP;
     IF n = 1 THEN
-        PERFORM 1 FROM {{schema}}.locks l WHERE l.name = p_names[1] FOR UPDATE;
+        PERFORM {{schema}}.spill(p_names[1]);
     ELSE
         PERFORM {{schema}}.lock_existing(p_names);
     END IF;
