@@ -11,8 +11,8 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// blocked waits until a fast-path statement of the store (acquire1 or
-// release1: the comment that starts it) on e's schema waits for a lock and
+// blocked waits until a fast-path statement of the store (acquire_fast or
+// release_fast: the comment that starts it) on e's schema waits for a lock and
 // returns its backend's pid.
 func blocked(t *testing.T, e *env, fn string) int32 {
 	t.Helper()
@@ -206,8 +206,8 @@ func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
 
 // TestQueueingAfterUndoUnderRowQueuesNothing: an acquisition that waits for
 // its lock's row while undo() abandons it queues nothing once it has the
-// row (migration 008's queueing behind others checks for the tombstone
-// under the row, as version 7 does).
+// row (acquire_one()'s queueing behind others checks for the tombstone
+// under the row).
 func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -271,7 +271,7 @@ func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
 }
 
 // TestResizeRacingFirstGrantOfSlots: a lock's first grant that would turn
-// its row to slot mode (migration 009) while a resize of the lock is not
+// its row to slot mode while a resize of the lock is not
 // yet committed waits for it, and its slot arrays have the new slots: the
 // lock never has more holders than them.
 func TestResizeRacingFirstGrantOfSlots(t *testing.T) {

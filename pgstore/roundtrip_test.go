@@ -55,7 +55,7 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 	last := g.Token
 	for _, ref := range []string{"s2", "s3"} {
 		// Every slot is granted by one UPDATE of the lock's row (its slot
-		// arrays, migration 009).
+		// arrays).
 		counts("TryAcquire of another slot of a 3-slot lock", false, func() {
 			o, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
 			must(t, err)
@@ -119,7 +119,7 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	must(t, err)
 	_, err = e.s.Acquire(ctx, req("holder", time.Minute, "chat/1"))
 	must(t, err)
-	// and a lock of two slots, both held in its row's slots (migration 009)
+	// and a lock of two slots, both held in its row's slots
 	define(t, e.s, "hot2", 2)
 	for _, ref := range []string{"x", "y"} {
 		_, err = e.s.Acquire(ctx, req(ref, time.Minute, "hot2"))

@@ -83,3 +83,40 @@ func TestEachFunctionDefinedOnce(t *testing.T) {
 		t.Fatal("no function found")
 	}
 }
+
+// TestCallsMatchFunctions: each function the store calls with named
+// arguments (calls) is defined in sql/ with those parameters, in that
+// order, so its Go argument struct reads like its SQL signature.
+func TestCallsMatchFunctions(t *testing.T) {
+	defs := map[string][]string{}
+	for _, f := range functionFiles {
+		text := f.sql
+		for {
+			loc := createFunction.FindStringSubmatchIndex(text)
+			if loc == nil {
+				break
+			}
+			name := text[loc[2]:loc[3]]
+			rest := text[loc[1]:]
+			end := strings.Index(rest, ")")
+			var params []string
+			for _, p := range strings.Split(rest[:end], ",") {
+				if p = strings.Join(strings.Fields(p), " "); p != "" {
+					params = append(params, p)
+				}
+			}
+			defs[name] = params
+			text = rest[end:]
+		}
+	}
+	for _, c := range calls {
+		got, ok := defs[c.name]
+		if !ok {
+			t.Errorf("%s() is called but not defined in sql/", c.name)
+			continue
+		}
+		if strings.Join(got, ", ") != strings.Join(c.params, ", ") {
+			t.Errorf("%s(): called with (%s), defined with (%s)", c.name, strings.Join(c.params, ", "), strings.Join(got, ", "))
+		}
+	}
+}

@@ -24,14 +24,6 @@ BEGIN
 END
 $sleeplock$;
 
-CREATE OR REPLACE FUNCTION {{schema}}.shift(t timestamp with time zone[], p_us bigint)
- RETURNS timestamp with time zone[]
- LANGUAGE sql
- IMMUTABLE
-AS $sleeplock$
-    SELECT array_agg(u.x - p_us * interval '1 microsecond' ORDER BY u.o) FROM unnest(t) WITH ORDINALITY u(x, o)
-$sleeplock$;
-
 CREATE OR REPLACE FUNCTION {{schema}}.slots_in(p_pats text[])
  RETURNS integer
  LANGUAGE plpgsql
