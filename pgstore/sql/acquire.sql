@@ -1,3 +1,13 @@
+-- Acquisition. Functions of sql/ are applied at every Migrate with CREATE
+-- OR REPLACE; each is defined once, in one of these files. {{schema}} is
+-- the quoted schema, {{tokens}}, {{tickets}} and {{seqs}} the sequences
+-- as regclass literals, {{channel}} the NOTIFY channel. A signature is a
+-- contract (docs/schema.md): change one by adding a new name.
+--
+-- acquire_one() is the path of one lock; acquire() the general one (several
+-- locks, re-entry, takeover, StaleAfter, a waiter's grant), which
+-- check_one() runs for a waiter.
+
 -- acquire_one: a request for one lock without StaleAfter, in every case
 -- (the store sends it when the bare UPDATE of acquire_fast.sql granted
 -- nothing, or first for a lock it last saw slow). Cheapest case first:
@@ -284,6 +294,20 @@ BEGIN
 END
 $sleeplock$;
 
+-- acquire: the general acquisition of one slot of each lock of p_names
+-- (caller's order), all or nothing. p_ticket 0: a new request, granted
+-- when for every lock the ref holds it already or fewer live waiters are
+-- queued than slots are free; else refused (p_wait false, decided on a
+-- plain read of holding: no write, no row lock) or queued. p_ticket > 0:
+-- the check of that queued waiter, granted when fewer live waiters are
+-- ahead of it than slots are free. Its second pass takes the rows in
+-- sorted order (lock_rows(), which spills them) and decides again. Expired
+-- leases are taken over when a grant needs their slots; with p_stale > 0,
+-- once not renewed for p_stale µs (StaleAfter). A 'waiting' row carries in
+-- r_expires the earliest expiry of the leases that block it. Rows (r_ev):
+-- notfound, refused, queued (one per lock), waiting, gone (the waiter row
+-- expired), cancelled, expired (a lease taken over), granted / reentered
+-- (one per lock, in the caller's order).
 CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint)
  LANGUAGE plpgsql
@@ -616,6 +640,12 @@ BEGIN
 END
 $sleeplock$;
 
+-- check_one: a waiter's check (p_ticket > 0), and the first call of an
+-- acquisition of several locks or with StaleAfter (p_ticket 0). A waiter
+-- of one lock takes the lock's row first, then finds the grant a release
+-- made for it (holders.handed), or answers 'waiting' on the holder rows
+-- alone when the lock is full of unexpired holders; everything else is
+-- acquire()'s, after reaping. Rows: acquire()'s, with the event's Seq.
 CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
  LANGUAGE plpgsql
@@ -686,6 +716,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- lock_existing: takes and spills the rows of p_names that exist, in
+-- sorted order.
 CREATE OR REPLACE FUNCTION {{schema}}.lock_existing(p_names text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -702,6 +734,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- lock_rows: takes and spills the rows of p_names in sorted order,
+-- creating the missing ones.
 CREATE OR REPLACE FUNCTION {{schema}}.lock_rows(p_names text[])
  RETURNS void
  LANGUAGE plpgsql

@@ -1,3 +1,7 @@
+-- Helpers: times, name patterns and definitions' slots.
+
+-- micros: microseconds since the epoch, 0 for NULL. STABLE, as extract()
+-- from a timestamptz is, so that the planner inlines it.
 CREATE OR REPLACE FUNCTION {{schema}}.micros(t timestamp with time zone)
  RETURNS bigint
  LANGUAGE sql
@@ -6,6 +10,8 @@ AS $sleeplock$
     SELECT coalesce((extract(epoch FROM t) * 1000000)::bigint, 0)
 $sleeplock$;
 
+-- patterns: the names that could define n, most specific first: the name
+-- itself, then its families ("a/b/c" → "a/b/c", "a/b/*", "a/*").
 CREATE OR REPLACE FUNCTION {{schema}}.patterns(n text)
  RETURNS text[]
  LANGUAGE plpgsql
@@ -24,6 +30,9 @@ BEGIN
 END
 $sleeplock$;
 
+-- slots_in: the slots of the definition of a name: the first of p_pats
+-- (the name, then its families, most specific first) that is defined; NULL
+-- when none is. One index lookup per pattern tried.
 CREATE OR REPLACE FUNCTION {{schema}}.slots_in(p_pats text[])
  RETURNS integer
  LANGUAGE plpgsql
@@ -43,6 +52,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- slots_of: the slots of lock n (its own definition, else the most
+-- specific family), NULL when nothing defines it.
 CREATE OR REPLACE FUNCTION {{schema}}.slots_of(n text)
  RETURNS integer
  LANGUAGE plpgsql

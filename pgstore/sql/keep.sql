@@ -1,3 +1,9 @@
+-- Holds: renewal (keep_one(), keep()), Held (held()), and the move of a
+-- lock's holders from its fast row to holder rows (spill()).
+
+-- held: whether p_ref holds every lock of p_names (with the tokens, where
+-- not 0), wherever the holds are, with now, the earliest renewal and
+-- expiry.
 CREATE OR REPLACE FUNCTION {{schema}}.held(p_names text[], p_tokens bigint[], p_ref text)
  RETURNS TABLE(r_held boolean, r_now bigint, r_renewed bigint, r_expires bigint)
  LANGUAGE plpgsql
@@ -30,6 +36,7 @@ BEGIN
 END
 $sleeplock$;
 
+-- keep: renews the holds of several locks, all or none, wherever they are.
 CREATE OR REPLACE FUNCTION {{schema}}.keep(p_names text[], p_tokens bigint[], p_ref text, p_ttl bigint, p_hold bigint)
  RETURNS TABLE(r_ok boolean, r_now bigint, r_expires bigint)
  LANGUAGE plpgsql
@@ -43,7 +50,7 @@ DECLARE
     v_exp   bigint;
     i       integer;
 BEGIN
-    -- Find and lock every hold first, all or none (see version 7).
+    -- Find and lock every hold first, all or none.
     FOR i IN 1 .. cardinality(p_names) LOOP
         v_tok := p_tokens[i];
         PERFORM 1 FROM {{schema}}.locks l
@@ -74,6 +81,10 @@ BEGIN
 END
 $sleeplock$;
 
+-- keep_one: renews one hold: in its lock's row in scalar mode, else in its
+-- slot, else in its holder row. A spill racing with it has committed by
+-- the time an UPDATE of the row is answered (it waits for the row), so the
+-- next one finds the holder row.
 CREATE OR REPLACE FUNCTION {{schema}}.keep_one(p_name text, p_token bigint, p_ref text, p_ttl bigint, p_hold bigint, p_lease bigint, p_back bigint)
  RETURNS TABLE(r_ok boolean, r_now bigint, r_expires bigint)
  LANGUAGE plpgsql
@@ -107,6 +118,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- row_holds: whether lock row l holds (p_ref, p_token) in the row itself,
+-- scalar mode or a slot (p_token 0: any token).
 CREATE OR REPLACE FUNCTION {{schema}}.row_holds(l {{schema}}.locks, p_ref text, p_token bigint)
  RETURNS boolean
  LANGUAGE sql
@@ -119,6 +132,9 @@ AS $sleeplock$
                       END
 $sleeplock$;
 
+-- spill: takes the row of lock p_name and makes the lock slow: its holder
+-- (scalar mode) or its slots (slot mode, slot i to slot i) become holder
+-- rows. False when the lock has no row.
 CREATE OR REPLACE FUNCTION {{schema}}.spill(p_name text)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -156,6 +172,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- spill_held: Guard's first step, in a transaction of its own: the holds
+-- of p_ref in their locks' rows become holder rows, which Guard locks.
 CREATE OR REPLACE FUNCTION {{schema}}.spill_held(p_names text[], p_tokens bigint[], p_ref text)
  RETURNS bigint
  LANGUAGE plpgsql

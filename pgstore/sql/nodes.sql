@@ -1,3 +1,14 @@
+-- Waiter liveness: a store's waiters of one lock live as long as its row in
+-- nodes, renewed by node_beat(); the waiters of a node whose lease ran out
+-- are reaped (reap()) by the statements that meet them, or swept. The
+-- queue's counts in the lock's row are kept by the trigger queue_count.
+
+-- drop_waiter: gives up the place in the queue of acquisition p_op, whose
+-- caller abandoned it but whose undo() could not reach the database: its
+-- store's heartbeat runs this until it can. Only the place goes (and a
+-- tombstone stops a statement of it still running): a slot it may have
+-- been granted is left to its TTL, as the caller was told. Returns the
+-- waiter rows deleted.
 CREATE OR REPLACE FUNCTION {{schema}}.drop_waiter(p_op bigint)
  RETURNS integer
  LANGUAGE plpgsql
@@ -22,6 +33,12 @@ BEGIN
 END
 $sleeplock$;
 
+-- node_beat: the heartbeat of node p_node: renews its row (the lease of
+-- its waiters of one lock) when less than 60 % of it is left, and the
+-- leases of p_several, the acquisitions of its waiters of several locks;
+-- p_locks and p_refs are the (lock, ref) of the grants its waiters took
+-- since the last beat, which stop being the node's. Returns the rows
+-- written.
 CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_several bigint[], p_locks text[], p_refs text[])
  RETURNS bigint
  LANGUAGE plpgsql
@@ -58,6 +75,9 @@ BEGIN
 END
 $sleeplock$;
 
+-- node_up: makes sure node p_node has a row that is not stale, before a
+-- waiter of it is queued; no write while it has more than 30 % of its
+-- lease left.
 CREATE OR REPLACE FUNCTION {{schema}}.node_up(p_node bigint, p_wttl bigint, p_now timestamp with time zone)
  RETURNS void
  LANGUAGE plpgsql
@@ -73,6 +93,9 @@ BEGIN
 END
 $sleeplock$;
 
+-- nodes_stale: whether some node has less than 30 % of its lease left (or
+-- lost it). PL/pgSQL, like every helper on a hot path: it keeps its plan
+-- for the session.
 CREATE OR REPLACE FUNCTION {{schema}}.nodes_stale(p_now timestamp with time zone)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -84,6 +107,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- own: whether acquisition p_op is queued; a waiter of one lock queued by
+-- acquire() becomes its node's. The caller holds the lock's row.
 CREATE OR REPLACE FUNCTION {{schema}}.own(p_op bigint, p_node bigint, p_wttl bigint)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -105,6 +130,7 @@ BEGIN
 END
 $sleeplock$;
 
+-- owned: the expires of a waiter row whose lease is its node's.
 CREATE OR REPLACE FUNCTION {{schema}}.owned()
  RETURNS timestamp with time zone
  LANGUAGE sql
@@ -113,6 +139,11 @@ AS $sleeplock$
     SELECT timestamptz '9999-12-31 00:00:00+00'
 $sleeplock$;
 
+-- queue_count: the trigger on queue that keeps locks.queued and
+-- locks.unowned, and the invariant of fast (a lock with a queue row is not
+-- fast): every statement that queues has spilled the lock's row already; a
+-- queue row written by anything else spills it here. Every writer of a
+-- lock's queue holds the lock's row, so this update waits for nobody.
 CREATE OR REPLACE FUNCTION {{schema}}.queue_count()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -142,6 +173,10 @@ $sleeplock$;
 CREATE OR REPLACE TRIGGER queue_count AFTER INSERT OR DELETE OR UPDATE OF own ON {{schema}}.queue
     FOR EACH ROW EXECUTE FUNCTION {{schema}}.queue_count();
 
+-- queue_counts: the live and the dead waiters of lock n: from the lock's
+-- row while no node is stale and every waiter in its queue is a node's;
+-- else a count of the queue, each waiter judged by its own lease or its
+-- node's.
 CREATE OR REPLACE FUNCTION {{schema}}.queue_counts(n text, p_now timestamp with time zone, OUT r_live integer, OUT r_dead integer)
  RETURNS record
  LANGUAGE plpgsql
@@ -173,6 +208,12 @@ BEGIN
 END
 $sleeplock$;
 
+-- reap: under lock p_name's row, its waiters whose node's lease ran out,
+-- or whose node has no row, take their node's expiry (p_now for no row)
+-- into their own, and so do its unconfirmed grants (holders.node): they
+-- are then dead as any waiter whose lease ran out. A node that is only
+-- late is left alone. Without p_force, nothing is read unless
+-- nodes_stale(). Returns how many rows were reaped.
 CREATE OR REPLACE FUNCTION {{schema}}.reap(p_name text, p_now timestamp with time zone, p_force boolean)
  RETURNS integer
  LANGUAGE plpgsql
@@ -208,6 +249,9 @@ BEGIN
 END
 $sleeplock$;
 
+-- reap_locked: reaps the queues of p_names (see reap()) before a statement
+-- that judges them without their rows (acquire()'s first pass): only while
+-- some node is stale, and then under their rows, in sorted order.
 CREATE OR REPLACE FUNCTION {{schema}}.reap_locked(p_names text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -226,6 +270,10 @@ BEGIN
 END
 $sleeplock$;
 
+-- soft: makes the calling transaction commit without waiting for its WAL
+-- to be flushed: for statements that change only soft state (a place in
+-- the queue, a waiter's lease), whose loss in a crash costs the waiter its
+-- place and nothing else.
 CREATE OR REPLACE FUNCTION {{schema}}.soft()
  RETURNS void
  LANGUAGE plpgsql
@@ -235,6 +283,10 @@ BEGIN
 END
 $sleeplock$;
 
+-- sweep_nodes: the waiters of nodes whose row expired, or is gone, that no
+-- operation met: a bounded number of their locks are reaped and their dead
+-- dropped, then the expired nodes that own no waiter go. Returns the rows
+-- deleted.
 CREATE OR REPLACE FUNCTION {{schema}}.sweep_nodes(p_limit integer)
  RETURNS integer
  LANGUAGE plpgsql
@@ -279,6 +331,9 @@ BEGIN
 END
 $sleeplock$;
 
+-- waiter_live: whether a waiter row (its expires and node) is live at
+-- p_now: its own lease, or, for a node's waiter, its node's. For readers
+-- (the counts of events and State), which reap nothing.
 CREATE OR REPLACE FUNCTION {{schema}}.waiter_live(p_expires timestamp with time zone, p_node bigint, p_now timestamp with time zone)
  RETURNS boolean
  LANGUAGE sql

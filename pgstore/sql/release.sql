@@ -1,3 +1,8 @@
+-- Release and handover: release_one() is the path of one lock, release()
+-- the general one (several locks, ReleaseStale, counted holds); both hand
+-- freed slots to the head waiters (hand_over()). undo() abandons an
+-- acquisition.
+
 -- release_one: the release of one lock in every case, which hands the
 -- freed slot to the head waiters (the store sends it when the bare UPDATE
 -- of release_fast.sql released nothing, or first for a lock it last saw
@@ -136,6 +141,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- drop_dead: deletes up to p_limit dead waiters of lock p_name (whose row
+-- the caller holds), after reaping its queue; only its own queue rows.
 CREATE OR REPLACE FUNCTION {{schema}}.drop_dead(p_name text, p_now timestamp with time zone, p_limit integer)
  RETURNS integer
  LANGUAGE plpgsql
@@ -167,6 +174,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- forget: deletes the rows of p_names that are idle (no holder, no queue;
+-- a fast row holding its lock's holder is not idle). The rows are locked.
 CREATE OR REPLACE FUNCTION {{schema}}.forget(p_names text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -183,6 +192,13 @@ BEGIN
 END
 $sleeplock$;
 
+-- hand_over: under lock p_name's row, grants its free slots to the live
+-- heads of its queue in ticket order, drawing their tokens and Seq, and
+-- records each grant's event in holders.handed, until a waiter it may not
+-- grant alone (one of several locks, one whose ref holds the lock, one of
+-- a stale node), which is woken to check for itself. The grants for
+-- waiters of node p_node are returned (their payloads), the others sent
+-- with NOTIFY.
 CREATE OR REPLACE FUNCTION {{schema}}.hand_over(p_name text, p_slots integer, p_run integer, p_wait integer, p_now timestamp with time zone, p_node bigint)
  RETURNS SETOF text
  LANGUAGE plpgsql
@@ -261,6 +277,13 @@ BEGIN
 END
 $sleeplock$;
 
+-- release: the general release (p_stale NULL) or release-if-stale (p_stale
+-- >= 0: microseconds, 0 meaning "past its expiry") of the locks of p_names
+-- that p_ref holds (with the token, where not 0), under their rows; a
+-- counted hold is decremented, and freed slots go to the waiters. Rows:
+-- notfound, or released / decremented / notheld, one per lock in the
+-- caller's order; none when a stale release found the first lock not
+-- stale.
 CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
  LANGUAGE plpgsql
@@ -348,6 +371,9 @@ BEGIN
 END
 $sleeplock$;
 
+-- undo: gives up acquisition p_op after taking and spilling the rows: its
+-- place in the queue goes, a grant it got is released, and a tombstone
+-- (cancelled) stops a statement of it still running.
 CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
  LANGUAGE plpgsql
@@ -380,6 +406,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- wake: tells the listeners that lock p_name may have p_free slots for
+-- its waiters; delivered when the transaction commits.
 CREATE OR REPLACE FUNCTION {{schema}}.wake(p_name text, p_free integer)
  RETURNS void
  LANGUAGE plpgsql

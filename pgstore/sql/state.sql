@@ -1,3 +1,6 @@
+-- State, counts and the sweep of idle rows.
+
+-- counts: running and waiting of each lock of p_names.
 CREATE OR REPLACE FUNCTION {{schema}}.counts(p_names text[], p_now timestamp with time zone)
  RETURNS TABLE(r_lock text, r_running integer, r_waiting integer)
  LANGUAGE plpgsql
@@ -15,6 +18,7 @@ BEGIN
 END
 $sleeplock$;
 
+-- running_of: the holders of lock n, wherever they are.
 CREATE OR REPLACE FUNCTION {{schema}}.running_of(n text)
  RETURNS integer
  LANGUAGE plpgsql
@@ -28,6 +32,8 @@ BEGIN
 END
 $sleeplock$;
 
+-- states: the state of lock p_name, or of every lock and definition (NULL),
+-- with the holders and the queue as JSON when p_detail.
 CREATE OR REPLACE FUNCTION {{schema}}.states(p_name text, p_detail boolean)
  RETURNS TABLE(r_name text, r_slots integer, r_family boolean, r_running integer, r_waiting integer, r_now bigint, r_holders text, r_queue text)
  LANGUAGE plpgsql
@@ -85,6 +91,9 @@ BEGIN
 END
 $sleeplock$;
 
+-- sweep: deletes up to p_limit idle rows (a slow lock's at once, a fast
+-- free row or row in slot mode once free for a minute), dead waiters, and
+-- tombstones older than an hour.
 CREATE OR REPLACE FUNCTION {{schema}}.sweep(p_limit integer)
  RETURNS integer
  LANGUAGE plpgsql
@@ -138,6 +147,7 @@ BEGIN
 END
 $sleeplock$;
 
+-- waiting_of: the live waiters of lock n (see queue_counts()).
 CREATE OR REPLACE FUNCTION {{schema}}.waiting_of(n text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
