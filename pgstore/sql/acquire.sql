@@ -45,6 +45,7 @@ DECLARE
     v_turn   boolean;
     v_wait   integer;
     v_found  boolean := false;
+    v_slow   boolean := false; -- the row is ours (step 2) and not fast
     v_new    boolean := false;
     v_free   boolean;
     l        record;
@@ -116,10 +117,11 @@ BEGIN
 
     -- 2. Queueing behind a slow lock on a few reads. A caller that will
     -- wait takes the lock's row first: it queues under it, or the steps
-    -- below decide under it.
+    -- below decide under it (a slow row taken here needs no spill()).
     IF p_wait THEN
         SELECT x.fast, x.queued, x.unowned INTO q FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
         v_found := FOUND;
+        v_slow := v_found AND NOT q.fast;
     END IF;
     -- Checked after the row is ours: the tombstone of an undo() that had
     -- the row before us (undo() takes it) is seen now.
@@ -209,7 +211,8 @@ BEGIN
                 -- 5. A slot number is free (the lock's row free, or another
                 -- slot of a multi-slot lock): take the row, then decide
                 -- again on fresh reads of the holder rows.
-                IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                IF (v_slow OR {{schema}}.spill(p_name))
+                   AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
                     SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
                            (SELECT s FROM generate_series(1, v_slots) s
                              WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
@@ -239,7 +242,8 @@ BEGIN
     IF p_wait AND v_slots IS NOT NULL THEN
         -- The lock is held or queued: queue the caller under the row, by
         -- acquire()'s rule.
-        IF {{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+        IF (v_slow OR {{schema}}.spill(p_name))
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
             v_now := clock_timestamp();
             SELECT count(*)::int AS n, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
                    coalesce(bool_or(h.ref = p_ref), false) AS mine

@@ -33,13 +33,15 @@ DECLARE
     v_run   integer;
     v_wait  integer;
     v_dead  integer;
+    v_found boolean;
     l       record;
     r       record;
 BEGIN
     SELECT x.fast, x.xref, x.xtoken, x.queued, x.unowned INTO l
       FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+    v_found := FOUND;
     -- 1. A slot of the row's arrays.
-    IF FOUND AND l.fast AND l.xref IS NOT NULL THEN
+    IF v_found AND l.fast AND l.xref IS NOT NULL THEN
         v_k := array_position(l.xref, p_ref);
         IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
             v_now := clock_timestamp();
@@ -57,7 +59,7 @@ BEGIN
     END IF;
     -- 2. The handover to nodes' waiters: the queue's count is its live
     -- waiters (queue_counts()), and none is to be reaped or dropped.
-    IF FOUND AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
+    IF v_found AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
         v_now := clock_timestamp();
         IF NOT {{schema}}.nodes_stale(v_now) THEN
             DELETE FROM {{schema}}.holders h
@@ -78,7 +80,8 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    IF {{schema}}.spill(p_name) THEN
+    -- The row is ours; a fast one (its holder in the row) is spilled first.
+    IF (v_found AND NOT l.fast) OR {{schema}}.spill(p_name) THEN
         -- 3. The lock's only hold, and nobody queues. No other holder or
         -- waiter can appear while the row is ours.
         DELETE FROM {{schema}}.holders h
