@@ -133,7 +133,7 @@ func TestDatabaseSQL(t *testing.T) {
 }
 
 // TestGuardRepeatableRead: Guard moves a lease held in its lock's row to a
-// holder row in a transaction of its own (migration 006). A REPEATABLE
+// holder row in a transaction of its own. A REPEATABLE
 // READ transaction that calls Guard first sees that row; one whose
 // snapshot is older is told so, not that the lease was lost (unless it
 // was).
@@ -204,7 +204,7 @@ func TestGuardRepeatableRead(t *testing.T) {
 }
 
 // TestGuardOfHoldInSlot: Guard of a lease held in a slot of its lock's row
-// (migration 009) moves the lock's holders to holder rows first, then
+// moves the lock's holders to holder rows first, then
 // guards the lease there; a lease of another ref in the same lock is not
 // guarded by it, and the guarded one still cannot be taken over.
 func TestGuardOfHoldInSlot(t *testing.T) {

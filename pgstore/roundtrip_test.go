@@ -55,7 +55,7 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 	last := g.Token
 	for _, ref := range []string{"s2", "s3"} {
 		// Every slot is granted by one UPDATE of the lock's row (its slot
-		// arrays, migration 009).
+		// arrays).
 		counts("TryAcquire of another slot of a 3-slot lock", false, func() {
 			o, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
 			must(t, err)
@@ -119,7 +119,7 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	must(t, err)
 	_, err = e.s.Acquire(ctx, req("holder", time.Minute, "chat/1"))
 	must(t, err)
-	// and a lock of two slots, both held in its row's slots (migration 009)
+	// and a lock of two slots, both held in its row's slots
 	define(t, e.s, "hot2", 2)
 	for _, ref := range []string{"x", "y"} {
 		_, err = e.s.Acquire(ctx, req(ref, time.Minute, "hot2"))
@@ -144,8 +144,7 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	for _, call := range []string{
 		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0)",
 		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
-		"acquire_slow('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
-		"acquire_slow('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, true)",
+		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0)",
 	} {
 		var ev string
 		must(t, tx.QueryRow(ctx, "SELECT r_ev FROM "+q+"."+call).Scan(&ev))
