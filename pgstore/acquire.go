@@ -187,7 +187,7 @@ func (s *Store) checkOneArgs(a *acquisition, ticket int64) checkOneArgs {
 	req := a.req
 	return checkOneArgs{names: textArray(a.names), ref: req.Ref.String(), kind: req.Kind, ttl: micros(req.TTL),
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, ticket: ticket,
-		wttl: micros(s.cfg.waiterTTL), stale: micros(max(req.StaleAfter, 0)), node: s.d.node}
+		wttl: micros(s.cfg.waiterTTL), stale: micros(max(req.StaleAfter, 0)), node: s.d.node, whole: req.ReenterAll}
 }
 
 // wait waits for the grant of an acquisition that queued (rows: its

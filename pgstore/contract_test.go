@@ -162,9 +162,9 @@ func TestUnknownLockOnReleaseSide(t *testing.T) {
 	}
 }
 
-// TestHeldFalsePastExpiry: a lease past its expiry is not held, though no
-// one has taken it over yet.
-func TestHeldFalsePastExpiry(t *testing.T) {
+// TestHeldExpiredPastExpiry: a lease past its expiry that nobody took over
+// is held and marked expired; State counts it apart from Running.
+func TestHeldExpiredPastExpiry(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	define(t, e.s, "a", 1)
@@ -184,9 +184,21 @@ func TestHeldFalsePastExpiry(t *testing.T) {
 	}
 	must(t, e.s.Advance(ctx, 2*time.Minute))
 	for _, g := range []store.Grant{one, two} {
-		if st, err := e.s.Held(ctx, g.Handle()); err != nil || st.Held {
+		if st, err := e.s.Held(ctx, g.Handle()); err != nil || !st.Held || !st.Expired {
 			t.Fatalf("lease past its expiry: %+v %v", st, err)
 		}
+	}
+	if st, err := e.s.State(ctx, "a", false); err != nil || st.Running != 0 || st.Expired != 1 {
+		t.Fatalf("State of a lock whose holder is past its expiry: %+v %v", st, err)
+	}
+	// Taken over: no longer held.
+	_, err = e.s.Acquire(ctx, req("r3", time.Minute, "a"))
+	must(t, err)
+	if st, err := e.s.Held(ctx, one.Handle()); err != nil || st.Held {
+		t.Fatalf("lease taken over: %+v %v", st, err)
+	}
+	if st, err := e.s.State(ctx, "a", false); err != nil || st.Running != 1 || st.Expired != 0 {
+		t.Fatalf("State after the takeover: %+v %v", st, err)
 	}
 }
 

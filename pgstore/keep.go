@@ -47,7 +47,7 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 }
 
 // Held implements store.Store in one statement. A lease past its expiry
-// is not held, taken over or not.
+// that nobody took over is held and Expired.
 func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Status{}, err
@@ -63,10 +63,11 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 	if err != nil {
 		return store.Status{}, fmt.Errorf("pgstore: held: %w", err)
 	}
-	held = held && (exp == 0 || exp > now)
 	st := store.Status{Held: held, Now: fromMicros(now)}
 	if held {
-		st.Renewed, st.Expires = fromMicros(renewed), fromMicros(exp)
+		// Past its expiry and not taken over: still its holder's, marked
+		// expired (any acquirer may take it at once).
+		st.Renewed, st.Expires, st.Expired = fromMicros(renewed), fromMicros(exp), exp != 0 && exp <= now
 	} else if err := s.undefined(ctx, &h); err != nil {
 		return store.Status{}, err
 	}

@@ -58,7 +58,7 @@ var (
 		"p_lease bigint", "p_back bigint", "p_node bigint"}}
 	checkOneFn = fn{"check_one", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_ticket bigint", "p_wttl bigint",
-		"p_stale bigint", "p_node bigint"}}
+		"p_stale bigint", "p_node bigint", "p_whole boolean"}}
 	releaseOneFn = fn{"release_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
 		"p_pats text[]", "p_node bigint"}}
 	releaseFn = fn{"release", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
@@ -129,10 +129,11 @@ type checkOneArgs struct {
 	counted, wait    bool
 	op, ticket, wttl int64
 	stale, node      int64
+	whole            bool // ReenterAll
 }
 
 func (a *checkOneArgs) values() []any {
-	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node}
+	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node, a.whole}
 }
 
 // releaseOneArgs are release_one()'s arguments.
@@ -222,7 +223,7 @@ func newQueries(schema string) queries {
 		keep:      "SELECT * FROM " + keepFn.call(s),
 		held:      "SELECT * FROM " + heldFn.call(s),
 		spillHeld: "SELECT " + spillHeldFn.call(s),
-		states: "SELECT r_name, r_slots, r_family, r_running, r_waiting, r_now, coalesce(r_holders, ''), " +
+		states: "SELECT r_name, r_slots, r_family, r_running, r_expired, r_waiting, r_now, coalesce(r_holders, ''), " +
 			"coalesce(r_queue, '') FROM " + statesFn.call(s),
 		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
 			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +

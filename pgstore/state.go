@@ -30,13 +30,13 @@ func (s *Store) states(ctx context.Context, names any, detail bool) ([]store.Sta
 	var out []store.State
 	err := s.c.query(ctx, s.q.states, []any{names, detail}, func(scan func(...any) error) error {
 		var st store.State
-		var slots, running, waiting int32
+		var slots, running, expired, waiting int32
 		var now int64
 		var holders, queue string
-		if err := scan(&st.Name, &slots, &st.Family, &running, &waiting, &now, &holders, &queue); err != nil {
+		if err := scan(&st.Name, &slots, &st.Family, &running, &expired, &waiting, &now, &holders, &queue); err != nil {
 			return err
 		}
-		st.Slots, st.Running, st.Waiting, st.Now = int(slots), int(running), int(waiting), fromMicros(now)
+		st.Slots, st.Running, st.Expired, st.Waiting, st.Now = int(slots), int(running), int(expired), int(waiting), fromMicros(now)
 		if holders != "" {
 			var hs []jsonHolder
 			if err := json.Unmarshal([]byte(holders), &hs); err != nil {

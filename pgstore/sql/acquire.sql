@@ -265,7 +265,7 @@ BEGIN
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
                a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
           FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
-                                  p_wttl, 0::bigint) a;
+                                  p_wttl, 0::bigint, false) a;
     IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
         -- Queued: its node's, soft state only.
         PERFORM {{schema}}.soft();
@@ -307,12 +307,14 @@ $sleeplock$;
 -- ahead of it than slots are free. Its second pass takes the rows in
 -- sorted order (lock_rows(), which spills them) and decides again. Expired
 -- leases are taken over when a grant needs their slots; with p_stale > 0,
--- once not renewed for p_stale µs (StaleAfter). A 'waiting' row carries in
+-- once not renewed for p_stale µs (StaleAfter). With p_whole, a new request
+-- whose ref holds some of the locks but not all is refused at the first it
+-- holds (re-entry only as a whole). A 'waiting' row carries in
 -- r_expires the earliest expiry of the leases that block it. Rows (r_ev):
 -- notfound, refused, queued (one per lock), waiting, gone (the waiter row
 -- expired), cancelled, expired (a lease taken over), granted / reentered
 -- (one per lock, in the caller's order).
-CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint)
+CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -460,6 +462,20 @@ BEGIN
                 v_bad := i;
             END IF;
         END LOOP;
+
+        IF p_whole AND p_ticket = 0 AND true = ANY (a_mine) AND false = ANY (a_mine) THEN
+            -- Re-entry only as a whole: refused at the first lock the ref
+            -- holds, naming its own hold.
+            i := array_position(a_mine, true);
+            SELECT x.kind, x.token, x.expires INTO r FROM {{schema}}.holding x
+             WHERE x.lock = p_names[i] AND x.ref = p_ref LIMIT 1;
+            r_ev := 'refused'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
+            r_running := a_rows[i]; r_waiting := a_ahead[i]; r_at := {{schema}}.micros(v_now);
+            r_ref := p_ref; r_kind := coalesce(r.kind, ''); r_token := coalesce(r.token, 0);
+            r_expires := {{schema}}.micros(r.expires); r_queued := false;
+            RETURN NEXT;
+            RETURN;
+        END IF;
 
         IF v_bad = 0 AND v_pass = 2 THEN
             -- Lock the expired leases to take over, of every lock first, so
@@ -649,8 +665,9 @@ $sleeplock$;
 -- of one lock takes the lock's row first, then finds the grant a release
 -- made for it (holders.handed), or answers 'waiting' on the holder rows
 -- alone when the lock is full of unexpired holders; everything else is
--- acquire()'s, after reaping. Rows: acquire()'s, with the event's Seq.
-CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint)
+-- acquire()'s, after reaping (p_whole: re-entry only as a whole, see
+-- acquire()). Rows: acquire()'s, with the event's Seq.
+CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -711,7 +728,7 @@ BEGIN
     RETURN QUERY
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
           FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
-                                  p_stale) a;
+                                  p_stale, p_whole) a;
     IF {{schema}}.own(p_op, p_node, p_wttl)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.

@@ -32,10 +32,12 @@ BEGIN
 END
 $sleeplock$;
 
--- states: the state of lock p_name, or of every lock and definition (NULL),
--- with the holders and the queue as JSON when p_detail.
+-- states: the state of lock p_name, or of every lock and definition (NULL):
+-- its live holders (r_running), those past their expiry that nobody took
+-- over (r_expired), its live waiters, and with p_detail the holders and the
+-- queue as JSON.
 CREATE OR REPLACE FUNCTION {{schema}}.states(p_name text, p_detail boolean)
- RETURNS TABLE(r_name text, r_slots integer, r_family boolean, r_running integer, r_waiting integer, r_now bigint, r_holders text, r_queue text)
+ RETURNS TABLE(r_name text, r_slots integer, r_family boolean, r_running integer, r_expired integer, r_waiting integer, r_now bigint, r_holders text, r_queue text)
  LANGUAGE plpgsql
  STABLE
 AS $sleeplock$
@@ -67,9 +69,13 @@ BEGIN
         r_queue := NULL;
         IF v_family THEN
             r_running := 0;
+            r_expired := 0;
             r_waiting := 0;
         ELSE
-            r_running := {{schema}}.running_of(v_name);
+            SELECT (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int,
+                   (count(*) FILTER (WHERE h.expires <= v_now))::int
+              INTO r_running, r_expired
+              FROM {{schema}}.holding h WHERE h.lock = v_name;
             r_waiting := {{schema}}.waiting_of(v_name, v_now);
             IF p_detail THEN
                 SELECT json_agg(json_build_object(
