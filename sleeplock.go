@@ -321,6 +321,9 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if c.err != nil {
 		return Lease{}, c.err
 	}
+	if c.weight != 0 && names == nil && l.fast != nil && c.plainButWeight() {
+		return l.acquireWeighted(ctx, name, c.weight, wait)
+	}
 	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, ReenterAll: c.reenterAll,
 		Weight: c.weight, Events: l.emitter}
 	if names != nil {
@@ -385,6 +388,30 @@ func weightsOf(req *store.AcquireRequest, m map[string]int) error {
 	return nil
 }
 
+// plainButWeight reports whether c asks nothing of a plain acquisition
+// but a weight.
+func (c *acquireConfig) plainButWeight() bool {
+	return c.ref == "" && c.kind == "" && c.ttl == 0 && c.hold == 0 && c.stale == 0 && !c.counted &&
+		c.bind == nil && c.execute == nil && !c.reenterAll && c.weights == nil && !c.general
+}
+
+// acquireWeighted is the memory store's plain path with a weight: its
+// lease names its hold by lock, token and the token's ref, as any lease of
+// a grant does (the plain lease's three words have no room for a weight).
+func (l *Locks) acquireWeighted(ctx context.Context, name string, weight int, wait bool) (Lease, error) {
+	slot, token, w, err := l.fast.AcquireWeighted(ctx, name, weight, wait)
+	if err != nil {
+		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
+			return l.acquire(ctx, name, nil, wait, []AcquireOption{func(c *acquireConfig) { c.weight, c.general = weight, true }})
+		}
+		return Lease{}, err
+	}
+	if w == 1 {
+		return Lease{slot: slot, token: token}, nil
+	}
+	return newLease(l, store.Grant{Lock: store.Lock{Name: name, Token: token}, Ref: slot.Ref(token), Weight: w}, nil, false), nil
+}
+
 // withOptions applies opts to a copy of c. (Kept apart so that a call
 // without options does not move its config to the heap.)
 func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
@@ -417,6 +444,7 @@ type acquireConfig struct {
 
 	weight  int            // see Weight, Exclusive; 0: one slot
 	weights map[string]int // see WeightFor
+	general bool           // not the plain path (it cannot grant this lock)
 }
 
 func (c *acquireConfig) fail(err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -160,4 +161,48 @@ func sub(a, b uint64) uint64 {
 		return 0
 	}
 	return a - b
+}
+
+// BenchmarkWeighted: 64 goroutines share 8 slots with blocking acquires
+// of weights 1 to 4 (goroutine i asks 1+i%4), sleeplock's Weight against
+// x/sync's Weighted. (Issue 21.)
+func BenchmarkWeighted(b *testing.B) {
+	ctx := context.Background()
+	const goroutines, slots = 64, 8
+	par := max(goroutines/runtime.GOMAXPROCS(0), 1)
+	b.Run("sleeplock", func(b *testing.B) {
+		l := sleeplock.New(nil)
+		defer l.Close()
+		if err := l.Define(ctx, "gpu", slots); err != nil {
+			b.Fatal(err)
+		}
+		var next atomic.Int64
+		b.SetParallelism(par)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			w := sleeplock.Weight(1 + int(next.Add(1))%4)
+			for pb.Next() {
+				lease, err := l.Acquire(ctx, "gpu", w)
+				if err != nil {
+					panic(err)
+				}
+				_ = lease.Release(ctx)
+			}
+		})
+	})
+	b.Run("x-sync-semaphore", func(b *testing.B) {
+		s := semaphore.NewWeighted(slots)
+		var next atomic.Int64
+		b.SetParallelism(par)
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			w := 1 + next.Add(1)%4
+			for pb.Next() {
+				if err := s.Acquire(ctx, w); err != nil {
+					panic(err)
+				}
+				s.Release(w)
+			}
+		})
+	})
 }

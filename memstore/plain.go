@@ -76,6 +76,37 @@ func (p *plainStore) Acquire(ctx context.Context, name string, wait bool) (plain
 	return s.acquirePlain(ctx, name, wait)
 }
 
+// AcquireWeighted implements plain.Store: a weighted plain lease is
+// granted under the lock's mutex (the fast word holds weight-1 grants only).
+func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (plain.Lock, int64, int, error) {
+	s := (*Store)(p)
+	if weight == 1 || s == nil || ctx == nil {
+		lk, t, err := p.Acquire(ctx, name, wait)
+		return lk, t, 1, err
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, 0, 0, err
+	}
+	if s.load(name) == nil {
+		if err := store.CheckName(name); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, 0, err
+	}
+	o := op{s: s}
+	lk, err := s.enterName(&o, name)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	pl, t, err := s.acquirePlainLocked(ctx, &o, lk, weight, wait)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return pl, t, store.Need(weight, int(lk.slots)), nil
+}
+
 // undoFast gives back the fast grant of token t that found the store
 // closed meanwhile (Close froze the lock, or is about to).
 func (s *Store) undoFast(lk *lock, t int64) (plain.Lock, int64, error) {
@@ -101,7 +132,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	}
 	// Go on holding the mutex: a lock no waiter of several locks waits for.
 	o := op{s: s, lk: lk}
-	return s.acquirePlainLocked(ctx, &o, lk, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait)
 }
 
 // acquirePlain is the plain acquisition of name when a slot is not free
@@ -112,18 +143,29 @@ func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (plain
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait)
 }
 
-// acquirePlainLocked is acquirePlain once the op holds lk.
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bool) (plain.Lock, int64, error) {
+// acquirePlainLocked is acquirePlain of weight once the op holds lk.
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool) (plain.Lock, int64, error) {
 	if !lk.plainOK() {
 		s.forget(lk)
 		o.done()
 		return nil, 0, plain.ErrNotPlain
 	}
-	if n := lk.ahead(len(lk.waits())) + 1; n <= s.free(o, lk, n, 0) {
+	need := 1
+	if weight != 1 {
+		if need = store.Need(weight, int(lk.slots)); need > int(lk.slots) {
+			s.forget(lk)
+			o.done()
+			return nil, 0, &store.WeightError{Lock: lk.name, Weight: need, Slots: int(lk.slots)}
+		}
+	}
+	if n := lk.ahead(len(lk.waits())) + need; n <= s.free(o, lk, n, 0) {
 		h := lk.newPlainHolder()
+		if need != 1 {
+			lk.setWeight(h, need)
+		}
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			h.ext().acquired = stamp
 		}
@@ -131,13 +173,16 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 		return lk, h.token, nil
 	}
 	if !wait {
-		err := s.refuse(o, lk, 1)
+		err := s.refuse(o, lk, weight)
 		s.forget(lk)
 		o.done()
 		return nil, 0, err
 	}
 	w := waiters.Get().(*waiter)
 	w.ref = store.NewRef()
+	if weight != 1 {
+		w.heavy, w.pw = true, int32(weight)
+	}
 	w.one[0] = lk
 	w.locks = w.one[:]
 	err := s.park(ctx, o, w)

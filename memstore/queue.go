@@ -22,7 +22,8 @@ type waiter struct {
 	h     *holder       // the grant's record of locks[0]
 	grant store.Grant   // the grant, for a waiter with a req
 	done  bool          // granted
-	heavy bool          // req asks a weight other than 1 of some lock
+	heavy bool          // req asks a weight other than 1 of some lock (or pw, a plain waiter's, is not 1)
+	pw    int32         // a plain waiter's weight, when heavy
 	err   error         // set, with ready signalled, when the store closed
 }
 
@@ -34,6 +35,9 @@ func (w *waiter) signal() { w.ready <- struct{}{} }
 func (w *waiter) weight(lk *lock) int {
 	if !w.heavy {
 		return 1
+	}
+	if w.req == nil {
+		return int(w.pw)
 	}
 	for i, l := range w.locks {
 		if l == lk {
@@ -277,6 +281,9 @@ func (s *Store) pump(o *op, first *lock) {
 			if q[0].req != nil {
 				break
 			}
+			if q[0].heavy && int(first.slots)-first.used() < q[0].need(first) {
+				return // a heavy head blocks those behind it
+			}
 			w := q[0]
 			first.dequeue(w)
 			s.grantWaiter(o, w)
@@ -318,12 +325,15 @@ func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
 		w.h = lk.newPlainHolder() // its ref is its token's, not the waiter's
+		if w.heavy {
+			lk.setWeight(w.h, w.need(lk))
+		}
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			w.h.ext().acquired = stamp
 		}
 		if o.ev != nil {
 			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
-				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Token: w.h.token, Weight: 1, Waited: since(w.h.acquired(), w.since)})
+				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Token: w.h.token, Weight: w.h.weight(), Waited: since(w.h.acquired(), w.since)})
 		}
 	} else {
 		w.grant = s.grantAll(o, w.req, w.locks, w.since)

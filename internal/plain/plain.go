@@ -23,6 +23,10 @@ type Store interface {
 	// is checked (store.CheckName) before anything else; an ended ctx
 	// takes nothing. ErrNotPlain: see there.
 	Acquire(ctx context.Context, name string, wait bool) (Lock, int64, error)
+	// AcquireWeighted is Acquire of weight slots as one lease (store.WeightAll:
+	// every slot), with the store's Acquire's rules for weights; it also
+	// returns the slots granted.
+	AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (Lock, int64, int, error)
 	// Lookup returns the lock defined by name, or nil for a name that is
 	// not one (a family member comes and goes: it is acquired by name on
 	// every call). A lock defined by name stays for the store's life.
