@@ -131,14 +131,15 @@ func (s *Store) ended(lk *lock, h *holder, reason error, ctx context.Context) {
 	if !lk.isPlain(h) {
 		return
 	}
-	e := &lostLease{}
+	var cause error
 	if reason != store.ErrReleased { //nolint:errorlint // the sentinel itself
-		e.cause = reason
+		cause = reason
 	}
 	c, _ := ctx.(*plainCtx)
-	if e.cause == nil && c == nil {
-		return
+	if cause == nil && c == nil {
+		return // nothing to keep: no allocation
 	}
+	e := &lostLease{cause: cause}
 	k := lostKey{lk, h.token}
 	if c != nil {
 		e.ctx = weak.Make(c)
