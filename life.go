@@ -282,7 +282,7 @@ func (lf *life) lose(reason error) {
 		lf.cancel(reason)
 		lf.stopTimer()
 		if lf.l.emitter != nil {
-			lf.l.emitter.Emit(store.Event{Type: store.EventLost, Lock: lf.g.Name, Ref: lf.g.Ref.String(), Kind: lf.g.Kind,
+			lf.l.emitter.Emit(store.Event{Type: store.EventLost, Lock: lf.g.Name, Ref: lf.g.Ref.String(), Kind: lf.g.Kind, Weight: max(lf.g.Weight, 1),
 				Token: lf.g.Token, Held: heldFor(lf.g.Acquired), Reason: reason})
 		}
 	})

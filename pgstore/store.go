@@ -207,6 +207,12 @@ func (s *Store) check(ctx context.Context) error {
 
 func emit(ev store.Emitter, e store.Event) {
 	if ev != nil {
+		switch e.Type {
+		case store.EventAcquired, store.EventReleased, store.EventWaiting, store.EventRefused, store.EventExpired:
+			if e.Weight == 0 {
+				e.Weight = 1 // every hold and request is of weight 1 here (weights: issue 21)
+			}
+		}
 		ev.Emit(e)
 	}
 }

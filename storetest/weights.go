@@ -384,3 +384,26 @@ var _ = add("Weight/Execute", func(t *testing.T, e *env) {
 	}
 	wantState(t, l, "w", 0, 0)
 })
+
+// Without weights, every store's events and state say weight 1: the same
+// numbers everywhere, weights granted or not.
+var _ = add("Weight/OneByDefault", func(t *testing.T, e *env) {
+	rec := newRecorder()
+	l, _ := e.locks(t, sleeplock.WithInlineNotifier(rec))
+	define(t, l, "w", 2)
+	a, err := l.Acquire(ctx(t), "w", sleeplock.WithKind("job"))
+	must(t, err)
+	if a.Weight() != 1 {
+		t.Fatalf("weight %d, want 1", a.Weight())
+	}
+	st := state(t, l, "w")
+	if st.Running != 1 || st.Leases != 1 || len(st.Holders) != 1 || st.Holders[0].Weight != 1 {
+		t.Fatalf("state %+v: want one lease of weight 1", st)
+	}
+	must(t, a.Release(ctx(t)))
+	for _, ev := range rec.waitN(t, 3) {
+		if ev.Type != sleeplock.EventCreated && ev.Weight != 1 {
+			t.Fatalf("%s event of weight %d, want 1", ev.Type, ev.Weight)
+		}
+	}
+})
