@@ -232,6 +232,9 @@ type Report struct {
 	LeftHolders, LeftWaiters int
 	// Skipped names the faults that could not be injected, and why.
 	Skipped []string
+	// Untyped are the errors of sleeplock's API that the workers saw and
+	// that Typed does not know, one line each.
+	Untyped []string
 }
 
 // OK reports whether the run found no safety violation and no lost slot.
@@ -279,6 +282,14 @@ func (r *Report) Write(w io.Writer) {
 	fmt.Fprintf(w, "left behind (State, after the check): holders %d, waiters %d\n", r.LeftHolders, r.LeftWaiters)
 	for _, s := range r.Stuck {
 		fmt.Fprintf(w, "  stuck: %s\n", s)
+	}
+	fmt.Fprintf(w, "untyped errors: %d\n", len(r.Untyped))
+	for i, s := range r.Untyped {
+		if i == 10 {
+			fmt.Fprintf(w, "  …\n")
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", s)
 	}
 	fmt.Fprintf(w, "kill→takeover:  %v\n", f.KillTakeover)
 	fmt.Fprintf(w, "pause→takeover: %v\n", f.PauseTakeover)
