@@ -193,8 +193,8 @@ SELECT h.released, n.acquired
 	return f, nil
 }
 
-func collect(ctx context.Context, pool *pgxpool.Pool, sql string, row func(pgx.Rows) error) error {
-	rows, err := pool.Query(ctx, sql)
+func collect(ctx context.Context, pool *pgxpool.Pool, sql string, row func(pgx.Rows) error, args ...any) error {
+	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("chaos check: %w", err)
 	}
