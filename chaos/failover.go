@@ -15,6 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/pgstore"
 )
 
 // FailoverConfig is a failover run: the chaos workers against a primary
@@ -28,10 +31,14 @@ type FailoverConfig struct {
 	// Sync makes the standby synchronous (synchronous_standby_names '*',
 	// synchronous_commit on); otherwise it is asynchronous.
 	Sync bool
-	// Stall, when positive, stops the standby's WAL receiver (SIGSTOP) this
-	// long before the primary dies; it is then killed (SIGKILL, so the WAL
-	// sent to it meanwhile is never applied) and the standby, restarted by
-	// its postmaster, is promoted.
+	// Stall, when positive, stalls replication this long before the primary
+	// dies: the primary's WAL sender is stopped (SIGSTOP), then killed
+	// (SIGKILL) as the primary is stopped, so that what it held back never
+	// reaches the standby. (SIGSTOP of the standby's WAL receiver would not
+	// do: what the sender wrote waits in the socket, and is applied once the
+	// receiver resumes; SIGKILL of the receiver makes the standby restart,
+	// seconds before it can be promoted. pg_wal_replay_pause() stops the
+	// replay, not the receiver: what was received is applied at promotion.)
 	Stall time.Duration
 	// At is when the primary dies, after the workers started (default
 	// Chaos.Duration / 2); with a Stall, the stall begins Stall earlier.
@@ -55,9 +62,15 @@ type FailoverReport struct {
 	// FirstGrant is Promoted → the first grant on the new primary.
 	FirstGrant time.Duration
 	// Recovery is Promoted → the first grant of each lock on the new
-	// primary; Unrecovered names the locks not granted within TTL + 1s.
+	// primary, to a worker or to the driver's probe (TryAcquire of every
+	// lock every 20ms from the promotion on, until it succeeds);
+	// Unrecovered names the locks not granted within TTL + 1s.
 	Recovery    map[string]time.Duration
 	Unrecovered []string
+	// Probe is Promoted → the probe's first grant of each lock.
+	Probe map[string]time.Duration
+
+	probed map[string]time.Time
 	// LostGrants counts grants acknowledged to a worker (and recorded in
 	// the store's database) that the new primary does not have; LostWrites
 	// the acknowledged writes it does not have.
@@ -67,10 +80,18 @@ type FailoverReport struct {
 	// lock granted to two refs.
 	TokenDecreases, TokensTwice int64
 	// BeliefOverlaps counts holdings of a one-slot lock whose holder still
-	// believed it held (Done not closed) when another grant of the lock had
-	// been observed; BeliefMax is the longest such overlap.
+	// believed it held (Done not closed, no release begun) when a later
+	// grant of the lock to another holder had been observed; BeliefMax is
+	// the longest such overlap.
 	BeliefOverlaps int64
 	BeliefMax      time.Duration
+	// GuardRefusedBelieved counts the writes Guard refused as the lease
+	// lost while its holder still believed it held (Done not closed).
+	GuardRefusedBelieved int64
+	// CancelledSyncWaits counts the primary's log lines "canceling wait for
+	// synchronous replication": commits made on the primary alone, each
+	// reported to its client as a success with a WARNING.
+	CancelledSyncWaits int
 }
 
 // OK reports whether the run met the synchronous mode's guarantees: no
@@ -89,7 +110,7 @@ func (r *FailoverReport) Write(w io.Writer) {
 		mode = "synchronous"
 	}
 	if r.Stall > 0 {
-		mode += fmt.Sprintf(", standby stalled %v before the primary died (replay %d bytes behind)", r.Stall, r.StallLag)
+		mode += fmt.Sprintf(", replication stalled %v before the primary died (replay %d bytes behind)", r.Stall, r.StallLag)
 	}
 	fmt.Fprintf(w, "failover: %s\n", mode)
 	if r.Report != nil {
@@ -105,22 +126,31 @@ func (r *FailoverReport) Write(w io.Writer) {
 	for _, k := range sortedKeys(r.Recovery) {
 		rec = append(rec, fmt.Sprintf("%s=%v", k, ms(r.Recovery[k])))
 	}
-	fmt.Fprintf(w, "promoted → first grant of each lock: %s; not within TTL + 1s: %v\n", strings.Join(rec, " "), r.Unrecovered)
+	var pr []string
+	for _, k := range sortedKeys(r.Probe) {
+		pr = append(pr, fmt.Sprintf("%s=%v", k, ms(r.Probe[k])))
+	}
+	fmt.Fprintf(w, "promoted → first grant of each lock: %s (the probe's: %s); not within TTL + 1s: %v\n",
+		strings.Join(rec, " "), strings.Join(pr, " "), r.Unrecovered)
 	fmt.Fprintf(w, "lost: grants %d, writes %d; tokens: decreases %d, granted twice %d\n", r.LostGrants, r.LostWrites, r.TokenDecreases, r.TokensTwice)
-	fmt.Fprintf(w, "holders that believed they held while another held: %d (longest %v)\n", r.BeliefOverlaps, ms(r.BeliefMax))
+	fmt.Fprintf(w, "holders that believed they held while another held: %d (longest %v); writes Guard refused to a holder that believed it held: %d\n",
+		r.BeliefOverlaps, ms(r.BeliefMax), r.GuardRefusedBelieved)
+	fmt.Fprintf(w, "the primary's cancelled waits for synchronous replication (committed locally, reported as success): %d\n", r.CancelledSyncWaits)
 }
 
 // pair is a primary and its streaming standby, clusters of the run's own.
 type pair struct {
 	primary, standby *cluster
 	dsn              string // multi-host, read-write
-	receiver         int    // pid of the stopped WAL receiver
+	sender           int    // pid of the primary's stopped WAL sender
 }
 
 const slotName = "sleeplock_failover"
 
 // pgBin is the path of a PostgreSQL program of version.
-func pgBin(version, name string) string { return filepath.Join("/usr/lib/postgresql", version, "bin", name) }
+func pgBin(version, name string) string {
+	return filepath.Join("/usr/lib/postgresql", version, "bin", name)
+}
 
 // createPair creates the primary (started) and the standby (pg_basebackup -R
 // with a replication slot, started and streaming).
@@ -207,11 +237,11 @@ func createPair(ctx context.Context, version string, pport, sport int, sync bool
 	return p, nil
 }
 
-// drop stops and removes both clusters, resuming a stopped WAL receiver
+// drop stops and removes both clusters, resuming a stopped WAL sender
 // first.
 func (p *pair) drop() error {
-	if p.receiver > 0 {
-		_ = syscall.Kill(p.receiver, syscall.SIGCONT)
+	if p.sender > 0 {
+		_ = syscall.Kill(p.sender, syscall.SIGCONT)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -227,40 +257,45 @@ func (p *pair) drop() error {
 // fail stalls the standby if asked, stops the primary for good and
 // promotes the standby, recording each step.
 func (p *pair) fail(ctx context.Context, d *driver, fc FailoverConfig, r *FailoverReport) error {
-	sconn, err := pgx.Connect(ctx, p.standby.dsn)
-	if err != nil {
-		return fmt.Errorf("chaos failover: %w", err)
-	}
-	defer func() { _ = sconn.Close(context.Background()) }()
 	if fc.Stall > 0 {
-		if err := sconn.QueryRow(ctx, "SELECT pid FROM pg_stat_wal_receiver").Scan(&p.receiver); err != nil {
-			return fmt.Errorf("chaos failover: the WAL receiver: %w", err)
+		pc, err := pgx.Connect(ctx, p.primary.dsn)
+		if err != nil {
+			return fmt.Errorf("chaos failover: %w", err)
+		}
+		err = pc.QueryRow(ctx, "SELECT pid FROM pg_stat_replication").Scan(&p.sender)
+		if err != nil {
+			_ = pc.Close(ctx)
+			return fmt.Errorf("chaos failover: the WAL sender: %w", err)
 		}
 		at, err := d.now(ctx)
 		if err != nil {
+			_ = pc.Close(ctx)
 			return err
 		}
-		if err := syscall.Kill(p.receiver, syscall.SIGSTOP); err != nil {
-			return fmt.Errorf("chaos failover: stopping the WAL receiver: %w", err)
+		if err := syscall.Kill(p.sender, syscall.SIGSTOP); err != nil {
+			_ = pc.Close(ctx)
+			return fmt.Errorf("chaos failover: stopping the WAL sender: %w", err)
 		}
-		d.logf("stopped the standby's WAL receiver (pid %d)", p.receiver)
+		d.logf("stopped the primary's WAL sender (pid %d): replication stalls", p.sender)
 		pause(ctx, fc.Stall)
+		_ = pc.QueryRow(ctx, "SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0)::bigint FROM pg_stat_replication").Scan(&r.StallLag)
+		_ = pc.Close(ctx)
 		until, err := d.now(ctx)
 		if err != nil {
 			return err
 		}
-		if err := d.record(ctx, "stall", "", at, &until, strconv.Itoa(p.receiver)); err != nil {
+		if err := d.record(ctx, "stall", "", at, &until, strconv.Itoa(p.sender)); err != nil {
 			return err
 		}
-		if pc, err := pgx.Connect(ctx, p.primary.dsn); err == nil {
-			_ = pc.QueryRow(ctx, "SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0)::bigint FROM pg_stat_replication").Scan(&r.StallLag)
-			_ = pc.Close(ctx)
-		}
 	}
-	_ = sconn.Close(ctx)
 	at, err := d.now(ctx)
 	if err != nil {
 		return err
+	}
+	if p.sender > 0 {
+		// what the stopped sender holds never reaches the standby
+		_ = syscall.Kill(p.sender, syscall.SIGKILL)
+		p.sender = 0
 	}
 	if out, err := exec.CommandContext(ctx, "pg_ctlcluster", p.primary.version, p.primary.name, "stop", "-m", "immediate").CombinedOutput(); err != nil {
 		return fmt.Errorf("chaos failover: stopping the primary: %w: %s", err, lastLines(out))
@@ -272,21 +307,12 @@ func (p *pair) fail(ctx context.Context, d *driver, fc FailoverConfig, r *Failov
 		return err
 	}
 	d.logf("stopped the primary")
-	if p.receiver > 0 {
-		// what was sent to the stalled receiver never reaches the standby
-		_ = syscall.Kill(p.receiver, syscall.SIGKILL)
-		d.logf("killed the stalled WAL receiver; the standby restarts")
-		p.receiver = 0
-		if err := p.standby.waitUp(ctx, 60*time.Second); err != nil {
-			return fmt.Errorf("chaos failover: %w", err)
-		}
-	}
 	if r.PromoteIssued, err = d.now(ctx); err != nil {
 		return err
 	}
 	var ok bool
 	for {
-		// the standby may still be restarting after the receiver's death
+		// the standby may not take connections at once
 		c, err := pgx.Connect(ctx, p.standby.dsn)
 		if err == nil {
 			err = c.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&ok)
@@ -307,7 +333,37 @@ func (p *pair) fail(ctx context.Context, d *driver, fc FailoverConfig, r *Failov
 		return err
 	}
 	d.logf("promoted the standby in %v", r.Promoted.Sub(r.PromoteIssued).Round(time.Millisecond))
+	d.pauses.Go(func() { probe(d, r, d.cfg.TTL+3*time.Second) })
 	return d.record(ctx, "promote", "", r.PromoteIssued, &r.Promoted, "")
+}
+
+// probe tries every lock (TryAcquire, released at once) every 20ms from
+// the promotion on until each was granted once, or for at most limit: when
+// each became grantable, whoever asks.
+func probe(d *driver, r *FailoverReport, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	r.probed = map[string]time.Time{}
+	s, err := pgstore.New(ctx, d.spool, pgstore.WithSchema(d.schema), pgstore.WithoutListen())
+	if err != nil {
+		d.logf("probe: %v", err)
+		return
+	}
+	locks := sleeplock.New(s, sleeplock.WithTTL(d.cfg.TTL))
+	defer func() { _ = locks.Close() }()
+	names, _ := resources(d.cfg.Members)
+	for len(r.probed) < len(names) && ctx.Err() == nil {
+		for _, name := range names {
+			if _, ok := r.probed[name]; ok {
+				continue
+			}
+			if l, err := locks.TryAcquire(ctx, name, sleeplock.NoKeepAlive()); err == nil {
+				r.probed[name] = l.Acquired()
+				_ = l.Release(ctx)
+			}
+		}
+		pause(ctx, 20*time.Millisecond)
+	}
 }
 
 // sinceDB is the time on the database's clock since t (0 when it cannot
@@ -324,8 +380,8 @@ func (d *driver) sinceDB(ctx context.Context, t time.Time) time.Duration {
 // a streaming standby (StandbyPort), synchronous or not, runs the chaos
 // workers against both through a multi-host DSN (target_session_attrs
 // read-write) with their records in the ledger (Chaos.DSN), stops the
-// primary At into the run (after stalling the standby's WAL receiver for
-// Stall if asked), promotes the standby, and checks the ledger against the
+// primary At into the run (after stalling replication for Stall if
+// asked), promotes the standby, and checks the ledger against the
 // new primary. The clusters are always dropped. The error is for a run that
 // could not be made; what it found is in the report.
 func RunFailover(ctx context.Context, fc FailoverConfig) (*FailoverReport, error) {
@@ -356,12 +412,13 @@ func RunFailover(ctx context.Context, fc FailoverConfig) (*FailoverReport, error
 	if err != nil {
 		return nil, fmt.Errorf("chaos failover: clusters: %w", err)
 	}
+	r := &FailoverReport{Sync: fc.Sync, Stall: fc.Stall}
 	defer func() {
+		r.CancelledSyncWaits = p.primary.countLog("canceling wait for synchronous replication")
 		if err := p.drop(); err != nil {
 			fmt.Fprintf(cfg.Log, "chaos failover: dropping the clusters: %v\n", err)
 		}
 	}()
-	r := &FailoverReport{Sync: fc.Sync, Stall: fc.Stall}
 	cfg.storeDSN = p.dsn
 	cfg.eventAt = fc.At - fc.Stall
 	cfg.event = func(ctx context.Context, d *driver) error { return p.fail(ctx, d, fc, r) }
@@ -443,24 +500,26 @@ SELECT (SELECT count(*) FROM `+q+`.chaos_holdings h WHERE h.stored
 	if err != nil {
 		return fmt.Errorf("chaos failover: %w", err)
 	}
-	// a holder that still believed it held (Done open) when a later grant
-	// of its one-slot lock to another ref had been observed
+	// a holder that still believed it held (Done open, no release begun)
+	// when a later grant of its one-slot lock to another ref was observed
 	var most *time.Duration
 	err = ledger.QueryRow(ctx, `
-SELECT count(DISTINCT (a.resource, a.ref)), max(a.at - n.observed)
-  FROM `+q+`.chaos_attempts a
-  JOIN `+q+`.chaos_resources r ON r.name = a.resource AND r.slots = 1
-  JOIN `+q+`.chaos_holdings h ON h.lock = a.resource AND h.ref = a.ref AND h.token = a.token
-  JOIN LATERAL (SELECT min(n.observed) AS observed FROM `+q+`.chaos_holdings n
-                 WHERE n.lock = a.resource AND n.ref <> a.ref AND n.observed > h.observed) n ON true
- WHERE a.believed AND n.observed < a.at`).Scan(&r.BeliefOverlaps, &most)
+SELECT count(DISTINCT (a.lock, a.ref)), max(a.believed_until - b.observed)
+  FROM `+q+`.chaos_holdings a
+  JOIN `+q+`.chaos_resources r ON r.name = a.lock AND r.slots = 1
+  JOIN `+q+`.chaos_holdings b ON b.lock = a.lock AND b.ref <> a.ref AND b.observed > a.observed
+ WHERE b.observed < a.believed_until`).Scan(&r.BeliefOverlaps, &most)
+	if err != nil {
+		return fmt.Errorf("chaos failover: %w", err)
+	}
+	err = ledger.QueryRow(ctx, "SELECT count(*) FROM "+q+".chaos_attempts WHERE believed AND outcome = 'guard-lost'").Scan(&r.GuardRefusedBelieved)
 	if err != nil {
 		return fmt.Errorf("chaos failover: %w", err)
 	}
 	if most != nil {
 		r.BeliefMax = *most
 	}
-	r.Recovery = map[string]time.Duration{}
+	r.Recovery, r.Probe = map[string]time.Duration{}, map[string]time.Duration{}
 	first := time.Duration(-1)
 	if err := collect(ctx, ledger, "SELECT r.name, (SELECT min(h.acquired) FROM "+q+".chaos_holdings h WHERE h.lock = r.name AND h.acquired >= $1) "+
 		"FROM "+q+".chaos_resources r ORDER BY r.name", func(rows pgx.Rows) error {
@@ -468,6 +527,12 @@ SELECT count(DISTINCT (a.resource, a.ref)), max(a.at - n.observed)
 		var at *time.Time
 		if err := rows.Scan(&name, &at); err != nil {
 			return err
+		}
+		if pt, ok := r.probed[name]; ok {
+			r.Probe[name] = pt.Sub(r.Promoted)
+			if at == nil || pt.Before(*at) {
+				at = &pt
+			}
 		}
 		if at == nil {
 			r.Unrecovered = append(r.Unrecovered, name+" (never)")
@@ -487,4 +552,13 @@ SELECT count(DISTINCT (a.resource, a.ref)), max(a.at - n.observed)
 	}
 	r.FirstGrant = max(first, 0)
 	return nil
+}
+
+// countLog counts the lines of the cluster's log that contain s.
+func (c *cluster) countLog(s string) int {
+	b, err := os.ReadFile(filepath.Join("/var/log/postgresql", "postgresql-"+c.version+"-"+c.name+".log"))
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), s)
 }

@@ -17,13 +17,16 @@ import (
 // over, or a SQLite file). The ledger's chaos_writes are copies of writes
 // the store accepted, so it fences nothing; a token may be granted twice
 // after a failover, so chaos_holdings has no key; stored says that the
-// grant's copy in the store's database committed; chaos_attempts is every
+// grant's copy in the store's database committed, believed_until when its
+// holder stopped believing it held the lease (its Done channel closed, or
+// it began to release it); chaos_attempts is every
 // fenced write attempt, with whether its holder still believed it held the
 // lease (Done not closed).
 const ledgerSQL = `
 DROP TRIGGER chaos_fence ON %[1]s.chaos_writes;
 ALTER TABLE %[1]s.chaos_holdings DROP CONSTRAINT chaos_holdings_pkey;
 ALTER TABLE %[1]s.chaos_holdings ADD COLUMN stored boolean NOT NULL DEFAULT false;
+ALTER TABLE %[1]s.chaos_holdings ADD COLUMN believed_until timestamptz;
 CREATE INDEX ON %[1]s.chaos_holdings (lock, token);
 CREATE TABLE %[1]s.chaos_attempts (
     resource text NOT NULL,

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -363,6 +364,16 @@ func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, wai
 	_, err := w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_holdings (lock, token, ref, worker, op, acquired, waited) "+
 		"SELECT l, t, $3, $4, $5, $6, $7 FROM unnest($1::text[], $2::bigint[]) u(l, t)",
 		names, tokens, ref, w.c.Name, op, lease.Acquired(), waited)
+	releasing := make(chan time.Time, 1)
+	if err == nil && w.ledger() {
+		believed := make(chan struct{})
+		defer func() { <-believed }()
+		go func() {
+			defer close(believed)
+			w.recordBelief(ctx, lease, releasing, names, tokens, ref)
+		}()
+	}
+	defer close(releasing)
 	if err == nil && w.sdb != nil {
 		w.recordInStore(ctx, names, tokens, ref, op, lease.Acquired(), waited)
 	}
@@ -383,6 +394,7 @@ func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, wai
 		return // the worker is stopping: the lease expires with its TTL
 	}
 	released := time.Now().Add(w.offset)
+	releasing <- released
 	err = lease.Release(ctx)
 	switch {
 	case err == nil:
@@ -641,13 +653,15 @@ func (w *worker) untyped(op string, err error) {
 // without reading its text: it matches one of sleeplock's errors,
 // pgstore.ErrUnreachable or a context's error, or it is an I/O error of the
 // database: a *sqlite.Error (SQLite's result code: SQLITE_IOERR,
-// SQLITE_READONLY, SQLITE_BUSY, …), a *pgconn.PgError, an *fs.PathError or
-// a syscall.Errno.
+// SQLITE_READONLY, SQLITE_BUSY, …), a *pgconn.PgError, a net.Error, an
+// *fs.PathError, a syscall.Errno, io.ErrUnexpectedEOF or io.EOF (a
+// connection that ended).
 func Typed(err error) bool {
 	for _, e := range []error{
 		sleeplock.ErrUnavailable, sleeplock.ErrLeaseLost, sleeplock.ErrNotHeld, sleeplock.ErrReleased,
 		sleeplock.ErrClosed, sleeplock.ErrInvalid, sleeplock.ErrInvalidConfig, sleeplock.ErrNotFound,
 		sleeplock.ErrUnsupported, pgstore.ErrUnreachable, context.DeadlineExceeded, context.Canceled,
+		io.ErrUnexpectedEOF, io.EOF, net.ErrClosed,
 	} {
 		if errors.Is(err, e) {
 			return true
@@ -658,6 +672,28 @@ func Typed(err error) bool {
 		pe *pgconn.PgError
 		fe *fs.PathError
 		no syscall.Errno
+		ne net.Error
 	)
-	return errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &no)
+	return errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &no) || errors.As(err, &ne)
+}
+
+// recordBelief records in the ledger until when the holder believed it
+// held the lease: when its Done channel closed, or when it began to
+// release it, whichever came first.
+func (w *worker) recordBelief(ctx context.Context, lease sleeplock.Lease, releasing <-chan time.Time, names []string, tokens []int64, ref string) {
+	var until time.Time
+	select {
+	case <-lease.Done():
+		until = time.Now().Add(w.offset)
+	case t, ok := <-releasing:
+		if !ok {
+			return // the worker is stopping
+		}
+		until = t
+	}
+	_, err := w.db.Exec(ctx, "UPDATE "+w.q+".chaos_holdings SET believed_until = $4 WHERE lock = ANY ($1::text[]) AND token = ANY ($2::bigint[]) AND ref = $3",
+		names, tokens, ref, until)
+	if err != nil && ctx.Err() == nil {
+		w.count("record-error")
+	}
 }
