@@ -235,6 +235,17 @@ type Report struct {
 	// Untyped are the errors of sleeplock's API that the workers saw and
 	// that Typed does not know, one line each.
 	Untyped []string
+	// RSS is the resident memory of each worker alive at the end, once
+	// ready and just before the final kill, the oldest first (Linux).
+	RSS []WorkerRSS
+}
+
+// WorkerRSS is a worker's resident memory when it was ready (Start) and
+// Age later, at the end of the run (End), in bytes.
+type WorkerRSS struct {
+	Worker     string
+	Age        time.Duration
+	Start, End int64
 }
 
 // OK reports whether the run found no safety violation and no lost slot.
@@ -290,6 +301,9 @@ func (r *Report) Write(w io.Writer) {
 			break
 		}
 		fmt.Fprintf(w, "  %s\n", s)
+	}
+	for _, m := range r.RSS {
+		fmt.Fprintf(w, "worker %s RSS: %.1f MiB when ready → %.1f MiB %v later\n", m.Worker, float64(m.Start)/(1<<20), float64(m.End)/(1<<20), m.Age.Round(time.Second))
 	}
 	fmt.Fprintf(w, "kill→takeover:  %v\n", f.KillTakeover)
 	fmt.Fprintf(w, "pause→takeover: %v\n", f.PauseTakeover)

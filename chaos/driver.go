@@ -164,6 +164,8 @@ type proc struct {
 	killed    bool          // by the driver
 	paused    bool
 	stderr    *syncBuffer
+	started   time.Time
+	rssStart  int64 // resident set size (bytes) once ready; 0: unknown
 }
 
 type syncBuffer struct {
@@ -446,6 +448,7 @@ func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 	select {
 	case ok := <-ready:
 		if ok {
+			p.started, p.rssStart = time.Now(), rss(p.cmd.Process.Pid)
 			d.mu.Lock()
 			d.procs = append(d.procs, p)
 			d.mu.Unlock()
@@ -672,8 +675,12 @@ func (d *driver) killAll() {
 	d.procs = nil
 	d.mu.Unlock()
 	for _, p := range ps {
+		if end := rss(p.cmd.Process.Pid); end > 0 && p.rssStart > 0 {
+			d.rep.RSS = append(d.rep.RSS, WorkerRSS{Worker: p.name, Age: time.Since(p.started), Start: p.rssStart, End: end})
+		}
 		_ = p.cmd.Process.Kill()
 	}
+	slices.SortFunc(d.rep.RSS, func(a, b WorkerRSS) int { return int(b.Age - a.Age) })
 	for _, p := range ps {
 		<-p.done
 	}

@@ -10,10 +10,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sleeplock/sleeplock"
@@ -92,6 +94,11 @@ type FailoverReport struct {
 	// synchronous replication": commits made on the primary alone, each
 	// reported to its client as a success with a WARNING.
 	CancelledSyncWaits int
+	// CancelProbe is what a client configured by pgstore.ConfigurePool got
+	// from an UPDATE whose 500ms deadline passed in its wait for
+	// synchronous replication (stalled runs of the synchronous mode): its
+	// error (nil: a success) and the notices the server sent.
+	CancelProbe string
 }
 
 // OK reports whether the run met the synchronous mode's guarantees: no
@@ -135,7 +142,10 @@ func (r *FailoverReport) Write(w io.Writer) {
 	fmt.Fprintf(w, "lost: grants %d, writes %d; tokens: decreases %d, granted twice %d\n", r.LostGrants, r.LostWrites, r.TokenDecreases, r.TokensTwice)
 	fmt.Fprintf(w, "holders that believed they held while another held: %d (longest %v); writes Guard refused to a holder that believed it held: %d\n",
 		r.BeliefOverlaps, ms(r.BeliefMax), r.GuardRefusedBelieved)
-	fmt.Fprintf(w, "the primary's cancelled waits for synchronous replication (committed locally, reported as success): %d\n", r.CancelledSyncWaits)
+	fmt.Fprintf(w, "the primary's cancelled waits for synchronous replication (committed locally): %d\n", r.CancelledSyncWaits)
+	if r.CancelProbe != "" {
+		fmt.Fprintf(w, "an UPDATE cancelled (pgstore.ConfigurePool, 500ms deadline) in its wait for synchronous replication: %s\n", r.CancelProbe)
+	}
 }
 
 // pair is a primary and its streaming standby, clusters of the run's own.
@@ -277,7 +287,12 @@ func (p *pair) fail(ctx context.Context, d *driver, fc FailoverConfig, r *Failov
 			return fmt.Errorf("chaos failover: stopping the WAL sender: %w", err)
 		}
 		d.logf("stopped the primary's WAL sender (pid %d): replication stalls", p.sender)
-		pause(ctx, fc.Stall)
+		t0 := time.Now()
+		if fc.Sync {
+			r.CancelProbe = cancelProbe(ctx, p.primary.dsn, d.schema)
+			d.logf("a statement cancelled in its wait for synchronous replication: %s", r.CancelProbe)
+		}
+		pause(ctx, fc.Stall-time.Since(t0))
 		_ = pc.QueryRow(ctx, "SELECT coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn), 0)::bigint FROM pg_stat_replication").Scan(&r.StallLag)
 		_ = pc.Close(ctx)
 		until, err := d.now(ctx)
@@ -337,13 +352,12 @@ func (p *pair) fail(ctx context.Context, d *driver, fc FailoverConfig, r *Failov
 	return d.record(ctx, "promote", "", r.PromoteIssued, &r.Promoted, "")
 }
 
-// probe tries every lock (TryAcquire, released at once) every 20ms from
-// the promotion on until each was granted once, or for at most limit: when
-// each became grantable, whoever asks.
+// probe tries every lock (TryAcquire, released at once; one goroutine per
+// lock) every 20ms from the promotion on until each was granted once, or
+// for at most limit: when each became grantable, whoever asks.
 func probe(d *driver, r *FailoverReport, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	r.probed = map[string]time.Time{}
 	s, err := pgstore.New(ctx, d.spool, pgstore.WithSchema(d.schema), pgstore.WithoutListen())
 	if err != nil {
 		d.logf("probe: %v", err)
@@ -352,18 +366,26 @@ func probe(d *driver, r *FailoverReport, limit time.Duration) {
 	locks := sleeplock.New(s, sleeplock.WithTTL(d.cfg.TTL))
 	defer func() { _ = locks.Close() }()
 	names, _ := resources(d.cfg.Members)
-	for len(r.probed) < len(names) && ctx.Err() == nil {
-		for _, name := range names {
-			if _, ok := r.probed[name]; ok {
-				continue
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	r.probed = map[string]time.Time{}
+	for _, name := range names {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if l, err := locks.TryAcquire(ctx, name, sleeplock.NoKeepAlive()); err == nil {
+					mu.Lock()
+					r.probed[name] = l.Acquired()
+					mu.Unlock()
+					_ = l.Release(ctx)
+					return
+				}
+				pause(ctx, 20*time.Millisecond)
 			}
-			if l, err := locks.TryAcquire(ctx, name, sleeplock.NoKeepAlive()); err == nil {
-				r.probed[name] = l.Acquired()
-				_ = l.Release(ctx)
-			}
-		}
-		pause(ctx, 20*time.Millisecond)
+		})
 	}
+	wg.Wait()
 }
 
 // sinceDB is the time on the database's clock since t (0 when it cannot
@@ -561,4 +583,41 @@ func (c *cluster) countLog(s string) int {
 		return 0
 	}
 	return strings.Count(string(b), s)
+}
+
+// cancelProbe runs, on the primary while replication stalls, an UPDATE
+// with a 500ms deadline through a pool configured as pgstore configures
+// its own (a cancel request when the context ends), and says what the
+// client got: the error (nil is a success) and the server's notices.
+func cancelProbe(ctx context.Context, dsn, schema string) string {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return err.Error()
+	}
+	pgstore.ConfigurePool(cfg)
+	var (
+		mu      sync.Mutex
+		notices []string
+	)
+	cfg.ConnConfig.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		mu.Lock()
+		notices = append(notices, n.Severity+": "+n.Message)
+		mu.Unlock()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err.Error()
+	}
+	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return err.Error()
+	}
+	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	t0 := time.Now()
+	_, err = pool.Exec(cctx, "UPDATE "+quote(schema)+".chaos_resources SET accepted = accepted WHERE name = $1", Pool)
+	cancel()
+	el := time.Since(t0).Round(time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	return fmt.Sprintf("error %v after %v; notices %q", err, el, notices)
 }

@@ -15,7 +15,7 @@ import (
 // and 5434), with the records in the test database. It runs only with
 // SLEEPLOCK_FAILOVER=1: it creates clusters (root, postgresql-common and
 // PostgreSQL 15 are needed), and takes about a minute.
-func failover(t *testing.T, sync bool, stall, hold time.Duration, writes int) *chaos.FailoverReport {
+func failover(t *testing.T, sync bool, stall, hold time.Duration, writes, members int) *chaos.FailoverReport {
 	t.Helper()
 	if os.Getenv("SLEEPLOCK_FAILOVER") != "1" {
 		t.Skip("set SLEEPLOCK_FAILOVER=1 to fail a primary over to its standby, on clusters of the test's own (ports 5433, 5434)")
@@ -36,7 +36,7 @@ func failover(t *testing.T, sync bool, stall, hold time.Duration, writes int) *c
 	rep, err := chaos.RunFailover(ctx, chaos.FailoverConfig{
 		Chaos: chaos.Config{
 			DSN: dbURL(), WorkerBin: worker(t), Log: logWriter{t},
-			Workers: 3, Goroutines: 4, Members: 4, Hold: hold, Writes: writes,
+			Workers: 3, Goroutines: 4, Members: members, Hold: hold, Writes: writes,
 			Duration: 20 * time.Second, TTL: 2 * time.Second, WaiterTTL: time.Second,
 			FaultEvery: 1500 * time.Millisecond, Faults: []string{chaos.FaultKill, chaos.FaultTerminate},
 		},
@@ -92,19 +92,20 @@ func requireSafe(t *testing.T, rep *chaos.FailoverReport) {
 // lost: no overlap, no fenced write by a holder that lost its lease, tokens
 // never decreasing, every lock grantable within TTL + 1s of the promotion.
 func TestFailoverSync(t *testing.T) {
-	rep := failover(t, true, 0, 0, 0)
+	rep := failover(t, true, 0, 0, 0, 4)
 	requireSafe(t, rep)
 	requireLive(t, rep)
 }
 
 // TestFailoverSyncStalled: a synchronous standby to which replication
 // stalls 2s before the primary dies, with holders that hold 3s (longer
-// than the TTL: their keep-alive renews during the stall). A commit whose
+// than the TTL: their keep-alive renews during the stall) and 12 one-slot
+// locks, so that most goroutines hold one during the stall. A commit whose
 // wait for synchronous replication is cancelled is committed on the
 // primary only; counted as done, it is lost at the promotion. The same
 // guarantees as TestFailoverSync are required.
 func TestFailoverSyncStalled(t *testing.T) {
-	rep := failover(t, true, 2*time.Second, 3*time.Second, 12)
+	rep := failover(t, true, 2*time.Second, 3*time.Second, 12, 12)
 	requireSafe(t, rep)
 	requireLive(t, rep)
 }
@@ -114,7 +115,7 @@ func TestFailoverSyncStalled(t *testing.T) {
 // failed on: lost grants and writes, tokens decreasing or granted twice.
 // Liveness is required.
 func TestFailoverAsync(t *testing.T) {
-	rep := failover(t, false, 2*time.Second, 0, 0)
+	rep := failover(t, false, 2*time.Second, 0, 0, 4)
 	requireLive(t, rep)
 	t.Logf("asynchronous failover weakened: %d grants and %d writes lost, tokens decreased %d times and %d granted twice, %d holders believed they held after another was granted",
 		rep.LostGrants, rep.LostWrites, rep.TokenDecreases, rep.TokensTwice, rep.BeliefOverlaps)
