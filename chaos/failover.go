@@ -106,7 +106,7 @@ type FailoverReport struct {
 // promotion, no lost grant or write, no token decreasing or granted twice,
 // no holder that believed it held while another held.
 func (r *FailoverReport) OK() bool {
-	return r.Report.OK() && len(r.Unrecovered) == 0 && r.LostGrants == 0 && r.LostWrites == 0 &&
+	return r.Report != nil && r.Report.OK() && len(r.Unrecovered) == 0 && r.LostGrants == 0 && r.LostWrites == 0 &&
 		r.TokenDecreases == 0 && r.TokensTwice == 0 && r.BeliefOverlaps == 0
 }
 
@@ -429,6 +429,10 @@ func RunFailover(ctx context.Context, fc FailoverConfig) (*FailoverReport, error
 	}
 	if fc.Stall < 0 || fc.At < fc.Stall {
 		return nil, invalid("FailoverConfig.Stall must be in [0, At]")
+	}
+	cfg.storeDSN = "the failover pair" // checked as a failover run before the clusters are made
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	p, err := createPair(ctx, cfg.ClusterVersion, fc.PrimaryPort, fc.StandbyPort, fc.Sync)
 	if err != nil {
