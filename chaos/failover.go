@@ -71,6 +71,9 @@ type FailoverReport struct {
 	Unrecovered []string
 	// Probe is Promoted → the probe's first grant of each lock.
 	Probe map[string]time.Duration
+	// ProbeStuck is the state (holders, queue) of each lock the probe could
+	// not take, when it gave up (TTL + 3s after the promotion).
+	ProbeStuck []string
 
 	probed map[string]time.Time
 	// LostGrants counts grants acknowledged to a worker (and recorded in
@@ -139,6 +142,9 @@ func (r *FailoverReport) Write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "promoted → first grant of each lock: %s (the probe's: %s); not within TTL + 1s: %v\n",
 		strings.Join(rec, " "), strings.Join(pr, " "), r.Unrecovered)
+	for _, st := range r.ProbeStuck {
+		fmt.Fprintf(w, "  not taken by the probe: %s\n", st)
+	}
 	fmt.Fprintf(w, "lost: grants %d, writes %d; tokens: decreases %d, granted twice %d\n", r.LostGrants, r.LostWrites, r.TokenDecreases, r.TokensTwice)
 	fmt.Fprintf(w, "holders that believed they held while another held: %d (longest %v); writes Guard refused to a holder that believed it held: %d\n",
 		r.BeliefOverlaps, ms(r.BeliefMax), r.GuardRefusedBelieved)
@@ -386,6 +392,28 @@ func probe(d *driver, r *FailoverReport, limit time.Duration) {
 		})
 	}
 	wg.Wait()
+	// what stands in the way of the locks the probe never got
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range names {
+		if _, ok := r.probed[name]; ok {
+			continue
+		}
+		st, err := locks.StateDetail(sctx, name)
+		if err != nil {
+			r.ProbeStuck = append(r.ProbeStuck, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		var hs, ws []string
+		for _, h := range st.Holders {
+			hs = append(hs, fmt.Sprintf("%s token %d expires %+v", h.Ref, h.Token, h.Expires.Sub(st.Now).Round(time.Millisecond)))
+		}
+		for _, w := range st.Queue {
+			ws = append(ws, fmt.Sprintf("%s since %v %v", w.Ref, st.Now.Sub(w.Since).Round(time.Millisecond), w.Locks))
+		}
+		r.ProbeStuck = append(r.ProbeStuck, fmt.Sprintf("%s %v after the promotion: running %d, waiting %d; holders [%s]; queue [%s]",
+			name, st.Now.Sub(r.Promoted).Round(time.Millisecond), st.Running, st.Waiting, strings.Join(hs, ", "), strings.Join(ws, ", ")))
+	}
 }
 
 // sinceDB is the time on the database's clock since t (0 when it cannot
