@@ -235,6 +235,9 @@ type Report struct {
 	// Untyped are the errors of sleeplock's API that the workers saw and
 	// that Typed does not know, one line each.
 	Untyped []string
+	// Errors are samples of the errors of sleeplock's API the workers saw,
+	// one line per distinct message (at most 8).
+	Errors []string
 	// RSS is the resident memory of each worker alive at the end, once
 	// ready and just before the final kill, the oldest first (Linux).
 	RSS []WorkerRSS
@@ -302,7 +305,14 @@ func (r *Report) Write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %s\n", s)
 	}
-	for _, m := range r.RSS {
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "  error seen: %s\n", e)
+	}
+	for i, m := range r.RSS {
+		if i == 3 {
+			fmt.Fprintf(w, "  … and %d more workers\n", len(r.RSS)-i)
+			break
+		}
 		fmt.Fprintf(w, "worker %s RSS: %.1f MiB when ready → %.1f MiB %v later\n", m.Worker, float64(m.Start)/(1<<20), float64(m.End)/(1<<20), m.Age.Round(time.Second))
 	}
 	fmt.Fprintf(w, "kill→takeover:  %v\n", f.KillTakeover)

@@ -310,7 +310,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	err = d.chaos(ctx)
 	d.killAll()
-	d.rep.Untyped = d.untypedLines()
+	d.rep.Untyped = d.workerLines(untypedMark, false, 0)
+	d.rep.Errors = d.workerLines(sampleMark, true, 8)
 	if err != nil {
 		return d.rep, err
 	}
@@ -855,10 +856,13 @@ func (d *driver) readOnly(ctx context.Context) error {
 	}
 	d.logf("made %s read-only for %v", d.cfg.SQLite, d.cfg.PauseFor)
 	d.pauses.Go(func() {
-		if p, err := d.startOnce(ctx); err != nil {
+		fresh, err := d.startOnce(ctx)
+		if err != nil {
 			d.logf("a worker started while read-only: %v", err)
 		} else {
-			d.logf("worker %s started while read-only", p.name)
+			d.logf("worker %s started while read-only", fresh.name)
+			// it stays for the spell only: the run keeps Workers workers
+			defer d.retire(fresh)
 		}
 		t := time.NewTimer(d.cfg.PauseFor)
 		defer t.Stop()
@@ -885,18 +889,45 @@ func (d *driver) readOnly(ctx context.Context) error {
 	return nil
 }
 
-// untypedLines are the untyped errors the workers printed.
-func (d *driver) untypedLines() []string {
+// workerLines are the lines the workers printed that begin with mark,
+// without their worker's name when distinct only (the first max of them;
+// all with distinct false).
+func (d *driver) workerLines(mark string, distinct bool, most int) []string {
 	d.mu.Lock()
 	ps := slices.Clone(d.all)
 	d.mu.Unlock()
 	var out []string
+	seen := map[string]bool{}
 	for _, p := range ps {
 		for line := range strings.SplitSeq(p.stderr.String(), "\n") {
-			if i := strings.Index(line, untypedMark); i >= 0 {
-				out = append(out, line[i:])
+			i := strings.Index(line, mark)
+			if i < 0 {
+				continue
 			}
+			line = line[i:]
+			if distinct {
+				// SAMPLE wN op: message → op: message
+				f := strings.SplitN(line, " ", 3)
+				if len(f) < 3 || seen[f[2]] {
+					continue
+				}
+				seen[f[2]] = true
+			}
+			if most > 0 && len(out) == most {
+				return out
+			}
+			out = append(out, line)
 		}
 	}
 	return out
+}
+
+// retire kills p (SIGKILL) and removes it from the running workers.
+func (d *driver) retire(p *proc) {
+	d.mu.Lock()
+	p.killed = true
+	d.procs = slices.DeleteFunc(d.procs, func(q *proc) bool { return q == p })
+	d.mu.Unlock()
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }

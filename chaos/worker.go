@@ -165,6 +165,7 @@ type worker struct {
 	q      string        // quoted schema
 	offset time.Duration // database clock - local clock
 	stats  map[string]*atomic.Int64
+	shown  atomic.Int64 // errors printed by sample
 }
 
 func (w *worker) count(name string) { w.stats[name].Add(1) }
@@ -350,6 +351,7 @@ func (w *worker) loop(ctx context.Context, rng *rand.Rand) {
 			// connection terminated, database restarting, …: back off a little
 			w.count("acquire-error")
 			w.untyped("acquire", err)
+			w.sample("acquire", err)
 			pause(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond)
 		}
 	}
@@ -633,6 +635,17 @@ func (w *worker) fencedSQLite(ctx context.Context, lease sleeplock.Lease, name s
 		err = errStaleToken
 	}
 	return t0, t1, false, err
+}
+
+// sampleMark starts the line a worker prints on its standard error for
+// each of its first few errors of sleeplock's API, typed or not.
+const sampleMark = "SAMPLE"
+
+// sample prints err if the worker printed fewer than 3 so far.
+func (w *worker) sample(op string, err error) {
+	if w.shown.Add(1) <= 3 {
+		fmt.Fprintf(os.Stderr, "%s %s %s: %v\n", sampleMark, w.c.Name, op, err)
+	}
 }
 
 // untypedMark starts the line a worker prints on its standard error for an
