@@ -615,7 +615,7 @@ func (w *worker) fencedPG(ctx context.Context, lease sleeplock.Lease, name strin
 
 // fencedSQLite writes to name's resource in the SQLite file, in a
 // transaction fenced by Guard; the times are this process's clock corrected
-// to the ledger's.
+// to the ledger's, taken before the commit.
 func (w *worker) fencedSQLite(ctx context.Context, lease sleeplock.Lease, name string, token int64, ref string) (t0, t1 time.Time, fromGuard bool, err error) {
 	tx, err := w.lite.BeginTx(ctx, nil)
 	if err != nil {
@@ -627,10 +627,14 @@ func (w *worker) fencedSQLite(ctx context.Context, lease sleeplock.Lease, name s
 	}
 	t0 = time.Now().Add(w.offset)
 	_, err = tx.ExecContext(ctx, "INSERT INTO chaos_writes (resource, token, ref, worker) VALUES (?, ?, ?, ?)", name, token, ref, w.c.Name)
+	// the write's time is taken before the commit, as the trigger does in
+	// PostgreSQL: Guard's write lock is held until the commit, so no
+	// takeover can commit in between, and a pause of this process after
+	// the commit does not stretch the holding
+	t1 = time.Now().Add(w.offset)
 	if err == nil {
 		err = tx.Commit()
 	}
-	t1 = time.Now().Add(w.offset)
 	if err != nil && strings.Contains(err.Error(), sqliteStaleMsg) {
 		err = errStaleToken
 	}
