@@ -129,7 +129,11 @@ func (o *op) held(name string) *lock {
 // addHolder records a new hold of lk for req.
 func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) *holder {
 	now := o.stamp(req.TTL)
-	h := lk.newHolder(req.Ref)
+	wait := time.Duration(-1)
+	if o.waited {
+		wait = o.wait
+	}
+	h := lk.newHolder(req.Ref, wait)
 	if req.Kind != "" || req.TTL > 0 || req.Hold > 0 || !now.IsZero() {
 		x := h.ext()
 		x.kind, x.ttl, x.hold, x.acquired = req.Kind, req.TTL, req.Hold, now
@@ -169,6 +173,7 @@ func (s *Store) refuse(o *op, lk *lock) error {
 		}
 		e.Kind, e.Ref, e.Expires = h.kind(), h.ref.String(), h.expires()
 	}
+	lk.st.refusal()
 	o.emit(store.Event{Type: store.EventRefused, Lock: lk.name, Slots: int(lk.slots), Running: len(lk.holders), Waiting: len(lk.waits()), Holder: e.Kind})
 	return e
 }
@@ -246,6 +251,7 @@ func (s *Store) partly(o *op, req *store.AcquireRequest, locks []*lock) error {
 		return nil
 	}
 	e := &store.BusyError{Lock: at.name, Kind: first.kind(), Ref: first.ref.String(), Expires: first.expires()}
+	at.st.refusal()
 	o.emit(store.Event{Type: store.EventRefused, Lock: at.name, Slots: int(at.slots), Running: len(at.holders), Waiting: len(at.waits()), Holder: e.Kind})
 	return e
 }
@@ -254,6 +260,9 @@ func (s *Store) partly(o *op, req *store.AcquireRequest, locks []*lock) error {
 // one) and returns the grant; every lock's mutex is held.
 func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued time.Time) store.Grant {
 	g := store.Grant{Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold, Reentered: true}
+	if !queued.IsZero() {
+		o.wait, o.waited = since(o.clock(), queued), true
+	}
 	if len(locks) > 1 {
 		g.More = make([]store.Lock, 0, len(locks)-1)
 	}
@@ -279,5 +288,6 @@ func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued
 			}
 		}
 	}
+	o.waited = false
 	return g
 }

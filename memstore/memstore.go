@@ -60,6 +60,8 @@ type Store struct {
 	rngMu   sync.Mutex
 	rngFree []store.RefRange // ranges of forgotten lock records: see newRange
 	floor   atomic.Int64     // the highest token of a forgotten lock: new locks start there
+
+	samples [sampleSlots]sample // timed grants: see HoldSampling
 }
 
 // New returns an empty memory store.
@@ -89,6 +91,12 @@ type op struct {
 	more   []*lock // further lock mutexes held (global only)
 	now    time.Time
 	hasNow bool
+	// expiring: the hold the operation ends is taken over (see free).
+	expiring bool
+	// wait: how long the grants being made waited, when waited (see
+	// grantAll).
+	wait   time.Duration
+	waited bool
 	fire   []firing
 	// Waiters granted by the operation, woken as it lets go (see done).
 	wake     *waiter

@@ -91,7 +91,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	}
 	lk.lockMu()
 	if len(lk.waits()) == 0 && int(lk.slots) > len(lk.holders) && !lk.gone && !s.closed.Load() && lk.plainOK() {
-		h := lk.newPlainHolder()
+		h := lk.newPlainHolder(-1)
 		lk.mu.Unlock() // held: no thaw
 		return lk, h.token, nil
 	}
@@ -123,7 +123,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, wait bo
 		return nil, 0, plain.ErrNotPlain
 	}
 	if len(lk.waits()) < s.free(o, lk, len(lk.waits())+1, 0) {
-		h := lk.newPlainHolder()
+		h := lk.newPlainHolder(-1)
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			h.ext().acquired = stamp
 		}
