@@ -109,3 +109,24 @@ func (h *Histogram) Add(o Histogram) {
 	h.Count += o.Count
 	h.Sum += o.Sum
 }
+
+// Add adds o's gauges and counters to s (to report several entries under
+// one label); s keeps its Name and Family.
+func (s *Stats) Add(o *Stats) {
+	if s == nil || o == nil {
+		return
+	}
+	s.Slots += o.Slots
+	s.Locks += o.Locks
+	s.Running += o.Running
+	s.Expired += o.Expired
+	s.Waiting += o.Waiting
+	s.Acquisitions += o.Acquisitions
+	s.Releases += o.Releases
+	s.Refusals += o.Refusals
+	s.Expiries += o.Expiries
+	s.Losses += o.Losses
+	s.Waits.Add(o.Waits)
+	s.Holds.Add(o.Holds)
+	s.HoldSampling = max(s.HoldSampling, o.HoldSampling)
+}
