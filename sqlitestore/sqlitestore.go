@@ -27,7 +27,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build uses.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Defaults of the options.
 const (
