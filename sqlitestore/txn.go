@@ -33,8 +33,8 @@ type txn struct {
 	ends    []ending
 	counter map[string]*counter
 	stats   map[string]*statDelta // by definition: see flushStats
-	read    bool // a read-only check: a write fails with errNeedWrite
-	abort   bool // roll back whatever f returns (all or nothing)
+	read    bool                  // a read-only check: a write fails with errNeedWrite
+	abort   bool                  // roll back whatever f returns (all or nothing)
 }
 
 // errNeedWrite ends a read-only check that found something to change.
