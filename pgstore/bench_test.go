@@ -170,7 +170,7 @@ func BenchmarkPairs(b *testing.B) {
 // BenchmarkSlots: as many clients as the lock has slots, each taking a
 // slot of the one lock (TryAcquire, never refused) and giving it back,
 // durable. Every grant and release is of the lock's row (its slot arrays
-// since migration 009), so they take turns on it: compare with Pairs at as
+// ), so they take turns on it: compare with Pairs at as
 // many clients, each on its own lock.
 func BenchmarkSlots(b *testing.B) {
 	for _, slots := range []int{2, 4, 8} {

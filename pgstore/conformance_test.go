@@ -33,6 +33,16 @@ var harness = storetest.Harness{
 			t.Fatal(err)
 		}
 	},
+	// A transaction of the caller's own, on the store's database.
+	Begin: func(t *testing.T, s store.Store) (any, func()) {
+		t.Helper()
+		e, _ := envs.Load(s)
+		tx, err := e.(*env).pool.Begin(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx, func() { _ = tx.Rollback(context.Background()) }
+	},
 }
 
 func TestConformance(t *testing.T) {

@@ -162,9 +162,9 @@ func TestUnknownLockOnReleaseSide(t *testing.T) {
 	}
 }
 
-// TestHeldFalsePastExpiry: a lease past its expiry is not held, though no
-// one has taken it over yet.
-func TestHeldFalsePastExpiry(t *testing.T) {
+// TestHeldExpiredPastExpiry: a lease past its expiry that nobody took over
+// is held and marked expired; State counts it apart from Running.
+func TestHeldExpiredPastExpiry(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	define(t, e.s, "a", 1)
@@ -184,9 +184,21 @@ func TestHeldFalsePastExpiry(t *testing.T) {
 	}
 	must(t, e.s.Advance(ctx, 2*time.Minute))
 	for _, g := range []store.Grant{one, two} {
-		if st, err := e.s.Held(ctx, g.Handle()); err != nil || st.Held {
+		if st, err := e.s.Held(ctx, g.Handle()); err != nil || !st.Held || !st.Expired {
 			t.Fatalf("lease past its expiry: %+v %v", st, err)
 		}
+	}
+	if st, err := e.s.State(ctx, "a", false); err != nil || st.Running != 0 || st.Expired != 1 {
+		t.Fatalf("State of a lock whose holder is past its expiry: %+v %v", st, err)
+	}
+	// Taken over: no longer held.
+	_, err = e.s.Acquire(ctx, req("r3", time.Minute, "a"))
+	must(t, err)
+	if st, err := e.s.Held(ctx, one.Handle()); err != nil || st.Held {
+		t.Fatalf("lease taken over: %+v %v", st, err)
+	}
+	if st, err := e.s.State(ctx, "a", false); err != nil || st.Running != 1 || st.Expired != 0 {
+		t.Fatalf("State after the takeover: %+v %v", st, err)
 	}
 }
 
@@ -281,226 +293,4 @@ func TestZeroInputsNoPanic(t *testing.T) {
 			}()
 		}
 	}
-}
-
-// TestUpgradeFromVersion1: a schema made by the released version 1, with
-// a lease and a waiter in it, upgrades through Migrate; the lease is still
-// held with its token, and the store works on it.
-func TestUpgradeFromVersion1(t *testing.T) {
-	pool := newPool(t, nil)
-	schema := newSchema(t, pool)
-	ctx := context.Background()
-	opts := []pgstore.Option{pgstore.WithSchema(schema)}
-	must(t, pgstore.MigrateTo(ctx, pool, 1, opts...))
-	if _, err := pgstore.New(ctx, pool, opts...); !errors.Is(err, pgstore.ErrSchemaMissing) {
-		t.Fatalf("New on a version 1 schema: %v", err)
-	}
-	// What version 1's code does: define and grant through its functions.
-	q := pgx.Identifier{schema}.Sanitize()
-	_, err := pool.Exec(ctx, "SELECT * FROM "+q+".define('old', 1, false)")
-	must(t, err)
-	var ev string
-	var token int64
-	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_token FROM "+q+
-		".acquire('{old}', 'holder', '', 60000000, 0, false, false, 7, 0, 10000000)").Scan(&ev, &token))
-	if ev != "granted" || token == 0 {
-		t.Fatalf("version 1 grant: %s %d", ev, token)
-	}
-	must(t, pgstore.Migrate(ctx, pool, opts...))
-	var version int
-	must(t, pool.QueryRow(ctx, "SELECT max(version) FROM "+q+".schema_version").Scan(&version))
-	if version != pgstore.SchemaVersion || version < 2 {
-		t.Fatalf("version after Migrate: %d (build %d)", version, pgstore.SchemaVersion)
-	}
-	s, err := pgstore.New(ctx, pool, opts...)
-	must(t, err)
-	defer s.Close()
-	h := store.Handle{Lock: store.Lock{Name: "old", Token: token}, Ref: store.RefOf("holder")}
-	if st, err := s.Held(ctx, h); err != nil || !st.Held {
-		t.Fatalf("the version 1 lease after the upgrade: %+v %v", st, err)
-	}
-	if _, err := s.Acquire(ctx, req("other", time.Minute, "old")); !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("a second holder after the upgrade: %v", err)
-	}
-	rec := newRecorder()
-	must(t, s.Release(ctx, h, rec))
-	g, err := s.Acquire(ctx, req("other", time.Minute, "old"))
-	must(t, err)
-	if g.Token <= token {
-		t.Fatalf("token after the upgrade %d, before %d", g.Token, token)
-	}
-	if evs := rec.drain(); len(evs) != 1 || evs[0].Seq == 0 {
-		t.Fatalf("release event after the upgrade: %+v", evs)
-	}
-	must(t, s.Release(ctx, g.Handle(), nil))
-	// Migrate again: nothing to do.
-	must(t, pgstore.Migrate(ctx, pool, opts...))
-}
-
-// TestUpgradeFromVersion2To4: a schema made by the released version 2, 3
-// or 4, with a lease and a queued waiter in it, upgrades through Migrate:
-// the lease is still held with its token, its release hands the slot to
-// the waiter queued by the old version (which keeps the waiter lease of
-// its own row: version 5's nodes do not own it), with its event in the
-// holder row, a try does not jump it, and tokens still grow.
-func TestUpgradeFromVersion2To4(t *testing.T) {
-	for _, from := range []int{2, 3, 4} {
-		t.Run(fmt.Sprintf("from=%d", from), func(t *testing.T) { testUpgradeFrom(t, from) })
-	}
-}
-
-func testUpgradeFrom(t *testing.T, from int) {
-	pool := newPool(t, nil)
-	schema := newSchema(t, pool)
-	ctx := context.Background()
-	opts := []pgstore.Option{pgstore.WithSchema(schema)}
-	must(t, pgstore.MigrateTo(ctx, pool, from, opts...))
-	if _, err := pgstore.New(ctx, pool, opts...); !errors.Is(err, pgstore.ErrSchemaMissing) {
-		t.Fatalf("New on a version %d schema: %v", from, err)
-	}
-	// What the old version's code does: define, grant and queue through its functions.
-	q := pgx.Identifier{schema}.Sanitize()
-	_, err := pool.Exec(ctx, "SELECT * FROM "+q+".define('old', 1, false)")
-	must(t, err)
-	var ev string
-	var token, ticket int64
-	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_token FROM "+q+
-		".acquire('{old}', 'holder', '', 60000000, 0, false, false, 7, 0, 10000000, 0)").Scan(&ev, &token))
-	if ev != "granted" || token == 0 {
-		t.Fatalf("version %d grant: %s %d", from, ev, token)
-	}
-	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_ticket FROM "+q+
-		".acquire('{old}', 'waiter', '', 60000000, 0, false, true, 8, 0, 600000000, 0)").Scan(&ev, &ticket))
-	if ev != "queued" {
-		t.Fatalf("version %d queueing: %s", from, ev)
-	}
-	must(t, pgstore.Migrate(ctx, pool, opts...))
-	var version int
-	must(t, pool.QueryRow(ctx, "SELECT max(version) FROM "+q+".schema_version").Scan(&version))
-	if version != pgstore.SchemaVersion || version < 4 {
-		t.Fatalf("version after Migrate: %d (build %d)", version, pgstore.SchemaVersion)
-	}
-	// A process of version 4 still running keeps its statements: a try
-	// through version 4's acquire_one is refused by the lease above.
-	must(t, pool.QueryRow(ctx, "SELECT r_ev FROM "+q+
-		".acquire_one('old', 'v4-try', '', 60000000, 0, false, false, 9, 10000000, '{old}', 60000000, 0)").Scan(&ev))
-	if ev != "refused" {
-		t.Fatalf("a try through version 4's acquire_one after the upgrade: %s", ev)
-	}
-	// and version 4's check_one (now version 5's without a node): a ticket
-	// that is not in the queue is gone.
-	must(t, pool.QueryRow(ctx, "SELECT r_ev FROM "+q+
-		".check_one('{old}', 'v4-w', '', 60000000, 0, false, true, 10, 987654321, 10000000, 0)").Scan(&ev))
-	if ev != "gone" {
-		t.Fatalf("a check through version 4's check_one after the upgrade: %s", ev)
-	}
-	s, err := pgstore.New(ctx, pool, opts...)
-	must(t, err)
-	defer s.Close()
-	h := store.Handle{Lock: store.Lock{Name: "old", Token: token}, Ref: store.RefOf("holder")}
-	if st, err := s.Held(ctx, h); err != nil || !st.Held {
-		t.Fatalf("the version %d lease after the upgrade: %+v %v", from, st, err)
-	}
-	rec := newRecorder()
-	must(t, s.Release(ctx, h, rec))
-	if evs := rec.drain(); len(evs) != 1 || evs[0].Seq == 0 || evs[0].Waiting != 1 {
-		t.Fatalf("release event after the upgrade: %+v", evs)
-	}
-	// The release handed the slot to the old version's waiter: a try is
-	// refused, naming it.
-	var busy *store.BusyError
-	if _, err := s.Acquire(ctx, req("other", time.Minute, "old")); !errors.As(err, &busy) || busy.Queued || busy.Ref != "waiter" {
-		t.Fatalf("a try after the handoff to the version %d waiter: %v", from, err)
-	}
-	// The waiter's check (as its node would run it) finds its grant.
-	var wtoken, seq int64
-	must(t, pool.QueryRow(ctx, "SELECT r_ev, r_token, r_seq FROM "+q+
-		".check_one('{old}', 'waiter', '', 60000000, 0, false, true, 8, $1, 600000000, 0, 0)", ticket).Scan(&ev, &wtoken, &seq))
-	if ev != "granted" || wtoken <= token || seq == 0 {
-		t.Fatalf("the handed waiter's check: %s token %d (holder's %d) seq %d", ev, wtoken, token, seq)
-	}
-	must(t, s.Release(ctx, store.Handle{Lock: store.Lock{Name: "old", Token: wtoken}, Ref: store.RefOf("waiter")}, nil))
-	g, err := s.Acquire(ctx, req("other", time.Minute, "old"))
-	must(t, err)
-	if g.Token <= wtoken {
-		t.Fatalf("token after the upgrade %d, before %d", g.Token, wtoken)
-	}
-	must(t, s.Release(ctx, g.Handle(), nil))
-	must(t, pgstore.Migrate(ctx, pool, opts...))
-}
-
-// TestVersion5ReleaseStaleOfHoldInLockRow: a process of version 5 still
-// running while the schema is upgraded releases a stale hold of one lock
-// through release(); the hold a version-6 store granted in the lock's row
-// is released (migration 007), and the lock is free.
-func TestVersion5ReleaseStaleOfHoldInLockRow(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	define(t, e.s, "v5rs", 1)
-	g, err := e.s.Acquire(ctx, req("stale", time.Minute, "v5rs"))
-	must(t, err)
-	var fast bool
-	q := pgx.Identifier{e.schema}.Sanitize()
-	must(t, e.pool.QueryRow(ctx, "SELECT fast AND ref = 'stale' FROM "+q+".locks WHERE name = 'v5rs'").Scan(&fast))
-	if !fast {
-		t.Fatal("the grant is not in the lock's row")
-	}
-	must(t, e.s.Advance(ctx, 2*time.Minute))
-	var ev string
-	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".release('{v5rs}', '{0}', 'stale', 0, false)").Scan(&ev))
-	if ev != "released" {
-		t.Fatalf("version 5's ReleaseStale of a hold in its lock's row: %s", ev)
-	}
-	if st, err := e.s.Held(ctx, g.Handle()); err != nil || st.Held {
-		t.Fatalf("released hold: %+v %v", st, err)
-	}
-	_, err = e.s.Acquire(ctx, req("next", time.Minute, "v5rs"))
-	must(t, err)
-}
-
-// TestVersion8StatementsOnSlotRow: a process of version 8 still running
-// while the schema is upgraded meets a row in slot mode (migration 009).
-// Its hot UPDATE grants nothing there (ref is empty, not NULL), its
-// acquire_slow() of 13 arguments grants it a holder row (the row spilled:
-// its own held.sql looks there), and the holders the version-9 store
-// granted in the slots keep them, in holder rows of the same slots.
-func TestVersion8StatementsOnSlotRow(t *testing.T) {
-	e := newEnv(t)
-	ctx := context.Background()
-	q := pgx.Identifier{e.schema}.Sanitize()
-	define(t, e.s, "v8", 3)
-	g, err := e.s.Acquire(ctx, req("new", time.Minute, "v8"))
-	must(t, err)
-	var slots string
-	must(t, e.pool.QueryRow(ctx, "SELECT array_to_string(xref, ',', '-') FROM "+q+".locks WHERE name = 'v8' AND fast AND ref = ''").
-		Scan(&slots))
-	if slots != "new,-,-" {
-		t.Fatalf("slots %q", slots)
-	}
-	// version 8's queries/acquire1.sql, in short
-	tag, err := e.pool.Exec(ctx, "UPDATE "+q+".locks l SET ref = 'old', token = nextval('"+q+".tokens') "+
-		"WHERE l.name = 'v8' AND l.fast AND l.ref IS NULL")
-	must(t, err)
-	if tag.RowsAffected() != 0 {
-		t.Fatal("version 8's hot grant took a row in slot mode")
-	}
-	var ev string
-	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('v8', 'old', '', 60000000, 0, false, false, 88, "+
-		"10000000, '{v8}', 60000000, 0, 0)").Scan(&ev))
-	if ev != "granted" {
-		t.Fatalf("version 8's acquire_slow: %s", ev)
-	}
-	var holders string
-	must(t, e.pool.QueryRow(ctx, "SELECT string_agg(ref || slot, ',' ORDER BY slot) FROM "+q+".holders WHERE lock = 'v8'").
-		Scan(&holders))
-	if holders != "new1,old2" {
-		t.Fatalf("holder rows %q, want new1,old2", holders)
-	}
-	st, err := e.s.Held(ctx, g.Handle())
-	must(t, err)
-	if !st.Held {
-		t.Fatal("the version-9 holder lost its slot")
-	}
-	wantState(t, e.s, "v8", 2, 0)
-	must(t, e.s.Release(ctx, g.Handle(), nil))
 }

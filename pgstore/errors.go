@@ -8,9 +8,9 @@ import (
 )
 
 // ErrSchemaMissing matches the error of New, NewSQL and Open when the
-// schema has no sleeplock tables or is at another version than this build
-// uses: run `sleeplock migrate` (or Migrate). The error is a *SchemaError
-// and also matches store.ErrInvalidConfig.
+// schema has no sleeplock tables, or tables or functions of another build
+// than this one: run `sleeplock migrate` (or Migrate). The error is a
+// *SchemaError and also matches store.ErrInvalidConfig.
 var ErrSchemaMissing = errors.New("pgstore: sleeplock schema missing or out of date")
 
 // SchemaError reports a schema that this build cannot use as it is.
@@ -18,6 +18,9 @@ type SchemaError struct {
 	Schema string // the schema name, as configured
 	Have   int    // its version; 0 when it has no sleeplock tables
 	Want   int    // the version this build needs
+	// Functions is set when the tables are at this build's version but the
+	// functions are another build's.
+	Functions bool
 }
 
 // Error says what is wrong and what to run.
@@ -26,6 +29,8 @@ func (e *SchemaError) Error() string {
 		return "pgstore: schema error (nil)"
 	}
 	switch {
+	case e.Functions:
+		return fmt.Sprintf("pgstore: schema %q has the functions of another sleeplock build: run `sleeplock migrate` (or pgstore.Migrate)", e.Schema)
 	case e.Have == 0:
 		return fmt.Sprintf("pgstore: schema %q has no sleeplock tables: run `sleeplock migrate` (or pgstore.Migrate) first", e.Schema)
 	case e.Have < e.Want:
@@ -43,3 +48,58 @@ func (e *SchemaError) Unwrap() []error { return []error{ErrSchemaMissing, store.
 // restarting) through a few retries of what was safe to retry. The error
 // also wraps the last cause.
 var ErrUnreachable = errors.New("pgstore: database unreachable")
+
+// ErrPreRelease matches the error of Migrate, New, NewSQL and Open for a
+// schema made by a pre-release sleeplock (schema versions 1 to 9), which
+// has no upgrade path. The error is a *PreReleaseError and also matches
+// store.ErrInvalidConfig.
+var ErrPreRelease = errors.New("pgstore: schema made by a pre-release sleeplock")
+
+// PreReleaseError reports a schema made by a pre-release sleeplock, and
+// says how to recreate it.
+type PreReleaseError struct {
+	Schema  string // the schema name, as configured
+	Version int    // its pre-release version (1 to 9)
+}
+
+// Error says how to recreate the schema.
+func (e *PreReleaseError) Error() string {
+	if e == nil {
+		return "pgstore: pre-release schema error (nil)"
+	}
+	return fmt.Sprintf("pgstore: schema %q was made by a pre-release sleeplock (schema version %d) and cannot be upgraded: "+
+		"stop every process that uses it, run `DROP SCHEMA %s CASCADE` (its leases, waiters and definitions are lost), "+
+		"then run `sleeplock migrate` (or pgstore.Migrate) and define the locks again", e.Schema, e.Version, quoteIdent(e.Schema))
+}
+
+// Unwrap returns ErrPreRelease and store.ErrInvalidConfig.
+func (e *PreReleaseError) Unwrap() []error { return []error{ErrPreRelease, store.ErrInvalidConfig} }
+
+// ErrMigrationChanged matches the error of Migrate for a schema in which a
+// migration was applied whose text differs from this build's (a released
+// migration is never edited). The error is a *ChecksumError and also
+// matches store.ErrInvalidConfig.
+var ErrMigrationChanged = errors.New("pgstore: an applied migration differs from this build's")
+
+// ChecksumError reports an applied migration whose recorded checksum is
+// not this build's.
+type ChecksumError struct {
+	Schema  string // the schema name, as configured
+	Version int    // the migration's number
+	Name    string // its name, as recorded
+	Have    string // the recorded checksum (sha256, hex)
+	Want    string // this build's
+}
+
+// Error names the migration and both checksums.
+func (e *ChecksumError) Error() string {
+	if e == nil {
+		return "pgstore: checksum error (nil)"
+	}
+	return fmt.Sprintf("pgstore: schema %q: migration %d (%s) was applied with checksum %s, this build has %s: "+
+		"a released migration must never change; use the sleeplock release that made the schema",
+		e.Schema, e.Version, e.Name, e.Have, e.Want)
+}
+
+// Unwrap returns ErrMigrationChanged and store.ErrInvalidConfig.
+func (e *ChecksumError) Unwrap() []error { return []error{ErrMigrationChanged, store.ErrInvalidConfig} }

@@ -61,3 +61,20 @@ func Example_guard() {
 		fmt.Println("the turn lost its locks; its answer was not written")
 	}
 }
+
+// A program that opens its store from a DSN migrates from the same DSN,
+// with no pool of its own (or run `sleeplock migrate` once).
+func ExampleMigrateDSN() {
+	ctx := context.Background()
+	dsn := "postgres://localhost/app"
+	if err := pgstore.MigrateDSN(ctx, dsn); err != nil {
+		log.Fatal(err)
+	}
+	st, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	locks := sleeplock.New(st)
+	defer locks.Close()
+}

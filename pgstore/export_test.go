@@ -3,18 +3,7 @@ package pgstore
 import (
 	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// MigrateTo migrates pool's schema up to version (for tests of upgrades).
-func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int, opts ...Option) error {
-	cfg, err := newConfig(opts)
-	if err != nil {
-		return err
-	}
-	return migrate(ctx, pgxConn{pool}, cfg, version)
-}
 
 // Listening reports whether the store's LISTEN connection is up.
 func (s *Store) Listening() bool { return s != nil && s.d.listening.Load() }
@@ -29,7 +18,7 @@ func SetListenPoll(d time.Duration) func() {
 // ChannelOf is the NOTIFY channel of a schema.
 func ChannelOf(schema string) string { return channelOf(schema) }
 
-// NodeID is the store's row in the nodes table (migration 005).
+// NodeID is the store's row in the nodes table.
 func (s *Store) NodeID() int64 {
 	if s == nil {
 		return 0
@@ -44,4 +33,13 @@ func (s *Store) UndoLater(op int64) {
 		return
 	}
 	s.d.undoLater(op)
+}
+
+// Advance dates every lease and waiter of the store's schema back by d, as
+// if d had passed on the database's clock (advance()).
+func (s *Store) Advance(ctx context.Context, d time.Duration) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	return s.c.exec(ctx, "SELECT "+quoteIdent(s.cfg.schema)+".advance($1::bigint)", micros(d))
 }

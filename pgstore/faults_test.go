@@ -11,8 +11,8 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// blocked waits until a fast-path statement of the store (acquire1 or
-// release1: the comment that starts it) on e's schema waits for a lock and
+// blocked waits until a fast-path statement of the store (acquire_fast or
+// release_fast: the comment that starts it) on e's schema waits for a lock and
 // returns its backend's pid.
 func blocked(t *testing.T, e *env, fn string) int32 {
 	t.Helper()
@@ -27,14 +27,14 @@ func blocked(t *testing.T, e *env, fn string) int32 {
 	return pid
 }
 
-// lateAcquire sends, in the background, a waiting acquire_slow() of lock
+// lateAcquire sends, in the background, a waiting acquire_one() of lock
 // for ref "late" with acquisition op (TTL ttl µs), and returns its answer
 // (r_ev, or the error's text).
 func lateAcquire(ctx context.Context, e *env, lock string, op, ttl int64) <-chan string {
 	got := make(chan string, 1)
 	go func() {
 		var ev string
-		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+".acquire_slow($1::text, 'late', '', "+
+		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+".acquire_one($1::text, 'late', '', "+
 			"$2::bigint, 0, false, true, $3::bigint, 10000000, ARRAY[$1::text], $2::bigint, 0, 78)", lock, ttl, op).Scan(&ev)
 		if err != nil {
 			ev = err.Error()
@@ -193,7 +193,7 @@ func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
 		_, err := e.pool.Exec(ctx, "SELECT * FROM "+q+".undo('{late}', 'gone', $1)", op)
 		must(t, err)
 		var ev string
-		must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_slow('late', 'gone', '', 60000000, 0, false, $1, $2, "+
+		must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_one('late', 'gone', '', 60000000, 0, false, $1, $2, "+
 			"10000000, '{late}', 60000000, 0, 0)", wait, op).Scan(&ev))
 		if ev != "cancelled" {
 			t.Fatalf("late acquisition (wait %v) after its undo: %s", wait, ev)
@@ -206,8 +206,8 @@ func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
 
 // TestQueueingAfterUndoUnderRowQueuesNothing: an acquisition that waits for
 // its lock's row while undo() abandons it queues nothing once it has the
-// row (migration 008's queueing behind others checks for the tombstone
-// under the row, as version 7 does).
+// row (acquire_one()'s queueing behind others checks for the tombstone
+// under the row).
 func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -227,7 +227,7 @@ func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
 	must(t, err)
 	const op = 5151
 	got := lateAcquire(ctx, e, "lateq", op, 60000000)
-	waitingIn(t, e, "acquire_slow", "Lock")
+	waitingIn(t, e, "acquire_one", "Lock")
 	_, err = tx.Exec(ctx, "INSERT INTO "+q+".cancelled (op, at) VALUES ($1, now())", op)
 	must(t, err)
 	must(t, tx.Commit(ctx))
@@ -262,7 +262,7 @@ func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
 	_, err = tx.Exec(ctx, "SELECT * FROM "+q+".undo('{idle}', 'late', $1)", op)
 	must(t, err)
 	got := lateAcquire(ctx, e, "idle", op, 0)
-	waitingIn(t, e, "acquire_slow", "Lock")
+	waitingIn(t, e, "acquire_one", "Lock")
 	must(t, tx.Commit(ctx))
 	if ev := <-got; ev != "cancelled" {
 		t.Fatalf("acquisition abandoned while it waited for the row: %s", ev)
@@ -271,7 +271,7 @@ func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
 }
 
 // TestResizeRacingFirstGrantOfSlots: a lock's first grant that would turn
-// its row to slot mode (migration 009) while a resize of the lock is not
+// its row to slot mode while a resize of the lock is not
 // yet committed waits for it, and its slot arrays have the new slots: the
 // lock never has more holders than them.
 func TestResizeRacingFirstGrantOfSlots(t *testing.T) {
@@ -291,7 +291,7 @@ func TestResizeRacingFirstGrantOfSlots(t *testing.T) {
 		_, err := node.Acquire(ctx, req("a", time.Minute, "rz"))
 		done <- err
 	}()
-	waitingIn(t, e, "acquire_slow", "advisory")
+	waitingIn(t, e, "acquire_one", "advisory")
 	must(t, tx.Commit(ctx))
 	must(t, <-done)
 	_, err = node.Acquire(ctx, req("b", time.Minute, "rz"))

@@ -6,14 +6,14 @@ import (
 )
 
 // fastHints remembers, per lock name (hashed into a fixed table, so two
-// names may share an entry), whether the store last saw the lock fast
-// (schema version 6): its state all in its row, which one UPDATE grants or
-// releases (queries/acquire1.sql, release1.sql). Those statements settle
-// nothing for a lock that is held, queued or has several slots held: the
-// store would then need a second statement. So the store sends them only
-// for a lock it saw fast, and otherwise the statement that settles every
-// case (acquire1slow.sql, release1slow.sql); a lock it has not seen counts
-// as slow. A wrong hint costs one round trip more, never a wrong answer.
+// names may share an entry), whether the store last saw the lock fast: its
+// state all in its row, which one UPDATE grants or releases (acquireFast,
+// releaseFast). Those statements settle nothing for a lock that is held,
+// queued or has several slots held: the store would then need a second
+// statement. So the store sends them only for a lock it saw fast, and
+// otherwise the function that settles every case (acquire_one(),
+// release_one()); a lock it has not seen counts as slow. A wrong hint costs
+// one round trip more, never a wrong answer.
 //
 // A lock that was contended (a caller of this store queued for it, or a
 // release found its row taken from under a fast hint) stays slow for the
@@ -26,9 +26,9 @@ type fastHints struct {
 	// > 0: seen fast; 0: slow; < 0: contended, slow for that many more
 	// sightings of the lock fast.
 	table [1024]atomic.Int32
-	// many: the lock last seen had several slots (schema version 9: a fast
-	// lock's holders are in its row's slot arrays, which
-	// queries/acquireN.sql and releaseN.sql grant and free).
+	// many: the lock last seen had several slots (a fast lock's holders
+	// are then in its row's slot arrays, which acquireSlot and releaseSlot
+	// grant and free).
 	many [1024]atomic.Bool
 }
 

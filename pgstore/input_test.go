@@ -40,7 +40,7 @@ func TestMissingSchema(t *testing.T) {
 	}
 	// A schema from a newer build.
 	must(t, pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
-	_, err = pool.Exec(ctx, "INSERT INTO "+pgx.Identifier{schema}.Sanitize()+".schema_version (version, name) VALUES (999, 'future')")
+	_, err = pool.Exec(ctx, "INSERT INTO "+pgx.Identifier{schema}.Sanitize()+".migrations (version, name, checksum) VALUES (999, 'future', '')")
 	must(t, err)
 	if _, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema)); !errors.Is(err, pgstore.ErrSchemaMissing) || !strings.Contains(err.Error(), "newer") {
 		t.Fatalf("New on a newer schema: %v", err)
@@ -151,7 +151,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	var n, v int
-	must(t, pool.QueryRow(ctx, "SELECT count(*), max(version) FROM "+pgx.Identifier{schema}.Sanitize()+".schema_version").Scan(&n, &v))
+	must(t, pool.QueryRow(ctx, "SELECT count(*), max(version) FROM "+pgx.Identifier{schema}.Sanitize()+".migrations").Scan(&n, &v))
 	if n != pgstore.SchemaVersion || v != pgstore.SchemaVersion {
 		t.Fatalf("%d versions recorded, latest %d", n, v)
 	}

@@ -37,7 +37,7 @@ type waiter struct {
 
 // took is a grant a waiter of this store took: the next heartbeat tells
 // the database (a grant a release made for a node's waiter is the node's
-// until then: migration 005).
+// until then).
 type took struct{ lock, ref string }
 
 // handoff is a grant a release made on a waiter's behalf, as its
@@ -73,7 +73,7 @@ func parseHandoff(payload string) (handoff, bool) {
 // stop at Close.
 type dispatcher struct {
 	s         *Store
-	node      int64 // this store's row in the nodes table (migration 005)
+	node      int64 // this store's row in the nodes table
 	mu        sync.Mutex
 	byLock    map[string][]*waiter // local waiters of each lock, in ticket order
 	all       map[int64]*waiter    // by op
@@ -472,8 +472,9 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 		locks[i], refs[i] = t.lock, t.ref
 	}
 	var n int64
-	err := queryOne(ctx, c, d.s.q.heartbeat, []any{d.node, micros(d.s.cfg.waiterTTL), intArray(several),
-		textArray(locks), textArray(refs)}, &n)
+	args := nodeBeatArgs{node: d.node, wttl: micros(d.s.cfg.waiterTTL), several: intArray(several),
+		locks: textArray(locks), refs: textArray(refs)}
+	err := queryOne(ctx, c, d.s.q.nodeBeat, args.values(), &n)
 	if err != nil && len(tk) > 0 {
 		d.mu.Lock()
 		d.took = append(tk, d.took...)

@@ -132,7 +132,7 @@ func TestDeadWaitersSkippedAndSwept(t *testing.T) {
 	if n := count("SELECT count(*) FROM " + q + ".queue WHERE lock = 'dead'"); n != 0 {
 		t.Fatalf("%d dead waiters of a used lock left", n)
 	}
-	// The used lock's row stays, free, for its next grant (migration 006).
+	// The used lock's row stays, free, for its next grant.
 	if n := count("SELECT count(*) FROM " + q + ".locks WHERE name = 'dead' AND fast AND ref IS NULL"); n != 1 {
 		t.Fatalf("%d free rows of the used lock", n)
 	}
@@ -170,7 +170,7 @@ func TestPausedWaiterLosesItsPlace(t *testing.T) {
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	// The paused node resumes and checks its ticket: gone.
 	var ev string
-	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire('{p}', 'paused', '', 60000000, 0, false, true, 42, $1, 1000000, 0)",
+	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire('{p}', 'paused', '', 60000000, 0, false, true, 42, $1, 1000000, 0, false)",
 		ticket).Scan(&ev))
 	if ev != "gone" {
 		t.Fatalf("the paused waiter's check: %s, want gone", ev)
@@ -315,7 +315,7 @@ func TestReleaseHandsOnlyToFreshWaiters(t *testing.T) {
 	}
 }
 
-// nodeWaiter queues ref on lock as a waiter of node (migration 005: its
+// nodeWaiter queues ref on lock as a waiter of node (its
 // row carries owned(), its lease is the node's), the node's row having
 // left of a 10 s waiter lease (long, so that a slow machine does not turn
 // a fresh node stale under the test). It returns the waiter's ticket.
@@ -422,7 +422,7 @@ func TestLateNodeKeepsItsWaiters(t *testing.T) {
 	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 10000000, '{}', '{}', '{}')").Scan(&n))
 	var ev string
 	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".check_one('{pause}', 'paused', '', 60000000, 0, false, true, 600, $1, "+
-		"10000000, 0, 200)", ticket).Scan(&ev))
+		"10000000, 0, 200, false)", ticket).Scan(&ev))
 	if n != 1 || ev != "granted" {
 		t.Fatalf("after the node's heartbeat (%d rows) its waiter's check: %s, want granted", n, ev)
 	}
@@ -744,7 +744,7 @@ func TestDropDeadKeepsOtherLocksRows(t *testing.T) {
 
 // TestHandoffToOwnNodeNotNotified: a release that hands its slot to a
 // waiter of its own store gives the waiter its grant from the statement's
-// answer, and sends no notification (migration 008); a release on another
+// answer, and sends no notification; a release on another
 // store notifies the grant. Notifications arrive in commit order, so a
 // marker notified after the release comes after the release's grant, if it
 // sent one. Polls are an hour apart: the waiter is woken only by its grant.

@@ -2,8 +2,11 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io/fs"
@@ -12,44 +15,34 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sleeplock/sleeplock/store"
 )
 
-//go:embed migrations/*.sql
-var migrationFS embed.FS
-
-// The statements of the single-lock fast paths (acquire, release, renewal,
-// check), with the same placeholders as the migrations.
+// The schema is two things: numbered DDL migrations (tables, sequences,
+// indexes, views), applied once each and never edited once released, and
+// the functions (sql/*.sql, one definition of each), applied with CREATE OR
+// REPLACE at every Migrate.
 var (
-	//go:embed queries/acquire1.sql
-	acquireOneSQL string
-	//go:embed queries/release1.sql
-	releaseOneSQL string
-	//go:embed queries/release1ev.sql
-	releaseOneEvSQL string
-	//go:embed queries/acquire1ev.sql
-	acquireOneEvSQL string
-	//go:embed queries/acquire1slow.sql
-	acquireSlowSQL string
-	//go:embed queries/release1slow.sql
-	releaseSlowSQL string
-	//go:embed queries/acquireN.sql
-	acquireManySQL string
-	//go:embed queries/releaseN.sql
-	releaseManySQL string
-	//go:embed queries/keep.sql
-	keepOneSQL string
-	//go:embed queries/held.sql
-	heldOneSQL string
+	//go:embed migrations/*.sql
+	migrationFS embed.FS
+	//go:embed sql/*.sql
+	functionFS embed.FS
 )
 
 // migration is one numbered file of migrations/.
 type migration struct {
-	version int
-	name    string
-	sql     string
+	version  int
+	name     string
+	sql      string
+	checksum string // sha256 of the file, hex (migrations/migrations.sum)
+}
+
+func checksum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
 }
 
 // migrations are the embedded migrations in version order.
@@ -70,7 +63,7 @@ var migrations = func() []migration {
 		if err != nil {
 			panic(err)
 		}
-		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b)})
+		out = append(out, migration{version: v, name: strings.TrimSuffix(base, ".sql"), sql: string(b), checksum: checksum(b)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	for i, m := range out {
@@ -81,15 +74,50 @@ var migrations = func() []migration {
 	return out
 }()
 
-// SchemaVersion is the schema version this build creates and uses.
+// functionFile is one file of sql/: function definitions of one concern.
+type functionFile struct {
+	name string
+	sql  string
+}
+
+// functionFiles are the embedded function files, sorted by name, and
+// fingerprint is a hash of them all: the schema records the fingerprint of
+// the functions it has, and New refuses another.
+var functionFiles, fingerprint = func() ([]functionFile, string) {
+	files, err := fs.Glob(functionFS, "sql/*.sql")
+	if err != nil {
+		panic(err)
+	}
+	sort.Strings(files)
+	h := sha256.New()
+	var out []functionFile
+	for _, f := range files {
+		b, err := functionFS.ReadFile(f)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, functionFile{name: f, sql: string(b)})
+		h.Write([]byte(f + "\x00"))
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return out, hex.EncodeToString(h.Sum(nil))
+}()
+
+// SchemaVersion is the number of the last DDL migration this build has:
+// the version of the tables it creates and uses.
 var SchemaVersion = len(migrations)
 
-// bodyTag delimits function bodies in the migrations; a schema name may not
+// bodyTag delimits function bodies in the SQL files; a schema name may not
 // contain it.
 const bodyTag = "$sleeplock$"
 
-// tables are the tables that Unlogged makes UNLOGGED.
+// unloggedTables are the tables that Unlogged makes UNLOGGED.
 var unloggedTables = []string{"locks", "holders", "waiters", "queue", "cancelled", "nodes"}
+
+// preReleaseTable is the version table of the pre-release schemas (versions
+// 1 to 9), which cannot be upgraded.
+const preReleaseTable = "schema_version"
 
 // checkSchema validates a schema name: any text PostgreSQL accepts as an
 // identifier (quoted, so quotes and spaces are fine).
@@ -111,7 +139,7 @@ func quoteIdent(name string) string { return pgx.Identifier{name}.Sanitize() }
 
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// render fills in a migration's placeholders.
+// render fills in the placeholders of a migration or function file.
 func render(text, schema string, unlogged bool) string {
 	ident := quoteIdent(schema)
 	u := ""
@@ -129,10 +157,17 @@ func render(text, schema string, unlogged bool) string {
 }
 
 // Migrate creates or upgrades the sleeplock schema (WithSchema, default
-// "sleeplock") in pool's database, in one transaction. It is safe to run
-// from several nodes at once (they take turns on a transaction-scoped
-// advisory lock) and does nothing when the schema is up to date. With
-// Unlogged the lease and queue tables are created UNLOGGED (or made so).
+// "sleeplock") in pool's database, in one transaction: it applies the DDL
+// migrations the schema lacks, then this build's functions, and drops
+// the schema's functions that this build does not define. It is safe to
+// run from several nodes at once (they take turns on a transaction-scoped
+// advisory lock). With Unlogged the lease and queue tables are created
+// UNLOGGED (or made so).
+//
+// A schema whose applied migrations differ from this build's is refused
+// with a *ChecksumError, one made by a newer build with a *SchemaError, and
+// one made by a pre-release version with a *PreReleaseError, which says
+// how to recreate it.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 	if pool == nil {
 		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.Migrate needs a *pgxpool.Pool")
@@ -147,7 +182,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	return migrate(ctx, pgxConn{pool}, cfg, SchemaVersion)
+	return migrate(ctx, pgxConn{pool}, cfg)
 }
 
 // MigrateSQL is Migrate for a database/sql handle of any PostgreSQL driver.
@@ -165,12 +200,37 @@ func MigrateSQL(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	return migrate(ctx, sqlConn{q: db, db: db}, cfg, SchemaVersion)
+	return migrate(ctx, sqlConn{q: db, db: db}, cfg)
 }
 
-// migrate brings the schema up to version upTo (SchemaVersion but in the
-// tests of upgrades).
-func migrate(ctx context.Context, c conn, cfg config, upTo int) error {
+// MigrateDSN is Migrate for the database named by dsn (a postgres:// URL
+// or key=value string, as Open takes): it opens one connection, migrates
+// and closes it, so a program that uses Open needs no pool of its own.
+func MigrateDSN(ctx context.Context, dsn string, opts ...Option) error {
+	if ctx == nil {
+		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.MigrateDSN needs a context")
+	}
+	if dsn == "" {
+		return store.Invalid(store.ErrInvalidConfig, `""`, "pgstore.MigrateDSN needs a DSN")
+	}
+	cc, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return store.Invalid(store.ErrInvalidConfig, "DSN", "cannot be parsed: "+redactDSN(err.Error(), dsn))
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return err
+	}
+	c, err := pgx.ConnectConfig(ctx, cc)
+	if err != nil {
+		return fmt.Errorf("pgstore: migrate schema %q: %w", cfg.schema, unreachable(err))
+	}
+	defer func() { _ = c.Close(context.WithoutCancel(ctx)) }()
+	return migrate(ctx, pgxConn{c}, cfg)
+}
+
+// migrate brings the schema to this build's migrations and functions.
+func migrate(ctx context.Context, c conn, cfg config) error {
 	ident := quoteIdent(cfg.schema)
 	h := fnv.New64a()
 	h.Write([]byte("sleeplock migrate\x00" + cfg.schema))
@@ -179,54 +239,165 @@ func migrate(ctx context.Context, c conn, cfg config, upTo int) error {
 		if err := tx.exec(ctx, "SELECT pg_advisory_xact_lock($1::bigint)", key); err != nil {
 			return err
 		}
-		var exists bool
-		if err := queryOne(ctx, tx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)", []any{cfg.schema}, &exists); err != nil {
+		if err := tx.exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
 			return err
 		}
-		if !exists {
-			if err := tx.exec(ctx, "CREATE SCHEMA "+ident); err != nil {
-				return err
-			}
-		}
-		if err := tx.exec(ctx, "CREATE TABLE IF NOT EXISTS "+ident+".schema_version ("+
-			"version integer PRIMARY KEY, name text NOT NULL, applied timestamptz NOT NULL DEFAULT clock_timestamp())"); err != nil {
+		if err := checkPreRelease(ctx, tx, cfg.schema); err != nil {
 			return err
 		}
-		var have int64
-		if err := queryOne(ctx, tx, "SELECT coalesce(max(version), 0)::bigint FROM "+ident+".schema_version", nil, &have); err != nil {
+		if err := tx.exec(ctx, "CREATE TABLE IF NOT EXISTS "+ident+".migrations ("+
+			"version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, "+
+			"applied timestamptz NOT NULL DEFAULT clock_timestamp())"); err != nil {
 			return err
 		}
-		if int(have) > SchemaVersion || upTo > SchemaVersion {
-			return &SchemaError{Schema: cfg.schema, Have: int(have), Want: SchemaVersion}
+		if err := tx.exec(ctx, "CREATE TABLE IF NOT EXISTS "+ident+".functions ("+
+			"one boolean PRIMARY KEY DEFAULT true CHECK (one), fingerprint text NOT NULL, "+
+			"applied timestamptz NOT NULL DEFAULT clock_timestamp())"); err != nil {
+			return err
 		}
-		for _, m := range migrations[min(int(have), upTo):upTo] {
+		have, err := appliedMigrations(ctx, tx, cfg.schema)
+		if err != nil {
+			return err
+		}
+		for _, m := range migrations[len(have):] {
 			if err := tx.exec(ctx, render(m.sql, cfg.schema, cfg.unlogged)); err != nil {
 				return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
 			}
-			if err := tx.exec(ctx, "INSERT INTO "+ident+".schema_version (version, name) VALUES ($1::integer, $2::text)",
-				int64(m.version), m.name); err != nil {
+			if err := tx.exec(ctx, "INSERT INTO "+ident+".migrations (version, name, checksum) VALUES ($1::integer, $2::text, $3::text)",
+				int64(m.version), m.name, m.checksum); err != nil {
 				return err
 			}
 		}
 		if cfg.unlogged {
-			for _, t := range unloggedTables {
-				// ('' for a table of a later version than upTo)
-				var p string
-				if err := queryOne(ctx, tx, "SELECT coalesce((SELECT relpersistence::text FROM pg_class "+
-					"WHERE oid = to_regclass($1::text)), '')", []any{ident + "." + quoteIdent(t)}, &p); err != nil {
-					return err
-				}
-				if p != "u" && p != "" {
-					if err := tx.exec(ctx, "ALTER TABLE "+ident+"."+quoteIdent(t)+" SET UNLOGGED"); err != nil {
-						return err
-					}
-				}
+			if err := setUnlogged(ctx, tx, ident); err != nil {
+				return err
 			}
 		}
-		return nil
+		return applyFunctions(ctx, tx, cfg.schema)
 	})
 	if err != nil {
 		return fmt.Errorf("pgstore: migrate schema %q: %w", cfg.schema, err)
+	}
+	return nil
+}
+
+// checkPreRelease returns a *PreReleaseError when schema was made by a
+// pre-release version (its version table is there).
+func checkPreRelease(ctx context.Context, c conn, schema string) error {
+	var old bool
+	if err := queryOne(ctx, c, "SELECT to_regclass($1::text) IS NOT NULL", []any{quoteIdent(schema) + "." + preReleaseTable}, &old); err != nil {
+		return err
+	}
+	if !old {
+		return nil
+	}
+	var v int64
+	if err := queryOne(ctx, c, "SELECT coalesce(max(version), 0)::bigint FROM "+quoteIdent(schema)+"."+preReleaseTable, nil, &v); err != nil {
+		return err
+	}
+	return &PreReleaseError{Schema: schema, Version: int(v)}
+}
+
+// appliedMigrations returns the checksums of the schema's applied
+// migrations, checked against this build's.
+func appliedMigrations(ctx context.Context, c conn, schema string) ([]string, error) {
+	var have []string
+	err := c.query(ctx, "SELECT version::bigint, name, checksum FROM "+quoteIdent(schema)+".migrations ORDER BY version", nil,
+		func(scan func(...any) error) error {
+			var v int64
+			var name, sum string
+			if err := scan(&v, &name, &sum); err != nil {
+				return err
+			}
+			if int(v) != len(have)+1 || int(v) > len(migrations) {
+				return &SchemaError{Schema: schema, Have: int(v), Want: SchemaVersion}
+			}
+			if m := migrations[v-1]; sum != m.checksum {
+				return &ChecksumError{Schema: schema, Version: int(v), Name: name, Have: sum, Want: m.checksum}
+			}
+			have = append(have, sum)
+			return nil
+		})
+	return have, err
+}
+
+// setUnlogged makes the lease and queue tables UNLOGGED.
+func setUnlogged(ctx context.Context, c conn, ident string) error {
+	for _, t := range unloggedTables {
+		var p string
+		if err := queryOne(ctx, c, "SELECT relpersistence::text FROM pg_class WHERE oid = to_regclass($1::text)",
+			[]any{ident + "." + quoteIdent(t)}, &p); err != nil {
+			return err
+		}
+		if p != "u" {
+			if err := c.exec(ctx, "ALTER TABLE "+ident+"."+quoteIdent(t)+" SET UNLOGGED"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyFunctions creates or replaces every function of sql/, drops the
+// schema's functions that none of the files defines (each CREATE OR
+// REPLACE writes its function's catalog row, so the others are those this
+// transaction did not write), and records the fingerprint.
+func applyFunctions(ctx context.Context, c conn, schema string) error {
+	ident := quoteIdent(schema)
+	// Bodies are checked when they run: a SQL function may name one
+	// defined further on.
+	if err := c.exec(ctx, "SET LOCAL check_function_bodies = off"); err != nil {
+		return err
+	}
+	for _, f := range functionFiles {
+		if err := c.exec(ctx, render(f.sql, schema, false)); err != nil {
+			return fmt.Errorf("pgstore: %s: %w", f.name, err)
+		}
+	}
+	var stale []string
+	err := c.query(ctx, "SELECT p.oid::regprocedure::text FROM pg_proc p "+
+		"WHERE p.pronamespace = to_regnamespace($1::text) AND p.xmin <> pg_current_xact_id()::xid", []any{ident},
+		func(scan func(...any) error) error {
+			var sig string
+			if err := scan(&sig); err != nil {
+				return err
+			}
+			stale = append(stale, sig)
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, sig := range stale {
+		if err := c.exec(ctx, "DROP FUNCTION "+sig); err != nil {
+			return fmt.Errorf("pgstore: dropping %s: %w", sig, err)
+		}
+	}
+	return c.exec(ctx, "INSERT INTO "+ident+".functions (fingerprint) VALUES ($1::text) "+
+		"ON CONFLICT (one) DO UPDATE SET fingerprint = excluded.fingerprint, applied = excluded.applied", fingerprint)
+}
+
+// checkVersion returns nil when the schema has this build's migrations and
+// functions, else an error that says what to do.
+func checkVersion(ctx context.Context, c conn, schema string) error {
+	ident := quoteIdent(schema)
+	var have int64
+	var fp string
+	err := queryOne(ctx, c, "SELECT coalesce((SELECT max(version) FROM "+ident+".migrations), 0)::bigint, "+
+		"coalesce((SELECT fingerprint FROM "+ident+".functions), '')", nil, &have, &fp)
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000"):
+		if err := checkPreRelease(ctx, c, schema); err != nil {
+			return err
+		}
+		return &SchemaError{Schema: schema, Want: SchemaVersion}
+	case err != nil:
+		return fmt.Errorf("pgstore: checking schema %q: %w", schema, err)
+	case int(have) != SchemaVersion:
+		return &SchemaError{Schema: schema, Have: int(have), Want: SchemaVersion}
+	case fp != fingerprint:
+		return &SchemaError{Schema: schema, Have: int(have), Want: SchemaVersion, Functions: true}
 	}
 	return nil
 }

@@ -55,7 +55,7 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 	last := g.Token
 	for _, ref := range []string{"s2", "s3"} {
 		// Every slot is granted by one UPDATE of the lock's row (its slot
-		// arrays, migration 009).
+		// arrays).
 		counts("TryAcquire of another slot of a 3-slot lock", false, func() {
 			o, err := e.s.Acquire(ctx, req(ref, time.Minute, "slots"))
 			must(t, err)
@@ -98,6 +98,35 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	// A turn's acquisition (re-entry only as a whole): granted, re-entered
+	// and refused for a ref holding only one of the locks, one statement
+	// each.
+	whole := func(ref string, names ...string) store.AcquireRequest {
+		r := req(ref, time.Minute, names...)
+		r.ReenterAll = true
+		return r
+	}
+	count("AcquireAll of 2 locks, re-entry as a whole", func() {
+		g, err := e.s.Acquire(ctx, whole("turn3", "chat/43", "user/8"))
+		must(t, err)
+		e.trace.n.Add(-1)
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+	})
+	turn, err := e.s.Acquire(ctx, whole("turn3", "chat/43", "user/8"))
+	must(t, err)
+	count("re-entered AcquireAll of 2 locks", func() {
+		g, err := e.s.Acquire(ctx, whole("turn3", "chat/43", "user/8"))
+		if err != nil || !g.Reentered || g.Token != turn.Token {
+			t.Fatalf("re-entry: %+v %v", g, err)
+		}
+	})
+	count("AcquireAll of 2 locks by a ref holding one of them", func() {
+		_, err := e.s.Acquire(ctx, whole("turn3", "chat/44", "user/8"))
+		var busy *store.BusyError
+		if !errors.As(err, &busy) || busy.Lock != "user/8" {
+			t.Fatalf("a ref holding only user/8: %v", err)
+		}
+	})
 	count("ReleaseStale", func() {
 		ok, err := e.s.ReleaseStale(ctx, other.Handle(), time.Hour, nil)
 		must(t, err)
@@ -119,7 +148,7 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	must(t, err)
 	_, err = e.s.Acquire(ctx, req("holder", time.Minute, "chat/1"))
 	must(t, err)
-	// and a lock of two slots, both held in its row's slots (migration 009)
+	// and a lock of two slots, both held in its row's slots
 	define(t, e.s, "hot2", 2)
 	for _, ref := range []string{"x", "y"} {
 		_, err = e.s.Acquire(ctx, req(ref, time.Minute, "hot2"))
@@ -142,10 +171,9 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name IN ('hot', 'hot2') FOR UPDATE")
 	must(t, err)
 	for _, call := range []string{
-		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0)",
+		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false)",
 		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
-		"acquire_slow('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
-		"acquire_slow('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, true)",
+		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0)",
 	} {
 		var ev string
 		must(t, tx.QueryRow(ctx, "SELECT r_ev FROM "+q+"."+call).Scan(&ev))

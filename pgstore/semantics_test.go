@@ -49,7 +49,7 @@ func TestHoldDatedBackOnDatabaseClock(t *testing.T) {
 
 // TestFamilyMembersLeaveNoRows: a family member has rows only while used,
 // and a minute after: its lock's row stays free for the next grant
-// (migration 006) until the sweep finds it free for a minute.
+// until the sweep finds it free for a minute.
 func TestFamilyMembersLeaveNoRows(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -69,7 +69,7 @@ func TestFamilyMembersLeaveNoRows(t *testing.T) {
 	if n := count("SELECT count(*) FROM " + q + ".holders"); n != 0 {
 		t.Fatalf("%d holder rows left by idle family members", n)
 	}
-	// (a row in slot mode, migration 009, has ref '' and its slots in xref)
+	// (a row in slot mode, has ref '' and its slots in xref)
 	if n := count("SELECT count(*) FROM " + q + ".locks WHERE NOT fast OR (ref IS NOT NULL AND xref IS NULL) " +
 		"OR cardinality(array_remove(xref, NULL)) > 0"); n != 0 {
 		t.Fatalf("%d lock rows in use left by idle family members", n)
@@ -154,10 +154,10 @@ func TestQueueDetail(t *testing.T) {
 }
 
 // TestFirstHolderInLockRow: the first holder of a free lock is kept in the
-// lock's row (migration 006): no holder row is written, State and Held see
+// lock's row: no holder row is written, State and Held see
 // it, a try is refused on it, and its release leaves the row free for the
 // next grant. The holders of a lock of several slots are kept in the
-// slots of its row (migration 009), until something else (a queue) moves
+// slots of its row, until something else (a queue) moves
 // them to holder rows; the lock is fast again once nothing holds it.
 func TestFirstHolderInLockRow(t *testing.T) {
 	e := newEnv(t)
@@ -201,7 +201,7 @@ func TestFirstHolderInLockRow(t *testing.T) {
 		wantState(t, e.s, "one", 0, 0)
 	}
 
-	// A lock of two slots: its row in slot mode (migration 009), one
+	// A lock of two slots: its row in slot mode, one
 	// element per slot, no holder row.
 	slots := func(name string) string {
 		t.Helper()

@@ -11,7 +11,8 @@ import (
 // pgFuncs are pgstore's exported functions.
 var pgFuncs = map[string]any{
 	"ConfigurePool": pgstore.ConfigurePool, "Migrate": pgstore.Migrate, "MigrateSQL": pgstore.MigrateSQL,
-	"New": pgstore.New, "NewSQL": pgstore.NewSQL, "Open": pgstore.Open,
+	"MigrateDSN": pgstore.MigrateDSN,
+	"New":        pgstore.New, "NewSQL": pgstore.NewSQL, "Open": pgstore.Open,
 	"Unlogged": pgstore.Unlogged, "WithPollInterval": pgstore.WithPollInterval,
 	"WithSchema": pgstore.WithSchema, "WithWaiterTTL": pgstore.WithWaiterTTL,
 	"WithListenDSN": pgstore.WithListenDSN, "WithoutListen": pgstore.WithoutListen,
@@ -31,6 +32,10 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &pgstore.Store{} },
 			func() any { return (*pgstore.SchemaError)(nil) },
 			func() any { return &pgstore.SchemaError{} },
+			func() any { return (*pgstore.PreReleaseError)(nil) },
+			func() any { return &pgstore.PreReleaseError{} },
+			func() any { return (*pgstore.ChecksumError)(nil) },
+			func() any { return &pgstore.ChecksumError{} },
 		},
 	})
 }

@@ -1,13 +1,10 @@
-/* sleeplock acquire1ev */
--- Acquire one lock whose row is fast and free, with what the event needs:
--- acquire1.sql that also reads the slots of the lock's definition and
+/* sleeplock acquire_fast_events */
+-- acquire_fast.sql that also reads the slots of the lock's definition and
 -- draws the event's Seq once the row is ours.
 --
--- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 op, $7 lease µs (hold
--- or ttl), $8 ttl - lease µs, $9 the patterns of the name (the name, then
--- its families, most specific first).
---
--- Returns the token, acquired and expires (µs), the slots and the Seq.
+-- $1 … $8 as acquire_fast.sql, $9 the patterns of the name (the name, then
+-- its families, most specific first). Returns the token, acquired and
+-- expires (µs), the slots and the Seq.
 UPDATE {{schema}}.locks l
    SET ref = $2::text, kind = $3::text, token = nextval({{tokens}}), acquired = statement_timestamp(),
        renewed = statement_timestamp() - $8::bigint * interval '1 microsecond',

@@ -1,9 +1,9 @@
+/* sleeplock held_one */
 -- Whether ref holds one lock (with the token, where not 0): one read of
--- the lock's row and of its holder rows (migration 006: the holder may be
--- in either, or in a slot of the row, migration 009; one statement, so one
--- snapshot, sees it in one of them).
+-- the lock's row (scalar or slot mode) and of its holder rows; one
+-- statement, so one snapshot, sees the holder in one of them.
 --
--- $1 name, $2 token (0: any), $3 ref.
+-- $1 name, $2 token (0: any), $3 ref. Returns held, now, renewed, expires.
 SELECT h.ok IS NOT NULL, {{schema}}.micros(c.t), {{schema}}.micros(h.renewed), {{schema}}.micros(h.expires)
   FROM (SELECT clock_timestamp() AS t) c
   LEFT JOIN LATERAL (

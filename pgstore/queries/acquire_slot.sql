@@ -1,18 +1,13 @@
-/* sleeplock acquireN */
--- Acquire a slot of a multi-slot lock whose row is fast, in slot mode
--- (migration 009): one UPDATE of the row's slot arrays, at the first free
--- slot, which draws the token once the row is ours. No row: not granted,
--- nothing changed (the row is in scalar mode or slow, every slot is taken,
--- or the caller holds one already); the store then runs
--- acquire1slow.sql. A racing grant of the same slot makes PostgreSQL
--- evaluate the statement again on the row's latest version (READ
--- COMMITTED): it takes the next free slot, or none. Dated as
--- queries/acquire1.sql; the grant without an event.
+/* sleeplock acquire_slot */
+-- Grants a slot of a lock of several slots whose row is fast, in slot
+-- mode: one UPDATE of the row's arrays at the first free slot, which draws
+-- the token once the row is ours. No row: nothing changed (the row is in
+-- scalar mode or slow, every slot is taken, or the caller holds one); the
+-- store then sends acquire_one(). A racing grant of the same slot makes
+-- PostgreSQL evaluate the statement again on the row's latest version
+-- (READ COMMITTED): it takes the next free slot, or none. Without an event.
 --
--- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 op, $7 lease µs (hold
--- or ttl), $8 ttl - lease µs.
---
--- Returns the token, acquired and expires (µs).
+-- $1 … $8 as acquire_fast.sql. Returns the token, acquired and expires (µs).
 UPDATE {{schema}}.locks l
    SET xref[array_position(l.xref, NULL)] = $2::text,
        xkind[array_position(l.xref, NULL)] = $3::text,

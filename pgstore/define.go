@@ -1,0 +1,131 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Define implements store.Store in one statement.
+func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return false, err
+	}
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	var created bool
+	var events []store.Event
+	err := s.retry(ctx, false, func() error {
+		var err error
+		created, events, err = s.defineOne(ctx, s.c, store.Definition{Name: name, Slots: slots}, events[:0])
+		return err
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, e := range events {
+		emit(ev, e)
+	}
+	return created, nil
+}
+
+// DefineAll implements store.Store: define() for every entry in one
+// transaction, rolled back at the first entry that fails, so a failed call
+// defines nothing. Events are emitted once the transaction has committed.
+func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
+	for _, d := range defs {
+		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	var created []bool
+	var events []store.Event
+	err := s.retry(ctx, false, func() error {
+		created, events = make([]bool, len(defs)), events[:0]
+		return s.c.inTx(ctx, func(c conn) error {
+			for i, d := range defs {
+				var err error
+				if created[i], events, err = s.defineOne(ctx, c, d, events); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range events {
+		emit(ev, e)
+	}
+	return created, nil
+}
+
+// defineOne runs define() for d on c. It reports whether d was created and
+// appends the events to emit once the statement (or its transaction) has
+// committed: created, and resized when a family member in use became a
+// lock of its own with other slots. The same definition again creates
+// nothing; another one is a *store.ConflictError.
+func (s *Store) defineOne(ctx context.Context, c conn, d store.Definition, events []store.Event) (bool, []store.Event, error) {
+	var created bool
+	var have, running, waiting, old int32
+	var at, seq, seq2 int64
+	err := queryOne(ctx, c, s.q.define, []any{d.Name, int64(d.Slots), strings.HasSuffix(d.Name, store.FamilySuffix)},
+		&created, &have, &running, &waiting, &at, &old, &seq, &seq2)
+	if err != nil {
+		return false, events, fmt.Errorf("pgstore: define %q: %w", d.Name, err)
+	}
+	if !created {
+		if int(have) != d.Slots {
+			return false, events, &store.ConflictError{Name: d.Name, Slots: int(have), Requested: d.Slots}
+		}
+		return false, events, nil
+	}
+	t := fromMicros(at)
+	events = append(events, store.Event{Type: store.EventCreated, Lock: d.Name, Slots: d.Slots,
+		Running: int(running), Waiting: int(waiting), Time: t, Seq: uint64(seq)})
+	if old != 0 && int(old) != d.Slots {
+		events = append(events, store.Event{Type: store.EventResized, Lock: d.Name, Slots: d.Slots,
+			Running: int(running), Waiting: int(waiting), Time: t, Seq: uint64(seq2)})
+	}
+	return true, events, nil
+}
+
+// Resize implements store.Store in one statement. Waiters see the new slots
+// at their next check; this store's own are woken.
+func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emitter) error {
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return err
+	}
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	var old, running, waiting int32
+	var family bool
+	var at, seq int64
+	err := s.retry(ctx, true, func() error {
+		return queryOne(ctx, s.c, s.q.resize, []any{name, int64(slots)}, &old, &family, &running, &waiting, &at, &seq)
+	})
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.NotResizable(name)
+	}
+	if err != nil {
+		return fmt.Errorf("pgstore: resize %q: %w", name, err)
+	}
+	if family || int(old) != slots {
+		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting),
+			Time: fromMicros(at), Seq: uint64(seq)})
+	}
+	if slots > int(old) {
+		s.d.wakeAll()
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package pgstore
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Defaults of the options.
+const (
+	// DefaultSchema is the schema of the tables unless WithSchema names another.
+	DefaultSchema = "sleeplock"
+	// DefaultPollInterval is the longest pause between two checks of a
+	// waiter while the store has no LISTEN connection.
+	DefaultPollInterval = 25 * time.Millisecond
+	// DefaultWaiterTTL is the lease of a waiter's place in the queue: the
+	// waiters of a node that dies or pauses stop blocking others after it.
+	DefaultWaiterTTL = time.Second
+	// DefaultListenPoll is the longest pause between two checks of a
+	// waiter at the head of this node's queue while notifications arrive.
+	DefaultListenPoll = 250 * time.Millisecond
+)
+
+// Option configures New, NewSQL, Open, Migrate and MigrateSQL.
+type Option func(*config)
+
+type config struct {
+	schema    string
+	poll      time.Duration
+	waiterTTL time.Duration
+	unlogged  bool
+	listen    listenMode
+	listenDSN string
+	err       error
+}
+
+// listenMode says where a store listens for wake-ups.
+type listenMode uint8
+
+const (
+	listenAuto listenMode = iota // a connection like the pool's (New, Open); none for NewSQL
+	listenDSN                    // WithListenDSN
+	listenOff                    // WithoutListen
+)
+
+// WithListenDSN names the database connection (a postgres:// URL or
+// key=value string) on which the store LISTENs for wake-ups of its
+// waiters. By default a store made by New or Open opens one connection
+// like its pool's; a store made by NewSQL listens only with this option.
+// Behind a pooler in transaction mode (PgBouncer), where LISTEN does not
+// work, give a DSN that reaches PostgreSQL directly, or use WithoutListen.
+func WithListenDSN(dsn string) Option {
+	return func(c *config) {
+		if _, err := pgx.ParseConfig(dsn); err != nil && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redactDSN(err.Error(), dsn))
+		}
+		c.listen, c.listenDSN = listenDSN, dsn
+	}
+}
+
+// WithoutListen makes the store's waiters poll (WithPollInterval) instead
+// of being woken by notifications: for a pooler in transaction mode when
+// no direct connection can be given to WithListenDSN.
+func WithoutListen() Option { return func(c *config) { c.listen = listenOff } }
+
+// WithSchema names the PostgreSQL schema of the tables (default
+// "sleeplock"). Any name works, quoted as an identifier; it must be 1 to 63
+// bytes.
+func WithSchema(name string) Option {
+	return func(c *config) {
+		if err := checkSchema(name); err != nil && c.err == nil {
+			c.err = err
+		}
+		c.schema = name
+	}
+}
+
+// WithPollInterval sets the longest pause between two checks of a waiting
+// Acquire while the store has no LISTEN connection (WithoutListen, NewSQL
+// without WithListenDSN, or the listener reconnecting; default 25ms): a
+// waiter checks after 1ms, then twice as long each time up to this
+// interval. With notifications, waiters check when woken.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a poll interval must be positive")
+		}
+		c.poll = d
+	}
+}
+
+// WithWaiterTTL sets the lease of a waiter's place in the queue (default
+// 1s, at least 100ms): each store renews the leases of its waiters every
+// quarter of it, so the waiters of a node that died or paused stop
+// blocking others after this long (and a paused node's waiters queue
+// again at the back when it resumes).
+func WithWaiterTTL(d time.Duration) Option {
+	return func(c *config) {
+		if d < 100*time.Millisecond && c.err == nil {
+			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a waiter TTL must be at least 100ms")
+		}
+		c.waiterTTL = d
+	}
+}
+
+// Unlogged makes Migrate create the lease and queue tables UNLOGGED (or
+// turn existing ones UNLOGGED). Grants and releases then skip the WAL and
+// its fsync, several times faster, but every lease and waiter vanishes when
+// the database crashes or fails over to a replica. Definitions and the
+// fencing-token sequence stay durable, so tokens still only grow. New
+// ignores it: the tables are what they were made.
+func Unlogged() Option { return func(c *config) { c.unlogged = true } }
+
+func newConfig(opts []Option) (config, error) {
+	c := config{schema: DefaultSchema, poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.err != nil {
+		return c, c.err
+	}
+	return c, nil
+}

@@ -1,0 +1,263 @@
+package pgstore
+
+import (
+	_ "embed"
+	"strconv"
+	"strings"
+)
+
+// The bare statements of the hot paths: one UPDATE or read of a lock's row
+// each, no function call. Each file is named like the query that sends it.
+var (
+	//go:embed queries/acquire_fast.sql
+	acquireFastSQL string
+	//go:embed queries/acquire_fast_events.sql
+	acquireFastEventsSQL string
+	//go:embed queries/acquire_slot.sql
+	acquireSlotSQL string
+	//go:embed queries/release_fast.sql
+	releaseFastSQL string
+	//go:embed queries/release_fast_events.sql
+	releaseFastEventsSQL string
+	//go:embed queries/release_slot.sql
+	releaseSlotSQL string
+	//go:embed queries/held_one.sql
+	heldOneSQL string
+)
+
+// queries are the store's statements, with the schema filled in. A query
+// that calls a function of sql/ has its name (acquireOne calls
+// acquire_one()); a bare statement is named like its file in queries/.
+type queries struct {
+	// bare statements of one lock (queries/)
+	acquireFast, acquireFastEvents, acquireSlot string
+	releaseFast, releaseFastEvents, releaseSlot string
+	heldOne                                     string
+	// function calls (sql/)
+	acquireOne, checkOne, releaseOne, release, undo string
+	keepOne, keep, held, spillHeld                  string
+	states, define, resize                          string
+	nodeBeat, dropWaiter, sweep                     string
+	// other statements
+	undefined, nodeDown, listen, guard, isolation string
+}
+
+// fn is a function of sql/ and its parameters, in the order of its
+// definition; the store calls it with named arguments (p_name => $1), so
+// each value is paired with its name in the statement.
+type fn struct {
+	name   string
+	params []string // "p_name text", …
+}
+
+// The functions the store calls with more than a few arguments. Their
+// arguments are the structs below, whose values() follow params.
+var (
+	acquireOneFn = fn{"acquire_one", []string{"p_name text", "p_ref text", "p_kind text", "p_ttl bigint",
+		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_wttl bigint", "p_pats text[]",
+		"p_lease bigint", "p_back bigint", "p_node bigint"}}
+	checkOneFn = fn{"check_one", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
+		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_ticket bigint", "p_wttl bigint",
+		"p_stale bigint", "p_node bigint", "p_whole boolean"}}
+	releaseOneFn = fn{"release_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
+		"p_pats text[]", "p_node bigint"}}
+	releaseFn = fn{"release", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
+		"p_events boolean"}}
+	undoFn    = fn{"undo", []string{"p_names text[]", "p_ref text", "p_op bigint"}}
+	keepOneFn = fn{"keep_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_ttl bigint", "p_hold bigint",
+		"p_lease bigint", "p_back bigint"}}
+	keepFn      = fn{"keep", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_ttl bigint", "p_hold bigint"}}
+	heldFn      = fn{"held", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text"}}
+	spillHeldFn = fn{"spill_held", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text"}}
+	statesFn    = fn{"states", []string{"p_name text", "p_detail boolean"}}
+	defineFn    = fn{"define", []string{"p_name text", "p_slots integer", "p_family boolean"}}
+	resizeFn    = fn{"resize", []string{"p_name text", "p_slots integer"}}
+	nodeBeatFn  = fn{"node_beat", []string{"p_node bigint", "p_wttl bigint", "p_several bigint[]", "p_locks text[]",
+		"p_refs text[]"}}
+	dropWaiterFn = fn{"drop_waiter", []string{"p_op bigint"}}
+)
+
+// calls lists the functions above, for the test that compares them with
+// their definitions in sql/.
+var calls = []fn{acquireOneFn, checkOneFn, releaseOneFn, releaseFn, undoFn, keepOneFn, keepFn, heldFn,
+	spillHeldFn, statesFn, defineFn, resizeFn, nodeBeatFn, dropWaiterFn}
+
+// call returns the call of f in schema s (quoted) with named arguments
+// $1, $2, … An array goes as its text, cast on the server, which every
+// driver can send.
+func (f fn) call(s string) string {
+	var b strings.Builder
+	b.WriteString(s + "." + f.name + "(")
+	for i, p := range f.params {
+		name, typ, _ := strings.Cut(p, " ")
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		cast := "::" + typ
+		if strings.HasSuffix(typ, "[]") {
+			cast = "::text" + cast
+		}
+		b.WriteString(name + " => $" + strconv.Itoa(i+1) + cast)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// tag names a statement in pg_stat_activity, as the first line of each
+// file of queries/ does.
+func (f fn) tag() string { return "/* sleeplock " + f.name + " */ " }
+
+// acquireOneArgs are acquire_one()'s arguments.
+type acquireOneArgs struct {
+	name, ref, kind string
+	ttl, hold       int64 // µs
+	counted, wait   bool
+	op, wttl        int64
+	pats            string // patterns(name)
+	lease, back     int64  // lease()
+	node            int64
+}
+
+func (a *acquireOneArgs) values() []any {
+	return []any{a.name, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.wttl, a.pats, a.lease, a.back, a.node}
+}
+
+// checkOneArgs are check_one()'s arguments.
+type checkOneArgs struct {
+	names, ref, kind string // names: textArray
+	ttl, hold        int64
+	counted, wait    bool
+	op, ticket, wttl int64
+	stale, node      int64
+	whole            bool // ReenterAll
+}
+
+func (a *checkOneArgs) values() []any {
+	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node, a.whole}
+}
+
+// releaseOneArgs are release_one()'s arguments.
+type releaseOneArgs struct {
+	name   string
+	token  int64
+	ref    string
+	events bool
+	pats   string
+	node   int64
+}
+
+func (a *releaseOneArgs) values() []any {
+	return []any{a.name, a.token, a.ref, a.events, a.pats, a.node}
+}
+
+// releaseArgs are release()'s arguments.
+type releaseArgs struct {
+	names, tokens, ref string // textArray, intArray
+	stale              any    // nil: Release; µs: ReleaseStale
+	events             bool
+}
+
+func (a *releaseArgs) values() []any { return []any{a.names, a.tokens, a.ref, a.stale, a.events} }
+
+// keepOneArgs are keep_one()'s arguments.
+type keepOneArgs struct {
+	name        string
+	token       int64
+	ref         string
+	ttl, hold   int64
+	lease, back int64
+}
+
+func (a *keepOneArgs) values() []any {
+	return []any{a.name, a.token, a.ref, a.ttl, a.hold, a.lease, a.back}
+}
+
+// keepArgs are keep()'s arguments.
+type keepArgs struct {
+	names, tokens, ref string
+	ttl, hold          int64
+}
+
+func (a *keepArgs) values() []any { return []any{a.names, a.tokens, a.ref, a.ttl, a.hold} }
+
+// nodeBeatArgs are node_beat()'s arguments.
+type nodeBeatArgs struct {
+	node, wttl           int64
+	several, locks, refs string // intArray, textArray, textArray
+}
+
+func (a *nodeBeatArgs) values() []any { return []any{a.node, a.wttl, a.several, a.locks, a.refs} }
+
+// fastArgs are the arguments of acquire_fast.sql, acquire_fast_events.sql
+// and acquire_slot.sql: $1 … $8, and $9 for the events.
+type fastArgs struct {
+	name, ref, kind string
+	ttl, hold, op   int64
+	lease, back     int64
+}
+
+func (a *fastArgs) values() []any {
+	return []any{a.name, a.ref, a.kind, a.ttl, a.hold, a.op, a.lease, a.back}
+}
+
+func newQueries(schema string) queries {
+	s := quoteIdent(schema)
+	seqs := quoteLiteral(s+".seqs") + "::regclass"
+	return queries{
+		acquireFast:       statement(acquireFastSQL, schema),
+		acquireFastEvents: statement(acquireFastEventsSQL, schema),
+		acquireSlot:       statement(acquireSlotSQL, schema),
+		releaseFast:       statement(releaseFastSQL, schema),
+		releaseFastEvents: statement(releaseFastEventsSQL, schema),
+		releaseSlot:       statement(releaseSlotSQL, schema),
+		heldOne:           statement(heldOneSQL, schema),
+
+		acquireOne: acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s),
+		checkOne:   checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s),
+		releaseOne: releaseOneFn.tag() + "SELECT * FROM " + releaseOneFn.call(s),
+		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+			releaseFn.call(s) + " b",
+		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+			undoFn.call(s) + " b",
+		keepOne:   "SELECT * FROM " + keepOneFn.call(s),
+		keep:      "SELECT * FROM " + keepFn.call(s),
+		held:      "SELECT * FROM " + heldFn.call(s),
+		spillHeld: "SELECT " + spillHeldFn.call(s),
+		states: "SELECT r_name, r_slots, r_family, r_running, r_expired, r_waiting, r_now, coalesce(r_holders, ''), " +
+			"coalesce(r_queue, '') FROM " + statesFn.call(s),
+		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
+			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +
+			"CASE WHEN r_created AND r_old IS NOT NULL THEN nextval(" + seqs + ") ELSE 0 END FROM " + defineFn.call(s),
+		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
+		// Waiter leases are soft state: the beat commits asynchronously
+		// (soft()), so the listener's connection, which runs it between
+		// notifications, never waits for a WAL flush.
+		nodeBeat:   "SELECT n FROM (SELECT " + s + ".soft()) x, " + nodeBeatFn.call(s) + " n",
+		dropWaiter: "SELECT " + dropWaiterFn.call(s) + "::bigint",
+		sweep:      "SELECT (" + s + ".sweep_nodes(64) + " + s + ".sweep(64))::bigint",
+
+		// The first name of $1 that no definition covers.
+		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
+		nodeDown:  "DELETE FROM " + s + ".nodes WHERE id = $1::bigint",
+		listen:    "LISTEN " + quoteIdent(channelOf(schema)),
+		// The holds found, locked against release and takeover until the
+		// caller's transaction ends (spillHeld first makes a hold in a
+		// lock's row a holder row).
+		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
+			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
+			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
+		isolation: "SELECT current_setting('transaction_isolation')",
+	}
+}
+
+// statement renders a query file without its comment lines.
+func statement(text, schema string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(render(text, schema, false), "\n") {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "--") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}

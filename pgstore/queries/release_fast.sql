@@ -1,0 +1,12 @@
+/* sleeplock release_fast */
+-- Releases one lock whose holder is in its fast row: one UPDATE of the row,
+-- which leaves it free. No row: nothing changed; the store then sends
+-- release_one(). Without an event (counts, slots and Seq 0;
+-- release_fast_events.sql is the one with).
+--
+-- $1 name, $2 token (0: any), $3 ref. Returns the holder's kind and token,
+-- the release's time and the hold's length (µs), the slots and the Seq.
+UPDATE {{schema}}.locks l SET ref = NULL, freed = clock_timestamp()
+ WHERE l.name = $1::text AND l.fast AND l.xref IS NULL AND l.ref = $3::text AND ($2::bigint = 0 OR l.token = $2::bigint)
+RETURNING l.kind, l.token, {{schema}}.micros(l.freed), {{schema}}.micros(l.freed) - {{schema}}.micros(l.acquired),
+          0, 0::bigint

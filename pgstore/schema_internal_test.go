@@ -1,0 +1,122 @@
+package pgstore
+
+import (
+	"bufio"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestMigrationChecksums: every migration is listed in
+// migrations/migrations.sum with its checksum, so a released migration is
+// never edited (Migrate also refuses a database whose recorded checksum
+// differs). A new migration adds its line: cd pgstore/migrations &&
+// sha256sum NNN_name.sql >> migrations.sum.
+func TestMigrationChecksums(t *testing.T) {
+	f, err := os.Open("migrations/migrations.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	sums := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		sum, name, ok := strings.Cut(sc.Text(), "  ")
+		if !ok {
+			t.Fatalf("migrations.sum: malformed line %q", sc.Text())
+		}
+		sums[name] = sum
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migrations {
+		sum, ok := sums[m.name+".sql"]
+		switch {
+		case !ok:
+			t.Errorf("%s.sql is not in migrations/migrations.sum (add it: sha256sum %s.sql >> migrations.sum)", m.name, m.name)
+		case sum != m.checksum:
+			t.Errorf("%s.sql was edited after its release (checksum %s, recorded %s): add a new migration instead", m.name, m.checksum, sum)
+		}
+		delete(sums, m.name+".sql")
+	}
+	for name := range sums {
+		t.Errorf("migrations.sum lists %s, which is not in migrations/", name)
+	}
+}
+
+// createFunction finds the name of each function a SQL text creates.
+var createFunction = regexp.MustCompile(`(?i)\bCREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+(?:\{\{schema\}\}\.)?([A-Za-z_][A-Za-z0-9_]*)\s*\(`)
+
+// TestEachFunctionDefinedOnce: across every .sql file of the tree, each
+// function is created once (no overloads, no second version of a body),
+// and only in sql/, where Migrate applies it; DDL migrations create none.
+func TestEachFunctionDefinedOnce(t *testing.T) {
+	where := map[string]string{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range createFunction.FindAllStringSubmatch(string(b), -1) {
+			name := m[1]
+			if prev, ok := where[name]; ok {
+				t.Errorf("function %s is created twice: in %s and in %s", name, prev, path)
+			}
+			where[name] = path
+			if filepath.Base(filepath.Dir(path)) != "sql" {
+				t.Errorf("function %s is created in %s: functions belong in pgstore/sql/", name, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(where) == 0 {
+		t.Fatal("no function found")
+	}
+}
+
+// TestCallsMatchFunctions: each function the store calls with named
+// arguments (calls) is defined in sql/ with those parameters, in that
+// order, so its Go argument struct reads like its SQL signature.
+func TestCallsMatchFunctions(t *testing.T) {
+	defs := map[string][]string{}
+	for _, f := range functionFiles {
+		text := f.sql
+		for {
+			loc := createFunction.FindStringSubmatchIndex(text)
+			if loc == nil {
+				break
+			}
+			name := text[loc[2]:loc[3]]
+			rest := text[loc[1]:]
+			end := strings.Index(rest, ")")
+			var params []string
+			for _, p := range strings.Split(rest[:end], ",") {
+				if p = strings.Join(strings.Fields(p), " "); p != "" {
+					params = append(params, p)
+				}
+			}
+			defs[name] = params
+			text = rest[end:]
+		}
+	}
+	for _, c := range calls {
+		got, ok := defs[c.name]
+		if !ok {
+			t.Errorf("%s() is called but not defined in sql/", c.name)
+			continue
+		}
+		if strings.Join(got, ", ") != strings.Join(c.params, ", ") {
+			t.Errorf("%s(): called with (%s), defined with (%s)", c.name, strings.Join(c.params, ", "), strings.Join(got, ", "))
+		}
+	}
+}

@@ -1,0 +1,74 @@
+-- Helpers: times, name patterns and definitions' slots.
+
+-- micros: microseconds since the epoch, 0 for NULL. STABLE, as extract()
+-- from a timestamptz is, so that the planner inlines it.
+CREATE OR REPLACE FUNCTION {{schema}}.micros(t timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $sleeplock$
+    SELECT coalesce((extract(epoch FROM t) * 1000000)::bigint, 0)
+$sleeplock$;
+
+-- patterns: the names that could define n, most specific first: the name
+-- itself, then its families ("a/b/c" → "a/b/c", "a/b/*", "a/*").
+CREATE OR REPLACE FUNCTION {{schema}}.patterns(n text)
+ RETURNS text[]
+ LANGUAGE plpgsql
+ IMMUTABLE PARALLEL SAFE
+AS $sleeplock$
+DECLARE
+    out text[] := ARRAY[n];
+    p   integer;
+BEGIN
+    FOR p IN REVERSE length(n) - 1 .. 2 LOOP
+        IF substr(n, p, 1) = '/' THEN
+            out := out || (left(n, p - 1) || '/*');
+        END IF;
+    END LOOP;
+    RETURN out;
+END
+$sleeplock$;
+
+-- slots_in: the slots of the definition of a name: the first of p_pats
+-- (the name, then its families, most specific first) that is defined; NULL
+-- when none is. One index lookup per pattern tried.
+CREATE OR REPLACE FUNCTION {{schema}}.slots_in(p_pats text[])
+ RETURNS integer
+ LANGUAGE plpgsql
+ STABLE
+AS $sleeplock$
+DECLARE
+    v_pat   text;
+    v_slots integer;
+BEGIN
+    FOREACH v_pat IN ARRAY p_pats LOOP
+        SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = v_pat;
+        IF FOUND THEN
+            RETURN v_slots;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$sleeplock$;
+
+-- slots_of: the slots of lock n (its own definition, else the most
+-- specific family), NULL when nothing defines it.
+CREATE OR REPLACE FUNCTION {{schema}}.slots_of(n text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ STABLE
+AS $sleeplock$
+DECLARE
+    pat text;
+    v   integer;
+BEGIN
+    FOREACH pat IN ARRAY {{schema}}.patterns(n) LOOP
+        SELECT d.slots INTO v FROM {{schema}}.defs d WHERE d.name = pat;
+        IF FOUND THEN
+            RETURN v;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END
+$sleeplock$;

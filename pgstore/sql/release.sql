@@ -1,0 +1,421 @@
+-- Release and handover: release_one() is the path of one lock, release()
+-- the general one (several locks, ReleaseStale, counted holds); both hand
+-- freed slots to the head waiters (hand_over()). undo() abandons an
+-- acquisition.
+
+-- release_one: the release of one lock in every case, which hands the
+-- freed slot to the head waiters (the store sends it when the bare UPDATE
+-- of release_fast.sql released nothing, or first for a lock it last saw
+-- slow). The lock's row is taken first; then, cheapest case first:
+--   1. A slot in the row's arrays (slot mode): freed in place; a row
+--      'fast' tells the store the row stayed fast.
+--   2. A slow lock whose waiters are all their nodes' (unowned = 0), no
+--      node stale: the hold deleted and the heads granted (hand_over()); a
+--      grant for a waiter of p_node comes back as a row 'handed' (its
+--      payload in r_ref) for the store to hand over after the commit,
+--      instead of a notification.
+--   3. The lock's only hold, nobody queued: deleted, the row fast again.
+--   4. Other holders or waiters: the hold deleted; the stale nodes'
+--      waiters reaped, the dead dropped, the heads granted.
+--   5. Everything else (a counted hold, not held, no definition): release().
+-- p_events: the event's slots are wanted; p_pats: the name's patterns.
+CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
+    p_pats text[], p_node bigint)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_k     integer;
+    v_seq   bigint;
+    v_slots integer;
+    v_run   integer;
+    v_wait  integer;
+    v_dead  integer;
+    v_found boolean;
+    l       record;
+    r       record;
+BEGIN
+    SELECT x.fast, x.xref, x.xtoken, x.queued, x.unowned INTO l
+      FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+    v_found := FOUND;
+    -- 1. A slot of the row's arrays.
+    IF v_found AND l.fast AND l.xref IS NOT NULL THEN
+        v_k := array_position(l.xref, p_ref);
+        IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
+            v_now := clock_timestamp();
+            UPDATE {{schema}}.locks x SET xref[v_k] = NULL, freed = v_now WHERE x.name = p_name
+            RETURNING x.xkind[v_k] AS kind, x.xtoken[v_k] AS token, x.xacquired[v_k] AS acquired,
+                      cardinality(array_remove(x.xref, NULL)) AS run
+                 INTO r;
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, r.run, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+            RETURN QUERY SELECT 'fast'::text, 1, p_name, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint,
+                0::bigint, 0::bigint;
+            RETURN;
+        END IF;
+    END IF;
+    -- 2. The handover to nodes' waiters: the queue's count is its live
+    -- waiters (queue_counts()), and none is to be reaped or dropped.
+    IF v_found AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
+        v_now := clock_timestamp();
+        IF NOT {{schema}}.nodes_stale(v_now) THEN
+            DELETE FROM {{schema}}.holders h
+             WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+            RETURNING h.kind, h.token, h.acquired INTO r;
+            IF FOUND THEN
+                SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+                v_slots := {{schema}}.slots_of(p_name);
+                RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
+                    l.queued, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+                    {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+                IF v_slots IS NOT NULL THEN
+                    RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint,
+                                        0::bigint, 0::bigint
+                                   FROM {{schema}}.hand_over(p_name, v_slots, v_run, l.queued, v_now, p_node) m;
+                END IF;
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    -- The row is ours; a fast one (its holder in the row) is spilled first.
+    IF (v_found AND NOT l.fast) OR {{schema}}.spill(p_name) THEN
+        -- 3. The lock's only hold, and nobody queues. No other holder or
+        -- waiter can appear while the row is ours.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+            RETURN;
+        END IF;
+        -- 4. Other holders or waiters remain.
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+        RETURNING h.kind, h.token, h.acquired INTO r;
+        IF FOUND THEN
+            v_now := clock_timestamp();
+            v_seq := nextval({{seqs}});
+            -- Waiters of nodes that stopped renewing: their node's expiry.
+            IF {{schema}}.nodes_stale(v_now) THEN
+                PERFORM {{schema}}.reap(p_name, v_now, true);
+            END IF;
+            SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+            -- The live and the dead waiters (see queue_counts()).
+            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.queue_counts(p_name, v_now) c;
+            IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                IF v_run = 0 THEN
+                    UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+                END IF;
+                RETURN QUERY SELECT 'released'::text, 1, p_name,
+                    CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+                RETURN;
+            END IF;
+            -- Waiters: hand the slot over (their dead go first, a bounded
+            -- number, as release() does).
+            IF v_dead > 0 THEN
+                PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+            END IF;
+            v_slots := {{schema}}.slots_of(p_name);
+            RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
+                v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+            IF v_wait > 0 AND v_slots IS NOT NULL THEN
+                PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL);
+            ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+            END IF;
+            RETURN;
+        END IF;
+    END IF;
+    -- 5. release().
+    RETURN QUERY
+        SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
+          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
+END
+$sleeplock$;
+
+-- drop_dead: deletes up to p_limit dead waiters of lock p_name (whose row
+-- the caller holds), after reaping its queue; only its own queue rows.
+CREATE OR REPLACE FUNCTION {{schema}}.drop_dead(p_name text, p_now timestamp with time zone, p_limit integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $sleeplock$
+DECLARE
+    v_n integer;
+BEGIN
+    PERFORM {{schema}}.reap(p_name, p_now, false);
+    -- Only this lock's queue rows: those of a dead waiter of several locks
+    -- on other locks are theirs to delete, under their rows (the trigger on
+    -- queue updates the lock's row); its waiter row goes with its last.
+    WITH dead AS (
+        SELECT q.ticket FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+         WHERE q.lock = p_name AND w.expires <= p_now
+         LIMIT p_limit
+    ), dq AS (
+        DELETE FROM {{schema}}.queue q USING dead d WHERE q.lock = p_name AND q.ticket = d.ticket
+        RETURNING q.ticket
+    ), dw AS (
+        DELETE FROM {{schema}}.waiters w USING dq
+         WHERE w.ticket = dq.ticket
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue x WHERE x.ticket = w.ticket AND x.lock <> p_name)
+    )
+    SELECT count(*) INTO v_n FROM dq;
+    IF v_n > 0 THEN
+        PERFORM {{schema}}.wake(p_name, 1);
+    END IF;
+    RETURN v_n;
+END
+$sleeplock$;
+
+-- forget: deletes the rows of p_names that are idle (no holder, no queue;
+-- a fast row holding its lock's holder is not idle). The rows are locked.
+CREATE OR REPLACE FUNCTION {{schema}}.forget(p_names text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $sleeplock$
+DECLARE
+    v_name text;
+BEGIN
+    FOREACH v_name IN ARRAY p_names LOOP
+        DELETE FROM {{schema}}.locks l
+         WHERE l.name = v_name AND l.ref IS NULL
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = v_name)
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
+    END LOOP;
+END
+$sleeplock$;
+
+-- hand_over: under lock p_name's row, grants its free slots to the live
+-- heads of its queue in ticket order, drawing their tokens and Seq, and
+-- records each grant's event in holders.handed, until a waiter it may not
+-- grant alone (one of several locks, one whose ref holds the lock, one of
+-- a stale node), which is woken to check for itself. The grants for
+-- waiters of node p_node are returned (their payloads), the others sent
+-- with NOTIFY.
+CREATE OR REPLACE FUNCTION {{schema}}.hand_over(p_name text, p_slots integer, p_run integer, p_wait integer, p_now timestamp with time zone, p_node bigint)
+ RETURNS SETOF text
+ LANGUAGE plpgsql
+AS $sleeplock$
+DECLARE
+    v_free  integer := p_slots - p_run;
+    v_slot  integer;
+    v_lease bigint;
+    v_exp   timestamptz;
+    v_renew timestamptz;
+    v_tok   bigint;
+    v_msg   text;
+    w       record;
+BEGIN
+    LOOP
+        EXIT WHEN v_free <= 0;
+        -- The head: the one before it was granted and left the queue.
+        SELECT x.ticket, x.op, x.ref, x.kind, x.locks, x.ttl, x.hold, x.since, x.node,
+               CASE WHEN x.expires = {{schema}}.owned()
+                    THEN coalesce(n.expires > p_now + (n.wttl * 3 / 10) * interval '1 microsecond', false)
+                    ELSE {{schema}}.micros(x.expires) - {{schema}}.micros(p_now)
+                           > coalesce(x.wttl, {{schema}}.micros(x.expires) - {{schema}}.micros(x.since)) * 3 / 10
+               END AS fresh
+          INTO w
+          FROM {{schema}}.queue q JOIN {{schema}}.waiters x ON x.ticket = q.ticket
+          LEFT JOIN {{schema}}.nodes n ON n.id = x.node
+         WHERE q.lock = p_name AND x.expires > p_now
+         ORDER BY q.ticket
+         LIMIT 1;
+        EXIT WHEN NOT FOUND;
+        -- Not ours to grant (several locks, a waiter whose node stopped
+        -- renewing it, a ref that already holds a slot): the waiter checks
+        -- for itself.
+        IF cardinality(w.locks) <> 1 OR NOT w.fresh
+           OR (p_run > 0 AND EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.ref = w.ref)) THEN
+            PERFORM {{schema}}.wake(p_name, v_free);
+            EXIT;
+        END IF;
+        -- Nothing holds: slot 1 is free.
+        IF p_run = 0 THEN
+            v_slot := 1;
+        ELSE
+            SELECT s INTO v_slot FROM generate_series(1, p_slots) s
+             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.slot = s)
+             ORDER BY s LIMIT 1;
+            EXIT WHEN v_slot IS NULL;
+        END IF;
+        v_lease := CASE WHEN w.hold > 0 AND w.hold < w.ttl THEN w.hold ELSE w.ttl END;
+        v_exp := CASE WHEN w.ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
+        v_renew := CASE WHEN w.ttl > 0 THEN p_now - (w.ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
+        v_tok := nextval({{tokens}});
+        p_run := p_run + 1;
+        p_wait := p_wait - 1;
+        WITH g AS (
+            SELECT ARRAY[w.op, w.ticket, v_tok, {{schema}}.micros(p_now), {{schema}}.micros(v_exp), nextval({{seqs}}),
+                         p_slots::bigint, p_run::bigint, p_wait::bigint,
+                         {{schema}}.micros(p_now) - {{schema}}.micros(w.since)] AS a
+        ), dq AS (
+            DELETE FROM {{schema}}.queue q WHERE q.ticket = w.ticket
+        ), dw AS (
+            DELETE FROM {{schema}}.waiters x WHERE x.ticket = w.ticket
+        ), ins AS (
+            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
+                                           op, handed, node)
+            SELECT p_name, w.ref, w.kind, v_tok, v_slot, 1, p_now, v_renew, v_exp, w.ttl, w.hold, w.op, g.a, w.node
+              FROM g
+        )
+        SELECT 'g ' || array_to_string(g.a, ' ') INTO v_msg FROM g;
+        IF w.node IS NOT DISTINCT FROM p_node AND p_node IS NOT NULL THEN
+            RETURN NEXT v_msg;
+        ELSE
+            PERFORM pg_notify({{channel}}, v_msg);
+        END IF;
+        v_free := v_free - 1;
+    END LOOP;
+END
+$sleeplock$;
+
+-- release: the general release (p_stale NULL) or release-if-stale (p_stale
+-- >= 0: microseconds, 0 meaning "past its expiry") of the locks of p_names
+-- that p_ref holds (with the token, where not 0), under their rows; a
+-- counted hold is decremented, and freed slots go to the waiters. Rows:
+-- notfound, or released / decremented / notheld, one per lock in the
+-- caller's order; none when a stale release found the first lock not
+-- stale.
+CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
+ RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
+ LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
+AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    n       integer := cardinality(p_names);
+    v_now   timestamptz;
+    v_name  text;
+    v_tok   bigint;
+    v_queue boolean;
+    i       integer;
+    r       record;
+BEGIN
+    -- A name no definition covers: notfound, nothing changed.
+    FOR i IN 1 .. n LOOP
+        IF {{schema}}.slots_of(p_names[i]) IS NULL THEN
+            r_ev := 'notfound'; r_idx := i; r_lock := p_names[i]; r_slots := 0; r_running := 0; r_waiting := 0;
+            r_ref := p_ref; r_kind := ''; r_token := 0; r_at := 0; r_dur := 0;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END LOOP;
+    IF n = 1 THEN
+        PERFORM {{schema}}.spill(p_names[1]);
+    ELSE
+        PERFORM {{schema}}.lock_existing(p_names);
+    END IF;
+    v_now := clock_timestamp();
+    IF p_stale IS NOT NULL THEN
+        PERFORM 1 FROM {{schema}}.holders h
+          WHERE h.lock = p_names[1] AND h.ref = p_ref AND (p_tokens[1] = 0 OR h.token = p_tokens[1])
+            AND h.expires IS NOT NULL
+            AND CASE WHEN p_stale > 0 THEN h.renewed + p_stale * interval '1 microsecond' <= v_now
+                     ELSE h.expires <= v_now END;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        p_tokens := array_fill(0::bigint, ARRAY[n]);
+    END IF;
+    r_ref := p_ref;
+    r_at := {{schema}}.micros(v_now);
+    FOR i IN 1 .. n LOOP
+        v_name := p_names[i];
+        v_tok := p_tokens[i];
+        DELETE FROM {{schema}}.holders h
+         WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count <= 1
+        RETURNING h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d INTO r;
+        IF FOUND THEN
+            r_ev := 'released';
+        ELSE
+            UPDATE {{schema}}.holders h SET count = h.count - 1
+             WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count > 1
+            RETURNING h.kind, h.token, 0::bigint AS d INTO r;
+            r_ev := CASE WHEN FOUND THEN 'decremented' ELSE 'notheld' END;
+        END IF;
+        r_idx := i;
+        r_lock := v_name;
+        r_kind := coalesce(r.kind, '');
+        r_token := coalesce(r.token, 0);
+        r_dur := coalesce(r.d, 0);
+        SELECT count(*)::int, EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name)
+          INTO r_running, v_queue
+          FROM {{schema}}.holders h WHERE h.lock = v_name;
+        IF v_queue THEN
+            PERFORM {{schema}}.drop_dead(v_name, v_now, 64);
+            v_queue := EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
+        END IF;
+        IF r_ev = 'released' AND r_running = 0 AND NOT v_queue THEN
+            DELETE FROM {{schema}}.locks l WHERE l.name = v_name;
+        ELSIF r_ev = 'released' AND v_queue THEN
+            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_of(v_name) - r_running);
+        END IF;
+        r_slots := 0;
+        r_waiting := 0;
+        IF p_events AND r_ev = 'released' THEN
+            r_slots := {{schema}}.slots_of(v_name);
+            IF v_queue THEN
+                r_waiting := {{schema}}.waiting_of(v_name, v_now);
+            END IF;
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END
+$sleeplock$;
+
+-- undo: gives up acquisition p_op after taking and spilling the rows: its
+-- place in the queue goes, a grant it got is released, and a tombstone
+-- (cancelled) stops a statement of it still running.
+CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
+ RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
+ LANGUAGE plpgsql
+AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz;
+BEGIN
+    PERFORM {{schema}}.lock_existing(p_names);
+    v_now := clock_timestamp();
+    INSERT INTO {{schema}}.cancelled (op, at) VALUES (p_op, v_now) ON CONFLICT DO NOTHING;
+    DELETE FROM {{schema}}.cancelled c
+     WHERE c.op IN (SELECT x.op FROM {{schema}}.cancelled x WHERE x.at < v_now - interval '1 hour' LIMIT 64);
+    DELETE FROM {{schema}}.queue q USING {{schema}}.waiters w WHERE w.op = p_op AND q.ticket = w.ticket;
+    DELETE FROM {{schema}}.waiters w WHERE w.op = p_op;
+    UPDATE {{schema}}.holders h SET count = h.count - 1, op = NULL
+     WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op AND h.count > 1;
+    RETURN QUERY
+        WITH gone AS (
+            DELETE FROM {{schema}}.holders h
+             WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op
+            RETURNING h.lock, h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d)
+        SELECT 'released', array_position(p_names, g.lock), g.lock, 0, 0, 0, p_ref, g.kind, g.token,
+               {{schema}}.micros(v_now), g.d
+          FROM gone g;
+    -- What this acquisition held or where it queued may be free now.
+    PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
+      WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);
+    PERFORM {{schema}}.forget(p_names);
+END
+$sleeplock$;
+
+-- wake: tells the listeners that lock p_name may have p_free slots for
+-- its waiters; delivered when the transaction commits.
+CREATE OR REPLACE FUNCTION {{schema}}.wake(p_name text, p_free integer)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $sleeplock$
+BEGIN
+    PERFORM pg_notify({{channel}}, greatest(p_free, 1)::text || ':' || p_name);
+END
+$sleeplock$;
