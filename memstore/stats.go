@@ -12,8 +12,13 @@ import (
 
 // HoldSampling is N of "1 in N": the grants of a lock whose fencing token
 // is a multiple of it are timed from grant to end, for the hold-time
-// histogram of Stats (store.Stats.Holds). The others read no clock.
+// histogram of Stats (store.Stats.Holds). The others read no clock. A
+// power of 2.
 const HoldSampling = 64
+
+// HoldSampling is a power of 2 (the fast path tests a mask): this does
+// not compile otherwise.
+const _ uint = 0 - HoldSampling&(HoldSampling-1)
 
 // lockStats are the counters of a defined lock, or of a family and all
 // its members (every member record points at its family's). They are
@@ -101,7 +106,7 @@ func (s *Store) sampleOf(lk *lock, t int64) *sample {
 
 // startSample times the grant of token t of lk when t is sampled.
 func (lk *lock) startSample(t int64) {
-	if t%HoldSampling != 0 || lk.s == nil {
+	if t&(HoldSampling-1) != 0 || lk.s == nil {
 		return
 	}
 	s := lk.s
@@ -115,7 +120,7 @@ func (lk *lock) startSample(t int64) {
 // endSample observes the hold of token t of lk, which just ended, when
 // it was timed.
 func (lk *lock) endSample(t int64) {
-	if t%HoldSampling != 0 || lk.s == nil {
+	if t&(HoldSampling-1) != 0 || lk.s == nil {
 		return
 	}
 	s := lk.s
