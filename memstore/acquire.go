@@ -130,7 +130,7 @@ func (o *op) held(name string) *lock {
 func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest) *holder {
 	now := o.stamp(req.TTL)
 	wait := time.Duration(-1)
-	if o.waited {
+	if o.hasWait {
 		wait = o.wait
 	}
 	h := lk.newHolder(req.Ref, wait)
@@ -261,7 +261,7 @@ func (s *Store) partly(o *op, req *store.AcquireRequest, locks []*lock) error {
 func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued time.Time) store.Grant {
 	g := store.Grant{Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold, Reentered: true}
 	if !queued.IsZero() {
-		o.wait, o.waited = since(o.clock(), queued), true
+		o.wait, o.hasWait = o.waited(queued), true
 	}
 	if len(locks) > 1 {
 		g.More = make([]store.Lock, 0, len(locks)-1)
@@ -288,6 +288,6 @@ func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued
 			}
 		}
 	}
-	o.waited = false
+	o.hasWait = false
 	return g
 }

@@ -95,9 +95,9 @@ type op struct {
 	expiring bool
 	// wait: how long the grants being made waited, when waited (see
 	// grantAll).
-	wait   time.Duration
-	waited bool
-	fire   []firing
+	wait    time.Duration
+	hasWait bool
+	fire    []firing
 	// Waiters granted by the operation, woken as it lets go (see done).
 	wake     *waiter
 	wakeMore []*waiter
@@ -231,6 +231,16 @@ func (o *op) clock() time.Time {
 		o.now, o.hasNow = o.s.clock.Now(), true
 	}
 	return o.now
+}
+
+// waited returns how long a caller that queued at t waited, by the
+// clock, without making the op record times (stamp): a wait is timed for
+// Stats alone.
+func (o *op) waited(t time.Time) time.Duration {
+	if o.hasNow {
+		return since(o.now, t)
+	}
+	return since(o.s.clock.Now(), t)
 }
 
 // stamp returns the time to record for a grant: the clock when it is

@@ -52,7 +52,11 @@ func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error)
 // store closes or ctx ends; called with the op's mutexes held, returns
 // with them let go.
 func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
-	w.since = o.clock() // parking costs more: its wait is timed (Stats)
+	if o.ev != nil || s.times {
+		w.since = o.clock()
+	} else {
+		w.since = s.clock.Now() // parking costs more: its wait is timed (Stats), and recorded nowhere else
+	}
 	multi := len(w.locks) > 1
 	for _, lk := range w.locks {
 		lk.enqueue(w)
@@ -272,7 +276,7 @@ func (s *Store) pump(o *op, first *lock) {
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newPlainHolder(since(o.clock(), w.since)) // its ref is its token's, not the waiter's
+		w.h = lk.newPlainHolder(o.waited(w.since)) // its ref is its token's, not the waiter's
 		if stamp := o.stamp(0); !stamp.IsZero() {
 			w.h.ext().acquired = stamp
 		}
