@@ -13,6 +13,9 @@
 // The database runs in WAL mode; every operation is one short write
 // transaction (BEGIN IMMEDIATE, so that two writers never deadlock on a lock
 // upgrade), waiting up to a busy timeout for another process's transaction.
+// An operation that waits for nobody fails once the busy timeout passes; a
+// blocking Acquire, which the caller asked to wait, tries again instead, so
+// only its context bounds its wait.
 // Times are microseconds on the host's clock, which every process of the
 // host shares.
 //

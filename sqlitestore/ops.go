@@ -114,7 +114,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
 	var g store.Grant
 	var ticket int64
-	err := s.do(ctx, func(t *txn) error {
+	first := func(t *txn) error {
 		locks, err := t.loadAll(req.Names(), req.Events)
 		if err != nil {
 			return err
@@ -147,7 +147,14 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		}
 		ticket, err = t.enqueue(&req, locks)
 		return err
-	})
+	}
+	err := s.do(ctx, first)
+	for err != nil && req.Wait && isBusy(err) && ctx.Err() == nil {
+		// A caller that waits for a slot also waits out a database that
+		// other processes' transactions keep busy past the busy timeout:
+		// only its context bounds its wait.
+		err = s.do(ctx, first)
+	}
 	if err != nil || ticket == 0 {
 		return g, err
 	}
@@ -349,6 +356,10 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 		if err != nil {
 			if ctx.Err() != nil {
 				return store.Grant{}, s.leave(ctx, ticket)
+			}
+			if isBusy(err) {
+				// Still queued behind a busy database: look again.
+				continue
 			}
 			return store.Grant{}, err
 		}

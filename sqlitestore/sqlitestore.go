@@ -128,7 +128,9 @@ func WithWaiterTTL(d time.Duration) Option {
 }
 
 // WithBusyTimeout sets how long an operation waits for another process's
-// transaction to end before it fails (default 10s).
+// transaction to end before it fails (default 10s). A blocking Acquire does
+// not fail when it passes: it tries again until a slot is granted or its
+// context ends.
 func WithBusyTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d <= 0 && c.err == nil {

@@ -1,0 +1,48 @@
+package sqlitestore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sleeplock/sleeplock/sqlitestore"
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// A caller that waits for a slot waits out a database that another
+// process's transaction keeps busy past the busy timeout: only its context
+// ends its wait. A caller that does not wait is told the database is busy.
+func TestWaitingCallerWaitsOutABusyDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locks.db")
+	s := openAt(t, path, sqlitestore.WithBusyTimeout(20*time.Millisecond))
+	ctx := context.Background()
+	if _, err := s.Define(ctx, "jobs", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Another process's write transaction, held for the whole test.
+	conn, err := rawDB(t, path).Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the test's end
+
+	try := store.AcquireRequest{Name: "jobs", Ref: store.RefOf("try"), TTL: time.Minute}
+	if _, err := s.Acquire(ctx, try); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a try on a busy database: %v, want the database's busy error", err)
+	}
+
+	// Ten busy timeouts: a waiting caller is still waiting when its
+	// context ends.
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	wait := store.AcquireRequest{Name: "jobs", Ref: store.RefOf("waiter"), TTL: time.Minute, Wait: true}
+	if _, err := s.Acquire(wctx, wait); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a waiting acquisition on a busy database: %v, want its context's deadline", err)
+	}
+}
