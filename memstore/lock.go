@@ -19,16 +19,16 @@ import (
 // live: lockMu freezes the word as soon as it has taken mu, and unlockMu
 // makes it again (thaw) only just before it lets go. While the word is
 // frozen, the fields below it are the record, guarded by mu; multi also
-// by the store's mutex (it changes only under both). s, rng and name are
-// set when the lock is made and never change.
+// by the store's mutex (it changes only under both). rng and name are
+// set when the lock is made and never change; st (which names the store)
+// changes only when a family member becomes a defined lock.
 type lock struct {
 	fast    atomic.Uint64 // the fast word: see fast.go and above
-	s       *Store        // the store it is in
 	mu      sync.Mutex
 	token   int64          // the last fencing token granted, while frozen: see nextToken
 	rng     store.RefRange // the refs of plain leases, by token (plainRef); set when made
 	name    string
-	st      *lockStats // its counters: its own (defined), or its family's
+	st      *lockStats // its counters: its own (defined), or its family's; and its store (see store)
 	slots   int32
 	nexp    int32 // holders with an expiry
 	multi   int32 // queued waiters that wait for other locks too
@@ -245,7 +245,7 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 		return nil, nil
 	}
 	rng := s.newRange() // before the floor is read: see newRange
-	lk := &lock{s: s, name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng, st: fam.st}
+	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng, st: fam.st}
 	lk.fast.Store(fastFrozen) // a family member: never made
 	s.locks.Store(name, lk)
 	return lk, nil

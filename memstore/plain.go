@@ -30,7 +30,7 @@ var (
 func (lk *lock) Name() string { return lk.name }
 
 // Store implements plain.Lock.
-func (lk *lock) Store() store.Store { return lk.s }
+func (lk *lock) Store() store.Store { return lk.store() }
 
 // Ref implements plain.Lock: the ref of the plain lease of token t.
 func (lk *lock) Ref(t int64) store.Ref { return lk.plainRef(t) }
@@ -159,7 +159,7 @@ func (lk *lock) Release(token int64) error {
 	if lk.releaseFast(token) {
 		return nil
 	}
-	s := lk.s
+	s := lk.store()
 	lk.lockMu()
 	h := lk.byToken(token)
 	if h != nil && lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && !s.closed.Load() {
@@ -203,7 +203,7 @@ func (lk *lock) Release(token int64) error {
 // Context implements plain.Lock. The context is made on the first call
 // (once the lease has ended: kept for as long as anyone holds it).
 func (lk *lock) Context(token int64) context.Context {
-	s := lk.s
+	s := lk.store()
 	lk.lockMu()
 	defer s.unlockMu(lk)
 	if h := lk.byToken(token); h != nil {
@@ -238,7 +238,7 @@ func newPlainCtx() (*plainCtx, context.CancelCauseFunc) {
 
 // Err implements plain.Lock.
 func (lk *lock) Err(token int64) error {
-	s := lk.s
+	s := lk.store()
 	if lk.heldFast(token) {
 		return nil
 	}
@@ -274,7 +274,7 @@ func (p *plainStore) Lookup(name string) plain.Lock {
 
 // Acquire implements plain.Lock.
 func (lk *lock) Acquire(ctx context.Context, wait bool) (int64, error) {
-	s := lk.s
+	s := lk.store()
 	if ctx == nil {
 		return 0, s.usable(ctx)
 	}

@@ -27,6 +27,7 @@ const _ uint = 0 - HoldSampling&(HoldSampling-1)
 // Stats derives them. Guarded by mu, a leaf: taken under a lock's mutex,
 // never the other way round.
 type lockStats struct {
+	s  *Store // the store of the locks that point here (kept here, not in every lock record)
 	mu sync.Mutex
 	// base is the token of a defined lock when it was defined: its grants
 	// are its tokens since (the fast word counts them for free).
@@ -38,6 +39,14 @@ type lockStats struct {
 	// of grants that waited, timed in waits.
 	refused, expired, lost uint64
 	waits, holds           store.Histogram
+}
+
+// store returns the store lk is in (nil for a record made by hand).
+func (lk *lock) store() *Store {
+	if lk.st == nil {
+		return nil
+	}
+	return lk.st.s
 }
 
 // granted counts a grant of lk, which waited wait (negative: did not
@@ -106,10 +115,13 @@ func (s *Store) sampleOf(lk *lock, t int64) *sample {
 
 // startSample times the grant of token t of lk when t is sampled.
 func (lk *lock) startSample(t int64) {
-	if t&(HoldSampling-1) != 0 || lk.s == nil {
+	if t&(HoldSampling-1) != 0 {
 		return
 	}
-	s := lk.s
+	s := lk.store()
+	if s == nil {
+		return
+	}
 	now := s.clock.Now()
 	e := s.sampleOf(lk, t)
 	e.mu.Lock()
@@ -120,10 +132,13 @@ func (lk *lock) startSample(t int64) {
 // endSample observes the hold of token t of lk, which just ended, when
 // it was timed.
 func (lk *lock) endSample(t int64) {
-	if t&(HoldSampling-1) != 0 || lk.s == nil {
+	if t&(HoldSampling-1) != 0 {
 		return
 	}
-	s := lk.s
+	s := lk.store()
+	if s == nil {
+		return
+	}
 	e := s.sampleOf(lk, t)
 	e.mu.Lock()
 	if e.lk != lk || e.tok != t {
