@@ -45,7 +45,7 @@ type Findings struct {
 
 	// Overlaps counts holdings that began while their lock already had as
 	// many holdings as slots: a holding spans from just after its grant
-	// (observed) to its last accepted write.
+	// (observed) to its last accepted write (of its ref and token).
 	Overlaps int64
 	// LateWrites counts writes to a one-slot resource accepted after a grant
 	// of a newer token of that lock was observed: a write by a holder whose
@@ -56,6 +56,12 @@ type Findings struct {
 	// without Guard only: with Guard such a write is refused).
 	Unheld     int64
 	MaxHolders map[string]int // the most holdings of each lock at once
+	// TokensTwice counts the (lock, token) pairs granted to two refs: a
+	// grant acknowledged to its caller and then lost by the store. Not a
+	// violation of Guard's fence (the lost holder's writes are refused), so
+	// not counted in Violations, but a resource fenced by the token alone
+	// is not protected: see docs/failover.md.
+	TokensTwice int64
 
 	KillTakeover  Dist // kill -9 of a holder → next grant of its lock
 	PauseTakeover Dist // SIGSTOP of a holder → next grant of its lock
@@ -104,8 +110,8 @@ func Check(ctx context.Context, pool *pgxpool.Pool, schema string) (*Findings, e
 WITH iv AS (
     SELECT h.lock, h.token, h.observed AS s, max(w.t_end) AS e
       FROM ` + q + `.chaos_holdings h
-      JOIN ` + q + `.chaos_writes w ON w.resource = h.lock AND w.token = h.token
-     GROUP BY h.lock, h.token, h.observed
+      JOIN ` + q + `.chaos_writes w ON w.resource = h.lock AND w.token = h.token AND w.ref = h.ref
+     GROUP BY h.lock, h.token, h.ref, h.observed
 ), ev AS (
     SELECT lock, s AS t, 1 AS d FROM iv
     UNION ALL
@@ -137,6 +143,10 @@ SELECT count(*) FROM ` + q + `.chaos_writes w
 		return nil, fmt.Errorf("chaos check: %w", err)
 	}
 
+	twice := "SELECT count(*) FROM (SELECT lock, token FROM " + q + ".chaos_holdings GROUP BY lock, token HAVING count(DISTINCT ref) > 1) t"
+	if err := pool.QueryRow(ctx, twice).Scan(&f.TokensTwice); err != nil {
+		return nil, fmt.Errorf("chaos check: %w", err)
+	}
 	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".chaos_writes WHERE NOT held").Scan(&f.Unheld); err != nil {
 		return nil, fmt.Errorf("chaos check: %w", err)
 	}
@@ -193,8 +203,8 @@ SELECT h.released, n.acquired
 	return f, nil
 }
 
-func collect(ctx context.Context, pool *pgxpool.Pool, sql string, row func(pgx.Rows) error) error {
-	rows, err := pool.Query(ctx, sql)
+func collect(ctx context.Context, pool *pgxpool.Pool, sql string, row func(pgx.Rows) error, args ...any) error {
+	rows, err := pool.Query(ctx, sql, args...)
 	if err != nil {
 		return fmt.Errorf("chaos check: %w", err)
 	}
@@ -232,6 +242,23 @@ type Report struct {
 	LeftHolders, LeftWaiters int
 	// Skipped names the faults that could not be injected, and why.
 	Skipped []string
+	// Untyped are the errors of sleeplock's API that the workers saw and
+	// that Typed does not know, one line each.
+	Untyped []string
+	// Errors are samples of the errors of sleeplock's API the workers saw,
+	// one line per distinct message (at most 8).
+	Errors []string
+	// RSS is the resident memory of each worker alive at the end, once
+	// ready and just before the final kill, the oldest first (Linux).
+	RSS []WorkerRSS
+}
+
+// WorkerRSS is a worker's resident memory when it was ready (Start) and
+// Age later, at the end of the run (End), in bytes.
+type WorkerRSS struct {
+	Worker     string
+	Age        time.Duration
+	Start, End int64
 }
 
 // OK reports whether the run found no safety violation and no lost slot.
@@ -274,11 +301,30 @@ func (r *Report) Write(w io.Writer) {
 	fmt.Fprintf(w, "faults: %s\n", strings.Join(faults, " "))
 	fmt.Fprintf(w, "violations: %d (overlaps %d, late writes %d, writes by a lost lease %d); most holders at once: %s\n",
 		f.Violations(), f.Overlaps, f.LateWrites, f.Unheld, strings.Join(most, " "))
+	fmt.Fprintf(w, "tokens granted to two refs: %d\n", f.TokensTwice)
 	fmt.Fprintf(w, "lost slots: %d (all grantable %v after the last kill); free after the last kill: %v\n",
 		r.LostSlots, r.Config.livenessBound(), r.FreeAfter)
 	fmt.Fprintf(w, "left behind (State, after the check): holders %d, waiters %d\n", r.LeftHolders, r.LeftWaiters)
 	for _, s := range r.Stuck {
 		fmt.Fprintf(w, "  stuck: %s\n", s)
+	}
+	fmt.Fprintf(w, "untyped errors: %d\n", len(r.Untyped))
+	for i, s := range r.Untyped {
+		if i == 10 {
+			fmt.Fprintf(w, "  …\n")
+			break
+		}
+		fmt.Fprintf(w, "  %s\n", s)
+	}
+	for _, e := range r.Errors {
+		fmt.Fprintf(w, "  error seen: %s\n", e)
+	}
+	for i, m := range r.RSS {
+		if i == 3 {
+			fmt.Fprintf(w, "  … and %d more workers\n", len(r.RSS)-i)
+			break
+		}
+		fmt.Fprintf(w, "worker %s RSS: %.1f MiB when ready → %.1f MiB %v later\n", m.Worker, float64(m.Start)/(1<<20), float64(m.End)/(1<<20), m.Age.Round(time.Second))
 	}
 	fmt.Fprintf(w, "kill→takeover:  %v\n", f.KillTakeover)
 	fmt.Fprintf(w, "pause→takeover: %v\n", f.PauseTakeover)

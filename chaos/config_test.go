@@ -36,9 +36,40 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
+		cfg  chaos.FailoverConfig
+		want string
+	}{
+		{chaos.FailoverConfig{}, "DSN"},
+		{chaos.FailoverConfig{Chaos: chaos.Config{DSN: "postgres://x", Faults: []string{chaos.FaultRestart}}}, "restart"},
+		{chaos.FailoverConfig{Chaos: chaos.Config{DSN: "postgres://x"}, Stall: -time.Second}, "Stall"},
+		{chaos.FailoverConfig{Chaos: chaos.Config{DSN: "postgres://x", SQLite: "/tmp/x.db"}}, "SQLite"},
+	} {
+		rep, err := chaos.RunFailover(ctx, c.cfg)
+		if !errors.Is(err, sleeplock.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("RunFailover(%+v) = %v, want ErrInvalidConfig naming %s", c.cfg, err, c.want)
+		}
+		if rep != nil {
+			t.Errorf("RunFailover(%+v) made a report", c.cfg)
+		}
+	}
+	for _, c := range []struct {
+		cfg  chaos.Config
+		want string
+	}{
+		{chaos.Config{DSN: "postgres://x", Faults: []string{chaos.FaultReadOnly}}, "readonly"},
+		{chaos.Config{DSN: "postgres://x", SQLite: "/tmp/x.db", Faults: []string{chaos.FaultTerminate}}, "terminate"},
+		{chaos.Config{DSN: "postgres://x", SQLite: "/tmp/x.db", NoGuard: true}, "NoGuard"},
+	} {
+		if _, err := chaos.Run(ctx, c.cfg); !errors.Is(err, sleeplock.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Run(%+v) = %v, want ErrInvalidConfig naming %s", c.cfg, err, c.want)
+		}
+	}
+	for _, c := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"-dsn", "x", "-schema", "s", "-store", "mysql"}, "-store"},
+		{[]string{"-dsn", "x", "-schema", "s", "-store", "sqlite"}, "-ledger"},
 		{[]string{"-schema", "s"}, "-dsn"},
 		{[]string{"-dsn", "x", "-schema", "s", "-ttl", "soon"}, "-ttl"},
 		{[]string{"-dsn", "x", "-schema", "s", "-goroutines", "0"}, "-goroutines"},
@@ -57,7 +88,8 @@ func TestWorkerArgs(t *testing.T) {
 	want := chaos.WorkerConfig{
 		DSN: "postgres://u@h/db?x=1", Schema: "s", Name: "w7", AppName: "app w7", Goroutines: 3, Members: 5,
 		TTL: 2 * time.Second, WaiterTTL: time.Second, Poll: 5 * time.Millisecond, Hold: 30 * time.Millisecond,
-		Writes: 4, AcquireTimeout: 5 * time.Second, NoGuard: true, NoAcquireAll: true, Seed: 42,
+		Writes: 4, AcquireTimeout: 5 * time.Second, NoGuard: false, NoAcquireAll: true, Seed: 42,
+		Ledger: "postgres://l@h/ledger", Store: chaos.StoreSQLite,
 	}
 	got, err := chaos.ParseWorkerArgs(want.Args(), io.Discard)
 	if err != nil {

@@ -80,4 +80,34 @@
 // the workers use a waiter TTL of 1s (pgstore.WithWaiterTTL); with
 // -waiter-ttl 0 they use pgstore's default, and -waiter-bound adds an
 // allowance to the liveness check.
+//
+// # The ledger: SQLite and failover runs
+//
+// When the store is not a PostgreSQL database that keeps every commit, the
+// workers keep the run's record in a ledger (SetupLedger): the chaos
+// tables in the PostgreSQL database of Config.DSN, apart from the store.
+// The guarded resources stay in the store's database, fenced by Guard in
+// the same transaction, and each write the store accepted is copied into
+// the ledger with its times. Check then reads the ledger.
+//
+// With Config.SQLite (command: -store sqlite:PATH) the locks and resources
+// are in one SQLite file shared by the worker processes (sqlitestore), and
+// the faults are kill (-9, in the middle of the workers' commits), pause
+// (SIGSTOP past the TTL) and readonly: the file and its WAL made immutable
+// (chattr +i: writes fail even through open descriptors, even for root) for
+// PauseFor, a fresh worker started meanwhile. Every error sleeplock's API
+// returns to a worker must be Typed; the others are in Report.Untyped.
+// TestChaosSQLite runs 15 s (2 minutes with SLEEPLOCK_CHAOS_SQLITE_LONG=1).
+//
+// RunFailover (command: -failover sync|async [-stall 2s]) runs the workers
+// against a primary (port 5433) and a streaming standby (5434), clusters of
+// its own, through a multi-host DSN with target_session_attrs=read-write;
+// mid-run it stops the primary (-m immediate) for good and promotes the
+// standby, after stalling replication if asked. It compares the ledger with
+// what the new primary kept (FailoverReport): lost grants and writes,
+// tokens that decreased or were granted twice, holders that still believed
+// they held when another was granted their lock, and when each lock was
+// granted again after the promotion. TestFailoverSync,
+// TestFailoverSyncStalled and TestFailoverAsync run it when
+// SLEEPLOCK_FAILOVER=1; docs/failover.md has the figures.
 package chaos

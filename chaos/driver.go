@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	mrand "math/rand/v2"
 	"os"
 	"os/exec"
@@ -22,6 +23,8 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/sqlitestore"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // The faults the driver injects, in turn.
@@ -30,6 +33,7 @@ const (
 	FaultPause     = "pause"     // SIGSTOP for PauseFor of a worker that holds a lock, then SIGCONT
 	FaultTerminate = "terminate" // pg_terminate_backend of a worker's connections
 	FaultRestart   = "restart"   // immediate restart of PostgreSQL: only on a cluster of the run's own
+	FaultReadOnly  = "readonly"  // the SQLite database file made read-only (chattr +i) for PauseFor: SQLite runs only
 )
 
 // Config is one chaos run.
@@ -61,6 +65,18 @@ type Config struct {
 	KeepSchema     bool   // keep the run's schema for inspection
 	Seed           uint64 // seeds the operation mix and the choice of victims (0: random)
 	Log            io.Writer
+	// SQLite, when set, is the path of a SQLite database file (created by
+	// the run, removed at its end) that holds the locks and the guarded
+	// resources: the workers use sqlitestore, and DSN is then only the
+	// PostgreSQL database of the run's records (its ledger).
+	SQLite string
+
+	// storeDSN, when set, is the PostgreSQL database of the locks and the
+	// guarded resources, DSN being the ledger's (a failover run).
+	storeDSN string
+	// event, when set, runs once, eventAt after the workers started.
+	event   func(ctx context.Context, d *driver) error
+	eventAt time.Duration
 }
 
 func (c *Config) defaults() {
@@ -87,6 +103,9 @@ func (c *Config) defaults() {
 	defd(&c.PauseFor, c.TTL+time.Second)
 	if c.Faults == nil {
 		c.Faults = []string{FaultKill, FaultPause, FaultTerminate}
+		if c.SQLite != "" {
+			c.Faults = []string{FaultKill, FaultPause, FaultReadOnly}
+		}
 	}
 	if c.ClusterVersion == "" {
 		c.ClusterVersion = "15"
@@ -108,10 +127,21 @@ func (c *Config) validate() error {
 	}
 	for _, f := range c.Faults {
 		switch f {
-		case FaultKill, FaultPause, FaultTerminate, FaultRestart:
+		case FaultKill, FaultPause, FaultTerminate, FaultRestart, FaultReadOnly:
 		default:
-			return invalid(fmt.Sprintf("unknown fault %q (kill, pause, terminate, restart)", f))
+			return invalid(fmt.Sprintf("unknown fault %q (kill, pause, terminate, restart, readonly)", f))
 		}
+		switch {
+		case f == FaultReadOnly && c.SQLite == "":
+			return invalid("the readonly fault is for a SQLite run (Config.SQLite)")
+		case (f == FaultTerminate || f == FaultRestart) && c.SQLite != "":
+			return invalid(fmt.Sprintf("the %s fault is for a PostgreSQL store, not a SQLite run", f))
+		case f == FaultRestart && c.storeDSN != "":
+			return invalid("the restart fault is not for a failover run")
+		}
+	}
+	if c.NoGuard && (c.SQLite != "" || c.storeDSN != "") {
+		return invalid("NoGuard is for a run of the PostgreSQL store without a ledger")
 	}
 	if c.Workers < 1 || c.Goroutines < 1 || c.Members < 1 || c.Writes < 1 {
 		return invalid("Workers, Goroutines, Members and Writes must be at least 1")
@@ -134,6 +164,8 @@ type proc struct {
 	killed    bool          // by the driver
 	paused    bool
 	stderr    *syncBuffer
+	started   time.Time
+	rssStart  int64 // resident set size (bytes) once ready; 0: unknown
 }
 
 type syncBuffer struct {
@@ -162,13 +194,16 @@ type driver struct {
 	dsn    string
 	bin    string
 	schema string
-	pool   *pgxpool.Pool
+	pool   *pgxpool.Pool // the run's records
+	spool  *pgxpool.Pool // the store's database (PostgreSQL store): pool, or the failover cluster's
 	cl     *cluster
 	rng    *mrand.Rand
 	rep    *Report
 
 	mu     sync.Mutex
 	procs  []*proc
+	all    []*proc // every worker started, for their untyped errors
+	ro     bool    // the SQLite file is read-only now
 	next   int
 	pauses sync.WaitGroup
 	stop   chan struct{} // closed to end the pauses early
@@ -240,10 +275,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("chaos: connecting: %w", err)
 	}
 	defer pool.Close()
-	d.pool = pool
-	if err := Setup(ctx, pool, d.schema, cfg.Members); err != nil {
+	d.pool, d.spool = pool, pool
+	if cfg.storeDSN != "" {
+		sp, err := pgxpool.New(ctx, withParams(cfg.storeDSN, "application_name", "sleeplock-chaos-driver-"+d.run))
+		if err == nil {
+			err = sp.Ping(ctx)
+		}
+		if err != nil {
+			if sp != nil {
+				sp.Close()
+			}
+			return nil, fmt.Errorf("chaos: connecting to the store: %w", err)
+		}
+		defer sp.Close()
+		d.spool = sp
+	}
+	if err := d.setup(ctx); err != nil {
 		_ = DropSchema(context.Background(), pool, d.schema)
 		return nil, err
+	}
+	if cfg.SQLite != "" {
+		defer d.removeSQLite()
 	}
 	if !cfg.KeepSchema {
 		defer func() {
@@ -258,6 +310,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	err = d.chaos(ctx)
 	d.killAll()
+	d.rep.Untyped = d.workerLines(untypedMark, false, 0)
+	d.rep.Errors = d.workerLines(sampleMark, true, 8)
 	if err != nil {
 		return d.rep, err
 	}
@@ -299,10 +353,22 @@ func (d *driver) chaos(ctx context.Context) error {
 	defer end.Stop()
 	tick := time.NewTicker(max(d.cfg.FaultEvery, 10*time.Millisecond))
 	defer tick.Stop()
+	var event <-chan time.Time
+	if d.cfg.event != nil {
+		et := time.NewTimer(d.cfg.eventAt)
+		defer et.Stop()
+		event = et.C
+	}
 	for i := 0; ; i++ {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-event:
+			event = nil
+			if err := d.cfg.event(ctx, d); err != nil {
+				return err
+			}
+			continue
 		case <-end.C:
 			// let the paused workers resume and their holders write on, so
 			// that the last pauses count as much as the others
@@ -344,8 +410,15 @@ func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 	name := fmt.Sprintf("w%d", d.next)
 	d.mu.Unlock()
 	p := &proc{name: name, app: "sleeplock-chaos-" + d.run + "-" + name, done: make(chan struct{}), stderr: &syncBuffer{}}
+	dsn, ledger, kind := d.dsn, "", ""
+	switch {
+	case d.cfg.SQLite != "":
+		dsn, ledger, kind = d.cfg.SQLite, d.dsn, StoreSQLite
+	case d.cfg.storeDSN != "":
+		dsn, ledger = d.cfg.storeDSN, d.dsn
+	}
 	wc := WorkerConfig{
-		DSN: d.dsn, Schema: d.schema, Name: name, AppName: p.app, Goroutines: d.cfg.Goroutines, Members: d.cfg.Members,
+		DSN: dsn, Ledger: ledger, Store: kind, Schema: d.schema, Name: name, AppName: p.app, Goroutines: d.cfg.Goroutines, Members: d.cfg.Members,
 		TTL: d.cfg.TTL, WaiterTTL: d.cfg.WaiterTTL, Poll: d.cfg.Poll, Hold: d.cfg.Hold, Writes: d.cfg.Writes,
 		AcquireTimeout: d.cfg.AcquireTimeout, NoGuard: d.cfg.NoGuard, NoAcquireAll: d.cfg.NoAcquireAll, Seed: d.rng.Uint64(),
 	}
@@ -359,6 +432,9 @@ func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("chaos: starting a worker: %w", err)
 	}
+	d.mu.Lock()
+	d.all = append(d.all, p)
+	d.mu.Unlock()
 	ready := make(chan bool, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -373,6 +449,7 @@ func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 	select {
 	case ok := <-ready:
 		if ok {
+			p.started, p.rssStart = time.Now(), rss(p.cmd.Process.Pid)
 			d.mu.Lock()
 			d.procs = append(d.procs, p)
 			d.mu.Unlock()
@@ -564,12 +641,14 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 			return err
 		}
 		var n int
-		err = d.pool.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid))::int FROM pg_stat_activity WHERE application_name = $1", p.app).Scan(&n)
+		err = d.spool.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid))::int FROM pg_stat_activity WHERE application_name = $1", p.app).Scan(&n)
 		if err != nil {
 			return fmt.Errorf("chaos: pg_terminate_backend: %w", err)
 		}
 		d.logf("terminated %d backends of %s", n, p.name)
 		return d.record(ctx, FaultTerminate, p.name, at, nil, fmt.Sprintf("%d backends", n))
+	case FaultReadOnly:
+		return d.readOnly(ctx)
 	case FaultRestart:
 		at, err := d.now(ctx)
 		if err != nil {
@@ -597,8 +676,12 @@ func (d *driver) killAll() {
 	d.procs = nil
 	d.mu.Unlock()
 	for _, p := range ps {
+		if end := rss(p.cmd.Process.Pid); end > 0 && p.rssStart > 0 {
+			d.rep.RSS = append(d.rep.RSS, WorkerRSS{Worker: p.name, Age: time.Since(p.started), Start: p.rssStart, End: end})
+		}
 		_ = p.cmd.Process.Kill()
 	}
+	slices.SortFunc(d.rep.RSS, func(a, b WorkerRSS) int { return int(b.Age - a.Age) })
 	for _, p := range ps {
 		<-p.done
 	}
@@ -615,7 +698,12 @@ func (d *driver) liveness(ctx context.Context) error {
 	if err := d.record(ctx, "kill-all", "", at, nil, ""); err != nil {
 		return err
 	}
-	s, err := pgstore.New(ctx, d.pool, pgstore.WithSchema(d.schema))
+	var s store.Store
+	if d.cfg.SQLite != "" {
+		s, err = sqlitestore.Open(ctx, d.cfg.SQLite)
+	} else {
+		s, err = pgstore.New(ctx, d.spool, pgstore.WithSchema(d.schema))
+	}
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
@@ -702,4 +790,144 @@ func grantable(ctx context.Context, locks *sleeplock.Locks, name string, slots i
 		when = l.Acquired()
 	}
 	return len(leases), when, nil
+}
+
+// setup makes the run's schema: in the store's database (PostgreSQL) or
+// the SQLite file, and the ledger when the records are kept apart.
+func (d *driver) setup(ctx context.Context) error {
+	switch {
+	case d.cfg.SQLite != "":
+		if _, err := os.Stat(d.cfg.SQLite); err == nil {
+			return invalid(fmt.Sprintf("the SQLite file %s exists: a run makes its own", d.cfg.SQLite))
+		}
+		if err := SetupSQLite(ctx, d.cfg.SQLite, d.cfg.Members); err != nil {
+			d.removeSQLite()
+			return err
+		}
+		return SetupLedger(ctx, d.pool, d.schema, d.cfg.Members)
+	case d.cfg.storeDSN != "":
+		if err := Setup(ctx, d.spool, d.schema, d.cfg.Members); err != nil {
+			return err
+		}
+		return SetupLedger(ctx, d.pool, d.schema, d.cfg.Members)
+	}
+	return Setup(ctx, d.pool, d.schema, d.cfg.Members)
+}
+
+// sqliteFiles are the SQLite database file and its WAL.
+func (d *driver) sqliteFiles() []string { return []string{d.cfg.SQLite, d.cfg.SQLite + "-wal"} }
+
+// removeSQLite removes the run's SQLite files, writable again first.
+func (d *driver) removeSQLite() {
+	for _, f := range d.sqliteFiles() {
+		_ = exec.Command("chattr", "-i", f).Run()
+	}
+	for _, f := range append(d.sqliteFiles(), d.cfg.SQLite+"-shm", d.cfg.SQLite+"-journal") {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			d.logf("removing %s: %v", f, err)
+		}
+	}
+}
+
+// readOnly makes the SQLite database file and its WAL immutable (chattr
+// +i: writes fail even through descriptors already open, and even for
+// root) for PauseFor, and starts a fresh worker meanwhile, whose Open must
+// fail with a typed error or succeed.
+func (d *driver) readOnly(ctx context.Context) error {
+	d.mu.Lock()
+	busy := d.ro
+	d.ro = true
+	d.mu.Unlock()
+	if busy {
+		return nil
+	}
+	at, err := d.now(ctx)
+	if err != nil {
+		return err
+	}
+	for _, f := range d.sqliteFiles() {
+		if out, err := exec.CommandContext(ctx, "chattr", "+i", f).CombinedOutput(); err != nil {
+			d.logf("chattr +i %s: %v: %s", f, err, out)
+			msg := fmt.Sprintf("fault readonly: chattr +i %s: %v %s", f, err, strings.TrimSpace(string(out)))
+			d.mu.Lock()
+			d.rep.Skipped = append(d.rep.Skipped, msg)
+			d.mu.Unlock()
+		}
+	}
+	d.logf("made %s read-only for %v", d.cfg.SQLite, d.cfg.PauseFor)
+	d.pauses.Go(func() {
+		fresh, err := d.startOnce(ctx)
+		if err != nil {
+			d.logf("a worker started while read-only: %v", err)
+		} else {
+			d.logf("worker %s started while read-only", fresh.name)
+			// it stays for the spell only: the run keeps Workers workers
+			defer d.retire(fresh)
+		}
+		t := time.NewTimer(d.cfg.PauseFor)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-d.stop:
+		}
+		for _, f := range d.sqliteFiles() {
+			_ = exec.Command("chattr", "-i", f).Run()
+		}
+		d.mu.Lock()
+		d.ro = false
+		d.mu.Unlock()
+		rctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		until, err := d.now(rctx)
+		if err == nil {
+			err = d.record(rctx, FaultReadOnly, "", at, &until, "")
+		}
+		if err != nil {
+			d.logf("recording a read-only spell: %v", err)
+		}
+	})
+	return nil
+}
+
+// workerLines are the lines the workers printed that begin with mark,
+// without their worker's name when distinct only (the first max of them;
+// all with distinct false).
+func (d *driver) workerLines(mark string, distinct bool, most int) []string {
+	d.mu.Lock()
+	ps := slices.Clone(d.all)
+	d.mu.Unlock()
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		for line := range strings.SplitSeq(p.stderr.String(), "\n") {
+			i := strings.Index(line, mark)
+			if i < 0 {
+				continue
+			}
+			line = line[i:]
+			if distinct {
+				// SAMPLE wN op: message → op: message
+				f := strings.SplitN(line, " ", 3)
+				if len(f) < 3 || seen[f[2]] {
+					continue
+				}
+				seen[f[2]] = true
+			}
+			if most > 0 && len(out) == most {
+				return out
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// retire kills p (SIGKILL) and removes it from the running workers.
+func (d *driver) retire(p *proc) {
+	d.mu.Lock()
+	p.killed = true
+	d.procs = slices.DeleteFunc(d.procs, func(q *proc) bool { return q == p })
+	d.mu.Unlock()
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }

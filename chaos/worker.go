@@ -2,23 +2,33 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
+	"net"
+	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"modernc.org/sqlite"
+
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/sqlitestore"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // WorkerConfig is what one worker process does: Goroutines loops that take
@@ -40,7 +50,20 @@ type WorkerConfig struct {
 	NoGuard        bool          // write without Lease.Guard: the negative control
 	NoAcquireAll   bool          // never call AcquireAll
 	Seed           uint64        // seeds the choice of operations
+	// Ledger is the PostgreSQL database where the worker records its grants
+	// and accepted writes when it is not the store's (a failover run, whose
+	// store may lose commits, or a SQLite run); empty: the store's database.
+	Ledger string
+	// Store is the store's kind: StorePostgres (or empty), or StoreSQLite,
+	// DSN being then the database file, shared by every worker.
+	Store string
 }
+
+// The kinds of store a worker can use.
+const (
+	StorePostgres = "postgres" // pgstore; DSN is a PostgreSQL DSN
+	StoreSQLite   = "sqlite"   // sqlitestore; DSN is the database file
+)
 
 func (c *WorkerConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.DSN, "dsn", "", "PostgreSQL DSN")
@@ -58,6 +81,8 @@ func (c *WorkerConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.NoGuard, "no-guard", false, "write without Lease.Guard (the negative control)")
 	fs.BoolVar(&c.NoAcquireAll, "no-acquire-all", false, "never call AcquireAll")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the operation mix")
+	fs.StringVar(&c.Ledger, "ledger", "", "PostgreSQL DSN of the run's records when not the store's database")
+	fs.StringVar(&c.Store, "store", "", "the store: postgres (default) or sqlite (-dsn is then the file)")
 }
 
 // Args returns the command-line arguments that ParseWorkerArgs turns back
@@ -70,6 +95,7 @@ func (c WorkerConfig) Args() []string {
 		"-hold", c.Hold.String(), "-writes", strconv.Itoa(c.Writes),
 		"-acquire-timeout", c.AcquireTimeout.String(),
 		"-no-guard=" + strconv.FormatBool(c.NoGuard), "-no-acquire-all=" + strconv.FormatBool(c.NoAcquireAll), "-seed", strconv.FormatUint(c.Seed, 10),
+		"-ledger", c.Ledger, "-store", c.Store,
 	}
 }
 
@@ -111,6 +137,12 @@ func (c WorkerConfig) validate() error {
 		return invalid(fmt.Sprintf("worker: -writes %d: at least 1", c.Writes))
 	case c.AcquireTimeout <= 0:
 		return invalid(fmt.Sprintf("worker: -acquire-timeout %v: must be positive", c.AcquireTimeout))
+	case c.Store != "" && c.Store != StorePostgres && c.Store != StoreSQLite:
+		return invalid(fmt.Sprintf("worker: -store %q: postgres or sqlite", c.Store))
+	case c.Store == StoreSQLite && c.Ledger == "":
+		return invalid("worker: -store sqlite needs -ledger")
+	case c.NoGuard && c.Ledger != "":
+		return invalid("worker: -no-guard is for a run without -ledger")
 	}
 	return nil
 }
@@ -121,18 +153,26 @@ var statNames = []string{
 	"granted", "busy", "timeout", "acquire-error",
 	"write", "write-stale", "write-error", "guard-lost", "guard-error",
 	"release", "release-notheld", "release-error", "record-error",
+	"untyped-error",
 }
 
 type worker struct {
 	c      WorkerConfig
 	locks  *sleeplock.Locks
-	db     *pgxpool.Pool
+	db     *pgxpool.Pool // the run's records (the ledger, or the store's database)
+	sdb    *pgxpool.Pool // the store's database with a ledger (PostgreSQL store); nil otherwise
+	lite   *sql.DB       // the SQLite file (SQLite store)
 	q      string        // quoted schema
 	offset time.Duration // database clock - local clock
 	stats  map[string]*atomic.Int64
+	shown  atomic.Int64 // errors printed by sample
 }
 
 func (w *worker) count(name string) { w.stats[name].Add(1) }
+
+// ledger reports whether the worker records in a ledger of its own rather
+// than in the store's database.
+func (w *worker) ledger() bool { return w.c.Ledger != "" }
 
 // RunWorker runs a worker until ctx ends. ready is called once the worker
 // is connected and about to start its loops.
@@ -140,30 +180,61 @@ func RunWorker(ctx context.Context, c WorkerConfig, ready func()) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	dsn := withParams(c.DSN, "application_name", c.AppName, "pool_max_conns", strconv.Itoa(c.Goroutines+2))
-	opts := []pgstore.Option{pgstore.WithSchema(c.Schema)}
-	if c.WaiterTTL > 0 {
-		opts = append(opts, pgstore.WithWaiterTTL(c.WaiterTTL))
+	pgDSN := withParams(c.DSN, "application_name", c.AppName, "pool_max_conns", strconv.Itoa(c.Goroutines+2))
+	var s store.Store
+	var err error
+	if c.Store == StoreSQLite {
+		var opts []sqlitestore.Option
+		if c.WaiterTTL > 0 {
+			opts = append(opts, sqlitestore.WithWaiterTTL(c.WaiterTTL))
+		}
+		if c.Poll > 0 {
+			opts = append(opts, sqlitestore.WithPollInterval(c.Poll))
+		}
+		s, err = sqlitestore.Open(ctx, c.DSN, opts...)
+	} else {
+		opts := []pgstore.Option{pgstore.WithSchema(c.Schema)}
+		if c.WaiterTTL > 0 {
+			opts = append(opts, pgstore.WithWaiterTTL(c.WaiterTTL))
+		}
+		if c.Poll > 0 {
+			opts = append(opts, pgstore.WithPollInterval(c.Poll))
+		}
+		s, err = pgstore.Open(ctx, pgDSN, opts...)
 	}
-	if c.Poll > 0 {
-		opts = append(opts, pgstore.WithPollInterval(c.Poll))
-	}
-	s, err := pgstore.Open(ctx, dsn, opts...)
 	if err != nil {
+		if !Typed(err) {
+			return fmt.Errorf("%s opening the store: %w", untypedMark, err)
+		}
 		return err
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(c.TTL))
 	defer func() { _ = locks.Close() }()
-	db, err := pgxpool.New(ctx, dsn)
-	if err != nil {
+	w := &worker{c: c, locks: locks, q: pgx.Identifier{c.Schema}.Sanitize(), stats: map[string]*atomic.Int64{}}
+	recDSN := pgDSN
+	if c.Ledger != "" {
+		recDSN = withParams(c.Ledger, "application_name", c.AppName+"-ledger", "pool_max_conns", strconv.Itoa(c.Goroutines+2))
+	}
+	if w.db, err = pgxpool.New(ctx, recDSN); err != nil {
 		return err
 	}
-	defer db.Close()
-	w := &worker{c: c, locks: locks, db: db, q: pgx.Identifier{c.Schema}.Sanitize(), stats: map[string]*atomic.Int64{}}
+	defer w.db.Close()
+	switch {
+	case c.Store == StoreSQLite:
+		if w.lite, err = sql.Open("sqlite", sqliteURI(c.DSN)); err != nil {
+			return err
+		}
+		defer func() { _ = w.lite.Close() }()
+	case c.Ledger != "":
+		if w.sdb, err = pgxpool.New(ctx, pgDSN); err != nil {
+			return err
+		}
+		defer w.sdb.Close()
+	}
 	for _, n := range statNames {
 		w.stats[n] = new(atomic.Int64)
 	}
-	if w.offset, err = clockOffset(ctx, db); err != nil {
+	if w.offset, err = clockOffset(ctx, w.db); err != nil {
 		return err
 	}
 	if ready != nil {
@@ -279,6 +350,8 @@ func (w *worker) loop(ctx context.Context, rng *rand.Rand) {
 		default:
 			// connection terminated, database restarting, …: back off a little
 			w.count("acquire-error")
+			w.untyped("acquire", err)
+			w.sample("acquire", err)
 			pause(ctx, time.Duration(10+rng.IntN(40))*time.Millisecond)
 		}
 	}
@@ -293,6 +366,19 @@ func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, wai
 	_, err := w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_holdings (lock, token, ref, worker, op, acquired, waited) "+
 		"SELECT l, t, $3, $4, $5, $6, $7 FROM unnest($1::text[], $2::bigint[]) u(l, t)",
 		names, tokens, ref, w.c.Name, op, lease.Acquired(), waited)
+	releasing := make(chan time.Time, 1)
+	if err == nil && w.ledger() {
+		believed := make(chan struct{})
+		defer func() { <-believed }()
+		go func() {
+			defer close(believed)
+			w.recordBelief(ctx, lease, releasing, names, tokens, ref)
+		}()
+	}
+	defer close(releasing)
+	if err == nil && w.sdb != nil {
+		w.recordInStore(ctx, names, tokens, ref, op, lease.Acquired(), waited)
+	}
 	if err != nil {
 		w.count("record-error")
 	} else {
@@ -310,6 +396,7 @@ func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, wai
 		return // the worker is stopping: the lease expires with its TTL
 	}
 	released := time.Now().Add(w.offset)
+	releasing <- released
 	err = lease.Release(ctx)
 	switch {
 	case err == nil:
@@ -318,8 +405,15 @@ func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, wai
 		w.count("release-notheld")
 	default:
 		w.count("release-error")
+		w.untyped("release", err)
 	}
-	if err == nil {
+	if err == nil && w.ledger() {
+		_, err = w.db.Exec(ctx, "UPDATE "+w.q+".chaos_holdings SET released = $4 WHERE lock = ANY ($1::text[]) AND token = ANY ($2::bigint[]) AND ref = $3",
+			names, tokens, ref, released)
+		if err != nil {
+			w.count("record-error")
+		}
+	} else if err == nil {
 		_, err = w.db.Exec(ctx, "UPDATE "+w.q+".chaos_holdings SET released = $3 WHERE lock = ANY ($1::text[]) AND token = ANY ($2::bigint[])",
 			names, tokens, released)
 		if err != nil {
@@ -333,6 +427,12 @@ func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, wai
 // the holder should go on.
 func (w *worker) write(ctx context.Context, lease sleeplock.Lease, names []string, tokens []int64, ref string) bool {
 	for i := range names {
+		if w.ledger() {
+			if !w.writeLedger(ctx, lease, names[i], tokens[i], ref) {
+				return false
+			}
+			continue
+		}
 		if !w.writeOne(ctx, lease, names[i], tokens[i], ref) {
 			return false
 		}
@@ -354,6 +454,7 @@ func (w *worker) writeOne(ctx context.Context, lease sleeplock.Lease, name strin
 				return false
 			}
 			w.count("guard-error")
+			w.untyped("guard", err)
 			return true
 		}
 	}
@@ -415,4 +516,201 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// recordInStore copies a grant, already in the ledger, into the store's
+// database and marks it stored in the ledger once that committed: a stored
+// grant missing from the store's database after a failover is a lost grant.
+func (w *worker) recordInStore(ctx context.Context, names []string, tokens []int64, ref, op string, acquired time.Time, waited time.Duration) {
+	_, err := w.sdb.Exec(ctx, "INSERT INTO "+w.q+".chaos_holdings (lock, token, ref, worker, op, acquired, waited) "+
+		"SELECT l, t, $3, $4, $5, $6, $7 FROM unnest($1::text[], $2::bigint[]) u(l, t) ON CONFLICT DO NOTHING",
+		names, tokens, ref, w.c.Name, op, acquired, waited)
+	if err == nil {
+		_, err = w.db.Exec(ctx, "UPDATE "+w.q+".chaos_holdings SET stored = true WHERE lock = ANY ($1::text[]) AND token = ANY ($2::bigint[]) AND ref = $3",
+			names, tokens, ref)
+	}
+	if err != nil {
+		w.count("record-error")
+	}
+}
+
+// errStaleToken is a write the resource refused for its token.
+var errStaleToken = errors.New("chaos: stale token")
+
+// writeLedger makes one fenced write to the store's database (PostgreSQL
+// or the SQLite file), then records it in the ledger once it committed,
+// and records the attempt: when, whether the holder still believed it held
+// the lease (Done not closed) and what came of it. It reports whether the
+// holder should go on.
+func (w *worker) writeLedger(ctx context.Context, lease sleeplock.Lease, name string, token int64, ref string) bool {
+	believed := true
+	select {
+	case <-lease.Done():
+		believed = false
+	default:
+	}
+	at := time.Now().Add(w.offset)
+	var (
+		t0, t1    time.Time
+		fromGuard bool
+		err       error
+	)
+	if w.lite != nil {
+		t0, t1, fromGuard, err = w.fencedSQLite(ctx, lease, name, token, ref)
+	} else {
+		t0, t1, fromGuard, err = w.fencedPG(ctx, lease, name, token, ref)
+	}
+	outcome := "write"
+	switch {
+	case err == nil:
+		w.count("write")
+		if _, err := w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_writes (resource, token, ref, worker, guarded, held, t_start, t_end) "+
+			"VALUES ($1, $2, $3, $4, true, true, $5, $6)", name, token, ref, w.c.Name, t0, t1); err != nil {
+			w.count("record-error")
+		}
+	case errors.Is(err, errStaleToken):
+		outcome = "write-stale"
+	case fromGuard && errors.Is(err, sleeplock.ErrLeaseLost):
+		outcome = "guard-lost"
+	case fromGuard:
+		outcome = "guard-error"
+		w.untyped("guard", err)
+	default:
+		outcome = "write-error"
+	}
+	if outcome != "write" {
+		w.count(outcome)
+	}
+	if _, err := w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_attempts (resource, token, ref, worker, at, believed, outcome) "+
+		"VALUES ($1, $2, $3, $4, $5, $6, $7)", name, token, ref, w.c.Name, at, believed, outcome); err != nil {
+		w.count("record-error")
+	}
+	return outcome != "guard-lost"
+}
+
+// fencedPG writes to name's resource in the store's PostgreSQL database, in
+// a transaction fenced by Guard: when the write began and when the
+// resource accepted it (database clock), and whether an error came from
+// Guard.
+func (w *worker) fencedPG(ctx context.Context, lease sleeplock.Lease, name string, token int64, ref string) (t0, t1 time.Time, fromGuard bool, err error) {
+	tx, err := w.sdb.Begin(ctx)
+	if err != nil {
+		return t0, t1, false, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if err := lease.Guard(ctx, tx); err != nil {
+		return t0, t1, true, err
+	}
+	err = tx.QueryRow(ctx, "INSERT INTO "+w.q+".chaos_writes (resource, token, ref, worker, guarded, held) VALUES ($1, $2, $3, $4, true, true) "+
+		"RETURNING t_start, t_end", name, token, ref, w.c.Name).Scan(&t0, &t1)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == errStale {
+		err = errStaleToken
+	}
+	return t0, t1, false, err
+}
+
+// fencedSQLite writes to name's resource in the SQLite file, in a
+// transaction fenced by Guard; the times are this process's clock corrected
+// to the ledger's, taken before the commit.
+func (w *worker) fencedSQLite(ctx context.Context, lease sleeplock.Lease, name string, token int64, ref string) (t0, t1 time.Time, fromGuard bool, err error) {
+	tx, err := w.lite.BeginTx(ctx, nil)
+	if err != nil {
+		return t0, t1, false, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := lease.Guard(ctx, tx); err != nil {
+		return t0, t1, true, err
+	}
+	t0 = time.Now().Add(w.offset)
+	_, err = tx.ExecContext(ctx, "INSERT INTO chaos_writes (resource, token, ref, worker) VALUES (?, ?, ?, ?)", name, token, ref, w.c.Name)
+	// the write's time is taken before the commit, as the trigger does in
+	// PostgreSQL: Guard's write lock is held until the commit, so no
+	// takeover can commit in between, and a pause of this process after
+	// the commit does not stretch the holding
+	t1 = time.Now().Add(w.offset)
+	if err == nil {
+		err = tx.Commit()
+	}
+	if err != nil && strings.Contains(err.Error(), sqliteStaleMsg) {
+		err = errStaleToken
+	}
+	return t0, t1, false, err
+}
+
+// sampleMark starts the line a worker prints on its standard error for
+// each of its first few errors of sleeplock's API, typed or not.
+const sampleMark = "SAMPLE"
+
+// sample prints err if the worker printed fewer than 3 so far.
+func (w *worker) sample(op string, err error) {
+	if w.shown.Add(1) <= 3 {
+		fmt.Fprintf(os.Stderr, "%s %s %s: %v\n", sampleMark, w.c.Name, op, err)
+	}
+}
+
+// untypedMark starts the line a worker prints on its standard error for an
+// error of sleeplock's API that matches none of the errors Typed knows.
+const untypedMark = "UNTYPED"
+
+// untyped counts and prints an error of sleeplock's API (op) that Typed
+// does not know.
+func (w *worker) untyped(op string, err error) {
+	if Typed(err) {
+		return
+	}
+	w.count("untyped-error")
+	fmt.Fprintf(os.Stderr, "%s %s %s: %v\n", untypedMark, w.c.Name, op, err)
+}
+
+// Typed reports whether err is one a caller of sleeplock can tell apart
+// without reading its text: it matches one of sleeplock's errors,
+// pgstore.ErrUnreachable or a context's error, or it is an I/O error of the
+// database: a *sqlite.Error (SQLite's result code: SQLITE_IOERR,
+// SQLITE_READONLY, SQLITE_BUSY, …), a *pgconn.PgError, a net.Error, an
+// *fs.PathError, a syscall.Errno, io.ErrUnexpectedEOF or io.EOF (a
+// connection that ended).
+func Typed(err error) bool {
+	for _, e := range []error{
+		sleeplock.ErrUnavailable, sleeplock.ErrLeaseLost, sleeplock.ErrNotHeld, sleeplock.ErrReleased,
+		sleeplock.ErrClosed, sleeplock.ErrInvalid, sleeplock.ErrInvalidConfig, sleeplock.ErrNotFound,
+		sleeplock.ErrUnsupported, pgstore.ErrUnreachable, context.DeadlineExceeded, context.Canceled,
+		io.ErrUnexpectedEOF, io.EOF, net.ErrClosed,
+	} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var (
+		se *sqlite.Error
+		pe *pgconn.PgError
+		fe *fs.PathError
+		no syscall.Errno
+		ne net.Error
+	)
+	return errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &no) || errors.As(err, &ne)
+}
+
+// recordBelief records in the ledger until when the holder believed it
+// held the lease: when its Done channel closed, or when it began to
+// release it, whichever came first.
+func (w *worker) recordBelief(ctx context.Context, lease sleeplock.Lease, releasing <-chan time.Time, names []string, tokens []int64, ref string) {
+	var until time.Time
+	select {
+	case <-lease.Done():
+		until = time.Now().Add(w.offset)
+	case t, ok := <-releasing:
+		if !ok {
+			return // the worker is stopping
+		}
+		until = t
+	}
+	_, err := w.db.Exec(ctx, "UPDATE "+w.q+".chaos_holdings SET believed_until = $4 WHERE lock = ANY ($1::text[]) AND token = ANY ($2::bigint[]) AND ref = $3",
+		names, tokens, ref, until)
+	if err != nil && ctx.Err() == nil {
+		w.count("record-error")
+	}
 }

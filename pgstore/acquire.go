@@ -75,6 +75,13 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		return store.Grant{}, s.abandon(ctx, a, err)
 	}
 	a.reached = true
+	if ctx.Err() != nil {
+		// The context ended while the statement was in flight: even a
+		// grant the server answered is given back (a cancelled wait for
+		// synchronous replication commits only locally, see Keep), as a
+		// slot granted while a waiting caller is cancelled is.
+		return store.Grant{}, s.abandon(ctx, a, ctx.Err())
+	}
 	if rows[0].ev != "queued" {
 		return s.outcome(ctx, a, rows)
 	}

@@ -294,3 +294,38 @@ func TestZeroInputsNoPanic(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepNotConfirmedWhenContextEnded: a renewal whose context ended while
+// it was in flight is not counted as a renewal, even when the statement
+// returned success — as PostgreSQL does for a cancelled wait for
+// synchronous replication, which it commits only locally.
+func TestKeepNotConfirmedWhenContextEnded(t *testing.T) {
+	e := newEnv(t)
+	define(t, e.s, "a", 1)
+	g, err := e.s.Acquire(context.Background(), req("r", time.Minute, "a"))
+	must(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.s.EndContextAfterQueries(cancel)
+	if _, err := e.s.Keep(ctx, g.Handle(), time.Minute, 0); !errors.Is(err, pgstore.ErrUnreachable) {
+		t.Fatalf("Keep whose context ended in flight = %v, want an error matching ErrUnreachable", err)
+	}
+}
+
+// TestGrantGivenBackWhenContextEnded: an acquisition whose context ended
+// while its statement was in flight returns the context's error and gives
+// back the slot the server may have granted, so nobody holds it unknowingly.
+func TestGrantGivenBackWhenContextEnded(t *testing.T) {
+	e := newEnv(t)
+	define(t, e.s, "a", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.s.EndContextAfterQueries(cancel)
+	if _, err := e.s.Acquire(ctx, req("r", time.Minute, "a")); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Acquire whose context ended in flight = %v, want context.Canceled", err)
+	}
+	st, err := e.s.State(context.Background(), "a", false)
+	if err != nil || st.Running != 0 || st.Expired != 0 {
+		t.Fatalf("the slot was not given back: %+v %v", st, err)
+	}
+}

@@ -43,3 +43,24 @@ func (s *Store) Advance(ctx context.Context, d time.Duration) error {
 	}
 	return s.c.exec(ctx, "SELECT "+quoteIdent(s.cfg.schema)+".advance($1::bigint)", micros(d))
 }
+
+// EndContextAfterQueries makes every statement of the store call end once
+// it has returned, as a context whose deadline passes just after the
+// server answered would.
+func (s *Store) EndContextAfterQueries(end func()) {
+	if s == nil || s.c == nil || end == nil {
+		return
+	}
+	s.c = endingConn{conn: s.c, end: end}
+}
+
+type endingConn struct {
+	conn
+	end func()
+}
+
+func (c endingConn) query(ctx context.Context, sql string, args []any, each func(scan func(dest ...any) error) error) error {
+	err := c.conn.query(ctx, sql, args, each)
+	c.end()
+	return err
+}

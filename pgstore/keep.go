@@ -36,6 +36,14 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 	if err != nil {
 		return time.Time{}, fmt.Errorf("pgstore: keep: %w", err)
 	}
+	if ok && ctx.Err() != nil {
+		// The context ended while the renewal was in flight: its driver
+		// may have sent a cancel request, and PostgreSQL answers a cancelled
+		// wait for synchronous replication with success (and a WARNING)
+		// after committing only locally. A renewal not known to be
+		// replicated is not a renewal: the lease keeps its old expiry.
+		return time.Time{}, fmt.Errorf("pgstore: keep: %w: the context ended before the renewal was confirmed", ErrUnreachable)
+	}
 	if !ok {
 		if err := s.undefined(ctx, &h); err != nil {
 			return time.Time{}, err

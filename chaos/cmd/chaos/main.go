@@ -1,9 +1,20 @@
-// Command chaos makes a chaos run of sleeplock's PostgreSQL store (package
-// chaos) and prints its report; it exits 1 when the run found a violation
-// or a lost slot. For example, ten minutes with every fault, PostgreSQL
-// restarts included (on a cluster of the run's own, port 5433):
+// Command chaos makes a chaos run of sleeplock's PostgreSQL or SQLite store
+// (package chaos) and prints its report; it exits 1 when the run found a
+// violation or a lost slot. For example, ten minutes with every fault,
+// PostgreSQL restarts included (on a cluster of the run's own, port 5433):
 //
 //	go run ./chaos/cmd/chaos -duration 10m -faults kill,pause,terminate,restart
+//
+// The SQLite store, a database file shared by the worker processes (the
+// run's records in the PostgreSQL database of -dsn):
+//
+//	go run ./chaos/cmd/chaos -store sqlite:/tmp/chaos.db -duration 5m -faults kill,pause,readonly
+//
+// A failover (clusters of the run's own on ports 5433 and 5434; root):
+//
+//	go run ./chaos/cmd/chaos -failover sync -duration 30s
+//	go run ./chaos/cmd/chaos -failover async -stall 2s -duration 30s
+//	go run ./chaos/cmd/chaos -failover sync -stall 2s -duration 30s
 package main
 
 import (
@@ -24,7 +35,10 @@ func main() {
 	if dsn == "" {
 		dsn = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	}
-	faults := "kill,pause,terminate"
+	faults := ""
+	storeFlag := "postgres"
+	failover := ""
+	var stall time.Duration
 	flag.StringVar(&c.DSN, "dsn", dsn, "PostgreSQL DSN (not used with the restart fault: that runs on a cluster of its own)")
 	flag.IntVar(&c.Workers, "workers", 3, "worker processes")
 	flag.IntVar(&c.Goroutines, "goroutines", 4, "goroutines per worker")
@@ -37,7 +51,10 @@ func main() {
 	flag.IntVar(&c.Writes, "writes", 3, "guarded writes per holding")
 	flag.BoolVar(&c.NoGuard, "no-guard", false, "write without Guard (the negative control: violations expected)")
 	flag.BoolVar(&c.NoAcquireAll, "no-acquire-all", false, "workers never call AcquireAll")
-	flag.StringVar(&faults, "faults", faults, "faults in turn: kill, pause, terminate, restart")
+	flag.StringVar(&faults, "faults", faults, "faults in turn: kill, pause, terminate, restart, readonly (default kill,pause,terminate; kill,pause,readonly with SQLite; kill,terminate in a failover)")
+	flag.StringVar(&storeFlag, "store", storeFlag, "the store: postgres, or sqlite:PATH (a file the run creates and removes)")
+	flag.StringVar(&failover, "failover", "", "sync or async: fail a primary over to its standby mid-run (clusters of the run's own)")
+	flag.DurationVar(&stall, "stall", 0, "with -failover: stall the standby's WAL receiver this long before the primary dies")
 	flag.DurationVar(&c.FaultEvery, "fault-every", 0, "time between faults (default: the TTL)")
 	flag.DurationVar(&c.PauseFor, "pause-for", 0, "how long a worker stays paused (default: TTL + 1s)")
 	flag.DurationVar(&c.WaiterBound, "waiter-bound", 0, "added to TTL + 1s in the liveness check")
@@ -46,15 +63,43 @@ func main() {
 	flag.Uint64Var(&c.Seed, "seed", 0, "seed (0: random)")
 	verbose := flag.Bool("v", false, "log each fault")
 	flag.Parse()
-	c.Faults = strings.Split(faults, ",")
-	if faults == "" {
+	switch {
+	case faults == "none":
 		c.Faults = []string{}
+	case faults != "":
+		c.Faults = strings.Split(faults, ",")
+	}
+	switch {
+	case storeFlag == "postgres":
+	case strings.HasPrefix(storeFlag, "sqlite:") && len(storeFlag) > len("sqlite:"):
+		c.SQLite = strings.TrimPrefix(storeFlag, "sqlite:")
+	default:
+		fmt.Fprintf(os.Stderr, "chaos: -store %q: postgres or sqlite:PATH\n", storeFlag)
+		os.Exit(2)
 	}
 	if *verbose {
 		c.Log = os.Stderr
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if failover != "" {
+		if failover != "sync" && failover != "async" {
+			fmt.Fprintf(os.Stderr, "chaos: -failover %q: sync or async\n", failover)
+			os.Exit(2)
+		}
+		rep, err := chaos.RunFailover(ctx, chaos.FailoverConfig{Chaos: c, Sync: failover == "sync", Stall: stall})
+		if rep != nil {
+			rep.Write(os.Stdout)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if !rep.OK() {
+			os.Exit(1)
+		}
+		return
+	}
 	rep, err := chaos.Run(ctx, c)
 	if rep != nil {
 		rep.Write(os.Stdout)
