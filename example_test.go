@@ -176,3 +176,21 @@ func ExampleLogEvents() {
 	// acquired db: running 1, waiting 0
 	// released db: running 0, waiting 0
 }
+
+// Stats reads the counters the store keeps in its lock records: no
+// notifier needed, nothing paid on the lock path.
+func ExampleLocks_Stats() {
+	ctx := context.Background()
+	locks := sleeplock.New(nil)
+	defer locks.Close()
+	_ = locks.Define(ctx, "reports", 1)
+	for range 3 {
+		l, _ := locks.TryAcquire(ctx, "reports")
+		_ = l.Release(ctx)
+	}
+	stats, _ := locks.Stats(ctx)
+	for _, s := range stats {
+		fmt.Printf("%s: %d acquired, %d released, %d running\n", s.Name, s.Acquisitions, s.Releases, s.Running)
+	}
+	// Output: reports: 3 acquired, 3 released, 0 running
+}

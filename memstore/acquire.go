@@ -139,7 +139,11 @@ func (o *op) held(name string) *lock {
 // addHolder records a new hold of lk for req, of weight slots.
 func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest, weight int) *holder {
 	now := o.stamp(req.TTL)
-	h := lk.newHolder(req.Ref)
+	wait := time.Duration(-1)
+	if o.hasWait {
+		wait = o.wait
+	}
+	h := lk.newHolder(req.Ref, wait)
 	if weight != 1 {
 		lk.setWeight(h, weight)
 	}
@@ -183,6 +187,7 @@ func (s *Store) refuse(o *op, lk *lock, weight int) error {
 		}
 		e.Kind, e.Ref, e.Expires = h.kind(), h.ref.String(), h.expires()
 	}
+	lk.st.refusal()
 	o.emit(store.Event{Type: store.EventRefused, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(), Waiting: len(lk.waits()), Holder: e.Kind, Weight: weight})
 	return e
 }
@@ -275,6 +280,7 @@ func (s *Store) partly(o *op, req *store.AcquireRequest, locks []*lock) error {
 		return nil
 	}
 	e := &store.BusyError{Lock: at.name, Kind: first.kind(), Ref: first.ref.String(), Expires: first.expires()}
+	at.st.refusal()
 	o.emit(store.Event{Type: store.EventRefused, Lock: at.name, Slots: int(at.slots), Running: at.used(), Waiting: len(at.waits()), Holder: e.Kind})
 	return e
 }
@@ -283,6 +289,9 @@ func (s *Store) partly(o *op, req *store.AcquireRequest, locks []*lock) error {
 // one) and returns the grant; every lock's mutex is held.
 func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued time.Time) store.Grant {
 	g := store.Grant{Ref: req.Ref, Kind: req.Kind, TTL: req.TTL, Hold: req.Hold, Reentered: true}
+	if !queued.IsZero() {
+		o.wait, o.hasWait = o.waited(queued), true
+	}
 	if len(locks) > 1 {
 		g.More = make([]store.Lock, 0, len(locks)-1)
 	}
@@ -309,5 +318,6 @@ func (s *Store) grantAll(o *op, req *store.AcquireRequest, locks []*lock, queued
 			}
 		}
 	}
+	o.hasWait = false
 	return g
 }

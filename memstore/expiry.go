@@ -97,7 +97,9 @@ func (s *Store) free(o *op, lk *lock, need int, staleAfter time.Duration) int {
 				why = "taken over as stale"
 			}
 			ref, kind, token, acquired, weight := h.ref, h.x.kind, h.token, h.x.acquired, h.weight()
+			o.expiring = true
 			o.end(lk, h, fmt.Errorf("%w: %s", store.ErrLeaseLost, why))
+			o.expiring = false
 			o.emit(store.Event{Type: store.EventExpired, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
 				Waiting: len(lk.waits()), Ref: o.refText(ref), Kind: kind, Token: token, Weight: weight, Held: since(now, acquired)})
 			continue

@@ -68,6 +68,9 @@ func (lk *lock) tryFast() (int64, bool) {
 		}
 		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | w&(fastMaxSlots<<1)
 		if lk.fast.CompareAndSwap(w, nw) {
+			if (t+1)&(HoldSampling-1) == 0 {
+				lk.startSample(int64(t + 1))
+			}
 			return int64(t + 1), true
 		}
 	}
@@ -90,6 +93,9 @@ func (lk *lock) releaseFast(t int64) bool {
 			return false
 		}
 		if lk.fast.CompareAndSwap(w, w&^bit) {
+			if t&(HoldSampling-1) == 0 {
+				lk.endSample(t)
+			}
 			return true
 		}
 	}

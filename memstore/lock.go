@@ -19,15 +19,16 @@ import (
 // live: lockMu freezes the word as soon as it has taken mu, and unlockMu
 // makes it again (thaw) only just before it lets go. While the word is
 // frozen, the fields below it are the record, guarded by mu; multi also
-// by the store's mutex (it changes only under both). s, rng and name are
-// set when the lock is made and never change.
+// by the store's mutex (it changes only under both). rng and name are
+// set when the lock is made and never change; st (which names the store)
+// changes only when a family member becomes a defined lock.
 type lock struct {
 	fast    atomic.Uint64 // the fast word: see fast.go and above
-	s       *Store        // the store it is in
 	mu      sync.Mutex
 	token   int64          // the last fencing token granted, while frozen: see nextToken
 	rng     store.RefRange // the refs of plain leases, by token (plainRef); set when made
 	name    string
+	st      *lockStats // its counters: its own (defined), or its family's; and its store (see store)
 	slots   int32
 	nexp    int32 // holders with an expiry
 	multi   int32 // queued waiters that wait for other locks too
@@ -117,14 +118,20 @@ func (lk *lock) setWeight(h *holder, w int) {
 // from the store's floor, the highest token of any lock record forgotten
 // before this one was made, so a family member that is forgotten and made
 // again never grants a token it granted before.
-func (lk *lock) nextToken() int64 {
+//
+// It counts the grant, which waited wait (negative: did not wait), in
+// lk's stats, and times it when it is sampled (HoldSampling).
+func (lk *lock) nextToken(wait time.Duration) int64 {
 	lk.token++
+	lk.st.granted(!lk.defined, wait)
+	lk.startSample(lk.token)
 	return lk.token
 }
 
-// newHolder adds a holder record for ref with a new token to lk.
-func (lk *lock) newHolder(ref store.Ref) *holder {
-	token := lk.nextToken()
+// newHolder adds a holder record for ref with a new token to lk; the
+// grant waited wait (negative: did not wait).
+func (lk *lock) newHolder(ref store.Ref, wait time.Duration) *holder {
+	token := lk.nextToken(wait)
 	h := lk.newRecord()
 	h.ref, h.token, h.count = ref, token, 1
 	lk.indexToken(h)
@@ -133,8 +140,8 @@ func (lk *lock) newHolder(ref store.Ref) *holder {
 
 // newPlainHolder adds the holder record of a plain lease with a new token
 // to lk: its ref is its token's (plainRef).
-func (lk *lock) newPlainHolder() *holder {
-	token := lk.nextToken()
+func (lk *lock) newPlainHolder(wait time.Duration) *holder {
+	token := lk.nextToken(wait)
 	h := lk.newRecord()
 	h.ref, h.token, h.count = lk.plainRef(token), token, 1
 	lk.indexToken(h)
@@ -179,6 +186,7 @@ func (lk *lock) remove(h *holder) {
 	h.idx = -1
 	lk.heavy -= h.w1
 	h.w1 = 0
+	lk.endSample(h.token)
 	if lk.indexed {
 		lk.unindex(h, false)
 	}
@@ -187,6 +195,7 @@ func (lk *lock) remove(h *holder) {
 // end removes h from lk's holders for reason, and has its watchers and
 // context told once the operation lets go.
 func (o *op) end(lk *lock, h *holder, reason error) {
+	lk.st.endedHold(!lk.defined, reason != store.ErrReleased, o.expiring) //nolint:errorlint // the sentinel itself
 	x := h.x
 	if x == nil {
 		o.s.ended(lk, h, reason, nil)
@@ -253,7 +262,7 @@ func (s *Store) get(name string, create, global bool) (*lock, error) {
 		return nil, nil
 	}
 	rng := s.newRange() // before the floor is read: see newRange
-	lk := &lock{s: s, name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng}
+	lk := &lock{name: name, slots: int32(fam.slots), token: s.floor.Load(), rng: rng, st: fam.st}
 	lk.fast.Store(fastFrozen) // a family member: never made
 	s.locks.Store(name, lk)
 	return lk, nil

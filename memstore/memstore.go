@@ -60,6 +60,8 @@ type Store struct {
 	rngMu   sync.Mutex
 	rngFree []store.RefRange // ranges of forgotten lock records: see newRange
 	floor   atomic.Int64     // the highest token of a forgotten lock: new locks start there
+
+	samples [sampleSlots]sample // timed grants: see HoldSampling
 }
 
 // New returns an empty memory store.
@@ -89,7 +91,13 @@ type op struct {
 	more   []*lock // further lock mutexes held (global only)
 	now    time.Time
 	hasNow bool
-	fire   []firing
+	// expiring: the hold the operation ends is taken over (see free).
+	expiring bool
+	// wait: how long the grants being made waited, when waited (see
+	// grantAll).
+	wait    time.Duration
+	hasWait bool
+	fire    []firing
 	// Waiters granted by the operation, woken as it lets go (see done).
 	wake     *waiter
 	wakeMore []*waiter
@@ -223,6 +231,16 @@ func (o *op) clock() time.Time {
 		o.now, o.hasNow = o.s.clock.Now(), true
 	}
 	return o.now
+}
+
+// waited returns how long a caller that queued at t waited, by the
+// clock, without making the op record times (stamp): a wait is timed for
+// Stats alone.
+func (o *op) waited(t time.Time) time.Duration {
+	if o.hasNow {
+		return since(o.now, t)
+	}
+	return since(o.s.clock.Now(), t)
 }
 
 // stamp returns the time to record for a grant: the clock when it is

@@ -30,7 +30,7 @@ var (
 func (lk *lock) Name() string { return lk.name }
 
 // Store implements plain.Lock.
-func (lk *lock) Store() store.Store { return lk.s }
+func (lk *lock) Store() store.Store { return lk.store() }
 
 // Ref implements plain.Lock: the ref of the plain lease of token t.
 func (lk *lock) Ref(t int64) store.Ref { return lk.plainRef(t) }
@@ -122,7 +122,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	}
 	lk.lockMu()
 	if len(lk.waits()) == 0 && int(lk.slots) > lk.used() && !lk.gone && !s.closed.Load() && lk.plainOK() {
-		h := lk.newPlainHolder()
+		h := lk.newPlainHolder(-1)
 		lk.mu.Unlock() // held: no thaw
 		return lk, h.token, nil
 	}
@@ -162,7 +162,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 		}
 	}
 	if n := lk.ahead(len(lk.waits())) + need; n <= s.free(o, lk, n, 0) {
-		h := lk.newPlainHolder()
+		h := lk.newPlainHolder(-1)
 		if need != 1 {
 			lk.setWeight(h, need)
 		}
@@ -204,7 +204,7 @@ func (lk *lock) Release(token int64) error {
 	if lk.releaseFast(token) {
 		return nil
 	}
-	s := lk.s
+	s := lk.store()
 	lk.lockMu()
 	h := lk.byToken(token)
 	if h != nil && lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && !s.closed.Load() {
@@ -248,7 +248,7 @@ func (lk *lock) Release(token int64) error {
 // Context implements plain.Lock. The context is made on the first call
 // (once the lease has ended: kept for as long as anyone holds it).
 func (lk *lock) Context(token int64) context.Context {
-	s := lk.s
+	s := lk.store()
 	lk.lockMu()
 	defer s.unlockMu(lk)
 	if h := lk.byToken(token); h != nil {
@@ -283,7 +283,7 @@ func newPlainCtx() (*plainCtx, context.CancelCauseFunc) {
 
 // Err implements plain.Lock.
 func (lk *lock) Err(token int64) error {
-	s := lk.s
+	s := lk.store()
 	if lk.heldFast(token) {
 		return nil
 	}
@@ -319,7 +319,7 @@ func (p *plainStore) Lookup(name string) plain.Lock {
 
 // Acquire implements plain.Lock.
 func (lk *lock) Acquire(ctx context.Context, wait bool) (int64, error) {
-	s := lk.s
+	s := lk.store()
 	if ctx == nil {
 		return 0, s.usable(ctx)
 	}

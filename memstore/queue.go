@@ -87,6 +87,8 @@ func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error)
 func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 	if o.ev != nil || s.times {
 		w.since = o.clock()
+	} else {
+		w.since = s.clock.Now() // parking costs more: its wait is timed (Stats), and recorded nowhere else
 	}
 	multi := len(w.locks) > 1
 	for _, lk := range w.locks {
@@ -324,7 +326,7 @@ func (s *Store) pump(o *op, first *lock) {
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newPlainHolder() // its ref is its token's, not the waiter's
+		w.h = lk.newPlainHolder(o.waited(w.since)) // its ref is its token's, not the waiter's
 		if w.heavy {
 			lk.setWeight(w.h, w.need(lk))
 		}

@@ -15,15 +15,11 @@ import (
 func Example() {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	defer mp.Shutdown(context.Background())
-	m, err := otelevents.New(mp.Meter("sleeplock"))
-	if err != nil {
-		log.Fatal(err)
-	}
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(m))
+	locks := sleeplock.New(nil)
 	defer locks.Close()
-	reg, err := m.Track(locks) // slots, running, waiting per lock family
+	m, err := otelevents.New(mp.Meter("sleeplock"), locks) // observed at each collection
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer reg.Unregister()
+	defer m.Close()
 }

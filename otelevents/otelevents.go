@@ -1,19 +1,29 @@
-// Package otelevents reports sleeplock's events and lock states through
-// the OpenTelemetry metrics API, and optionally a span for each wait.
+// Package otelevents reports sleeplock's locks through the OpenTelemetry
+// metrics API, observed from the store at collection time, and optionally
+// a span for each wait:
 //
-//	m, err := otelevents.New(otel.Meter("sleeplock"))
-//	locks := sleeplock.New(s, sleeplock.WithInlineNotifier(m)) // or WithNotifier, with WithTracer
-//	reg, err := m.Track(locks) // the gauges; reg.Unregister() to stop
+//	m, err := otelevents.New(otel.Meter("sleeplock"), locks)
+//	defer m.Close() // stops observing
 //
-// The instruments are those of package promevents: counters
-// sleeplock.acquisitions, .refusals, .releases, .expirations and .lost;
-// histograms sleeplock.wait.duration and sleeplock.hold.duration (seconds);
-// gauges sleeplock.slots, .running, .waiting and .locks, observed from the
-// store at collection time. Every measurement has one attribute,
-// sleeplock.lock, whose cardinality is bounded: a family member
-// ("chat/42") is reported under its family ("chat/*") by default (see
-// WithMapper), and at most 1000 distinct values are kept (later ones are
-// "(other)").
+// Nothing runs on the lock path: the store counts grants, releases,
+// refusals, expiries, losses, wait and hold times in its lock records,
+// and each collection reads them with one Locks.Stats (one query on a
+// database store, counting every process's grants). The instruments are
+// those of package promevents: observable counters sleeplock.acquisitions,
+// .refusals, .releases, .expirations and .lost; sleeplock.wait.time and
+// sleeplock.hold.time (seconds, sums) with sleeplock.holds.timed (the
+// holds that hold.time sums: every one on a database store, 1 in
+// store.Stats.HoldSampling on the memory store); gauges sleeplock.slots,
+// .running, .expired, .waiting and .locks. The OpenTelemetry API has no
+// asynchronous histogram, so the wait and hold buckets are reported by
+// promevents only; the sums and counts give the means. Every measurement
+// has one attribute, sleeplock.lock, whose cardinality is bounded: a
+// family's members are counted under the family ("chat/*"), the store's
+// entries are mapped by WithMapper, and at most 1000 distinct values are
+// kept (later ones are "(other)").
+//
+// For spans (WithTracer), give the Metrics to sleeplock.WithNotifier too:
+// spans are made from events.
 package otelevents
 
 import (
@@ -63,112 +73,158 @@ func WithMapper(f func(name string) string) Option {
 func WithMaxLabels(n int) Option { return func(c *config) { c.maxLabels = n } }
 
 // WithTracer records a span named "sleeplock.wait" for each grant that
-// waited and each refusal. The Notifier learns of a wait only when it ends,
+// waited and each refusal, from the events: give the Metrics to
+// sleeplock.WithNotifier as well. The Notifier learns of a wait only when it ends,
 // so the span is made from the event: it starts at the grant's time minus
 // the time waited and ends at the grant (or the refusal, an error status);
 // it has no parent, as events carry no caller context. Its attributes are
 // the full lock name, the ref, the kind and the fencing token.
 func WithTracer(t trace.Tracer) Option { return func(c *config) { c.tracer = t } }
 
-// WithObserveTimeout bounds the store query of a collection (default 5 s).
+// WithObserveTimeout bounds the store read of a collection (default 5 s).
 func WithObserveTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
-// Metrics is a sleeplock.Notifier that records events with OpenTelemetry
-// instruments. Track adds the gauges.
+// Metrics observes a Locks' Stats with OpenTelemetry instruments, and is
+// a sleeplock.Notifier that makes spans (WithTracer).
 type Metrics struct {
-	cfg                            config
-	meter                          metric.Meter
-	set                            *labels.Set[attrs]
-	acq, ref, rel, exp, lost       metric.Int64Counter
-	wait, hold                     metric.Float64Histogram
-	slots, running, waiting, locks metric.Int64ObservableGauge
+	cfg   config
+	locks *sleeplock.Locks
+	set   *labels.Set[attrs]
+	reg   metric.Registration
+
+	acq, ref, rel, exp, lost, timed metric.Int64ObservableCounter
+	wait, hold                      metric.Float64ObservableCounter
+	slots, running, expired         metric.Int64ObservableGauge
+	waiting, count                  metric.Int64ObservableGauge
 }
 
 // attrs are one label's measurement options, made once.
 type attrs struct {
-	add    []metric.AddOption
-	record []metric.RecordOption
-	obs    []metric.ObserveOption
+	obs []metric.ObserveOption
 }
 
-// New makes the instruments with meter.
-func New(meter metric.Meter, opts ...Option) (*Metrics, error) {
+// New makes the instruments with meter and observes locks' Stats at each
+// collection; Close stops it. A failed store read fails the collection
+// with the error.
+func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, error) {
 	c := config{timeout: 5 * time.Second}
 	for _, o := range opts {
-		o(&c)
-	}
-	m := &Metrics{cfg: c, meter: meter}
-	m.set = labels.NewSet(c.mapper, c.maxLabels, func(label string) *attrs {
-		set := attribute.NewSet(LockKey.String(label))
-		return &attrs{
-			add:    []metric.AddOption{metric.WithAttributeSet(set)},
-			record: []metric.RecordOption{metric.WithAttributeSet(set)},
-			obs:    []metric.ObserveOption{metric.WithAttributeSet(set)},
+		if o != nil {
+			o(&c)
 		}
+	}
+	if meter == nil || locks == nil {
+		return nil, errors.New("otelevents: New needs a Meter and Locks")
+	}
+	m := &Metrics{cfg: c, locks: locks}
+	m.set = labels.NewSet(c.mapper, c.maxLabels, func(label string) *attrs {
+		return &attrs{obs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(LockKey.String(label)))}}
 	})
 	var err, e error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		var c metric.Int64Counter
-		c, e = meter.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
+		var c metric.Int64ObservableCounter
+		c, e = meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		err = errors.Join(err, e)
 		return c
 	}
-	m.acq = counter("sleeplock.acquisitions", "{acquisition}", "Slots granted (re-entrant acquisitions not counted).")
-	m.ref = counter("sleeplock.refusals", "{refusal}", "Tries and no-wait acquisitions turned down.")
-	m.rel = counter("sleeplock.releases", "{release}", "Slots released.")
-	m.exp = counter("sleeplock.expirations", "{expiration}", "Leases taken over after their TTL.")
-	m.lost = counter("sleeplock.lost", "{lease}", "Holders that learned they no longer hold their lease.")
-	buckets := metric.WithExplicitBucketBoundaries(0.001, 0.004, 0.016, 0.064, 0.256, 1, 4, 16, 64, 256, 1024)
-	m.wait, e = meter.Float64Histogram("sleeplock.wait.duration", metric.WithUnit("s"), buckets,
-		metric.WithDescription("Time spent in the queue before a grant."))
-	err = errors.Join(err, e)
-	m.hold, e = meter.Float64Histogram("sleeplock.hold.duration", metric.WithUnit("s"), buckets,
-		metric.WithDescription("Time a slot was held, recorded at release or expiry."))
-	err = errors.Join(err, e)
+	seconds := func(name, desc string) metric.Float64ObservableCounter {
+		var c metric.Float64ObservableCounter
+		c, e = meter.Float64ObservableCounter(name, metric.WithUnit("s"), metric.WithDescription(desc))
+		err = errors.Join(err, e)
+		return c
+	}
 	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
 		var g metric.Int64ObservableGauge
 		g, e = meter.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		err = errors.Join(err, e)
 		return g
 	}
+	m.acq = counter("sleeplock.acquisitions", "{acquisition}", "Slots granted (re-entrant acquisitions not counted).")
+	m.ref = counter("sleeplock.refusals", "{refusal}", "Tries and no-wait acquisitions turned down.")
+	m.rel = counter("sleeplock.releases", "{release}", "Holds ended by a release (by the holder or someone else).")
+	m.exp = counter("sleeplock.expirations", "{expiration}", "Leases taken over after their TTL.")
+	m.lost = counter("sleeplock.lost", "{lease}", "Holds ended by someone other than their holder.")
+	m.timed = counter("sleeplock.holds.timed", "{hold}", "Holds whose time sleeplock.hold.time sums (sampled on the memory store).")
+	m.wait = seconds("sleeplock.wait.time", "Time grants spent in the queue, summed.")
+	m.hold = seconds("sleeplock.hold.time", "Time the timed holds lasted, summed.")
 	m.slots = gauge("sleeplock.slots", "{slot}", "Slots of the locks under the label.")
-	m.running = gauge("sleeplock.running", "{holder}", "Holders of the locks under the label.")
+	m.running = gauge("sleeplock.running", "{holder}", "Live holders of the locks under the label.")
+	m.expired = gauge("sleeplock.expired", "{holder}", "Holders past their expiry that nobody has taken over yet.")
 	m.waiting = gauge("sleeplock.waiting", "{waiter}", "Callers waiting for the locks under the label.")
-	m.locks = gauge("sleeplock.locks", "{lock}", "Locks under the label (defined, or family members in use).")
+	m.count = gauge("sleeplock.locks", "{lock}", "Locks under the label (defined, or family members in use).")
+	if err != nil {
+		return nil, err
+	}
+	m.reg, err = meter.RegisterCallback(m.observe, m.acq, m.ref, m.rel, m.exp, m.lost, m.timed, m.wait, m.hold,
+		m.slots, m.running, m.expired, m.waiting, m.count)
 	if err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// Notify records e. It implements sleeplock.Notifier.
+// Close stops observing the Locks.
+func (m *Metrics) Close() error {
+	if m == nil || m.reg == nil {
+		return nil
+	}
+	return m.reg.Unregister()
+}
+
+// observe reads the Stats once and observes every instrument.
+func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.timeout)
+	defer cancel()
+	all, err := m.locks.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	agg := map[*attrs]*sleeplock.Stats{}
+	var order []*attrs
+	for i := range all {
+		a := m.set.Get(all[i].Name)
+		s := agg[a]
+		if s == nil {
+			s = &sleeplock.Stats{}
+			agg[a] = s
+			order = append(order, a)
+		}
+		s.Add(&all[i])
+	}
+	for _, a := range order {
+		s := agg[a]
+		o.ObserveInt64(m.acq, int64(s.Acquisitions), a.obs...)
+		o.ObserveInt64(m.ref, int64(s.Refusals), a.obs...)
+		o.ObserveInt64(m.rel, int64(s.Releases), a.obs...)
+		o.ObserveInt64(m.exp, int64(s.Expiries), a.obs...)
+		o.ObserveInt64(m.lost, int64(s.Losses), a.obs...)
+		o.ObserveInt64(m.timed, int64(s.Holds.Count), a.obs...)
+		o.ObserveFloat64(m.wait, s.Waits.Sum.Seconds(), a.obs...)
+		o.ObserveFloat64(m.hold, s.Holds.Sum.Seconds(), a.obs...)
+		o.ObserveInt64(m.slots, int64(s.Slots), a.obs...)
+		o.ObserveInt64(m.running, int64(s.Running), a.obs...)
+		o.ObserveInt64(m.expired, int64(s.Expired), a.obs...)
+		o.ObserveInt64(m.waiting, int64(s.Waiting), a.obs...)
+		o.ObserveInt64(m.count, int64(s.Locks), a.obs...)
+	}
+	return nil
+}
+
+// Notify makes the span of e when WithTracer was given (a grant that
+// waited, a refusal); it implements sleeplock.Notifier. The counts do not
+// need it.
 func (m *Metrics) Notify(e sleeplock.Event) {
+	if m.cfg.tracer == nil {
+		return
+	}
 	ctx := context.Background()
 	switch e.Type {
 	case sleeplock.EventAcquired:
-		a := m.set.Get(e.Lock)
-		m.acq.Add(ctx, 1, a.add...)
-		m.wait.Record(ctx, e.Waited.Seconds(), a.record...)
-		if m.cfg.tracer != nil && e.Waited > 0 {
+		if e.Waited > 0 {
 			m.span(ctx, e, nil)
 		}
 	case sleeplock.EventRefused:
-		m.ref.Add(ctx, 1, m.set.Get(e.Lock).add...)
-		if m.cfg.tracer != nil {
-			m.span(ctx, e, errors.New("refused: held by "+holder(e.Holder)))
-		}
-	case sleeplock.EventReleased:
-		a := m.set.Get(e.Lock)
-		m.rel.Add(ctx, 1, a.add...)
-		m.hold.Record(ctx, e.Held.Seconds(), a.record...)
-	case sleeplock.EventExpired:
-		a := m.set.Get(e.Lock)
-		m.exp.Add(ctx, 1, a.add...)
-		m.hold.Record(ctx, e.Held.Seconds(), a.record...)
-	case sleeplock.EventLost:
-		// The hold's end is recorded by the expiry or release that caused
-		// the loss.
-		m.lost.Add(ctx, 1, m.set.Get(e.Lock).add...)
+		m.span(ctx, e, errors.New("refused: held by "+holder(e.Holder)))
 	}
 }
 
@@ -203,46 +259,4 @@ func (m *Metrics) span(ctx context.Context, e sleeplock.Event, refused error) {
 		sp.SetStatus(codes.Error, refused.Error())
 	}
 	sp.End(trace.WithTimestamp(end))
-}
-
-// Track registers the gauges slots, running, waiting and locks per label,
-// observed from locks' store at each collection (one List without holder
-// detail). Unregister the Registration to stop.
-func (m *Metrics) Track(locks *sleeplock.Locks) (metric.Registration, error) {
-	return m.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		ctx, cancel := context.WithTimeout(ctx, m.cfg.timeout)
-		defer cancel()
-		states, err := locks.Store().List(ctx, false)
-		if err != nil {
-			return err
-		}
-		type sums struct{ slots, running, waiting, locks int64 }
-		agg := map[*attrs]*sums{}
-		var order []*attrs
-		for i := range states {
-			st := &states[i]
-			a := m.set.Get(st.Name)
-			s := agg[a]
-			if s == nil {
-				s = &sums{}
-				agg[a] = s
-				order = append(order, a)
-			}
-			if st.Family {
-				continue // a definition: its members in use are listed on their own
-			}
-			s.slots += int64(st.Slots)
-			s.running += int64(st.Running)
-			s.waiting += int64(st.Waiting)
-			s.locks++
-		}
-		for _, a := range order {
-			s := agg[a]
-			o.ObserveInt64(m.slots, s.slots, a.obs...)
-			o.ObserveInt64(m.running, s.running, a.obs...)
-			o.ObserveInt64(m.waiting, s.waiting, a.obs...)
-			o.ObserveInt64(m.locks, s.locks, a.obs...)
-		}
-		return nil
-	}, m.slots, m.running, m.waiting, m.locks)
 }

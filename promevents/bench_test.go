@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -16,28 +15,41 @@ import (
 )
 
 // BenchmarkPair is the memory store's uncontended TryAcquire+Release with
-// no notifier, with a notifier that does nothing (the cost of sleeplock's
-// event delivery) and with the Prometheus notifier, side by side.
+// no notifier, on the general path with no event (what a notifier makes
+// the pair take), with a notifier that does nothing (the cost of
+// sleeplock's event delivery, two events a pair) and with Prometheus
+// metrics registered and scraped, side by side.
 func BenchmarkPair(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		opts []sleeplock.Option
 	}{
 		{"none", nil},
+		{"general", nil}, // an option: the general path, which the notifiers take, with no event
 		{"noop", []sleeplock.Option{sleeplock.WithNotifier(sleeplock.NotifierFunc(func(sleeplock.Event) {}))}},
-		{"prometheus", []sleeplock.Option{sleeplock.WithNotifier(promevents.New())}},
-		{"prometheus-inline", []sleeplock.Option{sleeplock.WithInlineNotifier(promevents.New())}},
+		{"prometheus", nil},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			ctx := context.Background()
 			locks := sleeplock.New(nil, bc.opts...)
 			defer locks.Close()
+			if bc.name == "prometheus" {
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(promevents.New(locks))
+				if _, err := reg.Gather(); err != nil {
+					b.Fatal(err)
+				}
+			}
 			if err := locks.Define(ctx, "bench", 1); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
+			var opts []sleeplock.AcquireOption
+			if bc.name == "general" {
+				opts = append(opts, sleeplock.NoWait())
+			}
 			for b.Loop() {
-				l, err := locks.TryAcquire(ctx, "bench")
+				l, err := locks.TryAcquire(ctx, "bench", opts...)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -53,9 +65,9 @@ func BenchmarkPair(b *testing.B) {
 // locks and 5,000 members of one family).
 func BenchmarkScrape(b *testing.B) {
 	ctx := context.Background()
-	m := promevents.New()
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(m))
+	locks := sleeplock.New(nil)
 	defer locks.Close()
+	m := promevents.New(locks)
 	if err := locks.Define(ctx, "chat/*", 1); err != nil {
 		b.Fatal(err)
 	}
@@ -71,7 +83,7 @@ func BenchmarkScrape(b *testing.B) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m.Track(locks))
+	reg.MustRegister(m)
 	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	for b.Loop() {
 		w := httptest.NewRecorder()
@@ -83,15 +95,43 @@ func BenchmarkScrape(b *testing.B) {
 	}
 }
 
-// BenchmarkNotify is the Prometheus notifier's own cost per event (an
-// acquired and a released event of a family member), off the lock path.
-func BenchmarkNotify(b *testing.B) {
-	m := promevents.New()
-	acq := sleeplock.Event{Type: sleeplock.EventAcquired, Lock: "chat/42", Waited: time.Millisecond}
-	rel := sleeplock.Event{Type: sleeplock.EventReleased, Lock: "chat/42", Held: time.Second}
-	b.ReportAllocs()
-	for b.Loop() {
-		m.Notify(acq)
-		m.Notify(rel)
+// BenchmarkContended is 64 goroutines taking turns on 2 slots with
+// blocking Acquire, without metrics and with the Prometheus collector
+// registered and scraped (its cost is the store's, paid when a caller
+// waits).
+func BenchmarkContended(b *testing.B) {
+	for _, name := range []string{"none", "prometheus"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			locks := sleeplock.New(nil)
+			defer locks.Close()
+			if name == "prometheus" {
+				reg := prometheus.NewRegistry()
+				reg.MustRegister(promevents.New(locks))
+				defer func() {
+					if _, err := reg.Gather(); err != nil {
+						b.Error(err)
+					}
+				}()
+			}
+			if err := locks.Define(ctx, "bench", 2); err != nil {
+				b.Fatal(err)
+			}
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l, err := locks.Acquire(ctx, "bench")
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := l.Release(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

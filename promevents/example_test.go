@@ -10,13 +10,13 @@ import (
 	"github.com/sleeplock/sleeplock/promevents"
 )
 
-// The three lines that get a Prometheus scrape going: counters and
-// histograms from the events, gauges read from the store at each scrape.
+// The three lines that get a Prometheus scrape going: every metric is
+// read from the store's counters at each scrape, nothing runs on the lock
+// path.
 func Example() {
-	m := promevents.New()
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(m))
-	prometheus.MustRegister(m.Track(locks))
-
+	locks := sleeplock.New(nil)
+	prometheus.MustRegister(promevents.New(locks))
 	http.Handle("/metrics", promhttp.Handler())
+
 	_ = locks.Close()
 }

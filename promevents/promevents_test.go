@@ -25,66 +25,89 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// TestCounters: each event type moves its counter under the lock's label,
-// and waits and holds land in the histograms.
-func TestCounters(t *testing.T) {
-	ctx := context.Background()
-	m := promevents.New()
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(m))
-	must(t, locks.Define(ctx, "pay", 1))
-	must(t, locks.Define(ctx, "chat/*", 1))
-	a, err := locks.Acquire(ctx, "pay")
-	must(t, err)
-	if _, err := locks.TryAcquire(ctx, "pay"); !errors.Is(err, sleeplock.ErrUnavailable) {
-		t.Fatalf("try: %v", err)
-	}
-	got := make(chan error)
-	go func() {
-		b, err := locks.Acquire(ctx, "pay")
-		if err == nil {
-			err = b.Release(ctx)
-		}
-		got <- err
-	}()
-	waitFor(t, func() bool { st, _ := locks.State(ctx, "pay"); return st.Waiting == 1 })
-	must(t, a.Release(ctx))
-	must(t, <-got)
-	c, err := locks.Acquire(ctx, "chat/42")
-	must(t, err)
-	must(t, c.Release(ctx))
-	must(t, locks.Close()) // delivers the queued events
+// stores are the stores the counts are checked on (storesExtra adds the
+// database stores where their modules are available).
+var stores = []struct {
+	name string
+	open func(t *testing.T) *sleeplock.Locks
+}{
+	{"memory", func(t *testing.T) *sleeplock.Locks { return sleeplock.New(nil) }},
+}
 
-	for _, tc := range []struct {
-		metric string
-		got    float64
-		want   float64
-	}{
-		{"acquisitions pay", value(t, m, "sleeplock_acquisitions_total", "pay"), 2},
-		{"refusals pay", value(t, m, "sleeplock_refusals_total", "pay"), 1},
-		{"releases pay", value(t, m, "sleeplock_releases_total", "pay"), 2},
-		{"acquisitions chat/*", value(t, m, "sleeplock_acquisitions_total", "chat/*"), 1},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("%s = %v, want %v", tc.metric, tc.got, tc.want)
-		}
-	}
-	text := scrape(t, m)
-	for _, line := range []string{
-		`sleeplock_wait_seconds_count{lock="pay"} 2`,
-		`sleeplock_hold_seconds_count{lock="pay"} 2`,
-		`sleeplock_hold_seconds_count{lock="chat/*"} 1`,
-	} {
-		if !strings.Contains(text, line+"\n") {
-			t.Errorf("no %q in\n%s", line, text)
-		}
+// TestCounts: a known workload, on every store, read back at scrape time:
+// 200 pairs, a refusal, a wait, a family's members folded into it.
+func TestCounts(t *testing.T) {
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			ctx := context.Background()
+			locks := st.open(t)
+			defer locks.Close()
+			m := promevents.New(locks)
+			must(t, locks.Define(ctx, "pay", 1))
+			must(t, locks.Define(ctx, "chat/*", 1))
+			for range 200 {
+				l, err := locks.TryAcquire(ctx, "pay")
+				must(t, err)
+				must(t, l.Release(ctx))
+			}
+			a, err := locks.Acquire(ctx, "pay")
+			must(t, err)
+			if _, err := locks.TryAcquire(ctx, "pay", sleeplock.WithRef("other")); !errors.Is(err, sleeplock.ErrUnavailable) {
+				t.Fatalf("try: %v", err)
+			}
+			got := make(chan error)
+			go func() {
+				b, err := locks.Acquire(ctx, "pay", sleeplock.WithRef("waiter"))
+				if err == nil {
+					err = b.Release(ctx)
+				}
+				got <- err
+			}()
+			waitFor(t, func() bool { st, _ := locks.State(ctx, "pay"); return st.Waiting == 1 })
+			must(t, a.Release(ctx))
+			must(t, <-got)
+			for i := range 30 {
+				c, err := locks.Acquire(ctx, fmt.Sprintf("chat/%d", i%4))
+				must(t, err)
+				must(t, c.Release(ctx))
+			}
+			for _, tc := range []struct {
+				metric, label string
+				want          float64
+			}{
+				{"sleeplock_acquisitions_total", "pay", 202},
+				{"sleeplock_refusals_total", "pay", 1},
+				{"sleeplock_releases_total", "pay", 202},
+				{"sleeplock_expirations_total", "pay", 0},
+				{"sleeplock_acquisitions_total", "chat/*", 30},
+				{"sleeplock_releases_total", "chat/*", 30},
+			} {
+				if v := value(t, m, tc.metric, tc.label); v != tc.want {
+					t.Errorf("%s{lock=%q} = %v, want %v", tc.metric, tc.label, v, tc.want)
+				}
+			}
+			text := scrape(t, m)
+			for _, line := range []string{
+				`sleeplock_wait_seconds_count{lock="pay"} 202`,
+				`sleeplock_wait_seconds_count{lock="chat/*"} 30`,
+				`sleeplock_locks{lock="chat/*"} 0`,
+				`sleeplock_running{lock="pay"} 0`,
+			} {
+				if !strings.Contains(text, line+"\n") {
+					t.Errorf("no %q in\n%s", line, text)
+				}
+			}
+		})
 	}
 }
 
-// TestCardinality: 100,000 distinct family members make one label.
+// TestCardinality: 100,000 distinct family members make one label each
+// family, and are all counted.
 func TestCardinality(t *testing.T) {
 	ctx := context.Background()
-	m := promevents.New()
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(m))
+	locks := sleeplock.New(nil)
+	defer locks.Close()
+	m := promevents.New(locks)
 	must(t, locks.Define(ctx, "chat/*", 1))
 	must(t, locks.Define(ctx, "user/*", 2))
 	for i := range 100_000 {
@@ -96,14 +119,13 @@ func TestCardinality(t *testing.T) {
 		must(t, err)
 		must(t, l.Release(ctx))
 	}
-	must(t, locks.Close())
 	reg := prometheus.NewPedanticRegistry()
 	must(t, reg.Register(m))
 	n, err := testutil.GatherAndCount(reg)
 	must(t, err)
-	// 2 labels × (5 counters + 2 histograms).
-	if n != 2*7 {
-		t.Errorf("%d series after 100,000 family members, want 14", n)
+	// 2 labels × (5 counters + 2 histograms + 5 gauges).
+	if n != 2*12 {
+		t.Errorf("%d series after 100,000 family members, want 24", n)
 	}
 	if v := value(t, m, "sleeplock_acquisitions_total", "chat/*"); v != 50_000 {
 		t.Errorf("chat/* acquisitions %v, want 50000", v)
@@ -112,9 +134,19 @@ func TestCardinality(t *testing.T) {
 
 // TestMaxLabels: past the limit, locks share the label "(other)".
 func TestMaxLabels(t *testing.T) {
-	m := promevents.New(promevents.WithMaxLabels(3), promevents.WithMapper(func(s string) string { return s }))
+	ctx := context.Background()
+	locks := sleeplock.New(nil)
+	defer locks.Close()
+	m := promevents.New(locks, promevents.WithMaxLabels(3), promevents.WithMapper(func(s string) string { return s }))
 	for i := range 10 {
-		m.Notify(sleeplock.Event{Type: sleeplock.EventRefused, Lock: fmt.Sprintf("lock%d", i)})
+		name := fmt.Sprintf("lock%d", i)
+		must(t, locks.Define(ctx, name, 1))
+		_, err := locks.TryAcquire(ctx, name)
+		must(t, err)
+		_, err = locks.TryAcquire(ctx, name)
+		if !errors.Is(err, sleeplock.ErrUnavailable) {
+			t.Fatal(err)
+		}
 	}
 	n := testutil.CollectAndCount(m, "sleeplock_refusals_total")
 	if n != 4 {
@@ -127,14 +159,19 @@ func TestMaxLabels(t *testing.T) {
 
 // TestMapper: a custom mapper chooses the label.
 func TestMapper(t *testing.T) {
-	m := promevents.New(promevents.WithMapper(func(s string) string { return "all" }))
-	m.Notify(sleeplock.Event{Type: sleeplock.EventLost, Lock: "a"})
-	m.Notify(sleeplock.Event{Type: sleeplock.EventExpired, Lock: "b/1", Held: time.Second})
-	if v := value(t, m, "sleeplock_lost_total", "all"); v != 1 {
-		t.Errorf("lost = %v", v)
+	ctx := context.Background()
+	locks := sleeplock.New(nil)
+	defer locks.Close()
+	m := promevents.New(locks, promevents.WithMapper(func(s string) string { return "all" }))
+	must(t, locks.Define(ctx, "a", 1))
+	must(t, locks.Define(ctx, "b/*", 1))
+	for _, name := range []string{"a", "b/1"} {
+		l, err := locks.TryAcquire(ctx, name)
+		must(t, err)
+		must(t, l.Release(ctx))
 	}
-	if v := value(t, m, "sleeplock_expirations_total", "all"); v != 1 {
-		t.Errorf("expirations = %v", v)
+	if v := value(t, m, "sleeplock_acquisitions_total", "all"); v != 2 {
+		t.Errorf("acquisitions = %v", v)
 	}
 }
 
@@ -142,9 +179,9 @@ func TestMapper(t *testing.T) {
 // scrape time and summed per label.
 func TestGauges(t *testing.T) {
 	ctx := context.Background()
-	m := promevents.New()
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(m))
+	locks := sleeplock.New(nil)
 	defer locks.Close()
+	m := promevents.New(locks)
 	must(t, locks.Define(ctx, "pay", 3))
 	must(t, locks.Define(ctx, "chat/*", 1))
 	_, err := locks.Acquire(ctx, "pay")
@@ -160,7 +197,7 @@ func TestGauges(t *testing.T) {
 		_, _ = locks.Acquire(wctx, "chat/1")
 	}()
 	waitFor(t, func() bool { st, _ := locks.State(ctx, "chat/1"); return st.Waiting == 1 })
-	text := scrape(t, m.Track(locks))
+	text := scrape(t, m)
 	cancel()
 	<-done
 	for _, line := range []string{
@@ -181,11 +218,11 @@ func TestGauges(t *testing.T) {
 
 // TestScrapeError: a store that cannot answer fails the scrape.
 func TestScrapeError(t *testing.T) {
-	m := promevents.New()
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(m))
+	locks := sleeplock.New(nil)
+	m := promevents.New(locks)
 	must(t, locks.Close())
 	reg := prometheus.NewRegistry()
-	must(t, reg.Register(m.Track(locks)))
+	must(t, reg.Register(m))
 	if _, err := reg.Gather(); err == nil || !errors.Is(err, sleeplock.ErrClosed) && !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("gather on a closed store: %v", err)
 	}

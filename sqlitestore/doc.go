@@ -43,6 +43,15 @@
 // package, the version kept in PRAGMA user_version). A database of a newer
 // schema version than this build knows is refused with a *SchemaError.
 //
+// # Counters
+//
+// The table stats keeps, per definition (a lock, or a family with its
+// members folded in), the counters of Stats (store.StatsReader): every
+// write transaction that grants, releases or refuses adds to its row in
+// one upsert, at its end, so every process's changes are counted. Every
+// hold is timed from its row's acquired time (HoldSampling 1); a wait is
+// timed from the waiter's since.
+//
 // # Durability
 //
 // Commits are synchronous (PRAGMA synchronous=FULL), so fencing tokens only

@@ -185,6 +185,7 @@ func (t *txn) partly(ref string, locks []*lk, ev store.Emitter) error {
 	}
 	h := &first.holders[first.find(ref, 0)]
 	e := &store.BusyError{Lock: first.name, Kind: h.kind, Ref: h.ref, Expires: fromMicros(h.expires)}
+	t.stat(first).refusals++
 	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: first.name, Slots: first.slots, Running: first.used(),
 		Waiting: len(first.queue), Holder: e.Kind}); err != nil {
 		return err

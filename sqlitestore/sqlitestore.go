@@ -27,7 +27,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build uses.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Defaults of the options.
 const (

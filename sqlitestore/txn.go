@@ -32,8 +32,9 @@ type txn struct {
 	evs     []pending
 	ends    []ending
 	counter map[string]*counter
-	read    bool // a read-only check: a write fails with errNeedWrite
-	abort   bool // roll back whatever f returns (all or nothing)
+	stats   map[string]*statDelta // by definition: see flushStats
+	read    bool                  // a read-only check: a write fails with errNeedWrite
+	abort   bool                  // roll back whatever f returns (all or nothing)
 }
 
 // errNeedWrite ends a read-only check that found something to change.
@@ -65,6 +66,7 @@ type hrow struct {
 // and live waiters (by ticket).
 type lk struct {
 	name    string
+	def     string // its definition: name, or the family that covers it
 	slots   int
 	holders []hrow
 	queue   []int64
@@ -287,6 +289,9 @@ func (t *txn) next(name string) (int64, error) {
 }
 
 func (t *txn) flush() error {
+	if err := t.flushStats(); err != nil {
+		return err
+	}
 	for name, c := range t.counter {
 		if c.dirty {
 			if err := t.exec("UPDATE counters SET value = ? WHERE name = ?", c.v, name); err != nil {
@@ -319,6 +324,13 @@ func (t *txn) emit(to store.Emitter, e store.Event) error {
 // slotsOf returns the slots of name's definition (the name itself, else
 // its most specific family), or store.NotFound.
 func (t *txn) slotsOf(name string) (int, error) {
+	_, slots, err := t.defOf(name)
+	return slots, err
+}
+
+// defOf returns name's definition (the name itself, else its most
+// specific family) and its slots, or store.NotFound.
+func (t *txn) defOf(name string) (string, int, error) {
 	pats := []string{name}
 	store.FamilyOf(name, func(p string) bool { pats = append(pats, p); return true })
 	best, slots := len(pats), 0
@@ -335,12 +347,12 @@ func (t *txn) slotsOf(name string) (int, error) {
 			return nil
 		})
 	if err != nil {
-		return 0, err
+		return "", 0, err
 	}
 	if best == len(pats) {
-		return 0, store.NotFound(name)
+		return "", 0, store.NotFound(name)
 	}
-	return slots, nil
+	return pats[best], slots, nil
 }
 
 // load reads a lock: its slots, holders and live waiters. Holders and
@@ -350,11 +362,11 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 	if l := t.locks[name]; l != nil {
 		return l, nil
 	}
-	slots, err := t.slotsOf(name)
+	def, slots, err := t.defOf(name)
 	if err != nil {
 		return nil, err
 	}
-	l := &lk{name: name, slots: slots}
+	l := &lk{name: name, def: def, slots: slots}
 	err = t.query(`SELECT ref, kind, token, count, weight, acquired, renewed, expires, ttl, hold, pid, pstart, host
 		FROM holders WHERE lock = ? ORDER BY token`, []any{name}, func(scan func(...any) error) error {
 		var h hrow
@@ -424,6 +436,7 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 // hold's watchers learn reason.
 func (t *txn) drop(l *lk, i int, ev store.Emitter, typ store.EventType, reason error) error {
 	h := l.holders[i]
+	t.ended(l, &h, typ, reason)
 	t.ends = append(t.ends, ending{l.name, h.ref, h.token, reason})
 	if err := t.exec("DELETE FROM holders WHERE lock = ? AND ref = ?", l.name, h.ref); err != nil {
 		return err
@@ -585,6 +598,7 @@ func (t *txn) grantAll(req *store.AcquireRequest, locks []*lk, since int64) (sto
 			if h, err = t.addHolder(l, req, store.Need(req.WeightOf(n), l.slots)); err != nil {
 				return g, err
 			}
+			t.granted(l, since)
 			var waited time.Duration
 			if since > 0 {
 				waited = micros(t.now - since)
@@ -623,6 +637,7 @@ func (t *txn) refuse(l *lk, weight int, ev store.Emitter) error {
 		}
 		e.Kind, e.Ref, e.Expires = h.kind, h.ref, fromMicros(h.expires)
 	}
+	t.stat(l).refusals++
 	if err := t.emit(ev, store.Event{Type: store.EventRefused, Lock: l.name, Slots: l.slots, Running: l.used(),
 		Waiting: len(l.queue), Holder: e.Kind, Weight: weight}); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Ref names the holder of a slot. It is either a string the caller chose or
@@ -119,11 +120,15 @@ func (r Ref) String() string {
 	if r.n == 0 {
 		return r.s
 	}
-	var in, out [16]byte
-	binary.LittleEndian.PutUint64(in[:8], r.n)
-	binary.LittleEndian.PutUint64(in[8:], refSalt)
-	refBlock.Encrypt(out[:], in[:])
-	return hex.EncodeToString(out[:])
+	// One buffer, on the heap (the cipher's interface call makes it
+	// escape), holds the block in, the block out and the text, which the
+	// string shares: one allocation (events carry refs as text).
+	b := new([64]byte)
+	binary.LittleEndian.PutUint64(b[:8], r.n)
+	binary.LittleEndian.PutUint64(b[8:16], refSalt)
+	refBlock.Encrypt(b[16:32], b[:16])
+	hex.Encode(b[32:], b[16:32])
+	return unsafe.String(&b[32], 32)
 }
 
 // Equal reports whether r and o name the same holder, also when one is a

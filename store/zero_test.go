@@ -18,7 +18,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
 			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
 			"NotResizable": store.NotResizable, "NewRef": store.NewRef, "RefOf": store.RefOf,
-			"NewRefRange": store.NewRefRange, "Need": store.Need, "CheckWeight": store.CheckWeight,
+			"NewRefRange": store.NewRefRange, "Need": store.Need, "CheckWeight": store.CheckWeight, "Bucket": store.Bucket,
 		},
 		Receivers: []func() any{
 			func() any { return (*store.AcquireRequest)(nil) },
@@ -41,6 +41,10 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &store.RefSource{} },
 			func() any { return store.EventType(0) },
 			func() any { return store.EventType(255) },
+			func() any { return (*store.Histogram)(nil) },
+			func() any { return &store.Histogram{} },
+			func() any { return (*store.Stats)(nil) },
+			func() any { return &store.Stats{} },
 		},
 	})
 }

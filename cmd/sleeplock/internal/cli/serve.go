@@ -49,13 +49,9 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	logger := slog.New(slog.NewTextHandler(errOut, nil))
 	hub := web.NewHub()
-	metrics := promevents.New()
-	locks := sleeplock.New(s, sleeplock.WithNotifier(sleeplock.NotifierFunc(func(e sleeplock.Event) {
-		metrics.Notify(e)
-		hub.Notify(e)
-	})))
+	locks := sleeplock.New(s, sleeplock.WithNotifier(hub))
 	defer func() { _ = locks.Close() }()
-	return serveLocks(ctx, locks, hub, metrics, serveConfig{
+	return serveLocks(ctx, locks, hub, serveConfig{
 		addr: *addr, allowRelease: *allow, token: token, poll: *poll, logger: logger, out: out,
 	})
 }
@@ -113,9 +109,9 @@ type serveConfig struct {
 
 // serveLocks serves locks until ctx ends, then closes the streams and
 // waits for the requests in flight (5 s at most).
-func serveLocks(ctx context.Context, locks *sleeplock.Locks, hub *web.Hub, metrics *promevents.Metrics, c serveConfig) error {
+func serveLocks(ctx context.Context, locks *sleeplock.Locks, hub *web.Hub, c serveConfig) error {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.Track(locks))
+	reg.MustRegister(promevents.New(locks))
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: "sleeplock", Subsystem: "serve", Name: "stream_dropped_total",
 		Help: "Messages dropped for event streams that fell behind.",

@@ -26,6 +26,7 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON: a list of locks, [] for none")
 	watch := fs.Bool("watch", false, "redraw every --every until interrupted")
 	every := fs.Duration("every", time.Second, "with --watch, the time between redraws")
+	stats := fs.Bool("stats", false, "print the counters instead (acquisitions, releases, refusals, expiries, losses, wait and hold times; a family's members folded in)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -44,8 +45,12 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
 	names := fs.Args()
+	show := showStates
+	if *stats {
+		show = showStats
+	}
 	if !*watch {
-		return showStates(ctx, locks, names, *asJSON, out)
+		return show(ctx, locks, names, *asJSON, out)
 	}
 	clear := isTerminal(out)
 	tick := time.NewTicker(*every)
@@ -57,7 +62,7 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 		case !*asJSON: // JSON documents follow each other as a stream
 			fmt.Fprintln(out, "--", now())
 		}
-		if err := showStates(ctx, locks, names, *asJSON, out); err != nil {
+		if err := show(ctx, locks, names, *asJSON, out); err != nil {
 			if ctx.Err() != nil {
 				return nil // ended while drawing
 			}

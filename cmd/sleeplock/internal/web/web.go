@@ -92,6 +92,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /", http.FileServerFS(static))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /api/locks", s.list)
+	s.mux.HandleFunc("GET /api/stats", s.stats)
 	s.mux.HandleFunc("GET /api/locks/{name...}", s.one)
 	s.mux.HandleFunc("POST /api/locks/{name...}", s.release)
 	s.mux.HandleFunc("GET /api/events", s.events)
@@ -239,6 +240,22 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Sleeplock-Next", next)
 	}
 	writeJSON(w, http.StatusOK, lockview.All(page))
+}
+
+// stats serves GET /api/stats: the counters of every lock and family
+// (Locks.Stats), as `sleeplock state --stats --json` prints them and as
+// /metrics reports them.
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	if len(r.URL.Query()) > 0 {
+		fail(w, http.StatusBadRequest, "/api/stats takes no query parameters")
+		return
+	}
+	all, err := s.cfg.Locks.Stats(r.Context())
+	if err != nil {
+		storeFail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, lockview.StatsOf(all))
 }
 
 // lockName returns the validated lock name of the request's path, or

@@ -212,6 +212,21 @@
     typing = setTimeout(() => { prefix = $("prefix").value; limit = PAGE; connect(); }, 200);
   });
   $("more").addEventListener("click", () => { limit += PAGE; load(); });
+
+  // stats shows the store's counters (Locks.Stats): the numbers /metrics
+  // reports, every process's grants included.
+  async function stats() {
+    const res = await fetch("/api/stats");
+    if (!res.ok) return;
+    const rows = (await res.json()).filter((s) => s.name.startsWith(prefix));
+    let h = "<tr><th>lock</th><th>acquired</th><th>released</th><th>refused</th><th>expired</th><th>lost</th><th>mean wait</th></tr>";
+    for (const s of rows) {
+      h += `<tr><td>${esc(s.name)}</td><td>${s.acquisitions}</td><td>${s.releases}</td><td>${s.refusals}</td><td>${s.expiries}</td><td>${s.losses}</td><td>${s.acquisitions ? dur(s.wait_ms / s.acquisitions) : ""}</td></tr>`;
+    }
+    $("stats").innerHTML = h;
+  }
+  setInterval(stats, 2000);
+  stats();
   setInterval(tick, 250);
   connect();
 })();

@@ -1,0 +1,83 @@
+package memstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/memstore"
+	"github.com/sleeplock/sleeplock/store"
+)
+
+func statsOf(t *testing.T, s *memstore.Store, name string) store.Stats {
+	t.Helper()
+	all, err := s.Stats(context.Background())
+	must(t, err)
+	for _, e := range all {
+		if e.Name == name {
+			return e
+		}
+	}
+	t.Fatalf("no stats of %q in %+v", name, all)
+	return store.Stats{}
+}
+
+// Holds are timed 1 in HoldSampling, by token, on the fast word too: of
+// HoldSampling pairs, the last is timed, by the store's clock; the
+// others read no clock.
+func TestStatsHoldSampled(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	locks := sleeplock.New(s)
+	must(t, locks.Define(ctx, "h", 1))
+	for i := range memstore.HoldSampling {
+		l, err := locks.TryAcquire(ctx, "h")
+		must(t, err)
+		if i == memstore.HoldSampling-1 {
+			c.Advance(3 * time.Second)
+		}
+		must(t, l.Release(ctx))
+	}
+	got := statsOf(t, s, "h")
+	if got.Holds.Count != 1 || got.Holds.Sum != 3*time.Second || got.Holds.Buckets[store.Bucket(3*time.Second)] != 1 {
+		t.Fatalf("holds %+v, want the one sampled hold of 3 s", got.Holds)
+	}
+	if got.Acquisitions != memstore.HoldSampling || got.Releases != memstore.HoldSampling || got.HoldSampling != memstore.HoldSampling {
+		t.Fatalf("counts %+v", got)
+	}
+}
+
+// A wait is timed only when the caller parked, by the store's clock; the
+// grants that did not wait are in the first bucket.
+func TestStatsWaitTimed(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	locks := sleeplock.New(s)
+	must(t, locks.Define(ctx, "w", 1))
+	first, err := locks.Acquire(ctx, "w")
+	must(t, err)
+	done := make(chan error, 1)
+	go func() {
+		l, err := locks.Acquire(ctx, "w")
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		done <- err
+	}()
+	for {
+		st, err := locks.State(ctx, "w")
+		must(t, err)
+		if st.Waiting == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond) // polls a state, not a time
+	}
+	c.Advance(2 * time.Second)
+	must(t, first.Release(ctx))
+	must(t, <-done)
+	got := statsOf(t, s, "w")
+	if got.Waits.Count != 2 || got.Waits.Buckets[0] != 1 || got.Waits.Buckets[store.Bucket(2*time.Second)] != 1 || got.Waits.Sum != 2*time.Second {
+		t.Fatalf("waits %+v, want one grant without a wait and one of 2 s", got.Waits)
+	}
+}
