@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,30 +88,7 @@ var _ = add("Semaphore/WeightedTryAcquire", func(t *testing.T, e *env) {
 		}
 		tries = append(tries, err == nil)
 	}
-	first, err := l.Acquire(ctx(t), "sem", sleeplock.Weight(1))
-	must(t, err)
-	try()
-	try()
-	must(t, first.Release(ctx(t)))
-	for _, h := range held {
-		must(t, h.Release(ctx(t)))
-	}
-	held = nil
-	try()
-	second, err := l.Acquire(ctx(t), "sem", sleeplock.Weight(1))
-	must(t, err)
-	try()
-	want := []bool{true, false, true, false}
-	for i := range want {
-		if tries[i] != want[i] {
-			t.Fatalf("tries %v, want %v", tries, want)
-		}
-	}
-	must(t, second.Release(ctx(t)))
-	for _, h := range held {
-		must(t, h.Release(ctx(t)))
-	}
-	wantState(t, l, "sem", 0, 0)
+	trySequence(t, l, try, &held, &tries)
 })
 
 // After TestWeightedAcquire: as WeightedTryAcquire with blocking
@@ -154,31 +132,39 @@ var _ = add("Semaphore/WeightedAcquire", func(t *testing.T, e *env) {
 		}
 		tries = append(tries, r.err == nil)
 	}
+	trySequence(t, l, acquire, &held, &tries)
+})
+
+// trySequence is the sequence x/sync's TestWeightedTryAcquire and
+// TestWeightedAcquire share, on lock "sem" of 2 slots: with one slot held,
+// attempt gets the second and not a third; with both released it gets one
+// again; with the other taken it is refused. attempt appends to *tries and
+// to *held (what it was granted).
+func trySequence(t *testing.T, l *sleeplock.Locks, attempt func(), held *[]sleeplock.Lease, tries *[]bool) {
+	t.Helper()
 	first, err := l.Acquire(ctx(t), "sem", sleeplock.Weight(1))
 	must(t, err)
-	acquire()
-	acquire()
+	attempt()
+	attempt()
 	must(t, first.Release(ctx(t)))
-	for _, h := range held {
+	for _, h := range *held {
 		must(t, h.Release(ctx(t)))
 	}
-	held = nil
-	acquire()
+	*held = nil
+	attempt()
 	second, err := l.Acquire(ctx(t), "sem", sleeplock.Weight(1))
 	must(t, err)
-	acquire()
+	attempt()
 	want := []bool{true, false, true, false}
-	for i := range want {
-		if tries[i] != want[i] {
-			t.Fatalf("tries %v, want %v", tries, want)
-		}
+	if !slices.Equal(*tries, want) {
+		t.Fatalf("tries %v, want %v", *tries, want)
 	}
 	must(t, second.Release(ctx(t)))
-	for _, h := range held {
+	for _, h := range *held {
 		must(t, h.Release(ctx(t)))
 	}
 	wantState(t, l, "sem", 0, 0)
-})
+}
 
 // After TestWeightedDoesntBlockIfTooBig: x/sync queues a request for more
 // than the semaphore holds, where it blocks forever, and checks it does
