@@ -245,7 +245,10 @@ func createPair(ctx context.Context, version string, pport, sport int, sync bool
 		}
 		select {
 		case <-wctx.Done():
-			return p, fmt.Errorf("the standby is not streaming (%s): %v", want, err)
+			if err == nil {
+				err = fmt.Errorf("%d standbys streaming", n)
+			}
+			return p, fmt.Errorf("the standby is not streaming (%s): %w", want, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

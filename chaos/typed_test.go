@@ -23,7 +23,7 @@ func TestTyped(t *testing.T) {
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), true},
 		{&fs.PathError{Op: "open", Path: "/x", Err: fs.ErrPermission}, true},
 		{errors.New("database is locked"), false},
-		{fmt.Errorf("x: %v", sleeplock.ErrLeaseLost), false},
+		{fmt.Errorf("x: %v", sleeplock.ErrLeaseLost), false}, //nolint:errorlint // a message that does not wrap, on purpose
 	} {
 		if got := chaos.Typed(c.err); got != c.want {
 			t.Errorf("Typed(%v) = %v, want %v", c.err, got, c.want)

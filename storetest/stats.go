@@ -91,7 +91,7 @@ var _ = add("Stats/ExactCounts", func(t *testing.T, e *env) {
 			x, err := l.TryAcquire(ctx(t), "st", sleeplock.WithRef("me"))
 			must(t, err)
 			_, err = l.TryAcquire(ctx(t), "st")
-			busy(t, err)
+			_ = busy(t, err)
 			_, err = l.TryAcquire(ctx(t), "st", sleeplock.WithRef("me"))
 			must(t, err)
 			m, err := l.TryAcquire(ctx(t), "st-fam/m")

@@ -185,7 +185,7 @@ var _ = add("Weight/TryAcquire", func(t *testing.T, e *env) {
 	if x.Weight() != 4 {
 		t.Fatalf("exclusive weight %d, want 4", x.Weight())
 	}
-	busy(t, tryErr(l.TryAcquire(ctx(t), "w", sleeplock.Shared())))
+	_ = busy(t, tryErr(l.TryAcquire(ctx(t), "w", sleeplock.Shared())))
 	must(t, x.Release(ctx(t)))
 	wantState(t, l, "w", 0, 0)
 })
@@ -264,7 +264,7 @@ var _ = add("Weight/SharedExclusive", func(t *testing.T, e *env) {
 	reader := make(chan result, 1)
 	goAcquire(ctx(t), l, "rw", 1, reader, sleeplock.Shared())
 	waitWaiting(t, l, "rw", 2)
-	busy(t, tryErr(l.TryAcquire(ctx(t), "rw", sleeplock.Shared())))
+	_ = busy(t, tryErr(l.TryAcquire(ctx(t), "rw", sleeplock.Shared())))
 	must(t, r1.Release(ctx(t)))
 	wantState(t, l, "rw", 1, 2)
 	must(t, r2.Release(ctx(t)))
@@ -346,7 +346,7 @@ var _ = add("Weight/Events", func(t *testing.T, e *env) {
 	define(t, l, "w", 4)
 	a, err := l.Acquire(ctx(t), "w", sleeplock.Weight(3))
 	must(t, err)
-	busy(t, tryErr(l.TryAcquire(ctx(t), "w", sleeplock.Weight(2))))
+	_ = busy(t, tryErr(l.TryAcquire(ctx(t), "w", sleeplock.Weight(2))))
 	must(t, a.Release(ctx(t)))
 	evs := rec.waitN(t, 7)                  // the probe's three; created, acquired, refused, released
 	want := map[sleeplock.EventType][2]int{ // weight, running
