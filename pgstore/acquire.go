@@ -346,6 +346,7 @@ func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store
 	case "notfound":
 		return store.Grant{}, store.NotFound(r.lock)
 	case "refused":
+		s.refusals.refused(r.lock)
 		e := &store.BusyError{Lock: r.lock, Queued: r.queued}
 		if !r.queued {
 			e.Kind, e.Ref, e.Expires = r.kind, r.ref, fromMicros(r.expires)

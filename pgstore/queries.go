@@ -36,7 +36,7 @@ type queries struct {
 	// function calls (sql/)
 	acquireOne, checkOne, releaseOne, release, undo string
 	keepOne, keep, held, spillHeld                  string
-	states, define, resize                          string
+	states, define, resize, stats                   string
 	nodeBeat, dropWaiter, sweep                     string
 	// other statements
 	undefined, nodeDown, listen, guard, isolation string
@@ -225,6 +225,7 @@ func newQueries(schema string) queries {
 		spillHeld: "SELECT " + spillHeldFn.call(s),
 		states: "SELECT r_name, r_slots, r_family, r_running, r_expired, r_waiting, r_now, coalesce(r_holders, ''), " +
 			"coalesce(r_queue, '') FROM " + statesFn.call(s),
+		stats: "/* sleeplock stats */ SELECT * FROM " + s + ".stats(clock_timestamp())",
 		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
 			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +
 			"CASE WHEN r_created AND r_old IS NOT NULL THEN nextval(" + seqs + ") ELSE 0 END FROM " + defineFn.call(s),

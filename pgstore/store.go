@@ -17,8 +17,8 @@ import (
 )
 
 // Store keeps sleeplock's locks in PostgreSQL tables shared by every node
-// that uses the same database and schema. It implements store.Store and
-// store.Guarder. Its methods are safe for concurrent use.
+// that uses the same database and schema. It implements store.Store,
+// store.Guarder and store.StatsReader. Its methods are safe for concurrent use.
 type Store struct {
 	c      conn
 	pool   *pgxpool.Pool // owned by the store (Open), closed by Close
@@ -29,6 +29,8 @@ type Store struct {
 	w      endwatch.Set
 	d      dispatcher
 	fast   fastHints
+	// refusals: this process's refused tries (Stats).
+	refusals refusals
 }
 
 var (

@@ -13,7 +13,19 @@ CREATE TABLE {{schema}}.defs (
     name    text        PRIMARY KEY,
     slots   integer     NOT NULL CHECK (slots > 0),
     family  boolean     NOT NULL,
-    created timestamptz NOT NULL DEFAULT clock_timestamp()
+    created timestamptz NOT NULL DEFAULT clock_timestamp(),
+    -- Counters folded in from the rows of locks the sweep deleted (see
+    -- locks below; stats() adds the two).
+    acqs    bigint      NOT NULL DEFAULT 0,
+    rels    bigint      NOT NULL DEFAULT 0,
+    exps    bigint      NOT NULL DEFAULT 0,
+    losses  bigint      NOT NULL DEFAULT 0,
+    waited  bigint      NOT NULL DEFAULT 0,
+    wait_us bigint      NOT NULL DEFAULT 0,
+    wb      bigint[],
+    holds   bigint      NOT NULL DEFAULT 0,
+    hold_us bigint      NOT NULL DEFAULT 0,
+    hb      bigint[]
 );
 
 -- Fencing tokens, queue tickets and event numbers (Event.Seq): never
@@ -37,6 +49,15 @@ CREATE SEQUENCE {{schema}}.seqs AS bigint NO CYCLE;
 -- queue rows, and those whose waiter has no node (trigger queue_count).
 -- fillfactor 50 and no index on a changing column: grants and releases
 -- are HOT updates.
+--
+-- Counters (Stats), bumped by the statements that grant and end holds of
+-- the lock, in the UPDATE of this row they already send or, on the slow
+-- paths, by tally(); folded into the definition's row when the row is
+-- deleted (trigger locks_fold): grants (acqs), holds released (rels),
+-- taken over expired (exps), ended by another's hand (losses); waits of
+-- grants that queued (waited, wait_us, wb) and holds timed at their end
+-- (holds, hold_us, hb). wb[i] and hb[i] count the durations of bucket i
+-- (bucket()) of store.HistogramBounds; NULL or a missing element is 0.
 CREATE {{unlogged}} TABLE {{schema}}.locks (
     name      text PRIMARY KEY,
     queued    integer NOT NULL DEFAULT 0,
@@ -60,7 +81,17 @@ CREATE {{unlogged}} TABLE {{schema}}.locks (
     xexpires  timestamptz[],
     xttl      bigint[],
     xhold     bigint[],
-    xop       bigint[]
+    xop       bigint[],
+    acqs      bigint NOT NULL DEFAULT 0,
+    rels      bigint NOT NULL DEFAULT 0,
+    exps      bigint NOT NULL DEFAULT 0,
+    losses    bigint NOT NULL DEFAULT 0,
+    waited    bigint NOT NULL DEFAULT 0,
+    wait_us   bigint NOT NULL DEFAULT 0,
+    wb        bigint[],
+    holds     bigint NOT NULL DEFAULT 0,
+    hold_us   bigint NOT NULL DEFAULT 0,
+    hb        bigint[]
 ) WITH (fillfactor = 50);
 
 -- One row per (lock, holder) of a lock whose row is not fast.

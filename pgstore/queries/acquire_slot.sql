@@ -18,7 +18,8 @@ UPDATE {{schema}}.locks l
            CASE WHEN $4::bigint > 0 THEN statement_timestamp() + $7::bigint * interval '1 microsecond' END,
        xttl[array_position(l.xref, NULL)] = $4::bigint,
        xhold[array_position(l.xref, NULL)] = $5::bigint,
-       xop[array_position(l.xref, NULL)] = $6::bigint
+       xop[array_position(l.xref, NULL)] = $6::bigint,
+       acqs = l.acqs + 1
  WHERE l.name = $1::text AND l.fast AND array_position(l.xref, NULL) IS NOT NULL
    AND array_position(l.xref, $2::text) IS NULL
 RETURNING l.xtoken[array_position(l.xref, $2::text)], {{schema}}.micros(statement_timestamp()),

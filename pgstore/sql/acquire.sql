@@ -103,7 +103,8 @@ BEGIN
                     UPDATE {{schema}}.locks x
                        SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = nextval({{tokens}}),
                            xacquired[v_k] = v_now, xrenewed[v_k] = v_now - p_back * interval '1 microsecond',
-                           xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op
+                           xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op,
+                           acqs = x.acqs + 1
                      WHERE x.name = p_name
                     RETURNING x.xtoken[v_k], cardinality(array_remove(x.xref, NULL)) INTO v_tok, v_run;
                     RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_run, 0, p_ref, p_kind, v_tok,
@@ -163,7 +164,7 @@ BEGIN
             UPDATE {{schema}}.locks x
                SET ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
                    renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-                   hold = p_hold, op = p_op
+                   hold = p_hold, op = p_op, acqs = x.acqs + 1
              WHERE x.name = p_name AND x.fast AND x.ref IS NULL
             RETURNING x.token INTO v_tok;
             IF FOUND THEN
@@ -180,7 +181,7 @@ BEGIN
             UPDATE {{schema}}.locks x
                SET fast = true, ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
                    renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-                   hold = p_hold, op = p_op
+                   hold = p_hold, op = p_op, acqs = x.acqs + 1
              WHERE x.name = p_name
             RETURNING x.token INTO v_tok;
             RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
@@ -229,6 +230,7 @@ BEGIN
                         ON CONFLICT DO NOTHING
                         RETURNING token INTO v_tok;
                         IF v_tok IS NOT NULL THEN
+                            PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL);
                             RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
                                 {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
                                 p_hold, nextval({{seqs}}), f.n = 0 AND v_slots <= 1;
@@ -514,6 +516,7 @@ BEGIN
             FOR k IN 1 .. coalesce(cardinality(t_idx), 0) LOOP
                 i := t_idx[k];
                 DELETE FROM {{schema}}.holders h WHERE h.lock = p_names[i] AND h.ref = t_ref[k];
+                PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(v_now) - {{schema}}.micros(t_acq[k]));
                 a_rows[i] := a_rows[i] - 1;
                 r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
                 r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k];
@@ -596,6 +599,7 @@ BEGIN
                     r_expires := {{schema}}.micros(v_exp);
                     r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(v_now) - {{schema}}.micros(v_since) ELSE 0 END;
                     r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold;
+                    PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL);
                     RETURN NEXT;
                 END IF;
             END LOOP;

@@ -182,9 +182,10 @@ func TestServe(t *testing.T) {
 	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, `sleeplock_running{lock="pay"} 1`) || !strings.Contains(body, `sleeplock_slots{lock="pay"} 2`) {
 		t.Fatalf("GET /metrics: %d %s", code, body)
 	}
-	// The counters' endpoint answers from the same Locks.Stats (on
-	// PostgreSQL, which keeps no counters yet, the gauges).
-	if code, body := get("/api/stats"); code != 200 || !strings.Contains(body, `"name":"pay"`) || !strings.Contains(body, `"running":1`) {
+	// The counters' endpoint answers from the same Locks.Stats: on
+	// PostgreSQL too, the gauges and the grant the store counted.
+	if code, body := get("/api/stats"); code != 200 || !strings.Contains(body, `"name":"pay"`) || !strings.Contains(body, `"running":1`) ||
+		!strings.Contains(body, `"acquisitions":1`) {
 		t.Fatalf("GET /api/stats: %d %s", code, body)
 	}
 	if code, _ := get("/healthz"); code != 200 {
