@@ -1,7 +1,6 @@
 /* sleeplock acquire_fast_events */
 -- acquire_fast.sql that also reads the slots of the lock's definition and
 -- draws the event's Seq once the row is ours.
---
 -- $1 … $8 as acquire_fast.sql, $9 the patterns of the name (the name, then
 -- its families, most specific first). Returns the token, acquired and
 -- expires (µs), the slots and the Seq.

@@ -6,7 +6,6 @@
 -- store then sends acquire_one(). A racing grant of the same slot makes
 -- PostgreSQL evaluate the statement again on the row's latest version
 -- (READ COMMITTED): it takes the next free slot, or none. Without an event.
---
 -- $1 … $8 as acquire_fast.sql. Returns the token, acquired and expires (µs).
 UPDATE {{schema}}.locks l
    SET xref[array_position(l.xref, NULL)] = $2::text,

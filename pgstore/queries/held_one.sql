@@ -2,7 +2,6 @@
 -- Whether ref holds one lock (with the token, where not 0): one read of
 -- the lock's row (scalar or slot mode) and of its holder rows; one
 -- statement, so one snapshot, sees the holder in one of them.
---
 -- $1 name, $2 token (0: any), $3 ref. Returns held, now, renewed, expires.
 SELECT h.ok IS NOT NULL, {{schema}}.micros(c.t), {{schema}}.micros(h.renewed), {{schema}}.micros(h.expires)
   FROM (SELECT clock_timestamp() AS t) c

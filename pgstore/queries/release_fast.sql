@@ -3,7 +3,6 @@
 -- which leaves it free. No row: nothing changed; the store then sends
 -- release_one(). Without an event (counts, slots and Seq 0;
 -- release_fast_events.sql is the one with).
---
 -- $1 name, $2 token (0: any), $3 ref. Returns the holder's kind and token,
 -- the release's time and the hold's length (µs), the slots and the Seq.
 UPDATE {{schema}}.locks l SET ref = NULL, freed = clock_timestamp(),

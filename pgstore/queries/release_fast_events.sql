@@ -1,7 +1,6 @@
 /* sleeplock release_fast_events */
 -- release_fast.sql that also reads the slots of the lock's definition and
 -- draws the event's Seq.
---
 -- $1 … $3 as release_fast.sql, $4 the patterns of the name.
 UPDATE {{schema}}.locks l SET ref = NULL, freed = clock_timestamp(),
        rels = l.rels + 1, holds = l.holds + 1, hold_us = l.hold_us + greatest({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.acquired), 0),

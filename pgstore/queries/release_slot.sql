@@ -4,7 +4,6 @@
 -- store then sends release_one(). The slot is found on the statement's
 -- snapshot and checked again on the row it updates: slots do not move
 -- while the row is fast (a spill clears fast). Without an event.
---
 -- $1 … $3 as release_fast.sql; returns the same columns.
 UPDATE {{schema}}.locks l SET xref[p.k] = NULL, freed = clock_timestamp(),
        rels = l.rels + 1, holds = l.holds + 1, hold_us = l.hold_us + greatest({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.xacquired[p.k]), 0),

@@ -407,7 +407,7 @@ BEGIN
                     ON CONFLICT (name) DO UPDATE SET name = excluded.name;
                 PERFORM {{schema}}.spill(p_names[1]);
             ELSE
-                PERFORM {{schema}}.lock_rows(p_names);
+                PERFORM {{schema}}.lock_rows(p_names, true);
             END IF;
             IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
                 r_ev := 'cancelled';
@@ -726,7 +726,7 @@ BEGIN
         -- The rows first, in acquire()'s order: a check that finds its
         -- waiter gone deletes its queue rows, whose trigger updates the
         -- locks' rows (see locks.queued).
-        PERFORM {{schema}}.lock_existing(p_names);
+        PERFORM {{schema}}.lock_rows(p_names, false);
     END IF;
     PERFORM {{schema}}.reap_locked(p_names);
     RETURN QUERY
@@ -741,27 +741,10 @@ BEGIN
 END
 $sleeplock$;
 
--- lock_existing: takes and spills the rows of p_names that exist, in
--- sorted order.
-CREATE OR REPLACE FUNCTION {{schema}}.lock_existing(p_names text[])
- RETURNS void
- LANGUAGE plpgsql
-AS $sleeplock$
-DECLARE
-    v_name text;
-BEGIN
-    IF cardinality(p_names) > 1 THEN
-        p_names := ARRAY(SELECT DISTINCT u FROM unnest(p_names) u ORDER BY u);
-    END IF;
-    FOREACH v_name IN ARRAY p_names LOOP
-        PERFORM {{schema}}.spill(v_name);
-    END LOOP;
-END
-$sleeplock$;
-
--- lock_rows: takes and spills the rows of p_names in sorted order,
--- creating the missing ones.
-CREATE OR REPLACE FUNCTION {{schema}}.lock_rows(p_names text[])
+-- lock_rows: takes and spills the rows of p_names in sorted order (no
+-- deadlock between callers naming them in other orders), creating the
+-- missing ones when p_create, skipping them otherwise.
+CREATE OR REPLACE FUNCTION {{schema}}.lock_rows(p_names text[], p_create boolean)
  RETURNS void
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -773,7 +756,7 @@ BEGIN
     END IF;
     FOREACH v_name IN ARRAY p_names LOOP
         LOOP
-            EXIT WHEN {{schema}}.spill(v_name);
+            EXIT WHEN {{schema}}.spill(v_name) OR NOT p_create;
             INSERT INTO {{schema}}.locks (name) VALUES (v_name) ON CONFLICT DO NOTHING;
         END LOOP;
     END LOOP;

@@ -23,7 +23,7 @@ BEGIN
         RETURN 0;
     END IF;
     -- the locks' rows first, as every other writer of their queues
-    PERFORM {{schema}}.lock_existing(v_locks);
+    PERFORM {{schema}}.lock_rows(v_locks, false);
     DELETE FROM {{schema}}.queue q USING {{schema}}.waiters w WHERE w.op = p_op AND q.ticket = w.ticket;
     DELETE FROM {{schema}}.waiters w WHERE w.op = p_op;
     GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -263,7 +263,7 @@ BEGIN
     IF NOT {{schema}}.nodes_stale(v_now) THEN
         RETURN;
     END IF;
-    PERFORM {{schema}}.lock_existing(p_names);
+    PERFORM {{schema}}.lock_rows(p_names, false);
     FOREACH v_name IN ARRAY p_names LOOP
         PERFORM {{schema}}.reap(v_name, v_now, true);
     END LOOP;

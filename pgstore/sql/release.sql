@@ -323,7 +323,7 @@ BEGIN
     IF n = 1 THEN
         PERFORM {{schema}}.spill(p_names[1]);
     ELSE
-        PERFORM {{schema}}.lock_existing(p_names);
+        PERFORM {{schema}}.lock_rows(p_names, false);
     END IF;
     v_now := clock_timestamp();
     IF p_stale IS NOT NULL THEN
@@ -395,7 +395,7 @@ AS $sleeplock$
 DECLARE
     v_now timestamptz;
 BEGIN
-    PERFORM {{schema}}.lock_existing(p_names);
+    PERFORM {{schema}}.lock_rows(p_names, false);
     v_now := clock_timestamp();
     INSERT INTO {{schema}}.cancelled (op, at) VALUES (p_op, v_now) ON CONFLICT DO NOTHING;
     DELETE FROM {{schema}}.cancelled c
