@@ -125,7 +125,7 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, f func() error) err
 }
 
 // acquireFast grants a lock the store last saw fast (see fastHints) by
-// one UPDATE of its row: acquire_fast.sql (acquire_fast_events.sql with
+// one UPDATE of its row: acquire_fast.sql (with the event's columns, withEvents, with
 // events), or acquire_slot.sql for a lock of several slots. No rows: not
 // granted, nothing changed.
 func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error) {

@@ -11,14 +11,10 @@ import (
 var (
 	//go:embed queries/acquire_fast.sql
 	acquireFastSQL string
-	//go:embed queries/acquire_fast_events.sql
-	acquireFastEventsSQL string
 	//go:embed queries/acquire_slot.sql
 	acquireSlotSQL string
 	//go:embed queries/release_fast.sql
 	releaseFastSQL string
-	//go:embed queries/release_fast_events.sql
-	releaseFastEventsSQL string
 	//go:embed queries/release_slot.sql
 	releaseSlotSQL string
 	//go:embed queries/held_one.sql
@@ -188,8 +184,8 @@ type nodeBeatArgs struct {
 
 func (a *nodeBeatArgs) values() []any { return []any{a.node, a.wttl, a.several, a.locks, a.refs} }
 
-// fastArgs are the arguments of acquire_fast.sql, acquire_fast_events.sql
-// and acquire_slot.sql: $1 … $8, and $9 for the events.
+// fastArgs are the arguments of acquire_fast.sql (with or without an
+// event) and acquire_slot.sql: $1 … $8, and $9 for the events.
 type fastArgs struct {
 	name, ref, kind string
 	ttl, hold, op   int64
@@ -204,13 +200,18 @@ func newQueries(schema string) queries {
 	s := quoteIdent(schema)
 	seqs := quoteLiteral(s+".seqs") + "::regclass"
 	return queries{
-		acquireFast:       statement(acquireFastSQL, schema),
-		acquireFastEvents: statement(acquireFastEventsSQL, schema),
-		acquireSlot:       statement(acquireSlotSQL, schema),
-		releaseFast:       statement(releaseFastSQL, schema),
-		releaseFastEvents: statement(releaseFastEventsSQL, schema),
-		releaseSlot:       statement(releaseSlotSQL, schema),
-		heldOne:           statement(heldOneSQL, schema),
+		acquireFast: statement(acquireFastSQL, schema),
+		// With an event: the same UPDATE, which also reads the slots of the
+		// lock's definition (the name's patterns in $9, $4) and draws the
+		// event's Seq once the row is ours.
+		acquireFastEvents: withEvents(statement(acquireFastSQL, schema), "acquire_fast", "",
+			", "+s+".slots_in($9::text::text[]), nextval("+seqs+")"),
+		acquireSlot: statement(acquireSlotSQL, schema),
+		releaseFast: statement(releaseFastSQL, schema),
+		releaseFastEvents: withEvents(statement(releaseFastSQL, schema), "release_fast", "0, 0::bigint",
+			s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+		releaseSlot: statement(releaseSlotSQL, schema),
+		heldOne:     statement(heldOneSQL, schema),
 
 		acquireOne: acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s),
 		checkOne:   checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s),
@@ -249,6 +250,19 @@ func newQueries(schema string) queries {
 			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
 		isolation: "SELECT current_setting('transaction_isolation')",
 	}
+}
+
+// withEvents is the variant of a fast statement (named name) that returns
+// an event's columns: its tag becomes name_events, and the end of its
+// RETURNING list, zeros (when not "") or nothing, becomes cols.
+func withEvents(stmt, name, zeros, cols string) string {
+	tag := "/* sleeplock " + name + " */"
+	body := strings.TrimRight(stmt, "\n")
+	if !strings.HasPrefix(body, tag) || !strings.HasSuffix(body, zeros) {
+		panic("pgstore: queries/" + name + ".sql does not start with " + tag + " or end with " + zeros)
+	}
+	body = strings.TrimSuffix(body, zeros)
+	return "/* sleeplock " + name + "_events */" + strings.TrimPrefix(body, tag) + cols + "\n"
 }
 
 // statement renders a query file without its comment lines.

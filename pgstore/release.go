@@ -50,7 +50,7 @@ func (s *Store) releaseSingle(ctx context.Context, h *store.Handle, events bool)
 }
 
 // releaseFast releases a lease held in its lock's row by one UPDATE of
-// the row: release_fast.sql (release_fast_events.sql with events), or
+// the row: release_fast.sql (with the event's columns, withEvents), or
 // release_slot.sql for a lock of several slots. No rows: nothing changed.
 func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
 	ref := h.Ref.String()

@@ -3,7 +3,8 @@
 -- update), which draws the token once the row is ours. No row: not
 -- granted, nothing changed; the store then sends acquire_one(). The grant
 -- is dated at the statement's start, one value for acquired, renewed and
--- expires. Without an event (acquire_fast_events.sql is the one with).
+-- expires. With an event, the store sends it with the slots of the lock's
+-- definition and the Seq added to its RETURNING list (withEvents).
 -- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 op, $7 lease µs (hold
 -- or ttl), $8 ttl - lease µs. Returns the token, acquired and expires (µs).
 UPDATE {{schema}}.locks l
