@@ -73,10 +73,13 @@ func setup(t *testing.T, locks *sleeplock.Locks, opts ...otelevents.Option) (*sd
 
 // stores are the stores the counts are checked on (more in
 // stores_test.go where the database stores' modules are available).
-var stores = []struct {
+// store opens sleeplock.Locks on one kind of store for a test.
+type store struct {
 	name string
 	open func(t *testing.T) *sleeplock.Locks
-}{
+}
+
+var stores = []store{
 	{"memory", func(t *testing.T) *sleeplock.Locks { return sleeplock.New(nil) }},
 }
 

@@ -27,10 +27,13 @@ func must(t testing.TB, err error) {
 
 // stores are the stores the counts are checked on (storesExtra adds the
 // database stores where their modules are available).
-var stores = []struct {
+// store opens sleeplock.Locks on one kind of store for a test.
+type store struct {
 	name string
 	open func(t *testing.T) *sleeplock.Locks
-}{
+}
+
+var stores = []store{
 	{"memory", func(t *testing.T) *sleeplock.Locks { return sleeplock.New(nil) }},
 }
 

@@ -2,8 +2,6 @@ package turns_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"testing"
 	"time"
@@ -54,15 +52,7 @@ func pgPool(t *testing.T) *pgxpool.Pool {
 func pgNodes(t *testing.T, n int) ([]*sleeplock.Locks, func(time.Duration), bool) {
 	t.Helper()
 	ctx := context.Background()
-	admin := pgPool(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "turns_test_" + hex.EncodeToString(b[:])
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
-			t.Errorf("dropping schema %s: %v", schema, err)
-		}
-	})
+	admin, schema := pgtest.Schema(t, "turns_test_")
 	must(t, pgstore.Migrate(ctx, admin, pgstore.WithSchema(schema)))
 	var locks []*sleeplock.Locks
 	for range n {

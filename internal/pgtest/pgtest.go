@@ -5,6 +5,8 @@ package pgtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"testing"
@@ -90,4 +92,25 @@ func Pool(t testing.TB, configure func(*pgxpool.Config)) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// Schema is a schema of the test's own on the test database, named prefix
+// and a random suffix, dropped with everything in it when the test ends,
+// and a pool to reach it (see Pool). The database is created when missing.
+func Schema(t testing.TB, prefix string) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := EnsureDatabase(ctx, URL()); err != nil {
+		Unreachable(t, err)
+	}
+	pool := Pool(t, nil)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := prefix + hex.EncodeToString(b[:])
+	t.Cleanup(func() {
+		if _, err := pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("dropping schema %s: %v", schema, err)
+		}
+	})
+	return pool, schema
 }
