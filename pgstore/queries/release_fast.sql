@@ -5,9 +5,10 @@
 -- store sends it with them in their place (withEvents).
 -- $1 name, $2 token (0: any), $3 ref. Returns the holder's kind and token,
 -- the release's time and the hold's length (µs), the slots and the Seq.
-UPDATE {{schema}}.locks l SET ref = NULL, freed = clock_timestamp(),
-       rels = l.rels + 1, holds = l.holds + 1, hold_us = l.hold_us + greatest({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.acquired), 0),
-       hb[{{schema}}.bucket({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.acquired))] = coalesce(l.hb[{{schema}}.bucket({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.acquired))], 0) + 1
+UPDATE {{schema}}.locks l SET ref = NULL, freed = c.t,
+       rels = l.rels + 1, holds = l.holds + 1, hold_us = l.hold_us + greatest({{schema}}.micros(c.t) - {{schema}}.micros(l.acquired), 0),
+       hb[{{schema}}.bucket({{schema}}.micros(c.t) - {{schema}}.micros(l.acquired))] = coalesce(l.hb[{{schema}}.bucket({{schema}}.micros(c.t) - {{schema}}.micros(l.acquired))], 0) + 1
+  FROM (SELECT clock_timestamp() AS t) c
  WHERE l.name = $1::text AND l.fast AND l.xref IS NULL AND l.ref = $3::text AND ($2::bigint = 0 OR l.token = $2::bigint)
 RETURNING l.kind, l.token, {{schema}}.micros(l.freed), {{schema}}.micros(l.freed) - {{schema}}.micros(l.acquired),
           0, 0::bigint

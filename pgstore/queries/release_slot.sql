@@ -5,10 +5,11 @@
 -- snapshot and checked again on the row it updates: slots do not move
 -- while the row is fast (a spill clears fast). Without an event.
 -- $1 … $3 as release_fast.sql; returns the same columns.
-UPDATE {{schema}}.locks l SET xref[p.k] = NULL, freed = clock_timestamp(),
-       rels = l.rels + 1, holds = l.holds + 1, hold_us = l.hold_us + greatest({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.xacquired[p.k]), 0),
-       hb[{{schema}}.bucket({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.xacquired[p.k]))] = coalesce(l.hb[{{schema}}.bucket({{schema}}.micros(clock_timestamp()) - {{schema}}.micros(l.xacquired[p.k]))], 0) + 1
-  FROM (SELECT array_position(x.xref, $3::text) AS k FROM {{schema}}.locks x WHERE x.name = $1::text) p
+UPDATE {{schema}}.locks l SET xref[p.k] = NULL, freed = c.t,
+       rels = l.rels + 1, holds = l.holds + 1, hold_us = l.hold_us + greatest({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]), 0),
+       hb[{{schema}}.bucket({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]))] = coalesce(l.hb[{{schema}}.bucket({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]))], 0) + 1
+  FROM (SELECT array_position(x.xref, $3::text) AS k FROM {{schema}}.locks x WHERE x.name = $1::text) p,
+       (SELECT clock_timestamp() AS t) c
  WHERE l.name = $1::text AND l.fast AND l.xref[p.k] = $3::text AND ($2::bigint = 0 OR l.xtoken[p.k] = $2::bigint)
 RETURNING l.xkind[p.k], l.xtoken[p.k], {{schema}}.micros(l.freed),
           {{schema}}.micros(l.freed) - {{schema}}.micros(l.xacquired[p.k]), 0, 0::bigint
