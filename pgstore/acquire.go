@@ -52,7 +52,8 @@ type acquisition struct {
 	req     *store.AcquireRequest
 	names   []string
 	op      int64
-	reached bool // a statement of it may have reached the server
+	reached bool   // a statement of it may have reached the server
+	unpend  func() // ends its pending mark (dispatcher.pend), if it has one
 }
 
 // Acquire implements store.Store. A try, a grant and a refusal are one
@@ -74,6 +75,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	}
 	a := &acquisition{req: &req, names: req.Names(), op: rand.Int64N(1<<62) + 1}
 	rows, err := s.firstTry(ctx, a)
+	if a.unpend != nil {
+		defer a.unpend()
+	}
 	if err != nil {
 		return store.Grant{}, s.abandon(ctx, a, err)
 	}
@@ -97,6 +101,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 // a ticket.
 func (s *Store) firstTry(ctx context.Context, a *acquisition) ([]arow, error) {
 	if len(a.names) > 1 || a.req.StaleAfter > 0 {
+		a.unpend = s.d.pend(a.op)
 		args := s.checkOneArgs(a, 0)
 		var rows []arow
 		err := s.attempt(ctx, a, func() (err error) {
@@ -109,6 +114,7 @@ func (s *Store) firstTry(ctx context.Context, a *acquisition) ([]arow, error) {
 	if err != nil || len(rows) > 0 {
 		return rows, err
 	}
+	a.unpend = s.d.pend(a.op)
 	return s.acquireOne(ctx, a)
 }
 

@@ -82,6 +82,8 @@ type dispatcher struct {
 	inflight  map[string][]chan struct{} // releases of this store with events, per lock, until emitted
 	took      []took                     // grants its waiters took since the last heartbeat
 	undos     []int64                    // abandoned acquisitions whose undo failed
+	pending   map[int64]int              // acquisitions whose first statement may queue them as this node's
+	resync    atomic.Bool                // compare the node's waiters in the database with this store's
 	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
 	nearly    int                        // handoffs written to early
 	listening atomic.Bool                // notifications arrive: waiters need not poll fast
@@ -96,7 +98,24 @@ func (d *dispatcher) init(s *Store) {
 	d.node = rand.Int64N(1<<62) + 1
 	d.byLock = make(map[string][]*waiter)
 	d.all = make(map[int64]*waiter)
+	d.pending = make(map[int64]int)
 	d.done = make(chan struct{})
+}
+
+// pend records that acquisition op is sending a statement that may queue
+// it as this node's waiter, before it has joined (see resyncWaiters); the
+// function returned forgets it.
+func (d *dispatcher) pend(op int64) func() {
+	d.mu.Lock()
+	d.pending[op]++
+	d.mu.Unlock()
+	return func() {
+		d.mu.Lock()
+		if d.pending[op]--; d.pending[op] <= 0 {
+			delete(d.pending, op)
+		}
+		d.mu.Unlock()
+	}
 }
 
 // join registers w, starting the background work on the first waiter. It
@@ -475,17 +494,48 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 	args := nodeBeatArgs{node: d.node, wttl: micros(d.s.cfg.waiterTTL), several: intArray(several),
 		locks: textArray(locks), refs: textArray(refs)}
 	err := queryOne(ctx, c, d.s.q.nodeBeat, args.values(), &n)
-	if err != nil && len(tk) > 0 {
-		d.mu.Lock()
-		d.took = append(tk, d.took...)
-		d.mu.Unlock()
+	if err != nil {
+		// (the database may have been restarted or failed over)
+		d.resync.Store(true)
+		if len(tk) > 0 {
+			d.mu.Lock()
+			d.took = append(tk, d.took...)
+			d.mu.Unlock()
+		}
+		return
 	}
+	if d.resync.Swap(false) {
+		d.resyncWaiters(ctx, c)
+	}
+}
+
+// resyncWaiters gives up the places the database keeps for this node's
+// waiters of one lock that no call of this store waits for. They come
+// back when a dequeue is lost: a waiter's grant, or its leaving, committed
+// on a primary that then failed over to a standby it had not reached, or
+// committed with soft() before a crash. Such a place lives as long as the
+// node, so at the head of a queue it would block the lock for good, even
+// past an expired holder. It runs after a heartbeat that failed, when the
+// listener connects, and every sweep.
+func (d *dispatcher) resyncWaiters(ctx context.Context, c conn) {
+	var ops []int64
+	if err := queryOne(ctx, c, d.s.q.nodeWaiters, []any{d.node}, &ops); err != nil {
+		d.resync.Store(true)
+		return
+	}
+	d.mu.Lock()
+	for _, op := range ops {
+		if d.all[op] == nil && d.pending[op] == 0 && !slices.Contains(d.undos, op) && len(d.undos) < maxTook {
+			d.undos = append(d.undos, op)
+		}
+	}
+	d.mu.Unlock()
 }
 
 // heartbeat renews the waiter leases every quarter of the waiter TTL
 // through the pool while the listener is down (the listener does it on its
-// own connection, which a busy pool cannot hold up), and sweeps every few
-// seconds.
+// own connection, which a busy pool cannot hold up), and sweeps (and
+// resyncs the node's waiters) every 20 beats.
 func (d *dispatcher) heartbeat(ctx context.Context) {
 	defer d.bg.Done()
 	every := d.s.cfg.waiterTTL / 4
@@ -497,6 +547,7 @@ func (d *dispatcher) heartbeat(ctx context.Context) {
 		if beats++; beats%20 == 0 {
 			var n int64
 			_ = queryOne(ctx, d.s.c, d.s.q.sweep, nil, &n)
+			d.resync.Store(true) // at the next beat, here or the listener's
 		}
 	}
 }
@@ -520,6 +571,7 @@ func (d *dispatcher) listen(ctx context.Context) {
 		if err == nil {
 			if _, err = c.Exec(ctx, d.s.q.listen); err == nil {
 				d.listening.Store(true)
+				d.resync.Store(true)
 				backoff = 50 * time.Millisecond
 				d.wakeAll()
 				next := time.Now().Add(every)

@@ -314,6 +314,50 @@ func TestNodesDeadWaiterLeavesQueue(t *testing.T) {
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 }
 
+// TestNodesLostDequeueGivenUp: a place in the queue that the database
+// keeps for a live node, but that no call of that node waits for (its
+// dequeue was lost: a grant or a leaving committed on a primary that then
+// failed over to a standby it had not reached), is given up by the node's
+// store, so the waiter behind it gets the lock. Without that, the place
+// lives as long as the node, at the head of the queue, and the release
+// hands the lock to nobody.
+func TestNodesLostDequeueGivenUp(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "ghost", 1)
+	h, err := e.s.Acquire(ctx, req("h", time.Minute, "ghost"))
+	must(t, err)
+	n := e.node(t)
+	// The place of an acquisition of n's node that n does not know: what
+	// the new primary kept of a waiter the old one had dequeued.
+	_, err = e.pool.Exec(ctx, "SELECT * FROM "+pgx.Identifier{e.schema}.Sanitize()+`.acquire_one(p_name => 'ghost',
+		p_ref => 'lost', p_kind => '', p_ttl => 60000000, p_hold => 0, p_counted => false, p_wait => true,
+		p_op => 4242, p_wttl => 1000000, p_pats => ARRAY['ghost'], p_lease => 60000000, p_back => 0, p_node => $1)`,
+		n.NodeID())
+	must(t, err)
+	wantState(t, e.s, "ghost", 1, 1)
+	// A waiter of n behind it starts n's heartbeat and listener.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		r := req("w", time.Minute, "ghost")
+		r.Wait = true
+		g, err := n.Acquire(wctx, r)
+		if err == nil {
+			err = n.Release(ctx, g.Handle(), nil)
+		}
+		done <- err
+	}()
+	// The lost place is given up; the live waiter stays.
+	waitFor(t, "a queue of w alone", func() bool {
+		st, err := e.s.State(ctx, "ghost", true)
+		return err == nil && len(st.Queue) == 1 && st.Queue[0].Ref == "w"
+	})
+	must(t, e.s.Release(ctx, h.Handle(), nil))
+	must(t, <-done)
+}
+
 // TestAcquireAllNoDeadlock: callers naming the same locks in opposite
 // orders, on two nodes, never deadlock and never over-grant.
 func TestAcquireAllNoDeadlock(t *testing.T) {

@@ -33,7 +33,7 @@ type queries struct {
 	acquireOne, checkOne, releaseOne, release, undo string
 	keepOne, keep, held, spillHeld                  string
 	states, define, resize, stats                   string
-	nodeBeat, dropWaiter, sweep                     string
+	nodeBeat, nodeWaiters, dropWaiter, sweep        string
 	// other statements
 	undefined, nodeDown, listen, guard, isolation string
 }
@@ -70,13 +70,14 @@ var (
 	resizeFn    = fn{"resize", []string{"p_name text", "p_slots integer"}}
 	nodeBeatFn  = fn{"node_beat", []string{"p_node bigint", "p_wttl bigint", "p_several bigint[]", "p_locks text[]",
 		"p_refs text[]"}}
-	dropWaiterFn = fn{"drop_waiter", []string{"p_op bigint"}}
+	dropWaiterFn  = fn{"drop_waiter", []string{"p_op bigint"}}
+	nodeWaitersFn = fn{"node_waiters", []string{"p_node bigint"}}
 )
 
 // calls lists the functions above, for the test that compares them with
 // their definitions in sql/.
 var calls = []fn{acquireOneFn, checkOneFn, releaseOneFn, releaseFn, undoFn, keepOneFn, keepFn, heldFn,
-	spillHeldFn, statesFn, defineFn, resizeFn, nodeBeatFn, dropWaiterFn}
+	spillHeldFn, statesFn, defineFn, resizeFn, nodeBeatFn, dropWaiterFn, nodeWaitersFn}
 
 // call returns the call of f in schema s (quoted) with named arguments
 // $1, $2, … An array goes as its text, cast on the server, which every
@@ -234,9 +235,10 @@ func newQueries(schema string) queries {
 		// Waiter leases are soft state: the beat commits asynchronously
 		// (soft()), so the listener's connection, which runs it between
 		// notifications, never waits for a WAL flush.
-		nodeBeat:   "SELECT n FROM (SELECT " + s + ".soft()) x, " + nodeBeatFn.call(s) + " n",
-		dropWaiter: "SELECT " + dropWaiterFn.call(s) + "::bigint",
-		sweep:      "SELECT (" + s + ".sweep_nodes(64) + " + s + ".sweep(64))::bigint",
+		nodeBeat:    "SELECT n FROM (SELECT " + s + ".soft()) x, " + nodeBeatFn.call(s) + " n",
+		nodeWaiters: "SELECT " + nodeWaitersFn.call(s),
+		dropWaiter:  "SELECT " + dropWaiterFn.call(s) + "::bigint",
+		sweep:       "SELECT (" + s + ".sweep_nodes(64) + " + s + ".sweep(64))::bigint",
 
 		// The first name of $1 that no definition covers.
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",

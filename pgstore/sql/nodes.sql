@@ -75,6 +75,20 @@ BEGIN
 END
 $sleeplock$;
 
+-- node_waiters: the acquisitions of node p_node's waiters of one lock,
+-- whose places live as long as the node. Its store gives up those it no
+-- longer waits for: a dequeue lost in a crash or an asynchronous failover
+-- (commits made with soft(), or not replicated) brings back a place that
+-- nobody takes, which would block its queue for as long as the node lives.
+CREATE OR REPLACE FUNCTION {{schema}}.node_waiters(p_node bigint)
+ RETURNS bigint[]
+ LANGUAGE sql
+ STABLE
+AS $sleeplock$
+    SELECT coalesce(array_agg(w.op), '{}') FROM {{schema}}.waiters w
+     WHERE w.node = p_node AND w.expires = {{schema}}.owned()
+$sleeplock$;
+
 -- node_up: makes sure node p_node has a row that is not stale, before a
 -- waiter of it is queued; no write while it has more than 30 % of its
 -- lease left.
