@@ -111,12 +111,17 @@ func TestFailoverSyncStalled(t *testing.T) {
 }
 
 // TestFailoverAsync: an asynchronous standby that lags 2s (replication
-// stalled) when the primary dies. What that weakens is reported, not
-// failed on: lost grants and writes, tokens decreasing or granted twice.
-// Liveness is required.
+// stalled) when the primary dies. Acknowledged grants and writes the
+// standby had not received are lost (reported, not failed on), but tokens
+// still only grow: the promoted standby's tokens are above any its old
+// primary drew (next_token(), the timeline), so none decreases and none is
+// granted twice. Liveness is required.
 func TestFailoverAsync(t *testing.T) {
 	rep := failover(t, false, 2*time.Second, 0, 0, 4)
 	requireLive(t, rep)
-	t.Logf("asynchronous failover weakened: %d grants and %d writes lost, tokens decreased %d times and %d granted twice, %d holders believed they held after another was granted",
-		rep.LostGrants, rep.LostWrites, rep.TokenDecreases, rep.TokensTwice, rep.BeliefOverlaps)
+	if rep.TokenDecreases != 0 || rep.TokensTwice != 0 {
+		t.Errorf("tokens decreased %d times, %d granted twice, want 0", rep.TokenDecreases, rep.TokensTwice)
+	}
+	t.Logf("asynchronous failover weakened: %d grants and %d writes lost, %d holders believed they held after another was granted",
+		rep.LostGrants, rep.LostWrites, rep.BeliefOverlaps)
 }

@@ -134,6 +134,36 @@
 // taken over, released or found gone by this process ends its watchers at
 // once; a hold taken over by another node is learnt at the next renewal.
 //
+// # Failover to a standby
+//
+// With a multi-host DSN (host=a,b target_session_attrs=read-write) the
+// pool and the LISTEN connection follow a promoted standby; statements in
+// flight are classified as above, and waiters check again. What holds
+// across the promotion depends on the replication:
+//
+//   - Synchronous (synchronous_commit on, the default, with
+//     synchronous_standby_names): nothing a caller was told is lost. A
+//     statement whose context ended while PostgreSQL waited for the
+//     standby may have committed on the primary alone, so it is not
+//     counted as done: Keep returns an error matching ErrUnreachable and
+//     Acquire gives back what it may have been granted.
+//   - Asynchronous: grants, renewals and releases the standby had not
+//     received are lost; a holder may hold a lease the new primary does
+//     not know, and Guard refuses its writes there. Fencing tokens still
+//     only grow: every token is the tokens sequence raised by (timeline − 1)
+//     · 2^44, and a promotion starts a higher timeline, so the new
+//     primary's tokens are above any the old one drew (as long as the
+//     sequence stays below 2^44). A resource that checks tokens refuses
+//     the lost holder once it has seen a newer one.
+//
+// A waiter's place in the queue, or its leaving, may also be lost with
+// the commits the standby had not received (they are made with
+// synchronous_commit off). A store therefore compares its node's places in
+// the database with the calls it has waiting, after a heartbeat that
+// failed, whenever its LISTEN connection connects, and every 20
+// heartbeats, and gives up the places nobody waits for. docs/failover.md
+// has the runs and figures.
+//
 // # UNLOGGED tables
 //
 // Migrate with Unlogged() creates the lease and queue tables UNLOGGED: a
@@ -141,7 +171,8 @@
 // faster. The price: after a crash of the database server, or a failover to
 // a replica, every lease and waiter is gone (the tables come back empty), so
 // two holders may overlap across the crash. Definitions and the token
-// sequence stay durable, so fencing tokens still only grow: with Guard, or a
+// sequence stay durable (and a promotion raises tokens, see above), so
+// fencing tokens still only grow: with Guard, or a
 // resource that checks tokens, a write by a holder from before the crash is
 // still rejected.
 //

@@ -8,7 +8,7 @@
 -- $1 name, $2 ref, $3 kind, $4 ttl µs, $5 hold µs, $6 op, $7 lease µs (hold
 -- or ttl), $8 ttl - lease µs. Returns the token, acquired and expires (µs).
 UPDATE {{schema}}.locks l
-   SET ref = $2::text, kind = $3::text, token = nextval({{tokens}}), acquired = statement_timestamp(),
+   SET ref = $2::text, kind = $3::text, token = {{schema}}.next_token(), acquired = statement_timestamp(),
        renewed = statement_timestamp() - $8::bigint * interval '1 microsecond',
        expires = CASE WHEN $4::bigint > 0 THEN statement_timestamp() + $7::bigint * interval '1 microsecond' END,
        ttl = $4::bigint, hold = $5::bigint, op = $6::bigint, acqs = l.acqs + 1

@@ -10,7 +10,7 @@
 UPDATE {{schema}}.locks l
    SET xref[array_position(l.xref, NULL)] = $2::text,
        xkind[array_position(l.xref, NULL)] = $3::text,
-       xtoken[array_position(l.xref, NULL)] = nextval({{tokens}}),
+       xtoken[array_position(l.xref, NULL)] = {{schema}}.next_token(),
        xacquired[array_position(l.xref, NULL)] = statement_timestamp(),
        xrenewed[array_position(l.xref, NULL)] = statement_timestamp() - $8::bigint * interval '1 microsecond',
        xexpires[array_position(l.xref, NULL)] =

@@ -101,7 +101,7 @@ BEGIN
                 IF l.fast AND cardinality(l.xref) = v_slots AND v_k IS NOT NULL
                    AND array_position(l.xref, p_ref) IS NULL THEN
                     UPDATE {{schema}}.locks x
-                       SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = nextval({{tokens}}),
+                       SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = {{schema}}.next_token(),
                            xacquired[v_k] = v_now, xrenewed[v_k] = v_now - p_back * interval '1 microsecond',
                            xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op,
                            acqs = x.acqs + 1
@@ -162,7 +162,7 @@ BEGIN
             v_now := clock_timestamp();
             v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
             UPDATE {{schema}}.locks x
-               SET ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
+               SET ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
                    renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
                    hold = p_hold, op = p_op, acqs = x.acqs + 1
              WHERE x.name = p_name AND x.fast AND x.ref IS NULL
@@ -179,7 +179,7 @@ BEGIN
             v_now := clock_timestamp();
             v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
             UPDATE {{schema}}.locks x
-               SET fast = true, ref = p_ref, kind = p_kind, token = nextval({{tokens}}), acquired = v_now,
+               SET fast = true, ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
                    renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
                    hold = p_hold, op = p_op, acqs = x.acqs + 1
              WHERE x.name = p_name
@@ -225,7 +225,7 @@ BEGIN
                         v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
                         INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
                                                         ttl, hold, op)
-                        VALUES (p_name, p_ref, p_kind, nextval({{tokens}}), f.slot, 1, v_now,
+                        VALUES (p_name, p_ref, p_kind, {{schema}}.next_token(), f.slot, 1, v_now,
                                 v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
                         ON CONFLICT DO NOTHING
                         RETURNING token INTO v_tok;
@@ -535,7 +535,7 @@ BEGIN
                 v_token := NULL;
                 IF v_slot IS NOT NULL THEN
                     INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
-                    VALUES (p_names[i], p_ref, p_kind, nextval({{tokens}}), v_slot, 1, v_now, v_renew, v_exp, p_ttl, p_hold, p_op)
+                    VALUES (p_names[i], p_ref, p_kind, {{schema}}.next_token(), v_slot, 1, v_now, v_renew, v_exp, p_ttl, p_hold, p_op)
                     ON CONFLICT DO NOTHING
                     RETURNING token INTO v_token;
                 END IF;

@@ -10,6 +10,22 @@ AS $sleeplock$
     SELECT coalesce((extract(epoch FROM t) * 1000000)::bigint, 0)
 $sleeplock$;
 
+-- next_token: the next fencing token: the tokens sequence, raised by
+-- (timeline − 1) · 2^44. A standby promoted to primary starts a new, higher
+-- timeline, so every token it draws is greater than any its old primary
+-- drew, also one whose commit was never replicated (an asynchronous
+-- standby): tokens grow across failovers while the sequence stays below
+-- 2^44 (17.6 trillion tokens). The timeline is the server's WAL insertion
+-- timeline, which a promotion changes at once.
+CREATE OR REPLACE FUNCTION {{schema}}.next_token()
+ RETURNS bigint
+ LANGUAGE sql
+ VOLATILE
+AS $sleeplock$
+    SELECT nextval({{tokens}})
+           + ((('x' || left(pg_walfile_name(pg_current_wal_insert_lsn()), 8))::bit(32)::bigint - 1) << 44)
+$sleeplock$;
+
 -- patterns: the names that could define n, most specific first: the name
 -- itself, then its families ("a/b/c" → "a/b/c", "a/b/*", "a/*").
 CREATE OR REPLACE FUNCTION {{schema}}.patterns(n text)

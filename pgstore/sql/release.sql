@@ -260,7 +260,7 @@ BEGIN
         v_lease := CASE WHEN w.hold > 0 AND w.hold < w.ttl THEN w.hold ELSE w.ttl END;
         v_exp := CASE WHEN w.ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
         v_renew := CASE WHEN w.ttl > 0 THEN p_now - (w.ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
-        v_tok := nextval({{tokens}});
+        v_tok := {{schema}}.next_token();
         PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), 0, 0, 0, NULL);
         p_run := p_run + 1;
         p_wait := p_wait - 1;
