@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,13 +99,17 @@ func run(t *testing.T, cfg chaos.Config) *chaos.Report {
 // Guard: no lock ever has more holders than slots, no write of a holder
 // whose lease was taken over is accepted, and once every worker is killed
 // every slot is grantable again TTL + 1s later on the database's clock.
+// The first worker is a spare: never killed, it lives the whole run.
 func TestChaosShort(t *testing.T) {
 	rep := run(t, chaos.Config{
-		Workers: 3, Goroutines: 4, Members: 4,
+		Workers: 3, Goroutines: 4, Members: 4, Spare: 1,
 		Duration: 18 * time.Second, TTL: 2 * time.Second, WaiterTTL: time.Second,
-		FaultEvery: 1500 * time.Millisecond,
-		Faults:     []string{chaos.FaultKill, chaos.FaultPause, chaos.FaultTerminate},
+		FaultEvery: 1500 * time.Millisecond, ProgressEvery: 5 * time.Second,
+		Faults: []string{chaos.FaultKill, chaos.FaultPause, chaos.FaultTerminate},
 	})
+	if !slices.ContainsFunc(rep.RSS, func(m chaos.WorkerRSS) bool { return m.Worker == "w1" }) {
+		t.Errorf("the spare worker w1 was not running at the end: %+v", rep.RSS)
+	}
 	f := rep.Findings
 	if v := f.Violations(); v != 0 {
 		t.Errorf("%d safety violations (overlaps %d, late writes %d, writes by a lost lease %d), want 0", v, f.Overlaps, f.LateWrites, f.Unheld)

@@ -25,6 +25,8 @@ func TestConfigErrors(t *testing.T) {
 		{chaos.Config{DSN: "postgres://x", Faults: []string{"flood"}}, `"flood"`},
 		{chaos.Config{DSN: "postgres://x", Workers: -1}, "Workers"},
 		{chaos.Config{DSN: "postgres://x", TTL: -time.Second}, "negative"},
+		{chaos.Config{DSN: "postgres://x", Workers: 2, Spare: 2}, "Spare"},
+		{chaos.Config{DSN: "postgres://x", Ops: -1}, "Ops"},
 		{chaos.Config{}, "DSN"},
 	} {
 		rep, err := chaos.Run(ctx, c.cfg)

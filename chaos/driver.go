@@ -54,6 +54,17 @@ type Config struct {
 	Faults         []string      // the faults, injected in turn (default kill, pause, terminate)
 	FaultEvery     time.Duration // time between two faults (default TTL)
 	PauseFor       time.Duration // how long a paused worker stays stopped (default TTL + 1s)
+	// Spare is how many workers, the first started, are never killed: they
+	// are paused and lose their connections as the others do, and live the
+	// whole run, so that their memory is measured from start to end.
+	Spare int
+	// Ops ends the run early once the workers have made this many
+	// operations (acquisition attempts, guarded writes and releases); 0:
+	// Duration alone. Checked with the progress, every ProgressEvery.
+	Ops int64
+	// ProgressEvery is how often the run logs its operations so far and
+	// each worker's memory (default 1 minute).
+	ProgressEvery time.Duration
 	// WaiterBound is added to TTL + 1s, the time after the last kill by
 	// which every lock must be grantable: an allowance for a store whose dead
 	// waiters block a free lock for longer than a lease TTL.
@@ -101,6 +112,7 @@ func (c *Config) defaults() {
 	defd(&c.AcquireTimeout, 2*c.TTL+time.Second)
 	defd(&c.FaultEvery, c.TTL)
 	defd(&c.PauseFor, c.TTL+time.Second)
+	defd(&c.ProgressEvery, time.Minute)
 	if c.Faults == nil {
 		c.Faults = []string{FaultKill, FaultPause, FaultTerminate}
 		if c.SQLite != "" {
@@ -147,8 +159,11 @@ func (c *Config) validate() error {
 		return invalid("Workers, Goroutines, Members and Writes must be at least 1")
 	}
 	if c.Duration < 0 || c.TTL < 0 || c.WaiterTTL < 0 || c.Poll < 0 || c.Hold < 0 || c.FaultEvery < 0 ||
-		c.PauseFor < 0 || c.WaiterBound < 0 || c.AcquireTimeout < 0 {
+		c.PauseFor < 0 || c.WaiterBound < 0 || c.AcquireTimeout < 0 || c.ProgressEvery < 0 {
 		return invalid("durations must not be negative")
+	}
+	if c.Spare < 0 || c.Spare >= c.Workers || c.Ops < 0 {
+		return invalid("Spare must be 0 up to Workers - 1, and Ops not negative")
 	}
 	return nil
 }
@@ -166,6 +181,7 @@ type proc struct {
 	stderr    *syncBuffer
 	started   time.Time
 	rssStart  int64 // resident set size (bytes) once ready; 0: unknown
+	spare     bool  // never killed (Config.Spare)
 }
 
 type syncBuffer struct {
@@ -353,6 +369,8 @@ func (d *driver) chaos(ctx context.Context) error {
 	defer end.Stop()
 	tick := time.NewTicker(max(d.cfg.FaultEvery, 10*time.Millisecond))
 	defer tick.Stop()
+	progress := time.NewTicker(d.cfg.ProgressEvery)
+	defer progress.Stop()
 	var event <-chan time.Time
 	if d.cfg.event != nil {
 		et := time.NewTimer(d.cfg.eventAt)
@@ -370,11 +388,12 @@ func (d *driver) chaos(ctx context.Context) error {
 			}
 			continue
 		case <-end.C:
-			// let the paused workers resume and their holders write on, so
-			// that the last pauses count as much as the others
-			d.pauses.Wait()
-			pause(ctx, d.cfg.Hold+250*time.Millisecond)
-			return ctx.Err()
+			return d.wind(ctx)
+		case <-progress.C:
+			if d.progress(ctx) {
+				return d.wind(ctx)
+			}
+			continue
 		case <-tick.C:
 		}
 		if err := d.replaceExited(ctx); err != nil {
@@ -387,6 +406,46 @@ func (d *driver) chaos(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// wind lets the paused workers resume and their holders write on, so that
+// the last pauses count as much as the others.
+func (d *driver) wind(ctx context.Context) error {
+	d.pauses.Wait()
+	pause(ctx, d.cfg.Hold+250*time.Millisecond)
+	return ctx.Err()
+}
+
+// operations is the number of operations the workers have flushed to the
+// records so far (as the report counts them).
+func (d *driver) operations(ctx context.Context) (int64, error) {
+	var n int64
+	err := d.pool.QueryRow(ctx, "SELECT coalesce(sum(n), 0)::bigint FROM "+quote(d.schema)+".chaos_stats WHERE name = ANY ($1)",
+		opStats).Scan(&n)
+	return n, err
+}
+
+// opStats are the counters of operations: attempts to acquire, guarded
+// writes, releases.
+var opStats = []string{"acquire", "try", "all", "all-nowait", "write", "release"}
+
+// progress logs the operations so far and each running worker's memory; it
+// reports whether Ops is reached.
+func (d *driver) progress(ctx context.Context) bool {
+	n, err := d.operations(ctx)
+	if err != nil {
+		d.logf("progress: %v", err)
+		return false
+	}
+	d.mu.Lock()
+	var mem []string
+	for _, p := range d.procs {
+		mem = append(mem, fmt.Sprintf("%s %.1f MiB (%v)", p.name, float64(rss(p.cmd.Process.Pid))/(1<<20),
+			time.Since(p.started).Round(time.Second)))
+	}
+	d.mu.Unlock()
+	d.logf("progress: %d operations; workers' RSS: %s", n, strings.Join(mem, ", "))
+	return d.cfg.Ops > 0 && n >= d.cfg.Ops
 }
 
 // startWorker starts a new worker and waits until it is ready, trying
@@ -409,7 +468,8 @@ func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 	d.next++
 	name := fmt.Sprintf("w%d", d.next)
 	d.mu.Unlock()
-	p := &proc{name: name, app: "sleeplock-chaos-" + d.run + "-" + name, done: make(chan struct{}), stderr: &syncBuffer{}}
+	p := &proc{name: name, app: "sleeplock-chaos-" + d.run + "-" + name, done: make(chan struct{}), stderr: &syncBuffer{},
+		spare: d.next <= d.cfg.Spare}
 	dsn, ledger, kind := d.dsn, "", ""
 	switch {
 	case d.cfg.SQLite != "":
@@ -488,13 +548,14 @@ func (d *driver) replaceExited(ctx context.Context) error {
 	return nil
 }
 
-// victim picks a running worker that is not paused.
-func (d *driver) victim() *proc {
+// victim picks a running worker that is not paused (nor a spare, for a
+// kill).
+func (d *driver) victim(kill bool) *proc {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var ps []*proc
 	for _, p := range d.procs {
-		if !p.paused && !p.killed {
+		if p.victim(kill) {
 			ps = append(ps, p)
 		}
 	}
@@ -508,13 +569,13 @@ func (d *driver) victim() *proc {
 // the one that took the pool (or, with pool false, a family member) last if
 // any holds it, so that the fault catches a holder early in its writes; any
 // running worker if none holds.
-func (d *driver) holder(ctx context.Context, pool bool) *proc {
+func (d *driver) holder(ctx context.Context, pool, kill bool) *proc {
 	rows, err := d.pool.Query(ctx, "SELECT worker FROM "+quote(d.schema)+".chaos_holdings "+
 		"WHERE released IS NULL AND observed > clock_timestamp() - $1::bigint * interval '1 microsecond' "+
 		"ORDER BY (lock = $2) = $3 DESC, observed DESC",
 		(d.cfg.Hold + 100*time.Millisecond).Microseconds(), Pool, pool)
 	if err != nil {
-		return d.victim()
+		return d.victim(kill)
 	}
 	var holders []string
 	for rows.Next() {
@@ -528,18 +589,22 @@ func (d *driver) holder(ctx context.Context, pool bool) *proc {
 	defer d.mu.Unlock()
 	for _, w := range holders {
 		for _, p := range d.procs {
-			if p.name == w && !p.paused && !p.killed {
+			if p.name == w && p.victim(kill) {
 				return p
 			}
 		}
 	}
 	for _, p := range d.procs {
-		if !p.paused && !p.killed {
+		if p.victim(kill) {
 			return p
 		}
 	}
 	return nil
 }
+
+// victim reports whether p may take a fault now (a kill with kill): it
+// runs, and is not a spare when the fault is a kill.
+func (p *proc) victim(kill bool) bool { return !p.paused && !p.killed && !(kill && p.spare) }
 
 // now reads the database's clock, riding out a restart.
 func (d *driver) now(ctx context.Context) (time.Time, error) {
@@ -571,7 +636,7 @@ func (d *driver) record(ctx context.Context, kind, worker string, at time.Time, 
 func (d *driver) inject(ctx context.Context, kind string) error {
 	switch kind {
 	case FaultKill:
-		p := d.holder(ctx, false)
+		p := d.holder(ctx, false, true)
 		if p == nil {
 			return nil
 		}
@@ -594,7 +659,7 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 		_, err = d.startWorker(ctx)
 		return err
 	case FaultPause:
-		p := d.holder(ctx, true)
+		p := d.holder(ctx, true, false)
 		if p == nil {
 			return nil
 		}
@@ -632,7 +697,7 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 		})
 		return nil
 	case FaultTerminate:
-		p := d.victim()
+		p := d.victim(false)
 		if p == nil {
 			return nil
 		}
