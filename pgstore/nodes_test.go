@@ -358,6 +358,63 @@ func TestNodesLostDequeueGivenUp(t *testing.T) {
 	must(t, <-done)
 }
 
+// TestNodesRenewalConfirmsHandedGrant: a grant a release handed to a
+// waiter stays its node's until the node confirms it (a dead node's grant
+// ends with it). The confirmation is committed with synchronous_commit off,
+// so a crash or a failover can lose it; the holder's renewal confirms it
+// again, so a renewed lease is not ended early when its node's row later
+// runs out.
+func TestNodesRenewalConfirmsHandedGrant(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	schema := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "conf", 1)
+	h, err := e.s.Acquire(ctx, req("h", time.Minute, "conf"))
+	must(t, err)
+	// A node without a LISTEN connection, whose pool the test closes.
+	npool := newPool(t, nil)
+	n, err := pgstore.New(ctx, npool, pgstore.WithSchema(e.schema), pgstore.WithoutListen(),
+		pgstore.WithPollInterval(5*time.Millisecond))
+	must(t, err)
+	t.Cleanup(func() { _ = n.Close() })
+	got := make(chan store.Grant, 1)
+	go func() {
+		r := req("w", time.Minute, "conf")
+		r.Wait = true
+		g, err := n.Acquire(ctx, r)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- g
+	}()
+	waiting(t, e.s, "conf", 1)
+	must(t, e.s.Release(ctx, h.Handle(), nil)) // handed to w, its node's
+	g := <-got
+	confirmed := func() bool {
+		var node *int64
+		err := e.pool.QueryRow(ctx, "SELECT node FROM "+schema+".holders WHERE lock = 'conf'").Scan(&node)
+		return err == nil && node == nil
+	}
+	waitFor(t, "the node to confirm the grant", confirmed)
+	// The confirmation is lost (what a promoted standby that had not
+	// received it keeps), then the holder renews its lease.
+	_, err = e.pool.Exec(ctx, "UPDATE "+schema+".holders SET node = $1 WHERE lock = 'conf'", n.NodeID())
+	must(t, err)
+	_, err = n.Keep(ctx, g.Handle(), time.Minute, 0)
+	must(t, err)
+	if !confirmed() {
+		t.Fatal("the renewal left the grant its node's")
+	}
+	// The node's row runs out (its heartbeat stopped): the renewed lease
+	// still holds.
+	npool.Close()
+	_, err = e.pool.Exec(ctx, "UPDATE "+schema+".nodes SET expires = expires - interval '1 hour' WHERE id = $1", n.NodeID())
+	must(t, err)
+	if _, err := e.s.Acquire(ctx, req("other", time.Minute, "conf")); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("another caller while the renewed lease holds: %v, want ErrUnavailable", err)
+	}
+}
+
 // TestAcquireAllNoDeadlock: callers naming the same locks in opposite
 // orders, on two nodes, never deadlock and never over-grant.
 func TestAcquireAllNoDeadlock(t *testing.T) {

@@ -105,8 +105,9 @@ BEGIN
           FROM (SELECT array_position(x.xref, p_ref) AS k FROM {{schema}}.locks x WHERE x.name = p_name) p
          WHERE l.name = p_name AND l.fast AND l.xref[p.k] = p_ref AND (p_token = 0 OR l.xtoken[p.k] = p_token);
         IF NOT FOUND THEN
+            -- (a renewal also confirms a handed grant: see holders.node)
             UPDATE {{schema}}.holders h
-               SET ttl = p_ttl, hold = p_hold, expires = v_exp,
+               SET ttl = p_ttl, hold = p_hold, expires = v_exp, node = NULL,
                    renewed = CASE WHEN p_ttl > 0 THEN v_now - p_back * interval '1 microsecond' ELSE h.acquired END
              WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token);
             IF NOT FOUND THEN
