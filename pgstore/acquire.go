@@ -22,6 +22,7 @@ type arow struct {
 	token, at, expires, dur int64
 	queued                  bool
 	ticket, ttl, hold       int64
+	weight                  int32 // the hold's (granted, reentered, expired), else the one asked
 	seq                     int64
 }
 
@@ -31,7 +32,7 @@ func (s *Store) scanAcquire(ctx context.Context, q string, args []any, withFast 
 	err = s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r arow
 		dest := []any{&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token,
-			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.seq}
+			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.weight, &r.seq}
 		if withFast {
 			dest = append(dest, &fast)
 		}
@@ -69,9 +70,6 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
-	if req.Weighted() {
-		return store.Grant{}, fmt.Errorf("%w: weights (issue 21) on the PostgreSQL store", store.ErrUnsupported)
-	}
 	a := &acquisition{req: &req, names: req.Names(), op: rand.Int64N(1<<62) + 1}
 	rows, err := s.firstTry(ctx, a)
 	if err != nil {
@@ -92,9 +90,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 }
 
 // firstTry sends an acquisition's first statement: for one lock without
-// StaleAfter, the bare UPDATE when the lock was last seen fast and then,
-// when that granted nothing, acquire_one(); otherwise check_one() without
-// a ticket.
+// StaleAfter, the bare UPDATE when the lock was last seen fast (weight 1
+// only: a weighted hold lives in a holder row) and then, when that granted
+// nothing, acquire_one(); otherwise check_one() without a ticket.
 func (s *Store) firstTry(ctx context.Context, a *acquisition) ([]arow, error) {
 	if len(a.names) > 1 || a.req.StaleAfter > 0 {
 		args := s.checkOneArgs(a, 0)
@@ -133,7 +131,7 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 	many := s.fast.isMany(req.Name)
 	// (an event of a slot in the arrays needs the lock's counts:
 	// acquire_one(), which grants there too)
-	if !s.fast.is(req.Name) || (many && req.Events != nil) {
+	if !s.fast.is(req.Name) || (many && req.Events != nil) || req.Weighted() {
 		return nil, nil
 	}
 	length, back := lease(req.TTL, req.Hold)
@@ -152,7 +150,7 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 		rows = rows[:0]
 		return s.c.query(ctx, q, args, func(scan func(...any) error) error {
 			rows = append(rows, arow{ev: "granted", idx: 1, lock: req.Name, running: 1, ref: ref, kind: req.Kind,
-				ttl: micros(req.TTL), hold: micros(req.Hold)})
+				ttl: micros(req.TTL), hold: micros(req.Hold), weight: 1})
 			p := &rows[len(rows)-1]
 			if req.Events != nil {
 				return scan(&p.token, &p.at, &p.expires, &p.slots, &p.seq)
@@ -170,7 +168,7 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 	length, back := lease(req.TTL, req.Hold)
 	args := acquireOneArgs{name: req.Name, ref: req.Ref.String(), kind: req.Kind, ttl: micros(req.TTL),
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, wttl: micros(s.cfg.waiterTTL),
-		pats: patterns(req.Name), lease: length, back: back, node: s.d.node}
+		pats: patterns(req.Name), lease: length, back: back, node: s.d.node, weight: int64(req.WeightOf(0))}
 	var rows []arow
 	var fast bool
 	err := s.attempt(ctx, a, func() (err error) {
@@ -197,7 +195,17 @@ func (s *Store) checkOneArgs(a *acquisition, ticket int64) checkOneArgs {
 	req := a.req
 	return checkOneArgs{names: textArray(a.names), ref: req.Ref.String(), kind: req.Kind, ttl: micros(req.TTL),
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, ticket: ticket,
-		wttl: micros(s.cfg.waiterTTL), stale: micros(max(req.StaleAfter, 0)), node: s.d.node, whole: req.ReenterAll}
+		wttl: micros(s.cfg.waiterTTL), stale: micros(max(req.StaleAfter, 0)), node: s.d.node, whole: req.ReenterAll,
+		weights: weightsOf(req, len(a.names))}
+}
+
+// weightsOf is the weight asked of each of n locks of req, as an intArray.
+func weightsOf(req *store.AcquireRequest, n int) string {
+	ws := make([]int64, n)
+	for i := range ws {
+		ws[i] = int64(req.WeightOf(i))
+	}
+	return intArray(ws)
 }
 
 // wait waits for the grant of an acquisition that queued (rows: its
@@ -287,7 +295,7 @@ func (s *Store) handedOver(ctx context.Context, a *acquisition, h handoff) (stor
 	return s.outcome(ctx, a, []arow{{ev: "granted", idx: 1, lock: a.names[0], slots: int32(h.slots),
 		running: int32(h.running), waiting: int32(h.waiting), ref: req.Ref.String(), kind: req.Kind,
 		token: h.token, at: h.at, expires: h.expires, dur: h.waited, ticket: h.ticket, ttl: micros(req.TTL),
-		hold: micros(req.Hold), seq: h.seq}})
+		hold: micros(req.Hold), weight: int32(store.Need(req.WeightOf(0), int(h.slots))), seq: h.seq}})
 }
 
 // poll runs a check of a waiter; it is safe to run again whatever became
@@ -352,8 +360,13 @@ func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store
 			e.Kind, e.Ref, e.Expires = r.kind, r.ref, fromMicros(r.expires)
 		}
 		emit(req.Events, store.Event{Type: store.EventRefused, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
-			Waiting: int(r.waiting), Holder: e.Kind, Time: fromMicros(r.at)})
+			Waiting: int(r.waiting), Holder: e.Kind, Weight: req.WeightOf(int(r.idx) - 1), Time: fromMicros(r.at)})
 		return store.Grant{}, e
+	case "heavy":
+		// More slots asked than the lock has: at once, or for a waiter
+		// (ticket) after a Resize; its place in the queue is gone.
+		return store.Grant{}, &store.WeightError{Lock: r.lock, Weight: req.WeightOf(int(r.idx) - 1), Slots: int(r.slots),
+			Resized: r.ticket > 0}
 	case "cancelled":
 		return store.Grant{}, s.abandon(ctx, a, errors.New("pgstore: acquisition cancelled"))
 	}
@@ -370,7 +383,7 @@ func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store
 			g.Reentered = false
 		}
 		if n == 0 {
-			g.Lock, g.Acquired, g.Expires = l, fromMicros(r.at), exp
+			g.Lock, g.Acquired, g.Expires, g.Weight = l, fromMicros(r.at), exp, int(r.weight)
 		} else {
 			g.More = append(g.More, l)
 			if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
@@ -395,7 +408,7 @@ func (s *Store) emitRows(ev store.Emitter, req *store.AcquireRequest, rows []aro
 	for i := range rows {
 		r := &rows[i]
 		e := store.Event{Lock: r.lock, Slots: int(r.slots), Running: int(r.running), Waiting: int(r.waiting),
-			Ref: r.ref, Kind: r.kind, Token: r.token, Time: fromMicros(r.at), Seq: uint64(r.seq)}
+			Ref: r.ref, Kind: r.kind, Token: r.token, Weight: int(r.weight), Time: fromMicros(r.at), Seq: uint64(r.seq)}
 		switch r.ev {
 		case "expired":
 			e.Type, e.Held = store.EventExpired, time.Duration(r.dur)*time.Microsecond

@@ -51,10 +51,10 @@ type fn struct {
 var (
 	acquireOneFn = fn{"acquire_one", []string{"p_name text", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_wttl bigint", "p_pats text[]",
-		"p_lease bigint", "p_back bigint", "p_node bigint"}}
+		"p_lease bigint", "p_back bigint", "p_node bigint", "p_weight integer"}}
 	checkOneFn = fn{"check_one", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_ticket bigint", "p_wttl bigint",
-		"p_stale bigint", "p_node bigint", "p_whole boolean"}}
+		"p_stale bigint", "p_node bigint", "p_whole boolean", "p_weights integer[]"}}
 	releaseOneFn = fn{"release_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
 		"p_pats text[]", "p_node bigint"}}
 	releaseFn = fn{"release", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
@@ -112,10 +112,12 @@ type acquireOneArgs struct {
 	pats            string // patterns(name)
 	lease, back     int64  // lease()
 	node            int64
+	weight          int64 // AcquireRequest.WeightOf(0)
 }
 
 func (a *acquireOneArgs) values() []any {
-	return []any{a.name, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.wttl, a.pats, a.lease, a.back, a.node}
+	return []any{a.name, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.wttl, a.pats, a.lease, a.back, a.node,
+		a.weight}
 }
 
 // checkOneArgs are check_one()'s arguments.
@@ -125,11 +127,13 @@ type checkOneArgs struct {
 	counted, wait    bool
 	op, ticket, wttl int64
 	stale, node      int64
-	whole            bool // ReenterAll
+	whole            bool   // ReenterAll
+	weights          string // intArray of AcquireRequest.WeightOf
 }
 
 func (a *checkOneArgs) values() []any {
-	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node, a.whole}
+	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node, a.whole,
+		a.weights}
 }
 
 // releaseOneArgs are release_one()'s arguments.
@@ -225,7 +229,7 @@ func newQueries(schema string) queries {
 		held:      "SELECT * FROM " + heldFn.call(s),
 		spillHeld: "SELECT " + spillHeldFn.call(s),
 		states: "SELECT r_name, r_slots, r_family, r_running, r_expired, r_waiting, r_now, coalesce(r_holders, ''), " +
-			"coalesce(r_queue, '') FROM " + statesFn.call(s),
+			"coalesce(r_queue, ''), r_leases FROM " + statesFn.call(s),
 		stats: "/* sleeplock stats */ SELECT * FROM " + s + ".stats(clock_timestamp())",
 		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
 			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +

@@ -21,6 +21,7 @@ type rrow struct {
 	slots, running, waiting int32
 	ref, kind               string
 	token, at, dur          int64
+	weight                  int32 // the released hold's
 	seq                     int64
 }
 
@@ -30,7 +31,7 @@ func (s *Store) scanRelease(ctx context.Context, q string, args []any) ([]rrow, 
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r rrow
 		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token, &r.at, &r.dur,
-			&r.seq); err != nil {
+			&r.weight, &r.seq); err != nil {
 			return err
 		}
 		out = append(out, r)
@@ -69,7 +70,7 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	}
 	var rows []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
-		rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref})
+		rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref, weight: 1})
 		r := &rows[len(rows)-1]
 		return scan(&r.kind, &r.token, &r.at, &r.dur, &r.slots, &r.seq)
 	})
@@ -117,8 +118,8 @@ func (s *Store) emitReleased(ev store.Emitter, rows []rrow, reason error) {
 		if r := &rows[i]; r.ev == "released" {
 			s.ended(r.lock, r.ref, r.token, reason)
 			emit(ev, store.Event{Type: store.EventReleased, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
-				Waiting: int(r.waiting), Ref: r.ref, Kind: r.kind, Token: r.token, Held: time.Duration(r.dur) * time.Microsecond,
-				Time: fromMicros(r.at), Seq: uint64(r.seq)})
+				Waiting: int(r.waiting), Ref: r.ref, Kind: r.kind, Token: r.token, Weight: int(r.weight),
+				Held: time.Duration(r.dur) * time.Microsecond, Time: fromMicros(r.at), Seq: uint64(r.seq)})
 		}
 	}
 }
