@@ -94,8 +94,8 @@ func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 {
-		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again
+	if len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 && rows[0].weight == 1 {
+		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again (a weighted hold leaves it slow)
 	}
 	// A row 'handed': a grant this release made for a waiter of this store,
 	// committed, since the statement's answer came after its commit. A row

@@ -37,7 +37,8 @@ func rowMode(t *testing.T, e *env, name string) (mode string, rows int) {
 // TestWeightedOnSlotRow: a weighted try of a lock whose row is in slot
 // mode takes the row out of it (its holders to holder rows) and holds its
 // weight in its own holder row; the weight-1 holders are released from
-// theirs, and once the lock is free the row is fast again.
+// theirs. A weighted hold released last leaves the row slow, for the next
+// weighted grant; the release of a weight-1 hold makes it fast again.
 func TestWeightedOnSlotRow(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -78,8 +79,14 @@ func TestWeightedOnSlotRow(t *testing.T) {
 		must(t, e.s.Release(ctx, o.Handle(), nil))
 	}
 	must(t, e.s.Release(ctx, g.Handle(), nil))
+	if mode, rows := rowMode(t, e, "gpu"); mode != "slow" || rows != 0 {
+		t.Fatalf("the lock free after a weighted hold: row %s with %d holder rows, want slow with none", mode, rows)
+	}
+	g, err = e.s.Acquire(ctx, req("d", time.Minute, "gpu"))
+	must(t, err)
+	must(t, e.s.Release(ctx, g.Handle(), nil))
 	if mode, rows := rowMode(t, e, "gpu"); mode == "slow" || rows != 0 {
-		t.Fatalf("the lock free: row %s with %d holder rows, want fast with none", mode, rows)
+		t.Fatalf("the lock free after a weight-1 hold: row %s with %d holder rows, want fast with none", mode, rows)
 	}
 	// Weight 1 is granted in the row again.
 	g, err = e.s.Acquire(ctx, req("d", time.Minute, "gpu"))
@@ -137,4 +144,32 @@ func TestWeightedOnScalarRow(t *testing.T) {
 	waiting(t, e.s, "pair", 1)
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	must(t, <-done)
+}
+
+// TestWeightedOneRoundTrip: a weighted TryAcquire, its refusal and its
+// Release are one statement each, as a weight-1 one.
+func TestWeightedOneRoundTrip(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	define(t, e.s, "gpu", 4)
+	for i := range 3 {
+		e.trace.n.Store(0)
+		g, err := e.s.Acquire(ctx, weighted(req("w", time.Minute, "gpu"), 3))
+		must(t, err)
+		if n := e.trace.n.Load(); n != 1 {
+			t.Fatalf("run %d: a weighted grant took %d statements, want 1", i+1, n)
+		}
+		e.trace.n.Store(0)
+		if _, err := e.s.Acquire(ctx, weighted(req("v", time.Minute, "gpu"), 2)); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatal(err)
+		}
+		if n := e.trace.n.Load(); n != 1 {
+			t.Fatalf("run %d: a weighted refusal took %d statements, want 1", i+1, n)
+		}
+		e.trace.n.Store(0)
+		must(t, e.s.Release(ctx, g.Handle(), nil))
+		if n := e.trace.n.Load(); n != 1 {
+			t.Fatalf("run %d: a weighted release took %d statements, want 1", i+1, n)
+		}
+	}
 }
