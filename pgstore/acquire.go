@@ -11,7 +11,7 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// arow is one result row of acquire_one(), check_one() and acquire(), with
+// arow is one result row of acquire_one_v2(), check_one_v2() and acquire(), with
 // the event's Seq.
 type arow struct {
 	ev                      string
@@ -22,16 +22,17 @@ type arow struct {
 	token, at, expires, dur int64
 	queued                  bool
 	ticket, ttl, hold       int64
+	weight                  int32 // the hold's (granted, reentered, expired), else the one asked
 	seq                     int64
 }
 
-// scanAcquire runs q, a call of check_one() or (withFast) acquire_one(),
+// scanAcquire runs q, a call of check_one_v2() or (withFast) acquire_one_v2(),
 // whose last column says whether the lock's row is fast after a grant.
 func (s *Store) scanAcquire(ctx context.Context, q string, args []any, withFast bool) (rows []arow, fast bool, err error) {
 	err = s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r arow
 		dest := []any{&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token,
-			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.seq}
+			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.weight, &r.seq}
 		if withFast {
 			dest = append(dest, &fast)
 		}
@@ -70,9 +71,6 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
-	if req.Weighted() {
-		return store.Grant{}, fmt.Errorf("%w: weights (issue 21) on the PostgreSQL store", store.ErrUnsupported)
-	}
 	a := &acquisition{req: &req, names: req.Names(), op: rand.Int64N(1<<62) + 1}
 	rows, err := s.firstTry(ctx, a)
 	if a.unpend != nil {
@@ -96,9 +94,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 }
 
 // firstTry sends an acquisition's first statement: for one lock without
-// StaleAfter, the bare UPDATE when the lock was last seen fast and then,
-// when that granted nothing, acquire_one(); otherwise check_one() without
-// a ticket.
+// StaleAfter, the bare UPDATE when the lock was last seen fast (weight 1
+// only: a weighted hold lives in a holder row) and then, when that granted
+// nothing, acquire_one_v2(); otherwise check_one_v2() without a ticket.
 func (s *Store) firstTry(ctx context.Context, a *acquisition) ([]arow, error) {
 	if len(a.names) > 1 || a.req.StaleAfter > 0 {
 		a.unpend = s.d.pend(a.op)
@@ -138,8 +136,8 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 	req := a.req
 	many := s.fast.isMany(req.Name)
 	// (an event of a slot in the arrays needs the lock's counts:
-	// acquire_one(), which grants there too)
-	if !s.fast.is(req.Name) || (many && req.Events != nil) {
+	// acquire_one_v2(), which grants there too)
+	if !s.fast.is(req.Name) || (many && req.Events != nil) || req.Weighted() {
 		return nil, nil
 	}
 	length, back := lease(req.TTL, req.Hold)
@@ -158,7 +156,7 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 		rows = rows[:0]
 		return s.c.query(ctx, q, args, func(scan func(...any) error) error {
 			rows = append(rows, arow{ev: "granted", idx: 1, lock: req.Name, running: 1, ref: ref, kind: req.Kind,
-				ttl: micros(req.TTL), hold: micros(req.Hold)})
+				ttl: micros(req.TTL), hold: micros(req.Hold), weight: 1})
 			p := &rows[len(rows)-1]
 			if req.Events != nil {
 				return scan(&p.token, &p.at, &p.expires, &p.slots, &p.seq)
@@ -169,14 +167,14 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 	return rows, err
 }
 
-// acquireOne sends acquire_one(), which settles every case of one lock,
+// acquireOne sends acquire_one_v2(), which settles every case of one lock,
 // and notes what it says of the lock's row for the next call.
 func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) {
 	req := a.req
 	length, back := lease(req.TTL, req.Hold)
 	args := acquireOneArgs{name: req.Name, ref: req.Ref.String(), kind: req.Kind, ttl: micros(req.TTL),
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, wttl: micros(s.cfg.waiterTTL),
-		pats: patterns(req.Name), lease: length, back: back, node: s.d.node}
+		pats: patterns(req.Name), lease: length, back: back, node: s.d.node, weight: int64(req.WeightOf(0))}
 	var rows []arow
 	var fast bool
 	err := s.attempt(ctx, a, func() (err error) {
@@ -197,13 +195,23 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 	return rows, nil
 }
 
-// checkOneArgs are the arguments of a's check_one(): ticket 0 for its
+// checkOneArgs are the arguments of a's check_one_v2(): ticket 0 for its
 // first call, its place in the queue for the checks of its waiter.
 func (s *Store) checkOneArgs(a *acquisition, ticket int64) checkOneArgs {
 	req := a.req
 	return checkOneArgs{names: textArray(a.names), ref: req.Ref.String(), kind: req.Kind, ttl: micros(req.TTL),
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, ticket: ticket,
-		wttl: micros(s.cfg.waiterTTL), stale: micros(max(req.StaleAfter, 0)), node: s.d.node, whole: req.ReenterAll}
+		wttl: micros(s.cfg.waiterTTL), stale: micros(max(req.StaleAfter, 0)), node: s.d.node, whole: req.ReenterAll,
+		weights: weightsOf(req, len(a.names))}
+}
+
+// weightsOf is the weight asked of each of n locks of req, as an intArray.
+func weightsOf(req *store.AcquireRequest, n int) string {
+	ws := make([]int64, n)
+	for i := range ws {
+		ws[i] = int64(req.WeightOf(i))
+	}
+	return intArray(ws)
 }
 
 // wait waits for the grant of an acquisition that queued (rows: its
@@ -293,7 +301,7 @@ func (s *Store) handedOver(ctx context.Context, a *acquisition, h handoff) (stor
 	return s.outcome(ctx, a, []arow{{ev: "granted", idx: 1, lock: a.names[0], slots: int32(h.slots),
 		running: int32(h.running), waiting: int32(h.waiting), ref: req.Ref.String(), kind: req.Kind,
 		token: h.token, at: h.at, expires: h.expires, dur: h.waited, ticket: h.ticket, ttl: micros(req.TTL),
-		hold: micros(req.Hold), seq: h.seq}})
+		hold: micros(req.Hold), weight: int32(store.Need(req.WeightOf(0), int(h.slots))), seq: h.seq}})
 }
 
 // poll runs a check of a waiter; it is safe to run again whatever became
@@ -358,8 +366,13 @@ func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store
 			e.Kind, e.Ref, e.Expires = r.kind, r.ref, fromMicros(r.expires)
 		}
 		emit(req.Events, store.Event{Type: store.EventRefused, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
-			Waiting: int(r.waiting), Holder: e.Kind, Time: fromMicros(r.at)})
+			Waiting: int(r.waiting), Holder: e.Kind, Weight: req.WeightOf(int(r.idx) - 1), Time: fromMicros(r.at)})
 		return store.Grant{}, e
+	case "heavy":
+		// More slots asked than the lock has: at once, or for a waiter
+		// (ticket) after a Resize; its place in the queue is gone.
+		return store.Grant{}, &store.WeightError{Lock: r.lock, Weight: req.WeightOf(int(r.idx) - 1), Slots: int(r.slots),
+			Resized: r.ticket > 0}
 	case "cancelled":
 		return store.Grant{}, s.abandon(ctx, a, errors.New("pgstore: acquisition cancelled"))
 	}
@@ -376,7 +389,7 @@ func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store
 			g.Reentered = false
 		}
 		if n == 0 {
-			g.Lock, g.Acquired, g.Expires = l, fromMicros(r.at), exp
+			g.Lock, g.Acquired, g.Expires, g.Weight = l, fromMicros(r.at), exp, int(r.weight)
 		} else {
 			g.More = append(g.More, l)
 			if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
@@ -401,7 +414,7 @@ func (s *Store) emitRows(ev store.Emitter, req *store.AcquireRequest, rows []aro
 	for i := range rows {
 		r := &rows[i]
 		e := store.Event{Lock: r.lock, Slots: int(r.slots), Running: int(r.running), Waiting: int(r.waiting),
-			Ref: r.ref, Kind: r.kind, Token: r.token, Time: fromMicros(r.at), Seq: uint64(r.seq)}
+			Ref: r.ref, Kind: r.kind, Token: r.token, Weight: int(r.weight), Time: fromMicros(r.at), Seq: uint64(r.seq)}
 		switch r.ev {
 		case "expired":
 			e.Type, e.Held = store.EventExpired, time.Duration(r.dur)*time.Microsecond

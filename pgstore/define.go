@@ -124,7 +124,9 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting),
 			Time: fromMicros(at), Seq: uint64(seq)})
 	}
-	if slots > int(old) {
+	if slots != int(old) {
+		// Waiters may fit now, or be left too heavy (resize() wakes other
+		// stores' waiters).
 		s.d.wakeAll()
 	}
 	return nil

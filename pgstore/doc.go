@@ -42,7 +42,9 @@
 //     not fast (spill() moves a fast row's holders there when a caller
 //     queues, a lease is taken over, a hold is re-entered or several locks
 //     are taken at once). The slot number is unique per lock, so the
-//     database never lets a lock have more holders than slots.
+//     database never lets a lock have more holders than slots. A holder
+//     row has the weight of its hold and a queue row the weight its waiter
+//     asks (schema 2).
 //   - waiters: waiting callers, in ticket order (a global sequence, so
 //     waiters for several locks never deadlock), each with its whole
 //     request so that a release can grant it on its behalf.
@@ -60,7 +62,7 @@
 // autocommit. The store remembers which locks it last saw fast: for those
 // it sends the bare UPDATE of the lock's row (queries/acquire_fast.sql,
 // acquire_slot.sql, release_fast.sql, release_slot.sql), for the others
-// the function that settles every case (acquire_one(), release_one()). A
+// the function that settles every case (acquire_one_v2(), release_one_v2()). A
 // lock seen fast that has since become slow or full takes a second
 // statement, once. A lock the store saw contended stays slow until it has
 // seen it fast 16 times, so a lock taken in turns across stores does not
@@ -72,6 +74,19 @@
 // or nothing and locks the lock rows in sorted order, so callers naming
 // the same locks in any order do not deadlock; it reports the first
 // refused lock in the caller's order with the kind of what holds it.
+//
+// # Weights
+//
+// A hold of weight k (Weight, Exclusive, WeightFor) is one holder row
+// taking k slots: the lock's row holds weight-1 holds only, so weight-1
+// requests keep the bare statements above, and a weighted request is one
+// statement of the function (acquire_one_v2(), check_one_v2() for several
+// locks), which spills a fast row to holder rows when it grants. Free
+// slots are the slots less the holders' weights, and a waiter is granted
+// only when the slots the waiters ahead of it ask, plus its own, fit:
+// strict FIFO, a heavy waiter blocks lighter ones behind it. A weight
+// above the lock's slots is a *store.WeightError at once, and ends a waiter
+// that a Resize left too heavy.
 //
 // A refusal is decided on a plain read: a refused try takes no row lock,
 // waits for no other transaction and writes nothing (no WAL, no fsync), so

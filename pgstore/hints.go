@@ -11,8 +11,8 @@ import (
 // releaseFast). Those statements settle nothing for a lock that is held,
 // queued or has several slots held: the store would then need a second
 // statement. So the store sends them only for a lock it saw fast, and
-// otherwise the function that settles every case (acquire_one(),
-// release_one()); a lock it has not seen counts as slow. A wrong hint costs
+// otherwise the function that settles every case (acquire_one_v2(),
+// release_one_v2()); a lock it has not seen counts as slow. A wrong hint costs
 // one round trip more, never a wrong answer.
 //
 // A lock that was contended (a caller of this store queued for it, or a

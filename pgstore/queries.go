@@ -23,7 +23,7 @@ var (
 
 // queries are the store's statements, with the schema filled in. A query
 // that calls a function of sql/ has its name (acquireOne calls
-// acquire_one()); a bare statement is named like its file in queries/.
+// acquire_one_v2()); a bare statement is named like its file in queries/.
 type queries struct {
 	// bare statements of one lock (queries/)
 	acquireFast, acquireFastEvents, acquireSlot string
@@ -49,17 +49,17 @@ type fn struct {
 // The functions the store calls with more than a few arguments. Their
 // arguments are the structs below, whose values() follow params.
 var (
-	acquireOneFn = fn{"acquire_one", []string{"p_name text", "p_ref text", "p_kind text", "p_ttl bigint",
+	acquireOneFn = fn{"acquire_one_v2", []string{"p_name text", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_wttl bigint", "p_pats text[]",
-		"p_lease bigint", "p_back bigint", "p_node bigint"}}
-	checkOneFn = fn{"check_one", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
+		"p_lease bigint", "p_back bigint", "p_node bigint", "p_weight integer"}}
+	checkOneFn = fn{"check_one_v2", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_ticket bigint", "p_wttl bigint",
-		"p_stale bigint", "p_node bigint", "p_whole boolean"}}
-	releaseOneFn = fn{"release_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
+		"p_stale bigint", "p_node bigint", "p_whole boolean", "p_weights integer[]"}}
+	releaseOneFn = fn{"release_one_v2", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
 		"p_pats text[]", "p_node bigint"}}
-	releaseFn = fn{"release", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
+	releaseFn = fn{"release_v2", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
 		"p_events boolean"}}
-	undoFn    = fn{"undo", []string{"p_names text[]", "p_ref text", "p_op bigint"}}
+	undoFn    = fn{"undo_v2", []string{"p_names text[]", "p_ref text", "p_op bigint"}}
 	keepOneFn = fn{"keep_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_ttl bigint", "p_hold bigint",
 		"p_lease bigint", "p_back bigint"}}
 	keepFn      = fn{"keep", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_ttl bigint", "p_hold bigint"}}
@@ -104,7 +104,7 @@ func (f fn) call(s string) string {
 // file of queries/ does.
 func (f fn) tag() string { return "/* sleeplock " + f.name + " */ " }
 
-// acquireOneArgs are acquire_one()'s arguments.
+// acquireOneArgs are acquire_one_v2()'s arguments.
 type acquireOneArgs struct {
 	name, ref, kind string
 	ttl, hold       int64 // µs
@@ -113,27 +113,31 @@ type acquireOneArgs struct {
 	pats            string // patterns(name)
 	lease, back     int64  // lease()
 	node            int64
+	weight          int64 // AcquireRequest.WeightOf(0)
 }
 
 func (a *acquireOneArgs) values() []any {
-	return []any{a.name, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.wttl, a.pats, a.lease, a.back, a.node}
+	return []any{a.name, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.wttl, a.pats, a.lease, a.back, a.node,
+		a.weight}
 }
 
-// checkOneArgs are check_one()'s arguments.
+// checkOneArgs are check_one_v2()'s arguments.
 type checkOneArgs struct {
 	names, ref, kind string // names: textArray
 	ttl, hold        int64
 	counted, wait    bool
 	op, ticket, wttl int64
 	stale, node      int64
-	whole            bool // ReenterAll
+	whole            bool   // ReenterAll
+	weights          string // intArray of AcquireRequest.WeightOf
 }
 
 func (a *checkOneArgs) values() []any {
-	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node, a.whole}
+	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node, a.whole,
+		a.weights}
 }
 
-// releaseOneArgs are release_one()'s arguments.
+// releaseOneArgs are release_one_v2()'s arguments.
 type releaseOneArgs struct {
 	name   string
 	token  int64
@@ -147,7 +151,7 @@ func (a *releaseOneArgs) values() []any {
 	return []any{a.name, a.token, a.ref, a.events, a.pats, a.node}
 }
 
-// releaseArgs are release()'s arguments.
+// releaseArgs are release_v2()'s arguments.
 type releaseArgs struct {
 	names, tokens, ref string // textArray, intArray
 	stale              any    // nil: Release; µs: ReleaseStale
@@ -226,7 +230,7 @@ func newQueries(schema string) queries {
 		held:      "SELECT * FROM " + heldFn.call(s),
 		spillHeld: "SELECT " + spillHeldFn.call(s),
 		states: "SELECT r_name, r_slots, r_family, r_running, r_expired, r_waiting, r_now, coalesce(r_holders, ''), " +
-			"coalesce(r_queue, '') FROM " + statesFn.call(s),
+			"coalesce(r_queue, ''), r_leases FROM " + statesFn.call(s),
 		stats: "/* sleeplock stats */ SELECT * FROM " + s + ".stats(clock_timestamp())",
 		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
 			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +

@@ -21,16 +21,17 @@ type rrow struct {
 	slots, running, waiting int32
 	ref, kind               string
 	token, at, dur          int64
+	weight                  int32 // the released hold's
 	seq                     int64
 }
 
-// scanRelease runs q, a call of release_one(), release() or undo().
+// scanRelease runs q, a call of release_one_v2(), release_v2() or undo_v2().
 func (s *Store) scanRelease(ctx context.Context, q string, args []any) ([]rrow, error) {
 	var out []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r rrow
 		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token, &r.at, &r.dur,
-			&r.seq); err != nil {
+			&r.weight, &r.seq); err != nil {
 			return err
 		}
 		out = append(out, r)
@@ -56,7 +57,7 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	ref := h.Ref.String()
 	many := s.fast.isMany(h.Name)
 	// (an event of a slot in the arrays needs the lock's counts:
-	// release_one(), which frees it there too)
+	// release_one_v2(), which frees it there too)
 	if !s.fast.is(h.Name) || (many && events) {
 		return nil, nil
 	}
@@ -69,7 +70,7 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	}
 	var rows []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
-		rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref})
+		rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref, weight: 1})
 		r := &rows[len(rows)-1]
 		return scan(&r.kind, &r.token, &r.at, &r.dur, &r.slots, &r.seq)
 	})
@@ -81,7 +82,7 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	return rows, err
 }
 
-// releaseOne sends release_one(), which settles every case of one lock and
+// releaseOne sends release_one_v2(), which settles every case of one lock and
 // hands the freed slot to the head waiters, and notes what it says of the
 // lock's row for the next call.
 func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
@@ -93,8 +94,8 @@ func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 {
-		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again
+	if len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 && rows[0].weight == 1 {
+		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again (a weighted hold leaves it slow)
 	}
 	// A row 'handed': a grant this release made for a waiter of this store,
 	// committed, since the statement's answer came after its commit. A row
@@ -117,8 +118,8 @@ func (s *Store) emitReleased(ev store.Emitter, rows []rrow, reason error) {
 		if r := &rows[i]; r.ev == "released" {
 			s.ended(r.lock, r.ref, r.token, reason)
 			emit(ev, store.Event{Type: store.EventReleased, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
-				Waiting: int(r.waiting), Ref: r.ref, Kind: r.kind, Token: r.token, Held: time.Duration(r.dur) * time.Microsecond,
-				Time: fromMicros(r.at), Seq: uint64(r.seq)})
+				Waiting: int(r.waiting), Ref: r.ref, Kind: r.kind, Token: r.token, Weight: int(r.weight),
+				Held: time.Duration(r.dur) * time.Microsecond, Time: fromMicros(r.at), Seq: uint64(r.seq)})
 		}
 	}
 }

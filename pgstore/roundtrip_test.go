@@ -138,7 +138,9 @@ func TestOneRoundTripPerOperation(t *testing.T) {
 
 // TestRefusedTryWritesNothing checks that a refused try takes no
 // transaction id and writes no WAL, so it never waits for an fsync nor for
-// the holder's row lock.
+// the holder's row lock: of weight 1, and weighted (on a lock whose row is
+// in slot mode, which a refusal leaves as it is, and on one with a weighted
+// holder in its holder rows).
 func TestRefusedTryWritesNothing(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -154,6 +156,18 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 		_, err = e.s.Acquire(ctx, req(ref, time.Minute, "hot2"))
 		must(t, err)
 	}
+	// a lock of four slots, three held in its row's slots (one free), and
+	// one of four with a holder of weight 3 (in a holder row)
+	define(t, e.s, "hot4", 4)
+	for _, ref := range []string{"x", "y", "z"} {
+		_, err = e.s.Acquire(ctx, req(ref, time.Minute, "hot4"))
+		must(t, err)
+	}
+	define(t, e.s, "heavy", 4)
+	h3 := req("h", time.Minute, "heavy")
+	h3.Weight = 3
+	_, err = e.s.Acquire(ctx, h3)
+	must(t, err)
 
 	// No transaction id: run the statement in a transaction and ask.
 	tx, err := e.pool.Begin(ctx)
@@ -168,12 +182,18 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".holders WHERE lock = 'hot' FOR UPDATE")
 	must(t, err)
 	// and on the lock's row, which the hot statement tries to insert
-	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name IN ('hot', 'hot2') FOR UPDATE")
+	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".locks WHERE name IN ('hot', 'hot2', 'hot4', 'heavy') FOR UPDATE")
+	must(t, err)
+	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".holders WHERE lock = 'heavy' FOR UPDATE")
 	must(t, err)
 	for _, call := range []string{
-		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false)",
-		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0)",
-		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0)",
+		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false, '{1}')",
+		"acquire_one_v2('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0, 1)",
+		"acquire_one_v2('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 1)",
+		"acquire_one_v2('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 2)",
+		"acquire_one_v2('hot4', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot4}', 60000000, 0, 0, 2)",
+		"acquire_one_v2('heavy', 'other', '', 60000000, 0, false, false, 1, 10000000, '{heavy}', 60000000, 0, 0, 2)",
+		"acquire('{heavy}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false, '{-1}')",
 	} {
 		var ev string
 		must(t, tx.QueryRow(ctx, "SELECT r_ev FROM "+q+"."+call).Scan(&ev))
@@ -204,6 +224,12 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 		}
 		if _, err := e.s.Acquire(ctx, req("other", time.Minute, "hot2")); !errors.Is(err, store.ErrUnavailable) {
 			t.Fatal(err)
+		}
+		for _, r := range []store.AcquireRequest{weighted(req("other", time.Minute, "hot4"), 2),
+			weighted(req("other", time.Minute, "heavy"), 2), weighted(req("other", time.Minute, "heavy", "hot4"), 2)} {
+			if _, err := e.s.Acquire(ctx, r); !errors.Is(err, store.ErrUnavailable) {
+				t.Fatal(err)
+			}
 		}
 		must(t, e.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint", lsn).Scan(&diff))
 		if least < 0 || diff < least {

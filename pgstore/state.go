@@ -14,37 +14,39 @@ type jsonHolder struct {
 	Kind     string `json:"kind"`
 	Token    int64  `json:"token"`
 	Count    int    `json:"count"`
+	Weight   int    `json:"weight"`
 	Acquired int64  `json:"acquired"`
 	Renewed  int64  `json:"renewed"`
 	Expires  int64  `json:"expires"`
 }
 
 type jsonWaiter struct {
-	Ref   string   `json:"ref"`
-	Kind  string   `json:"kind"`
-	Since int64    `json:"since"`
-	Locks []string `json:"locks"`
+	Ref    string   `json:"ref"`
+	Kind   string   `json:"kind"`
+	Since  int64    `json:"since"`
+	Locks  []string `json:"locks"`
+	Weight int      `json:"weight"`
 }
 
 func (s *Store) states(ctx context.Context, names any, detail bool) ([]store.State, error) {
 	var out []store.State
 	err := s.c.query(ctx, s.q.states, []any{names, detail}, func(scan func(...any) error) error {
 		var st store.State
-		var slots, running, expired, waiting int32
+		var slots, running, expired, waiting, leases int32
 		var now int64
 		var holders, queue string
-		if err := scan(&st.Name, &slots, &st.Family, &running, &expired, &waiting, &now, &holders, &queue); err != nil {
+		if err := scan(&st.Name, &slots, &st.Family, &running, &expired, &waiting, &now, &holders, &queue, &leases); err != nil {
 			return err
 		}
 		st.Slots, st.Running, st.Expired, st.Waiting, st.Now = int(slots), int(running), int(expired), int(waiting), fromMicros(now)
-		st.Leases = st.Running + st.Expired // every hold takes one slot here for now (weights: issue 21)
+		st.Leases = int(leases)
 		if holders != "" {
 			var hs []jsonHolder
 			if err := json.Unmarshal([]byte(holders), &hs); err != nil {
 				return err
 			}
 			for _, h := range hs {
-				st.Holders = append(st.Holders, store.Holder{Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: 1,
+				st.Holders = append(st.Holders, store.Holder{Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: h.Weight,
 					Acquired: fromMicros(h.Acquired), Renewed: fromMicros(h.Renewed), Expires: fromMicros(h.Expires)})
 			}
 		}
@@ -54,7 +56,7 @@ func (s *Store) states(ctx context.Context, names any, detail bool) ([]store.Sta
 				return err
 			}
 			for _, w := range ws {
-				st.Queue = append(st.Queue, store.Waiter{Ref: w.Ref, Kind: w.Kind, Since: fromMicros(w.Since), Locks: w.Locks, Weight: 1})
+				st.Queue = append(st.Queue, store.Waiter{Ref: w.Ref, Kind: w.Kind, Since: fromMicros(w.Since), Locks: w.Locks, Weight: w.Weight})
 			}
 		}
 		out = append(out, st)

@@ -212,7 +212,7 @@ func emit(ev store.Emitter, e store.Event) {
 		switch e.Type {
 		case store.EventAcquired, store.EventReleased, store.EventWaiting, store.EventRefused, store.EventExpired:
 			if e.Weight == 0 {
-				e.Weight = 1 // every hold and request is of weight 1 here (weights: issue 21)
+				e.Weight = 1 // a row of a statement that knows no weight (a hold in the lock's row)
 			}
 		}
 		ev.Emit(e)

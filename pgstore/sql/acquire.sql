@@ -4,9 +4,9 @@
 -- as regclass literals, {{channel}} the NOTIFY channel. A signature is a
 -- contract (docs/schema.md): change one by adding a new name.
 --
--- acquire_one() is the path of one lock; acquire() the general one (several
+-- acquire_one_v2() is the path of one lock; acquire() the general one (several
 -- locks, re-entry, takeover, StaleAfter, a waiter's grant), which
--- check_one() runs for a waiter.
+-- check_one_v2() runs for a waiter.
 
 -- acquire_one: a request for one lock without StaleAfter, in every case
 -- (the store sends it when the bare UPDATE of acquire_fast.sql granted
@@ -25,18 +25,26 @@
 --      spilled to holder rows.
 --   6. Everything else (re-entry, takeover, a grant to a waiter, dead
 --      waiters): acquire(), after reaping.
+-- A weight (p_weight k > 1, or -1: every slot) takes k slots as one hold,
+-- in a holder row only: steps 1 and 3, which grant in the lock's row, are
+-- for holds of one slot, and step 5 spills a fast row first. k larger than
+-- the lock's slots is refused at once ('heavy'), unless the ref holds the
+-- lock (re-entry, at the weight it holds). Free slots are the slots less
+-- the weights of the holders; the queue's count of waiters stands for the
+-- slots they ask where it only decides to queue (each asks one at least).
 -- The rows are acquire()'s, with the event's Seq and r_fast: whether the
 -- lock's row is fast after a grant (the store's hint).
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one_v2(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
-    p_node bigint)
+    p_node bigint, p_weight integer)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
     r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint, r_fast boolean)
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
     v_slots  integer := {{schema}}.slots_in(p_pats);
+    v_need   integer := {{schema}}.need(p_weight, v_slots);
     v_now    timestamptz;
     v_exp    timestamptz;
     v_tok    bigint;
@@ -53,8 +61,13 @@ DECLARE
     f        record;
     r        record;
 BEGIN
+    IF v_need > v_slots AND NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref = p_ref) THEN
+        RETURN QUERY SELECT 'heavy'::text, 1, p_name, v_slots, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint, 0::bigint,
+            0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+        RETURN;
+    END IF;
     -- 1. A slot in the row's arrays.
-    IF v_slots > 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+    IF v_slots > 1 AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         -- A read first: a try of a full lock takes no row lock.
         SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name;
         IF NOT FOUND THEN
@@ -109,7 +122,7 @@ BEGIN
                     RETURNING x.xtoken[v_k], cardinality(array_remove(x.xref, NULL)) INTO v_tok, v_run;
                     RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_run, 0, p_ref, p_kind, v_tok,
                         {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                        nextval({{seqs}}), true;
+                        1, nextval({{seqs}}), true;
                     RETURN;
                 END IF;
             END IF;
@@ -124,26 +137,26 @@ BEGIN
         v_found := FOUND;
         v_slow := v_found AND NOT q.fast;
     END IF;
-    -- Checked after the row is ours: the tombstone of an undo() that had
-    -- the row before us (undo() takes it) is seen now.
+    -- Checked after the row is ours: the tombstone of an undo_v2() that had
+    -- the row before us (undo_v2() takes it) is seen now.
     IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
             {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
-            0::bigint, false;
+            p_weight, 0::bigint, false;
         RETURN;
     END IF;
     IF v_found THEN
         IF NOT q.fast AND q.queued > 0 AND q.unowned = 0 AND v_slots IS NOT NULL
            AND NOT {{schema}}.nodes_stale(clock_timestamp()) THEN
             v_now := clock_timestamp();
-            SELECT count(*)::int AS n,
-                   (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+            SELECT coalesce(sum(h.weight), 0)::int AS n,
+                   coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
                    coalesce(bool_or(h.ref = p_ref), false) AS mine
               INTO f
               FROM {{schema}}.holders h WHERE h.lock = p_name;
-            IF NOT f.mine AND q.queued >= v_slots - f.live THEN
+            IF NOT f.mine AND q.queued + v_need > v_slots - f.live THEN
                 RETURN QUERY SELECT * FROM {{schema}}.enqueue(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
-                    p_wttl, p_node, v_slots, f.n, q.queued, v_now);
+                    p_wttl, p_node, v_slots, f.n, q.queued, v_now, p_weight);
                 RETURN;
             END IF;
         END IF;
@@ -156,7 +169,7 @@ BEGIN
         IF NOT FOUND THEN
             INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
             v_new := FOUND;
-        ELSIF v_free THEN
+        ELSIF v_free AND v_need = 1 THEN
             -- Fast and free (the store's hint was stale, or a release
             -- freed it meanwhile): the grant of acquire_fast.sql.
             v_now := clock_timestamp();
@@ -170,11 +183,11 @@ BEGIN
             IF FOUND THEN
                 RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
                     {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                    nextval({{seqs}}), v_slots <= 1;
+                    1, nextval({{seqs}}), v_slots <= 1;
                 RETURN;
             END IF;
         END IF;
-        IF v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+        IF v_new AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
             -- A new row: nothing holds or queues.
             v_now := clock_timestamp();
             v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
@@ -186,54 +199,54 @@ BEGIN
             RETURNING x.token INTO v_tok;
             RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
                 {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                nextval({{seqs}}), v_slots <= 1;
+                1, nextval({{seqs}}), v_slots <= 1;
             RETURN;
-        ELSIF NOT v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+        ELSIF (NOT v_new OR v_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
             -- 4. A refusal on one read. One statement, so one snapshot:
             -- the counts and the oldest unexpired holder are of the same
             -- moment, wherever the holders are.
             v_now := clock_timestamp();
             SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
-              FROM (SELECT count(*)::int AS n,
-                           (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+              FROM (SELECT coalesce(sum(h.weight), 0)::int AS n,
+                           coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
                            coalesce(bool_or(h.ref = p_ref), false) AS mine
                       FROM {{schema}}.holding h WHERE h.lock = p_name) c
               LEFT JOIN LATERAL (
                     SELECT h.ref, h.kind, h.expires FROM {{schema}}.holding h
                      WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
                      ORDER BY h.token LIMIT 1) o ON true;
-            IF NOT p_wait AND NOT r.mine AND r.live >= v_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
+            IF NOT p_wait AND NOT r.mine AND r.live + v_need > v_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
                 RETURN QUERY SELECT 'refused'::text, 1, p_name, v_slots, r.n, 0, r.ref, r.kind, 0::bigint,
                     {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
-                    0::bigint, 0::bigint, false;
+                    0::bigint, p_weight, 0::bigint, false;
                 RETURN;
             END IF;
-            IF NOT r.mine AND r.n < v_slots THEN
+            IF NOT r.mine AND r.n + v_need <= v_slots THEN
                 -- 5. A slot number is free (the lock's row free, or another
                 -- slot of a multi-slot lock): take the row, then decide
                 -- again on fresh reads of the holder rows.
                 IF (v_slow OR {{schema}}.spill(p_name))
                    AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-                    SELECT count(*)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
+                    SELECT coalesce(sum(h.weight), 0)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
                            (SELECT s FROM generate_series(1, v_slots) s
                              WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
                              ORDER BY s LIMIT 1) AS slot
                       INTO f
                       FROM {{schema}}.holders h WHERE h.lock = p_name;
-                    IF NOT f.mine AND f.n < v_slots AND f.slot IS NOT NULL THEN
+                    IF NOT f.mine AND f.n + v_need <= v_slots AND f.slot IS NOT NULL THEN
                         v_now := clock_timestamp();
                         v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
                         INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires,
-                                                        ttl, hold, op)
+                                                        ttl, hold, op, weight)
                         VALUES (p_name, p_ref, p_kind, {{schema}}.next_token(), f.slot, 1, v_now,
-                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op)
+                                v_now - p_back * interval '1 microsecond', v_exp, p_ttl, p_hold, p_op, v_need)
                         ON CONFLICT DO NOTHING
                         RETURNING token INTO v_tok;
                         IF v_tok IS NOT NULL THEN
                             PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL);
-                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + 1, 0, p_ref, p_kind, v_tok,
-                                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl,
-                                p_hold, nextval({{seqs}}), f.n = 0 AND v_slots <= 1;
+                            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, f.n + v_need, 0, p_ref, p_kind,
+                                v_tok, {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint,
+                                p_ttl, p_hold, v_need, nextval({{seqs}}), f.n = 0 AND v_slots <= 1;
                             RETURN;
                         END IF;
                     END IF;
@@ -247,14 +260,15 @@ BEGIN
         IF (v_slow OR {{schema}}.spill(p_name))
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
             v_now := clock_timestamp();
-            SELECT count(*)::int AS n, (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+            SELECT coalesce(sum(h.weight), 0)::int AS n,
+                   coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
                    coalesce(bool_or(h.ref = p_ref), false) AS mine
               INTO f
               FROM {{schema}}.holders h WHERE h.lock = p_name;
             v_wait := {{schema}}.waiting_of(p_name, v_now);
-            IF NOT f.mine AND v_wait >= v_slots - f.live THEN
+            IF NOT f.mine AND v_wait + v_need > v_slots - f.live THEN
                 RETURN QUERY SELECT * FROM {{schema}}.enqueue(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
-                    p_wttl, p_node, v_slots, f.n, v_wait, v_now);
+                    p_wttl, p_node, v_slots, f.n, v_wait, v_now, p_weight);
                 RETURN;
             END IF;
         END IF;
@@ -267,7 +281,7 @@ BEGIN
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
                a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
           FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
-                                  p_wttl, 0::bigint, false) a;
+                                  p_wttl, 0::bigint, false, ARRAY[p_weight]) a;
     IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
         -- Queued: its node's, soft state only.
         PERFORM {{schema}}.soft();
@@ -275,15 +289,16 @@ BEGIN
 END
 $sleeplock$;
 
--- enqueue: queues a caller of one lock (acquire_one() holds the lock's
+-- enqueue: queues a caller of one lock (acquire_one_v2() holds the lock's
 -- row), its lease its node's; p_running and p_waiting are the lock's
--- counts before. Soft state: commits without waiting for the WAL.
+-- counts before, p_weight the slots it asks. Soft state: commits without
+-- waiting for the WAL.
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_running integer,
-    p_waiting integer, p_now timestamptz)
+    p_waiting integer, p_now timestamptz, p_weight integer)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
     r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint, r_fast boolean)
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_ticket bigint := nextval({{tickets}});
@@ -292,11 +307,11 @@ BEGIN
     INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
     VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, p_now, {{schema}}.owned(),
             p_wttl, p_node);
-    INSERT INTO {{schema}}.queue (lock, ticket, own) VALUES (p_name, v_ticket, true);
+    INSERT INTO {{schema}}.queue (lock, ticket, own, weight) VALUES (p_name, v_ticket, true, p_weight);
     PERFORM {{schema}}.soft();
     RETURN QUERY SELECT 'queued'::text, 1, p_name, p_slots, p_running, p_waiting + 1, p_ref, p_kind, 0::bigint,
-        {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint, nextval({{seqs}}),
-        false;
+        {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint, p_weight,
+        nextval({{seqs}}), false;
 END
 $sleeplock$;
 
@@ -315,9 +330,14 @@ $sleeplock$;
 -- r_expires the earliest expiry of the leases that block it. Rows (r_ev):
 -- notfound, refused, queued (one per lock), waiting, gone (the waiter row
 -- expired), cancelled, expired (a lease taken over), granted / reentered
--- (one per lock, in the caller's order).
-CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint)
+-- (one per lock, in the caller's order), heavy (a lock has fewer slots
+-- than asked: refused, or a waiter that a resize left too heavy, dequeued).
+-- Weights: p_weights[i] is the slots asked of lock i (1 when NULL; -1:
+-- every slot). Slots in use and free are counted with the holders' weights,
+-- and the slots the waiters ahead ask with theirs; r_weight is the weight
+-- of the hold of the row (granted, reentered, expired), else the one asked.
+CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[])
+ RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $sleeplock$
@@ -333,6 +353,9 @@ DECLARE
     a_ahead  integer[];
     a_total  integer[];
     a_taken  integer[];
+    a_need   integer[] := '{}';
+    a_wahead integer[];
+    v_wahead integer;
     v_name   text;
     v_rows   integer;
     v_live   integer;
@@ -364,9 +387,11 @@ DECLARE
     t_kind   text[] := '{}';
     t_token  bigint[] := '{}';
     t_acq    timestamptz[] := '{}';
+    t_w      integer[] := '{}';
 BEGIN
     r_idx := 0; r_lock := ''; r_slots := 0; r_running := 0; r_waiting := 0; r_ref := ''; r_kind := '';
     r_token := 0; r_at := 0; r_expires := 0; r_dur := 0; r_queued := false; r_ticket := 0; r_ttl := 0; r_hold := 0;
+    r_weight := 1;
     -- the lease: expires hold (or ttl) from now, renewed dated back by ttl-hold
     v_lease := CASE WHEN p_hold > 0 AND p_hold < p_ttl THEN p_hold ELSE p_ttl END;
 
@@ -383,7 +408,7 @@ BEGIN
                     SELECT CASE WHEN h.op = p_op THEN 'granted' ELSE 'reentered' END, u.i::int, u.n,
                            {{schema}}.slots_of(u.n), {{schema}}.running_of(u.n), {{schema}}.waiting_of(u.n, v_now),
                            h.ref, h.kind, h.token, {{schema}}.micros(h.acquired), {{schema}}.micros(h.expires),
-                           0::bigint, false, p_ticket, h.ttl, h.hold
+                           0::bigint, false, p_ticket, h.ttl, h.hold, h.weight
                       FROM unnest(p_names) WITH ORDINALITY u(n, i)
                       JOIN {{schema}}.holding h ON h.lock = u.n AND h.ref = p_ref
                      ORDER BY u.i;
@@ -422,7 +447,7 @@ BEGIN
         END IF;
 
         -- What each lock looks like now.
-        a_rows := '{}'; a_live := '{}'; a_mine := '{}'; a_ahead := '{}'; a_total := '{}';
+        a_rows := '{}'; a_live := '{}'; a_mine := '{}'; a_ahead := '{}'; a_total := '{}'; a_wahead := '{}';
         v_bad := 0;
         FOR i IN 1 .. n LOOP
             v_name := p_names[i];
@@ -438,10 +463,11 @@ BEGIN
                     RETURN;
                 END IF;
                 a_slots[i] := v_slots;
+                a_need[i] := {{schema}}.need(coalesce(p_weights[i], 1), v_slots);
             END IF;
-            SELECT count(*)::int,
-                   (count(*) FILTER (WHERE h.expires IS NULL OR NOT CASE WHEN p_stale > 0
-                        THEN h.renewed <= v_now - p_stale * interval '1 microsecond' ELSE h.expires <= v_now END))::int,
+            SELECT coalesce(sum(h.weight), 0)::int,
+                   coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR NOT CASE WHEN p_stale > 0
+                        THEN h.renewed <= v_now - p_stale * interval '1 microsecond' ELSE h.expires <= v_now END), 0)::int,
                    coalesce(bool_or(h.ref = p_ref), false),
                    (SELECT count(*)::int FROM {{schema}}.queue q
                      WHERE q.lock = v_name AND q.ticket < v_before
@@ -455,12 +481,34 @@ BEGIN
             ELSE
                 v_total := v_ahead;
             END IF;
+            -- The slots the live waiters ahead ask.
+            v_wahead := v_ahead;
+            IF v_ahead > 0 THEN
+                SELECT coalesce(sum({{schema}}.need(q.weight, a_slots[i])), 0)::int INTO v_wahead
+                  FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+                 WHERE q.lock = v_name AND q.ticket < v_before AND w.expires > v_now;
+            END IF;
             a_rows[i] := v_rows;
             a_live[i] := v_live;
             a_mine[i] := v_mine;
             a_ahead[i] := v_ahead;
             a_total[i] := v_total;
-            IF v_bad = 0 AND NOT v_mine AND v_ahead >= a_slots[i] - v_live THEN
+            a_wahead[i] := v_wahead;
+            IF NOT v_mine AND a_need[i] > a_slots[i] THEN
+                -- More slots than the lock has: refused at once, or a
+                -- waiter a resize left too heavy leaves the queue (those
+                -- behind it may go now).
+                IF p_ticket > 0 THEN
+                    DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
+                    DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
+                    PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u;
+                END IF;
+                r_ev := 'heavy'; r_idx := i; r_lock := v_name; r_slots := a_slots[i]; r_ticket := p_ticket;
+                r_weight := coalesce(p_weights[i], 1);
+                RETURN NEXT;
+                RETURN;
+            END IF;
+            IF v_bad = 0 AND NOT v_mine AND v_wahead + a_need[i] > a_slots[i] - v_live THEN
                 v_bad := i;
             END IF;
         END LOOP;
@@ -485,9 +533,9 @@ BEGIN
             -- up (nothing deleted) instead of waiting for it.
             a_taken := array_fill(0, ARRAY[n]);
             FOR i IN 1 .. n LOOP
-                IF NOT a_mine[i] AND a_slots[i] - a_rows[i] < a_ahead[i] + 1 THEN
+                IF NOT a_mine[i] AND a_slots[i] - a_rows[i] < a_wahead[i] + a_need[i] THEN
                     k := 0;
-                    FOR r IN SELECT h.ref, h.kind, h.token, h.acquired FROM {{schema}}.holders h
+                    FOR r IN SELECT h.ref, h.kind, h.token, h.acquired, h.weight FROM {{schema}}.holders h
                               WHERE h.lock = p_names[i] AND h.expires IS NOT NULL
                                 AND CASE WHEN p_stale > 0 THEN h.renewed <= v_now - p_stale * interval '1 microsecond'
                                          ELSE h.expires <= v_now END
@@ -497,10 +545,11 @@ BEGIN
                         t_kind := t_kind || r.kind;
                         t_token := t_token || r.token;
                         t_acq := t_acq || r.acquired;
-                        k := k + 1;
+                        t_w := t_w || r.weight;
+                        k := k + r.weight;
                     END LOOP;
                     a_taken[i] := k;
-                    IF a_slots[i] - (a_rows[i] - k) <= a_ahead[i] THEN
+                    IF a_slots[i] - (a_rows[i] - k) < a_wahead[i] + a_need[i] THEN
                         v_bad := i;
                         EXIT;
                     END IF;
@@ -517,13 +566,13 @@ BEGIN
                 i := t_idx[k];
                 DELETE FROM {{schema}}.holders h WHERE h.lock = p_names[i] AND h.ref = t_ref[k];
                 PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(v_now) - {{schema}}.micros(t_acq[k]));
-                a_rows[i] := a_rows[i] - 1;
+                a_rows[i] := a_rows[i] - t_w[k];
                 r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
-                r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k];
+                r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k]; r_weight := t_w[k];
                 r_at := {{schema}}.micros(v_now); r_dur := {{schema}}.micros(v_now) - {{schema}}.micros(t_acq[k]);
                 RETURN NEXT;
             END LOOP;
-            t_idx := '{}'; t_ref := '{}'; t_kind := '{}'; t_token := '{}'; t_acq := '{}';
+            t_idx := '{}'; t_ref := '{}'; t_kind := '{}'; t_token := '{}'; t_acq := '{}'; t_w := '{}';
             v_exp := CASE WHEN p_ttl > 0 THEN v_now + v_lease * interval '1 microsecond' END;
             v_renew := CASE WHEN p_ttl > 0 THEN v_now - (p_ttl - v_lease) * interval '1 microsecond' ELSE v_now END;
             a_tok := array_fill(0::bigint, ARRAY[n]);
@@ -534,8 +583,8 @@ BEGIN
                  ORDER BY s LIMIT 1;
                 v_token := NULL;
                 IF v_slot IS NOT NULL THEN
-                    INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op)
-                    VALUES (p_names[i], p_ref, p_kind, {{schema}}.next_token(), v_slot, 1, v_now, v_renew, v_exp, p_ttl, p_hold, p_op)
+                    INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op, weight)
+                    VALUES (p_names[i], p_ref, p_kind, {{schema}}.next_token(), v_slot, 1, v_now, v_renew, v_exp, p_ttl, p_hold, p_op, a_need[i])
                     ON CONFLICT DO NOTHING
                     RETURNING token INTO v_token;
                 END IF;
@@ -563,7 +612,7 @@ BEGIN
                 DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
                 -- Slots left over for the waiters behind: wake them.
                 FOR i IN 1 .. n LOOP
-                    k := a_slots[i] - a_rows[i] - CASE WHEN a_mine[i] THEN 0 ELSE 1 END;
+                    k := a_slots[i] - a_rows[i] - CASE WHEN a_mine[i] THEN 0 ELSE a_need[i] END;
                     IF k > 0 AND a_total[i] > 1 THEN
                         PERFORM {{schema}}.wake(p_names[i], k);
                     END IF;
@@ -579,7 +628,7 @@ BEGIN
                            renewed = CASE WHEN p_ttl > 0 THEN v_renew ELSE h.renewed END,
                            expires = CASE WHEN p_ttl > 0 THEN v_exp ELSE h.expires END
                      WHERE h.lock = p_names[i] AND h.ref = p_ref
-                    RETURNING h.kind, h.token, h.acquired, h.expires, h.ttl, h.hold INTO r;
+                    RETURNING h.kind, h.token, h.acquired, h.expires, h.ttl, h.hold, h.weight INTO r;
                     IF NOT FOUND THEN
                         -- Released by its own ref meanwhile (a fast-path release
                         -- takes no lock row): let the caller try again.
@@ -590,15 +639,15 @@ BEGIN
                     r_running := a_rows[i]; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
                     r_ref := p_ref; r_kind := r.kind; r_token := r.token; r_at := {{schema}}.micros(r.acquired);
                     r_expires := {{schema}}.micros(r.expires); r_dur := 0; r_ticket := p_ticket;
-                    r_ttl := r.ttl; r_hold := r.hold;
+                    r_ttl := r.ttl; r_hold := r.hold; r_weight := r.weight;
                     RETURN NEXT;
                 ELSE
                     r_ev := 'granted'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
-                    r_running := a_rows[i] + 1; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+                    r_running := a_rows[i] + a_need[i]; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
                     r_ref := p_ref; r_kind := p_kind; r_token := a_tok[i]; r_at := {{schema}}.micros(v_now);
                     r_expires := {{schema}}.micros(v_exp);
                     r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(v_now) - {{schema}}.micros(v_since) ELSE 0 END;
-                    r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold;
+                    r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold; r_weight := a_need[i];
                     PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL);
                     RETURN NEXT;
                 END IF;
@@ -619,6 +668,7 @@ BEGIN
             SELECT {{schema}}.micros(min(h.expires)) INTO r_expires FROM {{schema}}.holding h
              WHERE h.lock = p_names[v_bad] AND h.expires > v_now;
             r_ev := 'waiting'; r_idx := v_bad; r_lock := p_names[v_bad]; r_ticket := p_ticket;
+            r_weight := coalesce(p_weights[v_bad], 1);
             r_at := {{schema}}.micros(v_now); r_slots := a_slots[v_bad];
             RETURN NEXT;
             RETURN;
@@ -626,8 +676,9 @@ BEGIN
 
         IF NOT p_wait THEN
             -- Refused: the first refused lock in the caller's order and its
-            -- oldest unexpired holder (none when only the queue refused).
-            IF a_live[v_bad] >= a_slots[v_bad] THEN
+            -- oldest unexpired holder (none when only the queue refused: a
+            -- slot is free, but others wait).
+            IF a_live[v_bad] >= a_slots[v_bad] OR a_ahead[v_bad] = 0 THEN
                 SELECT x.ref, x.kind, x.token, x.expires INTO r FROM {{schema}}.holding x
                  WHERE x.lock = p_names[v_bad] AND (x.expires IS NULL OR NOT CASE WHEN p_stale > 0
                         THEN x.renewed <= v_now - p_stale * interval '1 microsecond' ELSE x.expires <= v_now END)
@@ -638,6 +689,7 @@ BEGIN
                 r_ref := ''; r_kind := ''; r_token := 0; r_expires := 0; r_queued := true;
             END IF;
             r_ev := 'refused'; r_idx := v_bad; r_lock := p_names[v_bad]; r_slots := a_slots[v_bad];
+            r_weight := coalesce(p_weights[v_bad], 1);
             r_running := a_rows[v_bad]; r_waiting := a_ahead[v_bad]; r_at := {{schema}}.micros(v_now);
             RETURN NEXT;
             RETURN;
@@ -653,7 +705,8 @@ BEGIN
         VALUES (v_ticket, p_op, p_ref, p_kind, p_names, p_ttl, p_hold, p_counted, v_now,
                 v_now + p_wttl * interval '1 microsecond');
         FOR i IN 1 .. n LOOP
-            INSERT INTO {{schema}}.queue (lock, ticket) VALUES (p_names[i], v_ticket);
+            INSERT INTO {{schema}}.queue (lock, ticket, weight) VALUES (p_names[i], v_ticket, coalesce(p_weights[i], 1));
+            r_weight := coalesce(p_weights[i], 1);
             r_ev := 'queued'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
             r_waiting := a_total[i] + 1; r_ref := p_ref; r_kind := p_kind; r_at := {{schema}}.micros(v_now);
             r_ticket := v_ticket;
@@ -670,9 +723,10 @@ $sleeplock$;
 -- made for it (holders.handed), or answers 'waiting' on the holder rows
 -- alone when the lock is full of unexpired holders; everything else is
 -- acquire()'s, after reaping (p_whole: re-entry only as a whole, see
--- acquire()). Rows: acquire()'s, with the event's Seq.
-CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_seq bigint)
+-- acquire()). p_weights: the weight asked of each lock. Rows: acquire()'s,
+-- with the event's Seq.
+CREATE OR REPLACE FUNCTION {{schema}}.check_one_v2(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[])
+ RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint)
  LANGUAGE plpgsql
 AS $sleeplock$
 #variable_conflict use_column
@@ -693,19 +747,21 @@ BEGIN
          WHERE h.lock = p_names[1] AND h.ref = p_ref AND h.op = p_op;
         IF g IS NOT NULL AND g[1] = p_op AND g[2] = p_ticket THEN
             RETURN QUERY SELECT 'granted'::text, 1, p_names[1], g[7]::int, g[8]::int, g[9]::int, p_ref, p_kind, g[3],
-                g[4], g[5], g[10], false, p_ticket, p_ttl, p_hold, g[6];
+                g[4], g[5], g[10], false, p_ticket, p_ttl, p_hold,
+                {{schema}}.need(coalesce(p_weights[1], 1), g[7]::int), g[6];
             RETURN;
         END IF;
         v_now := clock_timestamp();
         IF p_stale = 0 AND NOT {{schema}}.nodes_stale(v_now) THEN
             -- Still waiting, on the holder rows alone: a waiter its node
             -- keeps, of a lock whose slots are all held by unexpired
-            -- holders other than its ref, waits whatever the queue holds.
+            -- holders other than its ref, waits whatever the queue holds
+            -- (unless a resize left it too heavy: acquire() ends it).
             -- acquire() would answer the same after counting the queue;
             -- this is what a head's periodic check costs. (While a node is
             -- stale a holder may be a grant that ended with its node:
             -- acquire() decides, after reaping.)
-            SELECT (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int AS live,
+            SELECT coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
                    coalesce(bool_or(h.ref = p_ref), false) AS mine,
                    min(h.expires) FILTER (WHERE h.expires > v_now) AS next
               INTO f
@@ -714,10 +770,12 @@ BEGIN
             IF NOT f.mine AND f.live >= v_slots
                AND EXISTS (SELECT 1 FROM {{schema}}.waiters w
                             WHERE w.ticket = p_ticket AND w.op = p_op AND w.node = p_node
-                              AND w.expires = {{schema}}.owned()) THEN
+                              AND w.expires = {{schema}}.owned())
+               AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q
+                                WHERE q.ticket = p_ticket AND q.lock = p_names[1] AND q.weight > v_slots) THEN
                 RETURN QUERY SELECT 'waiting'::text, 1, p_names[1], v_slots, 0, 0, ''::text, ''::text, 0::bigint,
                     {{schema}}.micros(v_now), {{schema}}.micros(f.next), 0::bigint, false, p_ticket, 0::bigint,
-                    0::bigint, 0::bigint;
+                    0::bigint, coalesce(p_weights[1], 1), 0::bigint;
                 RETURN;
             END IF;
         END IF;
@@ -732,7 +790,7 @@ BEGIN
     RETURN QUERY
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
           FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
-                                  p_stale, p_whole) a;
+                                  p_stale, p_whole, p_weights) a;
     IF {{schema}}.own(p_op, p_node, p_wttl)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.

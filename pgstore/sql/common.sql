@@ -88,3 +88,13 @@ BEGIN
     RETURN NULL;
 END
 $sleeplock$;
+
+-- need: the slots a weight takes of a lock of p_slots slots (-1, an
+-- exclusive hold: every slot). IMMUTABLE SQL, inlined.
+CREATE OR REPLACE FUNCTION {{schema}}.need(p_weight integer, p_slots integer)
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $sleeplock$
+    SELECT CASE WHEN p_weight = -1 THEN p_slots ELSE p_weight END
+$sleeplock$;

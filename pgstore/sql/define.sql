@@ -2,7 +2,7 @@
 -- (defs_key()) exclusively for their transaction, and end by spilling the
 -- rows in slot mode whose arrays no longer have their lock's slots
 -- (respill()). A grant that turns a row to slot mode takes the same lock
--- shared before the row (acquire_one()), so it never sizes the arrays by a
+-- shared before the row (acquire_one_v2()), so it never sizes the arrays by a
 -- definition that is changing.
 
 -- define: creates the lock or family p_name (p_family: a name "x/*").
@@ -58,6 +58,12 @@ BEGIN
         RETURN;
     END IF;
     UPDATE {{schema}}.defs d SET slots = p_slots WHERE d.name = p_name AND d.slots <> p_slots;
+    IF FOUND THEN
+        -- The waiters of its locks check: some may fit now, or be too
+        -- heavy for good (a *WeightError).
+        PERFORM {{schema}}.wake(q.lock, p_slots)
+           FROM (SELECT DISTINCT x.lock FROM {{schema}}.queue x) q WHERE {{schema}}.def_of(q.lock) = p_name;
+    END IF;
     v_now := clock_timestamp();
     IF v_family THEN
         RETURN QUERY SELECT v_old, true, 0, 0, {{schema}}.micros(v_now);

@@ -4,7 +4,7 @@
 -- queue's counts in the lock's row are kept by the trigger queue_count.
 
 -- drop_waiter: gives up the place in the queue of acquisition p_op, whose
--- caller abandoned it but whose undo() could not reach the database: its
+-- caller abandoned it but whose undo_v2() could not reach the database: its
 -- store's heartbeat runs this until it can. Only the place goes (and a
 -- tombstone stops a statement of it still running): a slot it may have
 -- been granted is left to its TTL, as the caller was told. Returns the

@@ -1,6 +1,6 @@
--- Release and handover: release_one() is the path of one lock, release()
+-- Release and handover: release_one_v2() is the path of one lock, release_v2()
 -- the general one (several locks, ReleaseStale, counted holds); both hand
--- freed slots to the head waiters (hand_over()). undo() abandons an
+-- freed slots to the head waiters (hand_over()). undo_v2() abandons an
 -- acquisition.
 
 -- release_one: the release of one lock in every case, which hands the
@@ -17,12 +17,14 @@
 --   3. The lock's only hold, nobody queued: deleted, the row fast again.
 --   4. Other holders or waiters: the hold deleted; the stale nodes'
 --      waiters reaped, the dead dropped, the heads granted.
---   5. Everything else (a counted hold, not held, no definition): release().
+--   5. Everything else (a counted hold, not held, no definition): release_v2().
 -- p_events: the event's slots are wanted; p_pats: the name's patterns.
-CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
+-- r_running counts slots (the holders' weights); r_weight is the released
+-- hold's.
+CREATE OR REPLACE FUNCTION {{schema}}.release_one_v2(p_name text, p_token bigint, p_ref text, p_events boolean,
     p_pats text[], p_node bigint)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_seq bigint)
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer, r_seq bigint)
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -56,9 +58,10 @@ BEGIN
                  INTO r;
             RETURN QUERY SELECT 'released'::text, 1, p_name,
                 CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, r.run, 0, p_ref, r.kind, r.token,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), 1,
+                nextval({{seqs}});
             RETURN QUERY SELECT 'fast'::text, 1, p_name, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint,
-                0::bigint, 0::bigint;
+                0::bigint, 1, 0::bigint;
             RETURN;
         END IF;
     END IF;
@@ -69,17 +72,17 @@ BEGIN
         IF NOT {{schema}}.nodes_stale(v_now) THEN
             DELETE FROM {{schema}}.holders h
              WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-            RETURNING h.kind, h.token, h.acquired INTO r;
+            RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
             IF FOUND THEN
                 PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired));
-                SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+                SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
                 v_slots := {{schema}}.slots_of(p_name);
                 RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
                     l.queued, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-                    {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+                    {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, nextval({{seqs}});
                 IF v_slots IS NOT NULL THEN
                     RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint,
-                                        0::bigint, 0::bigint
+                                        0::bigint, 1, 0::bigint
                                    FROM {{schema}}.hand_over(p_name, v_slots, v_run, l.queued, v_now, p_node) m;
                 END IF;
                 RETURN;
@@ -89,25 +92,29 @@ BEGIN
     -- The row is ours; a fast one (its holder in the row) is spilled first.
     IF (v_found AND NOT l.fast) OR {{schema}}.spill(p_name) THEN
         -- 3. The lock's only hold, and nobody queues. No other holder or
-        -- waiter can appear while the row is ours.
+        -- waiter can appear while the row is ours. A weighted hold leaves
+        -- the row slow, for the next weighted grant to find it so.
         DELETE FROM {{schema}}.holders h
          WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
-        RETURNING h.kind, h.token, h.acquired INTO r;
+        RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
         IF FOUND THEN
             v_now := clock_timestamp();
             PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired));
-            UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+            IF r.weight = 1 THEN
+                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+            END IF;
             RETURN QUERY SELECT 'released'::text, 1, p_name,
                 CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), nextval({{seqs}});
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight,
+                nextval({{seqs}});
             RETURN;
         END IF;
         -- 4. Other holders or waiters remain.
         DELETE FROM {{schema}}.holders h
          WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-        RETURNING h.kind, h.token, h.acquired INTO r;
+        RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
         IF FOUND THEN
             v_now := clock_timestamp();
             PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired));
@@ -116,7 +123,7 @@ BEGIN
             IF {{schema}}.nodes_stale(v_now) THEN
                 PERFORM {{schema}}.reap(p_name, v_now, true);
             END IF;
-            SELECT count(*)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+            SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
             -- The live and the dead waiters (see queue_counts()).
             SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.queue_counts(p_name, v_now) c;
             IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
@@ -125,18 +132,18 @@ BEGIN
                 END IF;
                 RETURN QUERY SELECT 'released'::text, 1, p_name,
                     CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
-                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
                 RETURN;
             END IF;
             -- Waiters: hand the slot over (their dead go first, a bounded
-            -- number, as release() does).
+            -- number, as release_v2() does).
             IF v_dead > 0 THEN
                 PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
             END IF;
             v_slots := {{schema}}.slots_of(p_name);
             RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
                 v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), v_seq;
+                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
             IF v_wait > 0 AND v_slots IS NOT NULL THEN
                 PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL);
             ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
@@ -145,10 +152,10 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- 5. release().
+    -- 5. release_v2().
     RETURN QUERY
         SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
+          FROM {{schema}}.release_v2(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
 END
 $sleeplock$;
 
@@ -203,8 +210,9 @@ BEGIN
 END
 $sleeplock$;
 
--- hand_over: under lock p_name's row, grants its free slots to the live
--- heads of its queue in ticket order, drawing their tokens and Seq, and
+-- hand_over: under lock p_name's row, grants its free slots (p_run: the
+-- slots in use) to the live heads of its queue in ticket order, each the
+-- slots it asks, until a head asks more than are free; drawing their tokens and Seq, and
 -- records each grant's event in holders.handed, until a waiter it may not
 -- grant alone (one of several locks, one whose ref holds the lock, one of
 -- a stale node), which is woken to check for itself. The grants for
@@ -228,6 +236,7 @@ BEGIN
         EXIT WHEN v_free <= 0;
         -- The head: the one before it was granted and left the queue.
         SELECT x.ticket, x.op, x.ref, x.kind, x.locks, x.ttl, x.hold, x.since, x.node,
+               {{schema}}.need(q.weight, p_slots) AS need,
                CASE WHEN x.expires = {{schema}}.owned()
                     THEN coalesce(n.expires > p_now + (n.wttl * 3 / 10) * interval '1 microsecond', false)
                     ELSE {{schema}}.micros(x.expires) - {{schema}}.micros(p_now)
@@ -240,10 +249,13 @@ BEGIN
          ORDER BY q.ticket
          LIMIT 1;
         EXIT WHEN NOT FOUND;
+        -- The head asks more than is free: it waits, and so do those
+        -- behind it.
+        EXIT WHEN w.need > v_free AND w.need <= p_slots;
         -- Not ours to grant (several locks, a waiter whose node stopped
-        -- renewing it, a ref that already holds a slot): the waiter checks
-        -- for itself.
-        IF cardinality(w.locks) <> 1 OR NOT w.fresh
+        -- renewing it, a ref that already holds a slot, a waiter a resize
+        -- left too heavy): the waiter checks for itself.
+        IF cardinality(w.locks) <> 1 OR NOT w.fresh OR w.need > p_slots
            OR (p_run > 0 AND EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.ref = w.ref)) THEN
             PERFORM {{schema}}.wake(p_name, v_free);
             EXIT;
@@ -262,7 +274,7 @@ BEGIN
         v_renew := CASE WHEN w.ttl > 0 THEN p_now - (w.ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
         v_tok := {{schema}}.next_token();
         PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), 0, 0, 0, NULL);
-        p_run := p_run + 1;
+        p_run := p_run + w.need;
         p_wait := p_wait - 1;
         WITH g AS (
             SELECT ARRAY[w.op, w.ticket, v_tok, {{schema}}.micros(p_now), {{schema}}.micros(v_exp), nextval({{seqs}}),
@@ -274,8 +286,9 @@ BEGIN
             DELETE FROM {{schema}}.waiters x WHERE x.ticket = w.ticket
         ), ins AS (
             INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
-                                           op, handed, node)
-            SELECT p_name, w.ref, w.kind, v_tok, v_slot, 1, p_now, v_renew, v_exp, w.ttl, w.hold, w.op, g.a, w.node
+                                           op, handed, node, weight)
+            SELECT p_name, w.ref, w.kind, v_tok, v_slot, 1, p_now, v_renew, v_exp, w.ttl, w.hold, w.op, g.a, w.node,
+                   w.need
               FROM g
         )
         SELECT 'g ' || array_to_string(g.a, ' ') INTO v_msg FROM g;
@@ -284,7 +297,7 @@ BEGIN
         ELSE
             PERFORM pg_notify({{channel}}, v_msg);
         END IF;
-        v_free := v_free - 1;
+        v_free := v_free - w.need;
     END LOOP;
 END
 $sleeplock$;
@@ -296,8 +309,8 @@ $sleeplock$;
 -- notfound, or released / decremented / notheld, one per lock in the
 -- caller's order; none when a stale release found the first lock not
 -- stale.
-CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
+CREATE OR REPLACE FUNCTION {{schema}}.release_v2(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
+ RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $sleeplock$
@@ -315,7 +328,7 @@ BEGIN
     FOR i IN 1 .. n LOOP
         IF {{schema}}.slots_of(p_names[i]) IS NULL THEN
             r_ev := 'notfound'; r_idx := i; r_lock := p_names[i]; r_slots := 0; r_running := 0; r_waiting := 0;
-            r_ref := p_ref; r_kind := ''; r_token := 0; r_at := 0; r_dur := 0;
+            r_ref := p_ref; r_kind := ''; r_token := 0; r_at := 0; r_dur := 0; r_weight := 1;
             RETURN NEXT;
             RETURN;
         END IF;
@@ -344,14 +357,14 @@ BEGIN
         v_tok := p_tokens[i];
         DELETE FROM {{schema}}.holders h
          WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count <= 1
-        RETURNING h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d INTO r;
+        RETURNING h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight INTO r;
         IF FOUND THEN
             r_ev := 'released';
             PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d);
         ELSE
             UPDATE {{schema}}.holders h SET count = h.count - 1
              WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count > 1
-            RETURNING h.kind, h.token, 0::bigint AS d INTO r;
+            RETURNING h.kind, h.token, 0::bigint AS d, h.weight INTO r;
             r_ev := CASE WHEN FOUND THEN 'decremented' ELSE 'notheld' END;
         END IF;
         r_idx := i;
@@ -359,7 +372,8 @@ BEGIN
         r_kind := coalesce(r.kind, '');
         r_token := coalesce(r.token, 0);
         r_dur := coalesce(r.d, 0);
-        SELECT count(*)::int, EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name)
+        r_weight := coalesce(r.weight, 1);
+        SELECT coalesce(sum(h.weight), 0)::int, EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name)
           INTO r_running, v_queue
           FROM {{schema}}.holders h WHERE h.lock = v_name;
         IF v_queue THEN
@@ -387,8 +401,8 @@ $sleeplock$;
 -- undo: gives up acquisition p_op after taking and spilling the rows: its
 -- place in the queue goes, a grant it got is released, and a tombstone
 -- (cancelled) stops a statement of it still running.
-CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint)
+CREATE OR REPLACE FUNCTION {{schema}}.undo_v2(p_names text[], p_ref text, p_op bigint)
+ RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer)
  LANGUAGE plpgsql
 AS $sleeplock$
 #variable_conflict use_column
@@ -408,9 +422,9 @@ BEGIN
         WITH gone AS (
             DELETE FROM {{schema}}.holders h
              WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op
-            RETURNING h.lock, h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d)
+            RETURNING h.lock, h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight)
         SELECT 'released', array_position(p_names, g.lock), g.lock, 0, 0, 0, p_ref, g.kind, g.token,
-               {{schema}}.micros(v_now), g.d
+               {{schema}}.micros(v_now), g.d, g.weight
           FROM gone g CROSS JOIN LATERAL {{schema}}.tally(g.lock, 0, NULL, 1, 0, 0, g.d) t;
     -- What this acquisition held or where it queued may be free now.
     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u

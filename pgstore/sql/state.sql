@@ -18,7 +18,7 @@ BEGIN
 END
 $sleeplock$;
 
--- running_of: the holders of lock n, wherever they are.
+-- running_of: the slots the holders of lock n take, wherever they are.
 CREATE OR REPLACE FUNCTION {{schema}}.running_of(n text)
  RETURNS integer
  LANGUAGE plpgsql
@@ -27,17 +27,17 @@ AS $sleeplock$
 DECLARE
     v integer;
 BEGIN
-    SELECT count(*) INTO v FROM {{schema}}.holding h WHERE h.lock = n;
+    SELECT coalesce(sum(h.weight), 0) INTO v FROM {{schema}}.holding h WHERE h.lock = n;
     RETURN v;
 END
 $sleeplock$;
 
 -- states: the state of lock p_name, or of every lock and definition (NULL):
--- its live holders (r_running), those past their expiry that nobody took
--- over (r_expired), its live waiters, and with p_detail the holders and the
--- queue as JSON.
+-- the slots its live holders take (r_running), those of the holders past
+-- their expiry that nobody took over (r_expired), its holders (r_leases),
+-- its live waiters, and with p_detail the holders and the queue as JSON.
 CREATE OR REPLACE FUNCTION {{schema}}.states(p_name text, p_detail boolean)
- RETURNS TABLE(r_name text, r_slots integer, r_family boolean, r_running integer, r_expired integer, r_waiting integer, r_now bigint, r_holders text, r_queue text)
+ RETURNS TABLE(r_name text, r_slots integer, r_family boolean, r_running integer, r_expired integer, r_waiting integer, r_now bigint, r_holders text, r_queue text, r_leases integer)
  LANGUAGE plpgsql
  STABLE
 AS $sleeplock$
@@ -71,21 +71,23 @@ BEGIN
             r_running := 0;
             r_expired := 0;
             r_waiting := 0;
+            r_leases := 0;
         ELSE
-            SELECT (count(*) FILTER (WHERE h.expires IS NULL OR h.expires > v_now))::int,
-                   (count(*) FILTER (WHERE h.expires <= v_now))::int
-              INTO r_running, r_expired
+            SELECT coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int,
+                   coalesce(sum(h.weight) FILTER (WHERE h.expires <= v_now), 0)::int, count(*)::int
+              INTO r_running, r_expired, r_leases
               FROM {{schema}}.holding h WHERE h.lock = v_name;
             r_waiting := {{schema}}.waiting_of(v_name, v_now);
             IF p_detail THEN
                 SELECT json_agg(json_build_object(
-                        'ref', h.ref, 'kind', h.kind, 'token', h.token, 'count', h.count,
+                        'ref', h.ref, 'kind', h.kind, 'token', h.token, 'count', h.count, 'weight', h.weight,
                         'acquired', {{schema}}.micros(h.acquired), 'renewed', {{schema}}.micros(h.renewed),
                         'expires', {{schema}}.micros(h.expires)) ORDER BY h.token)::text
                   INTO r_holders
                   FROM {{schema}}.holding h WHERE h.lock = v_name;
                 SELECT json_agg(json_build_object(
-                        'ref', w.ref, 'kind', w.kind, 'since', {{schema}}.micros(w.since), 'locks', w.locks)
+                        'ref', w.ref, 'kind', w.kind, 'since', {{schema}}.micros(w.since), 'locks', w.locks,
+                        'weight', q.weight)
                         ORDER BY q.ticket)::text
                   INTO r_queue
                   FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket

@@ -65,7 +65,7 @@ AS $sleeplock$
 $sleeplock$;
 
 -- fold: trigger locks_fold, before a row of locks is deleted (the sweep,
--- forget(), release()): adds its counters to its definition's row, so that
+-- forget(), release_v2()): adds its counters to its definition's row, so that
 -- they never go down while the definition lives.
 CREATE OR REPLACE FUNCTION {{schema}}.fold()
  RETURNS trigger
@@ -99,8 +99,8 @@ CREATE OR REPLACE FUNCTION {{schema}}.stats(p_now timestamp with time zone)
 AS $sleeplock$
     WITH used AS (
         SELECT u.lock, sum(u.run)::integer AS run, sum(u.exp)::integer AS exp, sum(u.wait)::integer AS wait
-          FROM (SELECT h.lock, count(*) FILTER (WHERE h.expires IS NULL OR h.expires > p_now) AS run,
-                       count(*) FILTER (WHERE h.expires <= p_now) AS exp, 0 AS wait
+          FROM (SELECT h.lock, coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > p_now), 0) AS run,
+                       coalesce(sum(h.weight) FILTER (WHERE h.expires <= p_now), 0) AS exp, 0 AS wait
                   FROM {{schema}}.holding h GROUP BY h.lock
                 UNION ALL
                 SELECT q.lock, 0, 0, count(*) FROM {{schema}}.queue q GROUP BY q.lock) u
