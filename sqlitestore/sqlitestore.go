@@ -158,12 +158,20 @@ type Store struct {
 	wc     *sql.Conn
 	closed bool
 	queued bool // this store has queued a waiter (Close removes its rows)
+	// left are the tickets of waiters whose callers gave up and whose rows
+	// could not be deleted then (the file could not be written): the
+	// store's next write transaction deletes them.
+	left []int64
 
 	closing   chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 
 	w endwatch.Set
+
+	// beforeCommit, when set (by tests, before the store is used), runs
+	// just before each COMMIT of do, with the transaction.
+	beforeCommit func(t *txn)
 
 	bmu     sync.Mutex
 	bcast   chan struct{} // closed and replaced at each change

@@ -127,7 +127,16 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 		return s.pathError(err)
 	}
 	t := &txn{s: s, ctx: context.WithoutCancel(ctx), now: time.Now().UnixMicro()}
-	err := f(t)
+	left := len(s.left)
+	var err error
+	for _, ticket := range s.left {
+		if err = t.dropWaiter(ticket); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = f(t)
+	}
 	if err == nil || !isDB(err) {
 		if ferr := t.flush(); ferr != nil {
 			err = ferr
@@ -141,11 +150,15 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 		}
 		return s.pathError(errors.Unwrap(err))
 	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(t)
+	}
 	if _, cerr := s.wc.ExecContext(t.ctx, "COMMIT"); cerr != nil {
 		_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
 		s.mu.Unlock()
 		return s.pathError(cerr)
 	}
+	s.left = s.left[left:]
 	// Events go out before the next transaction of this store commits, so
 	// that this process delivers them in commit order (Emit does not block).
 	for _, p := range t.evs {
