@@ -1,12 +1,16 @@
+//go:build linux
+
 package sqlitestore_test
 
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,5 +155,103 @@ func TestGrantNotReturnedWhenCommitFails(t *testing.T) {
 	}
 	if c.Token != a.Token+1 {
 		t.Errorf("token after the spell %d, want %d", c.Token, a.Token+1)
+	}
+}
+
+// A store opened while its file cannot be written (SQLite then opens the
+// file read-only) is told so by a transient error, ErrReadOnly, not
+// ErrInvalidConfig, and works once the file is writable again: it opens
+// its connection anew by itself.
+func TestStoreOpenedWhileReadOnlyRecovers(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "locks.db")
+	first := openAt(t, path) // keeps the WAL there, as other processes do
+	canSpell(t, path)
+	if _, err := first.Define(ctx, "jobs", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	a, err := first.Acquire(ctx, store.AcquireRequest{Name: "jobs", Ref: store.RefOf("a"), TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sp := newSpell(t, path)
+	if err := sp.begin(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open of a file with a current schema that cannot be written now: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	transient := func(op string, err error) {
+		t.Helper()
+		if !errors.Is(err, sqlitestore.ErrReadOnly) || errors.Is(err, store.ErrInvalidConfig) {
+			t.Errorf("%s while the file cannot be written: %v, want an error matching ErrReadOnly and not ErrInvalidConfig", op, err)
+		}
+	}
+	_, err = s.Acquire(ctx, store.AcquireRequest{Name: "jobs", Ref: store.RefOf("b"), TTL: time.Minute})
+	transient("Acquire", err)
+	_, err = s.Keep(ctx, a.Handle(), time.Minute, 0)
+	transient("Keep", err)
+	transient("Release", s.Release(ctx, a.Handle(), nil))
+	sp.end()
+
+	if _, err := s.Keep(ctx, a.Handle(), time.Minute, 0); err != nil {
+		t.Fatalf("Keep once the file is writable again: %v", err)
+	}
+	if err := s.Release(ctx, a.Handle(), nil); err != nil {
+		t.Fatalf("Release once the file is writable again: %v", err)
+	}
+	b, err := s.Acquire(ctx, store.AcquireRequest{Name: "jobs", Ref: store.RefOf("b"), TTL: time.Minute})
+	if err != nil {
+		t.Fatalf("Acquire once the file is writable again: %v", err)
+	}
+	if b.Token != a.Token+1 {
+		t.Errorf("token %d, want %d", b.Token, a.Token+1)
+	}
+}
+
+// A file this process has no permission to write does not pass by itself:
+// Open refuses it with ErrInvalidConfig (SQLite would open it read-only,
+// and every write would fail). The test runs Open in a process of the
+// unprivileged user nobody, so it needs root.
+func TestOpenRefusesFileWithoutWritePermission(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run a process as nobody")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "locks.db")
+	s := openAt(t, path)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// nobody may create files in dir (SQLite's WAL) and run a copy of
+	// this test binary, but not write the database.
+	bin := filepath.Join(dir, "helper.test")
+	self, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, self, 0o755); err != nil { //nolint:gosec // run by nobody
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(p, 0o777); err != nil { //nolint:gosec // nobody creates the WAL there
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, path)
+	cmd.Env = append(os.Environ(), "SQLITESTORE_HELPER=open", "GORACE=atexit_sleep_ms=0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("helper: %v: %s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "invalid config:") || !strings.Contains(string(out), "cannot write "+path) {
+		t.Errorf("Open of a file without write permission, by nobody: %s, want an error matching ErrInvalidConfig", out)
 	}
 }
