@@ -21,3 +21,15 @@ func mayNotWrite(path string) error {
 	}
 	return nil
 }
+
+// cannotWrite returns why path, or its WAL, cannot be written now (any
+// error of access(2) but a missing file), or nil.
+func cannotWrite(path string) error {
+	const wOK = 2 // W_OK
+	for _, f := range []string{path, path + "-wal"} {
+		if err := syscall.Access(f, wOK); err != nil && !errors.Is(err, syscall.ENOENT) {
+			return err
+		}
+	}
+	return nil
+}

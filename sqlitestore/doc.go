@@ -65,10 +65,10 @@
 // Open refuses, with store.ErrInvalidConfig, a database this process has
 // no permission to write (or on a read-only file system): that does not
 // pass by itself. A file that cannot be written for a while (made
-// immutable, for example) is another matter: writes fail with SQLite's
-// I/O error through a connection opened before, and with ErrReadOnly
-// through one opened meanwhile, which SQLite keeps read-only for good. The
-// store then opens its connection anew, so that it works again as soon as
-// the file is writable; Open succeeds on such a file when its schema is
-// current.
+// immutable, for example) is another matter: writes fail with an error
+// matching ErrReadOnly, which says the condition passes (SQLite's I/O
+// error through a connection opened before, SQLITE_READONLY through one
+// opened meanwhile, which SQLite keeps read-only for good: the store then
+// opens its connection anew), and succeed again as soon as the file is
+// writable. Open succeeds on such a file when its schema is current.
 package sqlitestore

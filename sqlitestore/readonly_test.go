@@ -141,8 +141,8 @@ func TestGrantNotReturnedWhenCommitFails(t *testing.T) {
 	if r.err == nil {
 		t.Fatalf("Acquire during the read-only spell returned token %d and no error; the file holds %+v", r.g.Token, st.Holders)
 	}
-	if errors.Is(r.err, store.ErrInvalidConfig) {
-		t.Errorf("the failed commit's error matches ErrInvalidConfig: %v", r.err)
+	if !errors.Is(r.err, sqlitestore.ErrReadOnly) || errors.Is(r.err, store.ErrInvalidConfig) {
+		t.Errorf("the failed commit's error: %v, want an error matching ErrReadOnly and not ErrInvalidConfig", r.err)
 	}
 	if len(st.Holders) != 0 {
 		t.Errorf("holders after a grant that failed to commit: %+v", st.Holders)
@@ -160,8 +160,8 @@ func TestGrantNotReturnedWhenCommitFails(t *testing.T) {
 
 // A store opened while its file cannot be written (SQLite then opens the
 // file read-only) is told so by a transient error, ErrReadOnly, not
-// ErrInvalidConfig, and works once the file is writable again: it opens
-// its connection anew by itself.
+// ErrInvalidConfig, as is a store opened before, and works once the file
+// is writable again: it opens its connection anew by itself.
 func TestStoreOpenedWhileReadOnlyRecovers(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "locks.db")
@@ -195,6 +195,9 @@ func TestStoreOpenedWhileReadOnlyRecovers(t *testing.T) {
 	_, err = s.Keep(ctx, a.Handle(), time.Minute, 0)
 	transient("Keep", err)
 	transient("Release", s.Release(ctx, a.Handle(), nil))
+	// A store opened before: SQLite's I/O error at its commit.
+	_, err = first.Keep(ctx, a.Handle(), time.Minute, 0)
+	transient("Keep through a store opened before", err)
 	sp.end()
 
 	if _, err := s.Keep(ctx, a.Handle(), time.Minute, 0); err != nil {

@@ -63,13 +63,14 @@ var (
 
 // ErrReadOnly matches the error of a call that had to write the database
 // and could not because the file (or its WAL or shared-memory file) cannot
-// be written now: SQLite answered SQLITE_READONLY. It is transient, not a
-// configuration error: once the file is writable again the store opens its
-// connection anew by itself (SQLite keeps a connection opened while the
-// file could not be written read-only for good), and the same call
-// succeeds. The error also wraps SQLite's own (*sqlite.Error). A file this
-// process has no permission to write is refused by Open with
-// store.ErrInvalidConfig instead.
+// be written now: SQLite answered SQLITE_READONLY, or an I/O error while
+// access(2) said the file or its WAL could not be written (made immutable,
+// for example). It is transient, not a configuration error: once the file
+// is writable again the store opens its connection anew if it must (SQLite
+// keeps a connection opened while the file could not be written read-only
+// for good), and the same call succeeds. The error also wraps SQLite's own
+// (*sqlite.Error). A file this process has no permission to write is
+// refused by Open with store.ErrInvalidConfig instead.
 var ErrReadOnly = errors.New("sqlitestore: database cannot be written now")
 
 // SchemaError reports a database whose schema this build cannot use.
@@ -324,6 +325,12 @@ func (s *Store) pathError(err error) error {
 	case sqlite3.SQLITE_READONLY:
 		// Open refused a file this process may not write: this passes.
 		return fmt.Errorf("%w: %s: %w", ErrReadOnly, s.path, err)
+	case sqlite3.SQLITE_IOERR:
+		// A write through a connection opened while the file could be
+		// written fails with an I/O error.
+		if why := cannotWrite(s.path); why != nil {
+			return fmt.Errorf("%w: %s (%w): %w", ErrReadOnly, s.path, why, err)
+		}
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
 		return fmt.Errorf("%w: cannot open %s: %w", store.ErrInvalidConfig, s.path, err)
 	}
