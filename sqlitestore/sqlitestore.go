@@ -323,7 +323,8 @@ func (s *Store) pathError(err error) error {
 	case sqlite3.SQLITE_NOTADB:
 		return fmt.Errorf("%w: %s (%w)", ErrNotDatabase, s.path, store.ErrInvalidConfig)
 	case sqlite3.SQLITE_READONLY:
-		// Open refused a file this process may not write: this passes.
+		// Open refuses a file this process may not write (checkPath):
+		// what is left here is a file that cannot be written for now.
 		return fmt.Errorf("%w: %s: %w", ErrReadOnly, s.path, err)
 	case sqlite3.SQLITE_IOERR:
 		// A write through a connection opened while the file could be
