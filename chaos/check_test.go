@@ -131,3 +131,18 @@ func TestResourceFence(t *testing.T) {
 		t.Errorf("unknown resource: %v, want SQLSTATE CH002", err)
 	}
 }
+
+// A token granted to two refs is a violation of a SQLite run (the store
+// acknowledged a grant that was not in the file), and only reported in a
+// PostgreSQL run.
+func TestTokensTwiceViolateOnlySQLite(t *testing.T) {
+	f := &chaos.Findings{TokensTwice: 2}
+	lite := chaos.Report{Config: chaos.Config{SQLite: "/tmp/locks.db"}, Findings: f}
+	pg := chaos.Report{Findings: f}
+	if v := lite.Violations(); v != 2 || lite.OK() {
+		t.Errorf("SQLite run with 2 tokens granted twice: %d violations, OK %v; want 2, false", v, lite.OK())
+	}
+	if v := pg.Violations(); v != 0 || !pg.OK() {
+		t.Errorf("PostgreSQL run with 2 tokens granted twice: %d violations, OK %v; want 0, true", v, pg.OK())
+	}
+}

@@ -16,7 +16,8 @@ import (
 // kills them (-9, in the middle of their commits), pauses them past their
 // TTL and makes the file read-only under them: no lock ever has more
 // holders than slots, no write of a holder whose lease was taken over is
-// accepted, every slot is grantable TTL + 1s after the last kill, and
+// accepted, no token is granted to two refs (a grant acknowledged and not
+// in the file), every slot is grantable TTL + 1s after the last kill, and
 // every error sleeplock returned to them is typed (chaos.Typed). With
 // SLEEPLOCK_CHAOS_SQLITE_LONG=1 it runs for two minutes instead of 15 s.
 func TestChaosSQLite(t *testing.T) {
@@ -32,8 +33,9 @@ func TestChaosSQLite(t *testing.T) {
 		Faults:     []string{chaos.FaultKill, chaos.FaultPause, chaos.FaultReadOnly},
 	})
 	f := rep.Findings
-	if v := f.Violations(); v != 0 {
-		t.Errorf("%d safety violations (overlaps %d, late writes %d, writes by a lost lease %d), want 0", v, f.Overlaps, f.LateWrites, f.Unheld)
+	if v := rep.Violations(); v != 0 {
+		t.Errorf("%d safety violations (overlaps %d, late writes %d, writes by a lost lease %d, tokens granted to two refs %d), want 0",
+			v, f.Overlaps, f.LateWrites, f.Unheld, f.TokensTwice)
 	}
 	if rep.LostSlots != 0 {
 		t.Errorf("%d slots not grantable after the last kill, want 0: %s", rep.LostSlots, strings.Join(rep.Stuck, "; "))

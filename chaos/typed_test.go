@@ -9,6 +9,7 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/chaos"
+	"github.com/sleeplock/sleeplock/sqlitestore"
 )
 
 // TestTyped: the errors a caller can tell apart by errors.Is/As are typed,
@@ -22,6 +23,7 @@ func TestTyped(t *testing.T) {
 		{fmt.Errorf("x: %w", sleeplock.ErrUnavailable), true},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), true},
 		{&fs.PathError{Op: "open", Path: "/x", Err: fs.ErrPermission}, true},
+		{fmt.Errorf("x: %w", sqlitestore.ErrReadOnly), true},
 		{errors.New("database is locked"), false},
 		{fmt.Errorf("x: %v", sleeplock.ErrLeaseLost), false}, //nolint:errorlint // a message that does not wrap, on purpose
 	} {

@@ -668,16 +668,16 @@ func (w *worker) untyped(op string, err error) {
 
 // Typed reports whether err is one a caller of sleeplock can tell apart
 // without reading its text: it matches one of sleeplock's errors,
-// pgstore.ErrUnreachable or a context's error, or it is an I/O error of the
-// database: a *sqlite.Error (SQLite's result code: SQLITE_IOERR,
-// SQLITE_READONLY, SQLITE_BUSY, …), a *pgconn.PgError, a net.Error, an
-// *fs.PathError, a syscall.Errno, io.ErrUnexpectedEOF or io.EOF (a
-// connection that ended).
+// pgstore.ErrUnreachable, sqlitestore.ErrReadOnly or a context's error, or
+// it is an I/O error of the database: a *sqlite.Error (SQLite's result
+// code: SQLITE_IOERR, SQLITE_READONLY, SQLITE_BUSY, …), a
+// *pgconn.PgError, a net.Error, an *fs.PathError, a syscall.Errno,
+// io.ErrUnexpectedEOF or io.EOF (a connection that ended).
 func Typed(err error) bool {
 	for _, e := range []error{
 		sleeplock.ErrUnavailable, sleeplock.ErrLeaseLost, sleeplock.ErrNotHeld, sleeplock.ErrReleased,
 		sleeplock.ErrClosed, sleeplock.ErrInvalid, sleeplock.ErrInvalidConfig, sleeplock.ErrNotFound,
-		sleeplock.ErrUnsupported, pgstore.ErrUnreachable, context.DeadlineExceeded, context.Canceled,
+		sleeplock.ErrUnsupported, pgstore.ErrUnreachable, sqlitestore.ErrReadOnly, context.DeadlineExceeded, context.Canceled,
 		io.ErrUnexpectedEOF, io.EOF, net.ErrClosed,
 	} {
 		if errors.Is(err, e) {

@@ -55,5 +55,20 @@
 // # Durability
 //
 // Commits are synchronous (PRAGMA synchronous=FULL), so fencing tokens only
-// grow also across a power failure.
+// grow also across a power failure. A grant, renewal or release is
+// reported only once its transaction committed: when the COMMIT fails (the
+// file cannot be written), the caller gets the error, and a waiter that
+// was being granted leaves the queue.
+//
+// # A file that cannot be written
+//
+// Open refuses, with store.ErrInvalidConfig, a database this process has
+// no permission to write (or on a read-only file system): that does not
+// pass by itself. A file that cannot be written for a while (made
+// immutable, for example) is another matter: writes fail with an error
+// matching ErrReadOnly, which says the condition passes (SQLite's I/O
+// error through a connection opened before, SQLITE_READONLY through one
+// opened meanwhile, which SQLite keeps read-only for good: the store then
+// opens its connection anew), and succeed again as soon as the file is
+// writable. Open succeeds on such a file when its schema is current.
 package sqlitestore

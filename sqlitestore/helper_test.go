@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/sqlitestore"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // helperMain runs this test binary as a helper process when the
@@ -28,13 +30,27 @@ func helperMain() bool {
 
 // runHelper: "hold DB LOCK" takes LOCK (TTL 10 min), says "ready" and waits
 // to be killed; "queue DB LOCK ID OUT" waits for LOCK, appends ID to OUT and
-// releases; "wait DB LOCK" queues for LOCK and waits forever.
+// releases; "wait DB LOCK" queues for LOCK and waits forever; "open DB"
+// opens DB and says what Open returned.
 func runHelper(role string, args []string) int {
 	if role == "pingpong" {
 		n, _ := strconv.Atoi(args[2])
 		return pingpong(args[0], args[1], n, args[3])
 	}
 	ctx := context.Background()
+	if role == "open" {
+		s, err := sqlitestore.Open(ctx, args[0])
+		switch {
+		case err == nil:
+			_ = s.Close()
+			fmt.Println("opened")
+		case errors.Is(err, store.ErrInvalidConfig):
+			fmt.Println("invalid config:", err)
+		default:
+			fmt.Println("error:", err)
+		}
+		return 0
+	}
 	s, err := sqlitestore.Open(ctx, args[0])
 	if err != nil {
 		fmt.Println("error", err)

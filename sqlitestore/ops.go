@@ -162,8 +162,12 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		// only its context bounds its wait.
 		err = s.do(ctx, first)
 	}
-	if err != nil || ticket == 0 {
-		return g, err
+	if err != nil {
+		// What first granted or queued was rolled back.
+		return store.Grant{}, err
+	}
+	if ticket == 0 {
+		return g, nil
 	}
 	return s.wait(ctx, &req, ticket)
 }
@@ -262,6 +266,7 @@ func (s *Store) poll(ctx context.Context, req *store.AcquireRequest, ticket *int
 func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*txn) error) error,
 	req *store.AcquireRequest, ticket *int64) (pollResult, error) {
 	var r pollResult
+	was := *ticket
 	err := run(ctx, func(t *txn) error {
 		var alive, since int64
 		found, err := t.queryRow("SELECT alive, since FROM waiters WHERE ticket = ?", []any{*ticket}, &alive, &since)
@@ -341,6 +346,13 @@ func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*tx
 		r.granted = err == nil
 		return err
 	})
+	if err != nil {
+		// Granted (or queued again) only if the transaction committed: a
+		// grant whose COMMIT failed (the file could not be written) was
+		// rolled back, and its token will be given to another; so was a
+		// new ticket, whose number another waiter may get.
+		r.g, r.granted, *ticket = store.Grant{}, false, was
+	}
 	return r, err
 }
 
@@ -389,6 +401,7 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 				// Still queued behind a busy database: look again.
 				continue
 			}
+			_ = s.leaveQueue(ctx, ticket)
 			return store.Grant{}, err
 		}
 		until := time.Until(time.UnixMicro(r.wake))
@@ -448,11 +461,24 @@ func (s *Store) anyGone(pids []int) bool {
 // leave takes a waiter whose caller gave up out of the queue and returns
 // the caller's error.
 func (s *Store) leave(ctx context.Context, ticket int64) error {
-	err := s.do(context.WithoutCancel(ctx), func(t *txn) error { return t.dropWaiter(ticket) })
-	if errors.Is(err, store.ErrClosed) {
+	if errors.Is(s.leaveQueue(ctx, ticket), store.ErrClosed) {
 		return store.ErrClosed
 	}
 	return ctx.Err()
+}
+
+// leaveQueue deletes the waiter with ticket, whose caller gave up. When
+// that fails (the file cannot be written now), the store's next write
+// transaction deletes it: else the row would keep its place at the head of
+// the queue until its waiter TTL ran out.
+func (s *Store) leaveQueue(ctx context.Context, ticket int64) error {
+	err := s.do(context.WithoutCancel(ctx), func(t *txn) error { return t.dropWaiter(ticket) })
+	if err != nil && !errors.Is(err, store.ErrClosed) {
+		s.mu.Lock()
+		s.left = append(s.left, ticket)
+		s.mu.Unlock()
+	}
+	return err
 }
 
 // checkNames reports the first name of h that no definition covers.
@@ -558,7 +584,10 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 		}
 		return nil
 	})
-	return exp, err
+	if err != nil {
+		return time.Time{}, err
+	}
+	return exp, nil
 }
 
 // Held implements store.Store.

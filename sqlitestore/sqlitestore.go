@@ -61,6 +61,18 @@ var (
 	ErrSchemaTooNew = errors.New("sqlitestore: database schema is newer than this build")
 )
 
+// ErrReadOnly matches the error of a call that had to write the database
+// and could not because the file (or its WAL or shared-memory file) cannot
+// be written now: SQLite answered SQLITE_READONLY, or an I/O error while
+// access(2) said the file or its WAL could not be written (made immutable,
+// for example). It is transient, not a configuration error: once the file
+// is writable again the store opens its connection anew if it must (SQLite
+// keeps a connection opened while the file could not be written read-only
+// for good), and the same call succeeds. The error also wraps SQLite's own
+// (*sqlite.Error). A file this process has no permission to write is
+// refused by Open with store.ErrInvalidConfig instead.
+var ErrReadOnly = errors.New("sqlitestore: database cannot be written now")
+
 // SchemaError reports a database whose schema this build cannot use.
 type SchemaError struct {
 	Path string
@@ -155,15 +167,23 @@ type Store struct {
 	me   proc
 
 	mu     sync.Mutex // serialises this store's transactions on wc
-	wc     *sql.Conn
+	wc     *sql.Conn  // nil after dropConn: begin opens another
 	closed bool
 	queued bool // this store has queued a waiter (Close removes its rows)
+	// left are the tickets of waiters whose callers gave up and whose rows
+	// could not be deleted then (the file could not be written): the
+	// store's next write transaction deletes them.
+	left []int64
 
 	closing   chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 
 	w endwatch.Set
+
+	// beforeCommit, when set (by tests, before the store is used), runs
+	// just before each COMMIT of do, with the transaction.
+	beforeCommit func(t *txn)
 
 	bmu     sync.Mutex
 	bcast   chan struct{} // closed and replaced at each change
@@ -187,6 +207,15 @@ var (
 // Errors say what is wrong with the path: a missing or read-only directory,
 // a file that is not a SQLite database (ErrNotDatabase), a schema newer than
 // this build (ErrSchemaTooNew).
+//
+// A database file (or WAL, or shared-memory file) that this process has no
+// permission to write, or that is on a read-only file system, is refused
+// with store.ErrInvalidConfig: that does not pass by itself. A file that
+// cannot be written for another reason at the moment (made immutable, for
+// example) is opened when its schema is current: the store's writes then
+// fail with ErrReadOnly until the file can be written again, and then
+// succeed; when its schema must be created or upgraded, Open fails with
+// ErrReadOnly.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL, busy: DefaultBusyTimeout, migrate: true}
 	for _, o := range opts {
@@ -219,14 +248,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	var id [12]byte
 	_, _ = rand.Read(id[:])
 	s.id = hex.EncodeToString(id[:])
-	wc, err := db.Conn(ctx)
+	err = s.connect(ctx)
 	if err == nil {
-		s.wc = wc
 		err = s.migrate(ctx)
-	}
-	if err == nil {
-		// Transactions begin in begin's own retry loop.
-		_, err = s.wc.ExecContext(ctx, "PRAGMA busy_timeout = 0")
 	}
 	if err != nil {
 		if s.wc != nil {
@@ -270,6 +294,14 @@ func checkPath(path string) error {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		return fmt.Errorf("%w: %s is a directory, not a database file", store.ErrInvalidConfig, path)
 	}
+	// SQLite opens a file it cannot write read-only, and every write then
+	// fails: refuse a file this process may not write. Other reasons not to
+	// write it now (an immutable file) may pass (see Open).
+	for _, f := range []string{path, path + "-wal", path + "-shm"} {
+		if err := mayNotWrite(f); err != nil {
+			return fmt.Errorf("%w: cannot write %s: %w", store.ErrInvalidConfig, f, err)
+		}
+	}
 	// SQLite creates its WAL and shared-memory files next to the database.
 	f, err := os.CreateTemp(dir, ".sleeplock-check-*")
 	if err != nil {
@@ -291,7 +323,15 @@ func (s *Store) pathError(err error) error {
 	case sqlite3.SQLITE_NOTADB:
 		return fmt.Errorf("%w: %s (%w)", ErrNotDatabase, s.path, store.ErrInvalidConfig)
 	case sqlite3.SQLITE_READONLY:
-		return fmt.Errorf("%w: %s is read-only: %w", store.ErrInvalidConfig, s.path, err)
+		// Open refuses a file this process may not write (checkPath):
+		// what is left here is a file that cannot be written for now.
+		return fmt.Errorf("%w: %s: %w", ErrReadOnly, s.path, err)
+	case sqlite3.SQLITE_IOERR:
+		// A write through a connection opened while the file could be
+		// written fails with an I/O error.
+		if why := cannotWrite(s.path); why != nil {
+			return fmt.Errorf("%w: %s (%w): %w", ErrReadOnly, s.path, why, err)
+		}
 	case sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH:
 		return fmt.Errorf("%w: cannot open %s: %w", store.ErrInvalidConfig, s.path, err)
 	}
@@ -309,7 +349,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if have > SchemaVersion || !s.cfg.migrate {
 		return &SchemaError{Path: s.path, Have: have, Want: SchemaVersion}
 	}
-	if _, err := s.wc.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if err := s.begin(ctx); err != nil {
 		return err
 	}
 	err := func() error {
@@ -393,7 +433,10 @@ func (s *Store) Close() error {
 		if s.queued {
 			s.closeErr = s.removeWaiters(ctx)
 		}
-		s.closeErr = errors.Join(s.closeErr, s.wc.Close(), s.db.Close())
+		if s.wc != nil {
+			s.closeErr = errors.Join(s.closeErr, s.wc.Close())
+		}
+		s.closeErr = errors.Join(s.closeErr, s.db.Close())
 	})
 	return s.closeErr
 }

@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -127,7 +128,16 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 		return s.pathError(err)
 	}
 	t := &txn{s: s, ctx: context.WithoutCancel(ctx), now: time.Now().UnixMicro()}
-	err := f(t)
+	left := len(s.left)
+	var err error
+	for _, ticket := range s.left {
+		if err = t.dropWaiter(ticket); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = f(t)
+	}
 	if err == nil || !isDB(err) {
 		if ferr := t.flush(); ferr != nil {
 			err = ferr
@@ -135,17 +145,27 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 	}
 	if isDB(err) || t.abort {
 		_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
+		if isReadOnly(err) {
+			s.dropConn()
+		}
 		s.mu.Unlock()
 		if !isDB(err) {
 			return err
 		}
 		return s.pathError(errors.Unwrap(err))
 	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(t)
+	}
 	if _, cerr := s.wc.ExecContext(t.ctx, "COMMIT"); cerr != nil {
 		_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
+		if isReadOnly(cerr) {
+			s.dropConn()
+		}
 		s.mu.Unlock()
 		return s.pathError(cerr)
 	}
+	s.left = s.left[left:]
 	// Events go out before the next transaction of this store commits, so
 	// that this process delivers them in commit order (Emit does not block).
 	for _, p := range t.evs {
@@ -173,10 +193,28 @@ func (s *Store) begin(ctx context.Context) error {
 // beginAs runs stmt (a BEGIN) as begin describes. The statement itself
 // runs without ctx's cancellation: a BEGIN interrupted after it took effect
 // would leave the connection inside a transaction.
+//
+// A connection that SQLite opened while the file could not be written is
+// read-only for good: a BEGIN IMMEDIATE on it fails with SQLITE_READONLY.
+// beginAs then drops it and begins on another, up to twice: the pool may
+// first hand back an idle connection of the poller, opened read-only too;
+// the next is new, and writable if the file is again.
 func (s *Store) beginAs(ctx context.Context, stmt string) error {
 	deadline := time.Now().Add(s.cfg.busy)
+	renewed := 0
 	for d := 50 * time.Microsecond; ; d = min(2*d, 2*time.Millisecond) {
+		if s.wc == nil {
+			if err := s.connect(ctx); err != nil {
+				return err
+			}
+		}
 		_, err := s.wc.ExecContext(context.WithoutCancel(ctx), stmt)
+		if isReadOnly(err) {
+			s.dropConn()
+			if renewed++; renewed <= 2 {
+				continue
+			}
+		}
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -188,6 +226,42 @@ func (s *Store) beginAs(ctx context.Context, stmt string) error {
 		case <-t.C:
 		}
 	}
+}
+
+// connect opens the store's connection for transactions; s.mu is held
+// (or the store is not shared yet).
+func (s *Store) connect(ctx context.Context) error {
+	wc, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	// Transactions begin in begin's own retry loop.
+	if _, err := wc.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		_ = wc.Close()
+		return err
+	}
+	s.wc = wc
+	return nil
+}
+
+// dropConn closes the store's connection for transactions, not to be used
+// again (database/sql does not put a connection that reports
+// driver.ErrBadConn back in its pool); s.mu is held. The next transaction
+// opens another.
+func (s *Store) dropConn() {
+	if s.wc == nil {
+		return
+	}
+	_ = s.wc.Raw(func(any) error { return driver.ErrBadConn })
+	_ = s.wc.Close()
+	s.wc = nil
+}
+
+// isReadOnly reports SQLite's SQLITE_READONLY (and its extended codes):
+// the file, its WAL or its shared memory could not be written.
+func isReadOnly(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_READONLY
 }
 
 func isBusy(err error) bool {
@@ -218,6 +292,9 @@ func (s *Store) read(ctx context.Context, f func(t *txn) error) error {
 	t := &txn{s: s, ctx: context.WithoutCancel(ctx), now: time.Now().UnixMicro(), read: true}
 	err := f(t)
 	_, _ = s.wc.ExecContext(t.ctx, "ROLLBACK")
+	if isReadOnly(err) {
+		s.dropConn()
+	}
 	if isDB(err) {
 		return s.pathError(errors.Unwrap(err))
 	}
