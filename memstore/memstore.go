@@ -300,6 +300,7 @@ func (s *Store) Close() error {
 		if lk.queue != nil {
 			clear(lk.queue.ws)
 			lk.queue.ws = lk.queue.ws[:0]
+			lk.queue.weights, lk.queue.all = 0, 0
 		}
 		lk.multi, lk.qheavy = 0, 0
 		if lk.indexed {

@@ -50,10 +50,15 @@ func (w *waiter) weight(lk *lock) int {
 // need returns the slots w asks of lk.
 func (w *waiter) need(lk *lock) int { return store.Need(w.weight(lk), int(lk.slots)) }
 
-// ahead returns the slots the first i waiters of lk's queue ask of it.
+// ahead returns the slots the first i waiters of lk's queue ask of it:
+// for the whole queue (a caller about to join it) from the queue's sums,
+// without a walk.
 func (lk *lock) ahead(i int) int {
 	if lk.qheavy == 0 {
 		return i
+	}
+	if q := lk.queue; i == len(q.ws) {
+		return i - int(lk.qheavy) + q.weights + q.all*int(lk.slots)
 	}
 	n := 0
 	for _, w := range lk.waits()[:i] {
@@ -182,6 +187,10 @@ func (s *Store) cancelWait(ctx context.Context, w *waiter) error {
 type waitQueue struct {
 	ws  []*waiter // the queue, in FIFO order
 	buf []*waiter // the array ws lies in: buf[:cap(buf)]
+	// The weights its heavy waiters ask (see ahead): the sum of those
+	// other than WeightAll, and how many ask WeightAll (every slot, as
+	// many as the lock has when asked).
+	weights, all int
 }
 
 // keptQueue is the longest array an empty queue keeps for the next
@@ -195,6 +204,7 @@ func (lk *lock) dequeue(w *waiter) {
 	}
 	if w.heavy {
 		lk.qheavy--
+		lk.queue.unweigh(w.weight(lk))
 	}
 	q := lk.waits()
 	if len(q) > 0 && q[0] == w {
@@ -221,13 +231,14 @@ func (lk *lock) dequeue(w *waiter) {
 
 // enqueue puts w at the end of lk's queue.
 func (lk *lock) enqueue(w *waiter) {
-	if w.heavy {
-		lk.qheavy++
-	}
 	q := lk.queue
 	if q == nil {
 		q = &waitQueue{}
 		lk.queue = q
+	}
+	if w.heavy {
+		lk.qheavy++
+		q.weigh(w.weight(lk))
 	}
 	if n := len(q.ws); n == cap(q.ws) {
 		if cap(q.buf) == 0 || 2*n > cap(q.buf) {
@@ -244,6 +255,23 @@ func (lk *lock) enqueue(w *waiter) {
 		q.ws = all[:n]
 	}
 	q.ws = append(q.ws, w)
+}
+
+// weigh adds a heavy waiter's weight to q's sums; unweigh takes it out.
+func (q *waitQueue) weigh(weight int) {
+	if weight == store.WeightAll {
+		q.all++
+	} else {
+		q.weights += weight
+	}
+}
+
+func (q *waitQueue) unweigh(weight int) {
+	if weight == store.WeightAll {
+		q.all--
+	} else {
+		q.weights -= weight
+	}
 }
 
 // waits returns lk's queue, in FIFO order.
