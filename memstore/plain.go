@@ -24,6 +24,7 @@ type plainStore Store
 var (
 	_ plain.Store = (*plainStore)(nil)
 	_ plain.Lock  = (*lock)(nil)
+	_ plain.Lock  = (*heavyLock)(nil)
 )
 
 // Name implements plain.Lock.
@@ -34,6 +35,49 @@ func (lk *lock) Store() store.Store { return lk.store() }
 
 // Ref implements plain.Lock: the ref of the plain lease of token t.
 func (lk *lock) Ref(t int64) store.Ref { return lk.plainRef(t) }
+
+// Weight implements plain.Lock: a plain lease through lk takes one slot.
+func (lk *lock) Weight() int { return 1 }
+
+// heavyLock is lk as the plain leases of weight w see it (their Lock):
+// the lease of a weighted grant is a Lock and a token, as a plain lease
+// is, with its weight in the view. Everything else is lk's.
+type heavyLock struct {
+	*lock
+	w int
+}
+
+// Weight implements plain.Lock.
+func (v *heavyLock) Weight() int { return v.w }
+
+// keptViews bounds the weights whose views a lock keeps (see view): a
+// heavier grant makes a view of its own.
+const keptViews = 64
+
+// view returns lk as a plain lease of need slots sees it: lk itself for
+// one slot, else a view of lk kept with its queue. lk.mu is held.
+func (lk *lock) view(need int) plain.Lock {
+	if need == 1 {
+		return lk
+	}
+	if need > keptViews {
+		return &heavyLock{lk, need}
+	}
+	q := lk.queue
+	if q == nil {
+		q = &waitQueue{}
+		lk.queue = q
+	}
+	if len(q.views) < need-1 {
+		q.views = append(q.views, make([]*heavyLock, need-1-len(q.views))...)
+	}
+	v := q.views[need-2]
+	if v == nil {
+		v = &heavyLock{lk, need}
+		q.views[need-2] = v
+	}
+	return v
+}
 
 // released is the context of every plain lease that was released by its
 // holder before anyone asked for its context: one for all, so asking
@@ -78,33 +122,28 @@ func (p *plainStore) Acquire(ctx context.Context, name string, wait bool) (plain
 
 // AcquireWeighted implements plain.Store: a weighted plain lease is
 // granted under the lock's mutex (the fast word holds weight-1 grants only).
-func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (plain.Lock, int64, int, error) {
+func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (plain.Lock, int64, error) {
 	s := (*Store)(p)
 	if weight == 1 || s == nil || ctx == nil {
-		lk, t, err := p.Acquire(ctx, name, wait)
-		return lk, t, 1, err
+		return p.Acquire(ctx, name, wait)
 	}
 	if err := s.usable(ctx); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	if s.load(name) == nil {
 		if err := store.CheckName(name); err != nil {
-			return nil, 0, 0, err
+			return nil, 0, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
 	o := op{s: s}
 	lk, err := s.enterName(&o, name)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
-	pl, t, err := s.acquirePlainLocked(ctx, &o, lk, weight, wait)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	return pl, t, store.Need(weight, int(lk.slots)), nil
+	return s.acquirePlainLocked(ctx, &o, lk, weight, wait)
 }
 
 // undoFast gives back the fast grant of token t that found the store
@@ -146,7 +185,8 @@ func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (plain
 	return s.acquirePlainLocked(ctx, &o, lk, 1, wait)
 }
 
-// acquirePlainLocked is acquirePlain of weight once the op holds lk.
+// acquirePlainLocked is acquirePlain of weight once the op holds lk; the
+// Lock it returns is lk's view for the slots granted (view).
 func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool) (plain.Lock, int64, error) {
 	if !lk.plainOK() {
 		s.forget(lk)
@@ -161,6 +201,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 			return nil, 0, &store.WeightError{Lock: lk.name, Weight: need, Slots: int(lk.slots)}
 		}
 	}
+	pl := lk.view(need)
 	if n := lk.ahead(len(lk.waits())) + need; n <= s.free(o, lk, n, 0) {
 		h := lk.newPlainHolder(-1)
 		if need != 1 {
@@ -170,7 +211,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 			h.ext().acquired = stamp
 		}
 		o.done()
-		return lk, h.token, nil
+		return pl, h.token, nil
 	}
 	if !wait {
 		err := s.refuse(o, lk, weight)
@@ -195,7 +236,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 	if err != nil {
 		return nil, 0, err
 	}
-	return lk, token, nil
+	return pl, token, nil
 }
 
 // Release implements plain.Lock. A grant on a lock still on its fast word

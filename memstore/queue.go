@@ -191,6 +191,10 @@ type waitQueue struct {
 	// other than WeightAll, and how many ask WeightAll (every slot, as
 	// many as the lock has when asked).
 	weights, all int
+	// views are the lock's views for the plain leases of 2, 3, …
+	// slots (see view): kept here, with the queue weighted grants often
+	// have, so that the lock record does not grow.
+	views []*heavyLock
 }
 
 // keptQueue is the longest array an empty queue keeps for the next
