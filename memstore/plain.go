@@ -63,11 +63,7 @@ func (lk *lock) view(need int) plain.Lock {
 	if need > keptViews {
 		return &heavyLock{lk, need}
 	}
-	q := lk.queue
-	if q == nil {
-		q = &waitQueue{}
-		lk.queue = q
-	}
+	q := lk.waitQueue()
 	if len(q.views) < need-1 {
 		q.views = append(q.views, make([]*heavyLock, need-1-len(q.views))...)
 	}
@@ -130,7 +126,8 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 	if err := s.usable(ctx); err != nil {
 		return nil, 0, err
 	}
-	if s.load(name) == nil {
+	lk := s.load(name)
+	if lk == nil {
 		if err := store.CheckName(name); err != nil {
 			return nil, 0, err
 		}
@@ -139,9 +136,14 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 		return nil, 0, err
 	}
 	o := op{s: s}
-	lk, err := s.enterName(&o, name)
-	if err != nil {
-		return nil, 0, err
+	if lk == nil || !o.enter(lk) {
+		var err error
+		if lk, err = s.enterName(&o, name); err != nil {
+			return nil, 0, err
+		}
+	} else if s.closed.Load() {
+		o.done()
+		return nil, 0, store.ErrClosed
 	}
 	return s.acquirePlainLocked(ctx, &o, lk, weight, wait)
 }
@@ -220,7 +222,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 		return nil, 0, err
 	}
 	w := waiters.Get().(*waiter)
-	w.ref = store.NewRef()
+	w.ref = lk.waitQueue().refs.New()
 	if weight != 1 {
 		w.heavy, w.pw = true, int32(weight)
 	}

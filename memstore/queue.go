@@ -22,6 +22,7 @@ type waiter struct {
 	h     *holder       // the grant's record of locks[0]
 	grant store.Grant   // the grant, for a waiter with a req
 	done  bool          // granted
+	st    *lockStats    // set when granted with its wait left to the waiter to time (timeWait)
 	heavy bool          // req asks a weight other than 1 of some lock (or pw, a plain waiter's, is not 1)
 	pw    int32         // a plain waiter's weight, when heavy
 	err   error         // set, with ready signalled, when the store closed
@@ -118,9 +119,11 @@ func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 
 	if ctx.Done() == nil {
 		<-w.ready // nothing can cancel the wait
+		s.timeWait(w)
 	} else {
 		select {
 		case <-w.ready:
+			s.timeWait(w)
 			if w.err == nil && ctx.Err() != nil {
 				// Granted as ctx ended: the caller was cancelled first
 				// (it cannot tell), so the grant goes back to the queue,
@@ -157,6 +160,7 @@ func (s *Store) cancelWait(ctx context.Context, w *waiter) error {
 		return w.err
 	case w.done:
 		<-w.ready
+		s.timeWait(w)
 		if w.req == nil {
 			s.releaseHolder(&o, w.locks[0], w.h, store.ErrReleased)
 		} else {
@@ -195,6 +199,18 @@ type waitQueue struct {
 	// slots (see view): kept here, with the queue weighted grants often
 	// have, so that the lock record does not grow.
 	views []*heavyLock
+	// refs are the refs of plain waiters (a waiter's ref names it in
+	// State's queue): drawn under the lock's mutex, with no write to
+	// memory that other locks share.
+	refs store.RefSource
+}
+
+// waitQueue returns lk's queue record, made on first use. lk.mu is held.
+func (lk *lock) waitQueue() *waitQueue {
+	if lk.queue == nil {
+		lk.queue = &waitQueue{}
+	}
+	return lk.queue
 }
 
 // keptQueue is the longest array an empty queue keeps for the next
@@ -235,11 +251,7 @@ func (lk *lock) dequeue(w *waiter) {
 
 // enqueue puts w at the end of lk's queue.
 func (lk *lock) enqueue(w *waiter) {
-	q := lk.queue
-	if q == nil {
-		q = &waitQueue{}
-		lk.queue = q
-	}
+	q := lk.waitQueue()
 	if w.heavy {
 		lk.qheavy++
 		q.weigh(w.weight(lk))
@@ -353,12 +365,32 @@ func (s *Store) pump(o *op, first *lock) {
 	}
 }
 
+// timeWait counts the wait of w, just woken, in its lock's stats when
+// its grant left that to it: a plain waiter granted by an operation that
+// read no clock. Its wait is timed by the waiter itself, out of the lock's
+// mutex, which the operation that grants held while it granted: the
+// clock's read, which costs more than the grant on some machines, and
+// the stats' mutex are not on the queue's critical path. The wait is
+// counted before the caller's Acquire returns.
+func (s *Store) timeWait(w *waiter) {
+	if w.st != nil {
+		w.st.waited(since(s.clock.Now(), w.since))
+		w.st = nil
+	}
+}
+
 // grantWaiter grants w (out of every queue now); the operation wakes it
 // when it is done.
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newPlainHolder(o.waited(w.since)) // its ref is its token's, not the waiter's
+		wait := time.Duration(-1)
+		if o.ev == nil && !o.hasNow {
+			w.st = lk.st // the waiter times its wait: see timeWait
+		} else {
+			wait = o.waited(w.since)
+		}
+		w.h = lk.newPlainHolder(wait) // its ref is its token's, not the waiter's
 		if w.heavy {
 			lk.setWeight(w.h, w.need(lk))
 		}
