@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/bits"
 	"runtime"
+	"time"
 	"weak"
 
 	"github.com/sleeplock/sleeplock/store"
@@ -35,8 +36,14 @@ import (
 // watcher or a context, a holder older than the window, a family member,
 // WithTimes and a closed store all keep the lock frozen, and FIFO holds:
 // a fast grant is only made with nobody queued.
+//
+// A frozen word holds nothing else but one hint, changed under lk.mu:
+// fastQueued, set while the lock has a queue, so that a caller about to
+// take the mutex to wait can read the clock for its wait before it does
+// (queuedSince), not while it holds the mutex.
 const (
 	fastFrozen   = 1
+	fastQueued   = 2
 	fastSlotBits = 5
 	fastMaxSlots = 1<<fastSlotBits - 1
 	fastWindow   = 18
@@ -185,7 +192,7 @@ func (s *Store) unlockMu(lk *lock) {
 func (lk *lock) freeze() {
 	w := lk.fast.Load()
 	for w&fastFrozen == 0 {
-		if lk.fast.CompareAndSwap(w, w|fastFrozen) {
+		if lk.fast.CompareAndSwap(w, fastFrozen) {
 			t := int64(w >> fastTokShift)
 			lk.token = t
 			win := w >> fastWinShift & fastWinMask
@@ -201,6 +208,30 @@ func (lk *lock) freeze() {
 		}
 		w = lk.fast.Load()
 	}
+}
+
+// hintQueued sets or clears the fastQueued hint of lk's frozen word.
+// lk.mu is held (so the word is frozen, and nothing else changes it).
+func (lk *lock) hintQueued(queued bool) {
+	if w := lk.fast.Load(); w&fastFrozen != 0 {
+		if queued {
+			lk.fast.Store(fastFrozen | fastQueued)
+		} else {
+			lk.fast.Store(fastFrozen)
+		}
+	}
+}
+
+// queuedSince returns, for a caller that may wait for lk and has not yet
+// taken its mutex, the time its wait starts when lk has a queue (so the
+// caller is about to join it); else the zero time, and park reads the
+// clock if the caller does wait. The read is out of the mutex, which
+// every release of a queued lock needs.
+func (s *Store) queuedSince(lk *lock, wait bool) time.Time {
+	if wait && !s.times && lk.fast.Load() == fastFrozen|fastQueued {
+		return s.clock.Now()
+	}
+	return time.Time{}
 }
 
 // thaw makes the fast word again when lk needs no mutex: a defined lock

@@ -101,6 +101,41 @@ type op struct {
 	// Waiters granted by the operation, woken as it lets go (see done).
 	wake     *waiter
 	wakeMore []*waiter
+	// The waits of plain waiters it granted, timed once it has let go
+	// (see timeWait).
+	timed     timedWait
+	timedMore []timedWait
+}
+
+// timedWait is a grant's wait to count in a lock's stats: since when.
+type timedWait struct {
+	st    *lockStats
+	since time.Time
+}
+
+// timeWait has the operation count, in st, a wait since since that it
+// ends with a grant, once it has let go of its mutexes (done): the
+// clock's read (which costs more than the grant on some machines) and the
+// stats' mutex are then out of the lock's critical section, which every
+// grant and release of a queued lock waits for.
+func (o *op) timeWait(st *lockStats, since time.Time) {
+	switch {
+	case st == nil:
+	case o.timed.st == nil:
+		o.timed = timedWait{st, since}
+	default:
+		o.timedMore = append(o.timedMore, timedWait{st, since})
+	}
+}
+
+// countWaits counts the waits timeWait kept, by one read of the clock.
+func (o *op) countWaits() {
+	now := o.s.clock.Now()
+	o.timed.st.waited(since(now, o.timed.since))
+	for _, t := range o.timedMore {
+		t.st.waited(since(now, t.since))
+	}
+	o.timed, o.timedMore = timedWait{}, nil
 }
 
 type firing struct {
@@ -215,6 +250,9 @@ func (o *op) done() {
 		o.wakeMore = nil
 	}
 	o.unlock()
+	if o.timed.st != nil {
+		o.countWaits()
+	}
 	for _, f := range o.fire {
 		for _, fn := range f.fs {
 			fn(f.reason)
@@ -303,6 +341,7 @@ func (s *Store) Close() error {
 			lk.queue.weights, lk.queue.all = 0, 0
 		}
 		lk.multi, lk.qheavy = 0, 0
+		lk.hintQueued(false)
 		if lk.indexed {
 			lk.unindex(nil, true) // let the lock go with the store
 		}

@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"time"
 	"weak"
 
 	"github.com/sleeplock/sleeplock/internal/plain"
@@ -135,6 +136,10 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
+	since := time.Time{}
+	if lk != nil {
+		since = s.queuedSince(lk, wait)
+	}
 	o := op{s: s}
 	if lk == nil || !o.enter(lk) {
 		var err error
@@ -145,7 +150,7 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 		o.done()
 		return nil, 0, store.ErrClosed
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, weight, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, weight, wait, since)
 }
 
 // undoFast gives back the fast grant of token t that found the store
@@ -161,6 +166,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	if s.times {
 		return s.acquirePlain(ctx, lk.name, wait)
 	}
+	since := s.queuedSince(lk, wait)
 	lk.lockMu()
 	if len(lk.waits()) == 0 && int(lk.slots) > lk.used() && !lk.gone && !s.closed.Load() && lk.plainOK() {
 		h := lk.newPlainHolder(-1)
@@ -173,7 +179,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	}
 	// Go on holding the mutex: a lock no waiter of several locks waits for.
 	o := op{s: s, lk: lk}
-	return s.acquirePlainLocked(ctx, &o, lk, 1, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, since)
 }
 
 // acquirePlain is the plain acquisition of name when a slot is not free
@@ -184,12 +190,13 @@ func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (plain
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, 1, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, time.Time{})
 }
 
 // acquirePlainLocked is acquirePlain of weight once the op holds lk; the
-// Lock it returns is lk's view for the slots granted (view).
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool) (plain.Lock, int64, error) {
+// Lock it returns is lk's view for the slots granted (view). since is
+// when a wait starts, when read before the mutex (queuedSince).
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool, since time.Time) (plain.Lock, int64, error) {
 	if !lk.plainOK() {
 		s.forget(lk)
 		o.done()
@@ -228,6 +235,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 	}
 	w.one[0] = lk
 	w.locks = w.one[:]
+	w.since = since
 	err := s.park(ctx, o, w)
 	var token int64
 	if err == nil {

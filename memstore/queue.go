@@ -22,7 +22,6 @@ type waiter struct {
 	h     *holder       // the grant's record of locks[0]
 	grant store.Grant   // the grant, for a waiter with a req
 	done  bool          // granted
-	st    *lockStats    // set when granted with its wait left to the waiter to time (timeWait)
 	heavy bool          // req asks a weight other than 1 of some lock (or pw, a plain waiter's, is not 1)
 	pw    int32         // a plain waiter's weight, when heavy
 	err   error         // set, with ready signalled, when the store closed
@@ -91,9 +90,10 @@ func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error)
 // store closes or ctx ends; called with the op's mutexes held, returns
 // with them let go.
 func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
-	if o.ev != nil || s.times {
+	switch {
+	case o.ev != nil || s.times:
 		w.since = o.clock()
-	} else {
+	case w.since.IsZero(): // else read before the mutex was taken (queuedSince)
 		w.since = s.clock.Now() // parking costs more: its wait is timed (Stats), and recorded nowhere else
 	}
 	multi := len(w.locks) > 1
@@ -119,11 +119,9 @@ func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 
 	if ctx.Done() == nil {
 		<-w.ready // nothing can cancel the wait
-		s.timeWait(w)
 	} else {
 		select {
 		case <-w.ready:
-			s.timeWait(w)
 			if w.err == nil && ctx.Err() != nil {
 				// Granted as ctx ended: the caller was cancelled first
 				// (it cannot tell), so the grant goes back to the queue,
@@ -160,7 +158,6 @@ func (s *Store) cancelWait(ctx context.Context, w *waiter) error {
 		return w.err
 	case w.done:
 		<-w.ready
-		s.timeWait(w)
 		if w.req == nil {
 			s.releaseHolder(&o, w.locks[0], w.h, store.ErrReleased)
 		} else {
@@ -232,6 +229,7 @@ func (lk *lock) dequeue(w *waiter) {
 		q[0] = nil
 		lk.queue.ws = q[1:]
 		if len(q) == 1 {
+			lk.hintQueued(false)
 			lk.queue.ws = lk.queue.buf[:0]
 			if cap(lk.queue.buf) > keptQueue {
 				lk.queue.ws, lk.queue.buf = nil, nil // a burst's array goes
@@ -243,7 +241,7 @@ func (lk *lock) dequeue(w *waiter) {
 		if x == w {
 			copy(q[i:], q[i+1:])
 			q[len(q)-1] = nil
-			lk.queue.ws = q[:len(q)-1]
+			lk.queue.ws = q[:len(q)-1] // not the head: others stay
 			return
 		}
 	}
@@ -255,6 +253,9 @@ func (lk *lock) enqueue(w *waiter) {
 	if w.heavy {
 		lk.qheavy++
 		q.weigh(w.weight(lk))
+	}
+	if len(q.ws) == 0 {
+		lk.hintQueued(true)
 	}
 	if n := len(q.ws); n == cap(q.ws) {
 		if cap(q.buf) == 0 || 2*n > cap(q.buf) {
@@ -365,20 +366,6 @@ func (s *Store) pump(o *op, first *lock) {
 	}
 }
 
-// timeWait counts the wait of w, just woken, in its lock's stats when
-// its grant left that to it: a plain waiter granted by an operation that
-// read no clock. Its wait is timed by the waiter itself, out of the lock's
-// mutex, which the operation that grants held while it granted: the
-// clock's read, which costs more than the grant on some machines, and
-// the stats' mutex are not on the queue's critical path. The wait is
-// counted before the caller's Acquire returns.
-func (s *Store) timeWait(w *waiter) {
-	if w.st != nil {
-		w.st.waited(since(s.clock.Now(), w.since))
-		w.st = nil
-	}
-}
-
 // grantWaiter grants w (out of every queue now); the operation wakes it
 // when it is done.
 func (s *Store) grantWaiter(o *op, w *waiter) {
@@ -386,7 +373,7 @@ func (s *Store) grantWaiter(o *op, w *waiter) {
 		lk := w.locks[0]
 		wait := time.Duration(-1)
 		if o.ev == nil && !o.hasNow {
-			w.st = lk.st // the waiter times its wait: see timeWait
+			o.timeWait(lk.st, w.since) // once the operation lets go
 		} else {
 			wait = o.waited(w.since)
 		}
