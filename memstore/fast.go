@@ -229,7 +229,7 @@ func (lk *lock) hintQueued(queued bool) {
 // every release of a queued lock needs.
 func (s *Store) queuedSince(lk *lock, wait bool) time.Time {
 	if wait && !s.times && lk.fast.Load() == fastFrozen|fastQueued {
-		return s.clock.Now()
+		return s.waitClock()
 	}
 	return time.Time{}
 }

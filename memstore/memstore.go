@@ -39,8 +39,9 @@ func WithTimes() Option { return func(s *Store) { s.times = true } }
 
 // Store is the memory store. Its zero value is not usable; call New.
 type Store struct {
-	clock Clock
-	times bool
+	clock    Clock
+	sysClock bool // clock is the system clock (see waitClock)
+	times    bool
 
 	// locks maps a name to its *lock: defined locks and family members in
 	// use. Read without any mutex; entries are added under mu and removed
@@ -75,6 +76,7 @@ func New(opts ...Option) *Store {
 	if s.clock == nil {
 		s.clock = systemClock{} // WithClock(nil)
 	}
+	_, s.sysClock = s.clock.(systemClock)
 	return s
 }
 
@@ -130,7 +132,7 @@ func (o *op) timeWait(st *lockStats, since time.Time) {
 
 // countWaits counts the waits timeWait kept, by one read of the clock.
 func (o *op) countWaits() {
-	now := o.s.clock.Now()
+	now := o.s.waitClock()
 	o.timed.st.waited(since(now, o.timed.since))
 	for _, t := range o.timedMore {
 		t.st.waited(since(now, t.since))

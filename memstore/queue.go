@@ -94,7 +94,7 @@ func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 	case o.ev != nil || s.times:
 		w.since = o.clock()
 	case w.since.IsZero(): // else read before the mutex was taken (queuedSince)
-		w.since = s.clock.Now() // parking costs more: its wait is timed (Stats), and recorded nowhere else
+		w.since = s.waitClock() // parking costs more: its wait is timed (Stats), and recorded nowhere else
 	}
 	multi := len(w.locks) > 1
 	for _, lk := range w.locks {
