@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/bits"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"weak"
 
@@ -18,14 +19,19 @@ import (
 //	bit 0        frozen: the word holds nothing; the lock's state is in its
 //	             records, under lk.mu (the lock is "frozen")
 //	bits 1-5     the lock's slots
-//	bits 6-23    the window: bit 6+k is set while the grant of token T-k is
-//	             held (k < fastWindow)
+//	bits 6-10    extra: the slots the held grants take beyond one each
+//	bits 11-23   the window: bit 11+k is set while the grant of token T-k
+//	             is held (k < fastWindow)
 //	bits 24-63   T, the lock's last fencing token
 //
-// A fast grant draws token T+1 and sets the window's bit 6 (shifting the
+// A fast grant draws token T+1 and sets the window's bit 11 (shifting the
 // window by one); a fast release clears its token's bit. A holder of a
 // fast grant is named by the ref of its token in the lock's RefRange, so
-// the word is the whole record.
+// the word is the whole record of a grant of one slot. A grant of k > 1
+// slots (a weighted plain lease) adds k-1 to extra, and its release, which
+// knows k (its lease's Lock is the view of that weight), takes it back;
+// the grant writes k, by its token, to the lock's heavy table right after
+// its compare-and-swap, for freeze to find (see heavyTable).
 //
 // Every operation that takes lk.mu first freezes the word (freeze): the
 // held bits become holder records and lk.token takes T, so code under the
@@ -42,14 +48,16 @@ import (
 // take the mutex to wait can read the clock for its wait before it does
 // (queuedSince), not while it holds the mutex.
 const (
-	fastFrozen   = 1
-	fastQueued   = 2
-	fastSlotBits = 5
-	fastMaxSlots = 1<<fastSlotBits - 1
-	fastWindow   = 18
-	fastWinShift = 1 + fastSlotBits
-	fastTokShift = fastWinShift + fastWindow
-	fastWinMask  = 1<<fastWindow - 1
+	fastFrozen     = 1
+	fastQueued     = 2
+	fastSlotBits   = 5
+	fastMaxSlots   = 1<<fastSlotBits - 1
+	fastExtraShift = 1 + fastSlotBits
+	fastWindow     = 13
+	fastWinShift   = fastExtraShift + fastSlotBits
+	fastTokShift   = fastWinShift + fastWindow
+	fastWinMask    = 1<<fastWindow - 1
+	fastKeep       = fastMaxSlots<<1 | fastMaxSlots<<fastExtraShift // slots and extra
 )
 
 // The token takes the word's bits from fastTokShift up, and the tokens of
@@ -68,12 +76,12 @@ func (lk *lock) tryFast() (int64, bool) {
 			return 0, false
 		}
 		win := w >> fastWinShift & fastWinMask
-		slots := w >> 1 & fastMaxSlots
+		used := uint64(bits.OnesCount64(win)) + w>>fastExtraShift&fastMaxSlots
 		t := w >> fastTokShift
-		if uint64(bits.OnesCount64(win)) >= slots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
+		if used >= w>>1&fastMaxSlots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
 			return 0, false
 		}
-		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | w&(fastMaxSlots<<1)
+		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | w&fastKeep
 		if lk.fast.CompareAndSwap(w, nw) {
 			if (t+1)&(HoldSampling-1) == 0 {
 				lk.startSample(int64(t + 1))
@@ -83,9 +91,48 @@ func (lk *lock) tryFast() (int64, bool) {
 	}
 }
 
-// releaseFast releases the fast grant of token t: false when the lock is
-// frozen or t is not a held fast grant (the mutex path decides).
-func (lk *lock) releaseFast(t int64) bool {
+// tryFastWeighted grants weight slots of lk (store.WeightAll: every
+// slot) on the fast word, as one hold: the slots granted and the token,
+// or false as tryFast, and when the weight is more than the lock's slots
+// (the mutex path refuses it).
+func (lk *lock) tryFastWeighted(weight int) (int, int64, bool) {
+	w := lk.fast.Load()
+	if w&fastFrozen != 0 {
+		return 0, 0, false
+	}
+	// The word was made (thaw) after lk.st was set for good: a defined
+	// lock's stats never change, and its heavy table is reached lock-free.
+	tab := lk.st.heavyTable()
+	for {
+		if w&fastFrozen != 0 {
+			return 0, 0, false
+		}
+		slots := w >> 1 & fastMaxSlots
+		need := uint64(store.Need(weight, int(slots)))
+		win := w >> fastWinShift & fastWinMask
+		extra := w >> fastExtraShift & fastMaxSlots
+		t := w >> fastTokShift
+		if uint64(bits.OnesCount64(win))+extra+need > slots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
+			return 0, 0, false
+		}
+		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | (extra+need-1)<<fastExtraShift | slots<<1
+		if lk.fast.CompareAndSwap(w, nw) {
+			if need > 1 {
+				tab.set(int64(t+1), int(need)) // freeze waits for it
+			}
+			if (t+1)&(HoldSampling-1) == 0 {
+				lk.startSample(int64(t + 1))
+			}
+			return int(need), int64(t + 1), true
+		}
+		w = lk.fast.Load()
+	}
+}
+
+// releaseFast releases the fast grant of token t, of need slots: false
+// when the lock is frozen or t is not a held fast grant (the mutex path
+// decides).
+func (lk *lock) releaseFast(t int64, need int) bool {
 	for {
 		w := lk.fast.Load()
 		if w&fastFrozen != 0 {
@@ -96,16 +143,65 @@ func (lk *lock) releaseFast(t int64) bool {
 			return false
 		}
 		bit := uint64(1) << (fastWinShift + k)
-		if w&bit == 0 {
+		if w&bit == 0 || w>>fastExtraShift&fastMaxSlots < uint64(need-1) {
 			return false
 		}
-		if lk.fast.CompareAndSwap(w, w&^bit) {
+		if lk.fast.CompareAndSwap(w, w&^bit-uint64(need-1)<<fastExtraShift) {
 			if t&(HoldSampling-1) == 0 {
 				lk.endSample(t)
 			}
 			return true
 		}
 	}
+}
+
+// heavyTable is where a defined lock's fast grants of more than one slot
+// say their weight, for freeze: entry T%fastWindow holds T<<fastSlotBits
+// | k while the grant of token T, of k slots, is on the fast word (an
+// entry whose token is not T is another grant's, of a token out of the
+// window: T's grant is of one slot). A grant writes its entry just after
+// its compare-and-swap; freeze, which finds a weight it cannot place
+// until then (the word's extra says how many slots it is looking for),
+// waits for it. It also keeps the lock's views for weights of 2 to
+// fastMaxSlots (see view), found without the mutex. Made on the first
+// weighted grant of the lock, kept with its stats (not in the lock
+// record, which most locks keep small).
+type heavyTable struct {
+	entries [fastWindow]atomic.Uint64
+	views   [fastMaxSlots - 1]atomic.Pointer[heavyLock]
+}
+
+// heavyTable returns st's heavy table, made on first use.
+func (st *lockStats) heavyTable() *heavyTable {
+	if tab := st.heavy.Load(); tab != nil {
+		return tab
+	}
+	st.heavy.CompareAndSwap(nil, new(heavyTable))
+	return st.heavy.Load()
+}
+
+func (tab *heavyTable) set(t int64, k int) {
+	tab.entries[t%fastWindow].Store(uint64(t)<<fastSlotBits | uint64(k))
+}
+
+// weight returns the weight its entry gives the fast grant of token t, or
+// 1 (no entry: a grant of one slot, or one that has not written it yet).
+func (tab *heavyTable) weight(t int64) int {
+	if e := tab.entries[t%fastWindow].Load(); e>>fastSlotBits == uint64(t) {
+		return int(e & fastMaxSlots)
+	}
+	return 1
+}
+
+// view returns lk's view for need slots (2 to fastMaxSlots), made on
+// first use.
+func (tab *heavyTable) view(lk *lock, need int) *heavyLock {
+	p := &tab.views[need-2]
+	if v := p.Load(); v != nil {
+		return v
+	}
+	p.CompareAndSwap(nil, &heavyLock{lk, need})
+	return p.Load()
 }
 
 // heldFast reports, without the mutex, whether the fast grant of token t
@@ -187,8 +283,8 @@ func (s *Store) unlockMu(lk *lock) {
 }
 
 // freeze makes lk's records the whole of its state: the fast word's held
-// grants become holder records and lk.token its last token. lk.mu is held.
-// Cheap when frozen already (one atomic load).
+// grants become holder records, each of its weight, and lk.token its last
+// token. lk.mu is held. Cheap when frozen already (one atomic load).
 func (lk *lock) freeze() {
 	w := lk.fast.Load()
 	for w&fastFrozen == 0 {
@@ -196,6 +292,13 @@ func (lk *lock) freeze() {
 			t := int64(w >> fastTokShift)
 			lk.token = t
 			win := w >> fastWinShift & fastWinMask
+			extra := int(w >> fastExtraShift & fastMaxSlots)
+			var tab *heavyTable
+			if extra > 0 {
+				tab = lk.st.heavyTable()
+			}
+			var light [fastWindow]*holder // the records of weight 1 so far
+			n := 0
 			for win != 0 {
 				k := bits.TrailingZeros64(win)
 				win &^= 1 << k
@@ -203,6 +306,29 @@ func (lk *lock) freeze() {
 				h := lk.newRecord()
 				h.ref, h.token, h.count = lk.plainRef(tok), tok, 1
 				lk.indexToken(h)
+				if extra > 0 {
+					if wt := tab.weight(tok); wt > 1 {
+						lk.setWeight(h, wt)
+						extra -= wt - 1
+					} else {
+						light[n] = h
+						n++
+					}
+				}
+			}
+			for extra > 0 {
+				// A weighted grant between its compare-and-swap and its
+				// entry: it writes it next.
+				runtime.Gosched()
+				for i, h := range light[:n] {
+					if h != nil {
+						if wt := tab.weight(h.token); wt > 1 {
+							lk.setWeight(h, wt)
+							extra -= wt - 1
+							light[i] = nil
+						}
+					}
+				}
 			}
 			return
 		}

@@ -51,15 +51,22 @@ type heavyLock struct {
 // Weight implements plain.Lock.
 func (v *heavyLock) Weight() int { return v.w }
 
+// Release implements plain.Lock: the grant of token is of v.w slots.
+func (v *heavyLock) Release(token int64) error { return v.release(token, v.w) }
+
 // keptViews bounds the weights whose views a lock keeps (see view): a
 // heavier grant makes a view of its own.
 const keptViews = 64
 
 // view returns lk as a plain lease of need slots sees it: lk itself for
-// one slot, else a view of lk kept with its queue. lk.mu is held.
+// one slot, else a view of lk kept with its heavy table (a defined lock
+// that may grant the weight on its fast word) or its queue. lk.mu is held.
 func (lk *lock) view(need int) plain.Lock {
 	if need == 1 {
 		return lk
+	}
+	if lk.defined && need <= fastMaxSlots {
+		return lk.st.heavyTable().view(lk, need)
 	}
 	if need > keptViews {
 		return &heavyLock{lk, need}
@@ -138,6 +145,19 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 	}
 	since := time.Time{}
 	if lk != nil {
+		if need, t, ok := lk.tryFastWeighted(weight); ok {
+			if need == 1 {
+				if !s.closed.Load() {
+					return lk, t, nil
+				}
+				return s.undoFast(lk, t)
+			}
+			if !s.closed.Load() {
+				return lk.st.heavyTable().view(lk, need), t, nil
+			}
+			lk.releaseFast(t, need)
+			return nil, 0, store.ErrClosed
+		}
 		since = s.queuedSince(lk, wait)
 	}
 	o := op{s: s}
@@ -156,7 +176,7 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 // undoFast gives back the fast grant of token t that found the store
 // closed meanwhile (Close froze the lock, or is about to).
 func (s *Store) undoFast(lk *lock, t int64) (plain.Lock, int64, error) {
-	lk.releaseFast(t)
+	lk.releaseFast(t, 1)
 	return nil, 0, store.ErrClosed
 }
 
@@ -251,8 +271,11 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 
 // Release implements plain.Lock. A grant on a lock still on its fast word
 // is one compare-and-swap.
-func (lk *lock) Release(token int64) error {
-	if lk.releaseFast(token) {
+func (lk *lock) Release(token int64) error { return lk.release(token, 1) }
+
+// release releases the plain lease of token, of need slots.
+func (lk *lock) release(token int64, need int) error {
+	if lk.releaseFast(token, need) {
 		return nil
 	}
 	s := lk.store()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -39,6 +40,8 @@ type lockStats struct {
 	// of grants that waited, timed in waits.
 	refused, expired, lost uint64
 	waits, holds           store.Histogram
+
+	heavy atomic.Pointer[heavyTable] // a defined lock's, once it grants a weight (see heavyTable)
 }
 
 // store returns the store lk is in (nil for a record made by hand).
