@@ -125,7 +125,8 @@ func (p *plainStore) Acquire(ctx context.Context, name string, wait bool) (plain
 }
 
 // AcquireWeighted implements plain.Store: a weighted plain lease is
-// granted under the lock's mutex (the fast word holds weight-1 grants only).
+// granted on the fast word when the lock is on it (tryFastWeighted), else
+// under the lock's mutex.
 func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (plain.Lock, int64, error) {
 	s := (*Store)(p)
 	if weight == 1 || s == nil || ctx == nil {
