@@ -19,19 +19,22 @@ import (
 //	bit 0        frozen: the word holds nothing; the lock's state is in its
 //	             records, under lk.mu (the lock is "frozen")
 //	bits 1-5     the lock's slots
-//	bits 6-10    extra: the slots the held grants take beyond one each
-//	bits 11-23   the window: bit 11+k is set while the grant of token T-k
+//	bits 6-8     extra: the slots the held grants take beyond one each
+//	bits 9-23    the window: bit 9+k is set while the grant of token T-k
 //	             is held (k < fastWindow)
 //	bits 24-63   T, the lock's last fencing token
 //
-// A fast grant draws token T+1 and sets the window's bit 11 (shifting the
+// A fast grant draws token T+1 and sets the window's bit 9 (shifting the
 // window by one); a fast release clears its token's bit. A holder of a
 // fast grant is named by the ref of its token in the lock's RefRange, so
 // the word is the whole record of a grant of one slot. A grant of k > 1
 // slots (a weighted plain lease) adds k-1 to extra, and its release, which
 // knows k (its lease's Lock is the view of that weight), takes it back;
 // the grant writes k, by its token, to the lock's heavy table right after
-// its compare-and-swap, for freeze to find (see heavyTable).
+// its compare-and-swap, for freeze to find (see heavyTable). Weighted
+// grants that would take extra past fastMaxExtra go the mutex path: extra
+// is kept small so that the window stays long (a holder older than it
+// freezes the lock, more often the shorter it is).
 //
 // Every operation that takes lk.mu first freezes the word (freeze): the
 // held bits become holder records and lk.token takes T, so code under the
@@ -53,11 +56,13 @@ const (
 	fastSlotBits   = 5
 	fastMaxSlots   = 1<<fastSlotBits - 1
 	fastExtraShift = 1 + fastSlotBits
-	fastWindow     = 13
-	fastWinShift   = fastExtraShift + fastSlotBits
+	fastExtraBits  = 3
+	fastMaxExtra   = 1<<fastExtraBits - 1
+	fastWindow     = 15
+	fastWinShift   = fastExtraShift + fastExtraBits
 	fastTokShift   = fastWinShift + fastWindow
 	fastWinMask    = 1<<fastWindow - 1
-	fastKeep       = fastMaxSlots<<1 | fastMaxSlots<<fastExtraShift // slots and extra
+	fastKeep       = fastMaxSlots<<1 | fastMaxExtra<<fastExtraShift // slots and extra
 )
 
 // The token takes the word's bits from fastTokShift up, and the tokens of
@@ -76,7 +81,7 @@ func (lk *lock) tryFast() (int64, bool) {
 			return 0, false
 		}
 		win := w >> fastWinShift & fastWinMask
-		used := uint64(bits.OnesCount64(win)) + w>>fastExtraShift&fastMaxSlots
+		used := uint64(bits.OnesCount64(win)) + w>>fastExtraShift&fastMaxExtra
 		t := w >> fastTokShift
 		if used >= w>>1&fastMaxSlots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
 			return 0, false
@@ -93,8 +98,8 @@ func (lk *lock) tryFast() (int64, bool) {
 
 // tryFastWeighted grants weight slots of lk (store.WeightAll: every
 // slot) on the fast word, as one hold: the slots granted and the token,
-// or false as tryFast, and when the weight is more than the lock's slots
-// (the mutex path refuses it).
+// or false as tryFast, when the weight is more than the lock's slots (the
+// mutex path refuses it) and when extra would pass fastMaxExtra.
 func (lk *lock) tryFastWeighted(weight int) (int, int64, bool) {
 	w := lk.fast.Load()
 	if w&fastFrozen != 0 {
@@ -110,9 +115,10 @@ func (lk *lock) tryFastWeighted(weight int) (int, int64, bool) {
 		slots := w >> 1 & fastMaxSlots
 		need := uint64(store.Need(weight, int(slots)))
 		win := w >> fastWinShift & fastWinMask
-		extra := w >> fastExtraShift & fastMaxSlots
+		extra := w >> fastExtraShift & fastMaxExtra
 		t := w >> fastTokShift
-		if uint64(bits.OnesCount64(win))+extra+need > slots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
+		if uint64(bits.OnesCount64(win))+extra+need > slots || extra+need-1 > fastMaxExtra ||
+			win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
 			return 0, 0, false
 		}
 		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | (extra+need-1)<<fastExtraShift | slots<<1
@@ -143,7 +149,7 @@ func (lk *lock) releaseFast(t int64, need int) bool {
 			return false
 		}
 		bit := uint64(1) << (fastWinShift + k)
-		if w&bit == 0 || w>>fastExtraShift&fastMaxSlots < uint64(need-1) {
+		if w&bit == 0 || w>>fastExtraShift&fastMaxExtra < uint64(need-1) {
 			return false
 		}
 		if lk.fast.CompareAndSwap(w, w&^bit-uint64(need-1)<<fastExtraShift) {
@@ -292,7 +298,7 @@ func (lk *lock) freeze() {
 			t := int64(w >> fastTokShift)
 			lk.token = t
 			win := w >> fastWinShift & fastWinMask
-			extra := int(w >> fastExtraShift & fastMaxSlots)
+			extra := int(w >> fastExtraShift & fastMaxExtra)
 			var tab *heavyTable
 			if extra > 0 {
 				tab = lk.st.heavyTable()

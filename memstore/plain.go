@@ -52,7 +52,12 @@ type heavyLock struct {
 func (v *heavyLock) Weight() int { return v.w }
 
 // Release implements plain.Lock: the grant of token is of v.w slots.
-func (v *heavyLock) Release(token int64) error { return v.release(token, v.w) }
+func (v *heavyLock) Release(token int64) error {
+	if v.releaseFast(token, v.w) {
+		return nil
+	}
+	return v.releaseLocked(token)
+}
 
 // keptViews bounds the weights whose views a lock keeps (see view): a
 // heavier grant makes a view of its own.
@@ -272,13 +277,16 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 
 // Release implements plain.Lock. A grant on a lock still on its fast word
 // is one compare-and-swap.
-func (lk *lock) Release(token int64) error { return lk.release(token, 1) }
-
-// release releases the plain lease of token, of need slots.
-func (lk *lock) release(token int64, need int) error {
-	if lk.releaseFast(token, need) {
+func (lk *lock) Release(token int64) error {
+	if lk.releaseFast(token, 1) {
 		return nil
 	}
+	return lk.releaseLocked(token)
+}
+
+// releaseLocked is Release of a plain lease that is not on the fast word
+// (of any weight: its record knows it): under lk's mutex.
+func (lk *lock) releaseLocked(token int64) error {
 	s := lk.store()
 	lk.lockMu()
 	h := lk.byToken(token)
