@@ -199,7 +199,7 @@ func (x Lease) Weight() int {
 		}
 		return x.x.g.Weight
 	case x.slot != nil:
-		return 1
+		return x.slot.Weight()
 	}
 	return 0
 }

@@ -396,26 +396,25 @@ func (c *acquireConfig) plainButWeight() bool {
 }
 
 // acquireWeighted is the memory store's plain path with a weight: its
-// lease names its hold by lock, token and the token's ref, as any lease of
-// a grant does (the plain lease's three words have no room for a weight).
+// lease is a plain lease, whose Lock (the store's view of the lock for
+// that weight) says the slots it takes.
 func (l *Locks) acquireWeighted(ctx context.Context, name string, weight int, wait bool) (Lease, error) {
-	slot, token, w, err := l.fast.AcquireWeighted(ctx, name, weight, wait)
+	slot, token, err := l.fast.AcquireWeighted(ctx, name, weight, wait)
 	if err != nil {
 		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
 			return l.acquire(ctx, name, nil, wait, []AcquireOption{func(c *acquireConfig) { c.weight, c.general = weight, true }})
 		}
 		return Lease{}, err
 	}
-	if w == 1 {
-		return Lease{slot: slot, token: token}, nil
-	}
-	return newLease(l, store.Grant{Lock: store.Lock{Name: name, Token: token}, Ref: slot.Ref(token), Weight: w}, nil, false), nil
+	return Lease{slot: slot, token: token}, nil
 }
 
-// withOptions applies opts to a copy of c. (Kept apart so that a call
-// without options does not move its config to the heap.)
+// withOptions applies opts to a copy of c. The options are given a
+// config from a pool: one on the stack would move to the heap on every
+// call, as the compiler cannot see what an option does with it.
 func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
-	p := &c
+	p := configs.Get().(*acquireConfig) //nolint:forcetypeassert // only *acquireConfig is put
+	*p = c
 	for _, o := range opts {
 		if o == nil {
 			p.fail(errNilOption)
@@ -423,8 +422,13 @@ func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
 		}
 		o(p)
 	}
-	return *p
+	c = *p
+	*p = acquireConfig{} // keeps nothing the caller gave alive
+	configs.Put(p)
+	return c
 }
+
+var configs = sync.Pool{New: func() any { return new(acquireConfig) }}
 
 // AcquireOption adjusts one acquisition.
 type AcquireOption func(*acquireConfig)

@@ -47,6 +47,59 @@ func TestTryAcquireReleaseAllocatesNothing(t *testing.T) {
 	}
 }
 
+// A weighted lease of the memory store is a plain lease too: taking and
+// giving back k slots allocates nothing, and the lease keeps saying its
+// weight and how it ended after its release, which gives back all k.
+func TestWeightedLeaseIsPlain(t *testing.T) {
+	ctx := context.Background()
+	l := sleeplock.New(nil)
+	defer l.Close()
+	if err := l.Define(ctx, "gpu", 4); err != nil {
+		t.Fatal(err)
+	}
+	w3 := sleeplock.Weight(3)
+	allocs := testing.AllocsPerRun(1000, func() {
+		lease, err := l.TryAcquire(ctx, "gpu", w3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("TryAcquire+Release of weight 3 allocates %.1f times", allocs)
+	}
+	a, err := l.TryAcquire(ctx, "gpu", w3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Weight() != 3 || a.Err() != nil {
+		t.Fatalf("held: weight %d, err %v; want 3, nil", a.Weight(), a.Err())
+	}
+	if _, err := l.TryAcquire(ctx, "gpu", sleeplock.Weight(2)); !errors.Is(err, sleeplock.ErrUnavailable) {
+		t.Fatalf("weight 2 with 3 of 4 held: %v, want ErrUnavailable", err)
+	}
+	c := a.Context()
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if a.Weight() != 3 || !errors.Is(a.Err(), sleeplock.ErrReleased) || !errors.Is(context.Cause(c), sleeplock.ErrReleased) {
+		t.Fatalf("released: weight %d, err %v, cause %v; want 3, ErrReleased", a.Weight(), a.Err(), context.Cause(c))
+	}
+	if err := a.Release(ctx); !errors.Is(err, sleeplock.ErrNotHeld) {
+		t.Fatalf("second release: %v, want ErrNotHeld", err)
+	}
+	all, err := l.TryAcquire(ctx, "gpu", sleeplock.Exclusive())
+	if err != nil {
+		t.Fatalf("exclusive after the release: %v", err)
+	}
+	if all.Weight() != 4 {
+		t.Fatalf("exclusive weight %d, want 4", all.Weight())
+	}
+	_ = all.Release(ctx)
+}
+
 func TestZeroLease(t *testing.T) {
 	var z sleeplock.Lease
 	ctx := context.Background()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/bits"
 	"runtime"
+	"sync/atomic"
+	"time"
 	"weak"
 
 	"github.com/sleeplock/sleeplock/store"
@@ -17,14 +19,22 @@ import (
 //	bit 0        frozen: the word holds nothing; the lock's state is in its
 //	             records, under lk.mu (the lock is "frozen")
 //	bits 1-5     the lock's slots
-//	bits 6-23    the window: bit 6+k is set while the grant of token T-k is
-//	             held (k < fastWindow)
+//	bits 6-8     extra: the slots the held grants take beyond one each
+//	bits 9-23    the window: bit 9+k is set while the grant of token T-k
+//	             is held (k < fastWindow)
 //	bits 24-63   T, the lock's last fencing token
 //
-// A fast grant draws token T+1 and sets the window's bit 6 (shifting the
+// A fast grant draws token T+1 and sets the window's bit 9 (shifting the
 // window by one); a fast release clears its token's bit. A holder of a
 // fast grant is named by the ref of its token in the lock's RefRange, so
-// the word is the whole record.
+// the word is the whole record of a grant of one slot. A grant of k > 1
+// slots (a weighted plain lease) adds k-1 to extra, and its release, which
+// knows k (its lease's Lock is the view of that weight), takes it back;
+// the grant writes k, by its token, to the lock's heavy table right after
+// its compare-and-swap, for freeze to find (see heavyTable). Weighted
+// grants that would take extra past fastMaxExtra go the mutex path: extra
+// is kept small so that the window stays long (a holder older than it
+// freezes the lock, more often the shorter it is).
 //
 // Every operation that takes lk.mu first freezes the word (freeze): the
 // held bits become holder records and lk.token takes T, so code under the
@@ -35,14 +45,24 @@ import (
 // watcher or a context, a holder older than the window, a family member,
 // WithTimes and a closed store all keep the lock frozen, and FIFO holds:
 // a fast grant is only made with nobody queued.
+//
+// A frozen word holds nothing else but one hint, changed under lk.mu:
+// fastQueued, set while the lock has a queue, so that a caller about to
+// take the mutex to wait can read the clock for its wait before it does
+// (queuedSince), not while it holds the mutex.
 const (
-	fastFrozen   = 1
-	fastSlotBits = 5
-	fastMaxSlots = 1<<fastSlotBits - 1
-	fastWindow   = 18
-	fastWinShift = 1 + fastSlotBits
-	fastTokShift = fastWinShift + fastWindow
-	fastWinMask  = 1<<fastWindow - 1
+	fastFrozen     = 1
+	fastQueued     = 2
+	fastSlotBits   = 5
+	fastMaxSlots   = 1<<fastSlotBits - 1
+	fastExtraShift = 1 + fastSlotBits
+	fastExtraBits  = 3
+	fastMaxExtra   = 1<<fastExtraBits - 1
+	fastWindow     = 15
+	fastWinShift   = fastExtraShift + fastExtraBits
+	fastTokShift   = fastWinShift + fastWindow
+	fastWinMask    = 1<<fastWindow - 1
+	fastKeep       = fastMaxSlots<<1 | fastMaxExtra<<fastExtraShift // slots and extra
 )
 
 // The token takes the word's bits from fastTokShift up, and the tokens of
@@ -61,12 +81,12 @@ func (lk *lock) tryFast() (int64, bool) {
 			return 0, false
 		}
 		win := w >> fastWinShift & fastWinMask
-		slots := w >> 1 & fastMaxSlots
+		used := uint64(bits.OnesCount64(win)) + w>>fastExtraShift&fastMaxExtra
 		t := w >> fastTokShift
-		if uint64(bits.OnesCount64(win)) >= slots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
+		if used >= w>>1&fastMaxSlots || win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
 			return 0, false
 		}
-		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | w&(fastMaxSlots<<1)
+		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | w&fastKeep
 		if lk.fast.CompareAndSwap(w, nw) {
 			if (t+1)&(HoldSampling-1) == 0 {
 				lk.startSample(int64(t + 1))
@@ -76,9 +96,49 @@ func (lk *lock) tryFast() (int64, bool) {
 	}
 }
 
-// releaseFast releases the fast grant of token t: false when the lock is
-// frozen or t is not a held fast grant (the mutex path decides).
-func (lk *lock) releaseFast(t int64) bool {
+// tryFastWeighted grants weight slots of lk (store.WeightAll: every
+// slot) on the fast word, as one hold: the slots granted and the token,
+// or false as tryFast, when the weight is more than the lock's slots (the
+// mutex path refuses it) and when extra would pass fastMaxExtra.
+func (lk *lock) tryFastWeighted(weight int) (int, int64, bool) {
+	w := lk.fast.Load()
+	if w&fastFrozen != 0 {
+		return 0, 0, false
+	}
+	// The word was made (thaw) after lk.st was set for good: a defined
+	// lock's stats never change, and its heavy table is reached lock-free.
+	tab := lk.st.heavyTable()
+	for {
+		if w&fastFrozen != 0 {
+			return 0, 0, false
+		}
+		slots := w >> 1 & fastMaxSlots
+		need := uint64(store.Need(weight, int(slots)))
+		win := w >> fastWinShift & fastWinMask
+		extra := w >> fastExtraShift & fastMaxExtra
+		t := w >> fastTokShift
+		if uint64(bits.OnesCount64(win))+extra+need > slots || extra+need-1 > fastMaxExtra ||
+			win&(1<<(fastWindow-1)) != 0 || t >= plainRefLimit {
+			return 0, 0, false
+		}
+		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | (extra+need-1)<<fastExtraShift | slots<<1
+		if lk.fast.CompareAndSwap(w, nw) {
+			if need > 1 {
+				tab.set(int64(t+1), int(need)) // freeze waits for it
+			}
+			if (t+1)&(HoldSampling-1) == 0 {
+				lk.startSample(int64(t + 1))
+			}
+			return int(need), int64(t + 1), true
+		}
+		w = lk.fast.Load()
+	}
+}
+
+// releaseFast releases the fast grant of token t, of need slots: false
+// when the lock is frozen or t is not a held fast grant (the mutex path
+// decides).
+func (lk *lock) releaseFast(t int64, need int) bool {
 	for {
 		w := lk.fast.Load()
 		if w&fastFrozen != 0 {
@@ -89,16 +149,65 @@ func (lk *lock) releaseFast(t int64) bool {
 			return false
 		}
 		bit := uint64(1) << (fastWinShift + k)
-		if w&bit == 0 {
+		if w&bit == 0 || w>>fastExtraShift&fastMaxExtra < uint64(need-1) {
 			return false
 		}
-		if lk.fast.CompareAndSwap(w, w&^bit) {
+		if lk.fast.CompareAndSwap(w, w&^bit-uint64(need-1)<<fastExtraShift) {
 			if t&(HoldSampling-1) == 0 {
 				lk.endSample(t)
 			}
 			return true
 		}
 	}
+}
+
+// heavyTable is where a defined lock's fast grants of more than one slot
+// say their weight, for freeze: entry T%fastWindow holds T<<fastSlotBits
+// | k while the grant of token T, of k slots, is on the fast word (an
+// entry whose token is not T is another grant's, of a token out of the
+// window: T's grant is of one slot). A grant writes its entry just after
+// its compare-and-swap; freeze, which finds a weight it cannot place
+// until then (the word's extra says how many slots it is looking for),
+// waits for it. It also keeps the lock's views for weights of 2 to
+// fastMaxSlots (see view), found without the mutex. Made on the first
+// weighted grant of the lock, kept with its stats (not in the lock
+// record, which most locks keep small).
+type heavyTable struct {
+	entries [fastWindow]atomic.Uint64
+	views   [fastMaxSlots - 1]atomic.Pointer[heavyLock]
+}
+
+// heavyTable returns st's heavy table, made on first use.
+func (st *lockStats) heavyTable() *heavyTable {
+	if tab := st.heavy.Load(); tab != nil {
+		return tab
+	}
+	st.heavy.CompareAndSwap(nil, new(heavyTable))
+	return st.heavy.Load()
+}
+
+func (tab *heavyTable) set(t int64, k int) {
+	tab.entries[t%fastWindow].Store(uint64(t)<<fastSlotBits | uint64(k))
+}
+
+// weight returns the weight its entry gives the fast grant of token t, or
+// 1 (no entry: a grant of one slot, or one that has not written it yet).
+func (tab *heavyTable) weight(t int64) int {
+	if e := tab.entries[t%fastWindow].Load(); e>>fastSlotBits == uint64(t) {
+		return int(e & fastMaxSlots)
+	}
+	return 1
+}
+
+// view returns lk's view for need slots (2 to fastMaxSlots), made on
+// first use.
+func (tab *heavyTable) view(lk *lock, need int) *heavyLock {
+	p := &tab.views[need-2]
+	if v := p.Load(); v != nil {
+		return v
+	}
+	p.CompareAndSwap(nil, &heavyLock{lk, need})
+	return p.Load()
 }
 
 // heldFast reports, without the mutex, whether the fast grant of token t
@@ -180,15 +289,22 @@ func (s *Store) unlockMu(lk *lock) {
 }
 
 // freeze makes lk's records the whole of its state: the fast word's held
-// grants become holder records and lk.token its last token. lk.mu is held.
-// Cheap when frozen already (one atomic load).
+// grants become holder records, each of its weight, and lk.token its last
+// token. lk.mu is held. Cheap when frozen already (one atomic load).
 func (lk *lock) freeze() {
 	w := lk.fast.Load()
 	for w&fastFrozen == 0 {
-		if lk.fast.CompareAndSwap(w, w|fastFrozen) {
+		if lk.fast.CompareAndSwap(w, fastFrozen) {
 			t := int64(w >> fastTokShift)
 			lk.token = t
 			win := w >> fastWinShift & fastWinMask
+			extra := int(w >> fastExtraShift & fastMaxExtra)
+			var tab *heavyTable
+			if extra > 0 {
+				tab = lk.st.heavyTable()
+			}
+			var light [fastWindow]*holder // the records of weight 1 so far
+			n := 0
 			for win != 0 {
 				k := bits.TrailingZeros64(win)
 				win &^= 1 << k
@@ -196,11 +312,58 @@ func (lk *lock) freeze() {
 				h := lk.newRecord()
 				h.ref, h.token, h.count = lk.plainRef(tok), tok, 1
 				lk.indexToken(h)
+				if extra > 0 {
+					if wt := tab.weight(tok); wt > 1 {
+						lk.setWeight(h, wt)
+						extra -= wt - 1
+					} else {
+						light[n] = h
+						n++
+					}
+				}
+			}
+			for extra > 0 {
+				// A weighted grant between its compare-and-swap and its
+				// entry: it writes it next.
+				runtime.Gosched()
+				for i, h := range light[:n] {
+					if h != nil {
+						if wt := tab.weight(h.token); wt > 1 {
+							lk.setWeight(h, wt)
+							extra -= wt - 1
+							light[i] = nil
+						}
+					}
+				}
 			}
 			return
 		}
 		w = lk.fast.Load()
 	}
+}
+
+// hintQueued sets or clears the fastQueued hint of lk's frozen word.
+// lk.mu is held (so the word is frozen, and nothing else changes it).
+func (lk *lock) hintQueued(queued bool) {
+	if w := lk.fast.Load(); w&fastFrozen != 0 {
+		if queued {
+			lk.fast.Store(fastFrozen | fastQueued)
+		} else {
+			lk.fast.Store(fastFrozen)
+		}
+	}
+}
+
+// queuedSince returns, for a caller that may wait for lk and has not yet
+// taken its mutex, the time its wait starts when lk has a queue (so the
+// caller is about to join it); else the zero time, and park reads the
+// clock if the caller does wait. The read is out of the mutex, which
+// every release of a queued lock needs.
+func (s *Store) queuedSince(lk *lock, wait bool) time.Time {
+	if wait && !s.times && lk.fast.Load() == fastFrozen|fastQueued {
+		return s.waitClock()
+	}
+	return time.Time{}
 }
 
 // thaw makes the fast word again when lk needs no mutex: a defined lock

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/sleeplock/sleeplock/internal/plain"
@@ -38,5 +39,157 @@ func TestNotPlainWithoutRefs(t *testing.T) {
 			t.Fatalf("%s: state %+v", name, st)
 		}
 		_ = s.Close()
+	}
+}
+
+// A weighted plain lease is granted on the fast word, whose count of
+// slots then includes its weight: the lock stays unfrozen, weight-1
+// grants fill the slots left and no more, and a freeze lists each holder
+// with its weight.
+func TestWeightedGrantOnTheFastWord(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	defer s.Close()
+	if _, err := s.Define(ctx, "h", 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	lk := s.load("h")
+	heavy, tok, err := (*plainStore)(s).AcquireWeighted(ctx, "h", 3, false)
+	if err != nil || heavy.Weight() != 3 {
+		t.Fatalf("weight 3: %v, weight %d", err, heavy.Weight())
+	}
+	if w := lk.fast.Load(); w&fastFrozen != 0 || w>>fastExtraShift&fastMaxExtra != 2 {
+		t.Fatalf("word %#x: want unfrozen, with 2 extra slots", w)
+	}
+	var light []int64
+	for {
+		t1, ok := lk.tryFast()
+		if !ok {
+			break
+		}
+		light = append(light, t1)
+	}
+	if len(light) != 5 {
+		t.Fatalf("%d grants of one slot beside 3 of 8 held, want 5", len(light))
+	}
+	st, err := s.State(ctx, "h", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Running != 8 || len(st.Holders) != 6 || st.Holders[0].Token != tok || st.Holders[0].Weight != 3 {
+		t.Fatalf("state after a freeze: %+v", st)
+	}
+	for _, t1 := range light {
+		if err := lk.Release(t1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := heavy.Release(tok); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.State(ctx, "h", false); st.Running != 0 {
+		t.Fatalf("state after the releases: %+v", st)
+	}
+}
+
+// A freeze that finds a weighted grant on the fast word before the grant
+// has written its weight (it has made its compare-and-swap, not yet its
+// entry) waits for the entry and records the grant with its weight.
+func TestFreezeWaitsForAWeightedGrantsEntry(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	defer s.Close()
+	if _, err := s.Define(ctx, "h", 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	lk := s.load("h")
+	t1, ok := lk.tryFast()
+	if !ok {
+		t.Fatal("no fast grant on an idle lock")
+	}
+	tab := lk.st.heavyTable()
+	w := lk.fast.Load()
+	tok := int64(w>>fastTokShift) + 1
+	win := w >> fastWinShift & fastWinMask
+	nw := uint64(tok)<<fastTokShift | (win<<1|1)<<fastWinShift | (w>>fastExtraShift&fastMaxExtra+2)<<fastExtraShift | w&(fastMaxSlots<<1)
+	if !lk.fast.CompareAndSwap(w, nw) {
+		t.Fatal("the word changed")
+	}
+	done := make(chan struct{})
+	go func() {
+		lk.lockMu()
+		s.unlockMu(lk)
+		close(done)
+	}()
+	for lk.fast.Load()&fastFrozen == 0 {
+		runtime.Gosched() // until the freeze has begun: it cannot end without the entry
+	}
+	tab.set(tok, 3)
+	<-done
+	st, err := s.State(ctx, "h", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Running != 4 || len(st.Holders) != 2 || st.Holders[0].Token != t1 || st.Holders[0].Weight != 1 || st.Holders[1].Weight != 3 {
+		t.Fatalf("state: %+v, want token %d of weight 1 and %d of weight 3", st, t1, tok)
+	}
+	if err := (&heavyLock{lk, 3}).Release(tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.Release(t1); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.State(ctx, "h", false); st.Running != 0 {
+		t.Fatalf("state after the releases: %+v", st)
+	}
+}
+
+// Weighted grants that would count more extra slots than the fast word
+// holds are granted under the mutex: both grants hold, each listed with
+// its weight, and the slots left are still free.
+func TestWeightedGrantsPastTheWordsExtra(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	defer s.Close()
+	if _, err := s.Define(ctx, "h", 16, nil); err != nil {
+		t.Fatal(err)
+	}
+	lk := s.load("h")
+	p := (*plainStore)(s)
+	a, ta, err := p.AcquireWeighted(ctx, "h", 5, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lk.fast.Load()&fastFrozen != 0 {
+		t.Fatal("the first grant of 5 froze the lock")
+	}
+	b, tb, err := p.AcquireWeighted(ctx, "h", 5, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, tc, err := p.AcquireWeighted(ctx, "h", 6, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.Acquire(ctx, "h", false); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a slot with 16 of 16 held: %v", err)
+	}
+	st, err := s.State(ctx, "h", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Running != 16 || len(st.Holders) != 3 || st.Holders[0].Weight != 5 || st.Holders[1].Weight != 5 || st.Holders[2].Weight != 6 {
+		t.Fatalf("state: %+v", st)
+	}
+	for _, x := range []struct {
+		l plain.Lock
+		t int64
+	}{{a, ta}, {b, tb}, {c, tc}} {
+		if err := x.l.Release(x.t); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := s.State(ctx, "h", false); st.Running != 0 {
+		t.Fatalf("state after the releases: %+v", st)
 	}
 }

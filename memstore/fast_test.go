@@ -312,3 +312,111 @@ func TestStressFastWordAgainstFreezes(t *testing.T) {
 		}
 	}
 }
+
+// Weighted plain grants on the fast word race with operations that
+// freeze the lock: the weights held never add up to more than the slots,
+// every holder State lists has the weight its lease was granted (a
+// freeze finds each weight, also of a grant that has not written it
+// yet), every lease releases exactly once, and the lock ends empty, all
+// its slots free again.
+func TestStressWeightedFastWordAgainstFreezes(t *testing.T) {
+	s := memstore.New()
+	defer s.Close()
+	ctx := context.Background()
+	const slots = 8
+	if _, err := s.Define(ctx, "f", slots, nil); err != nil {
+		t.Fatal(err)
+	}
+	var inside, over atomic.Int32
+	var weights sync.Map // token → the weight granted, while held
+	enter := func(w int) {
+		if inside.Add(int32(w)) > slots {
+			over.Add(1)
+		}
+	}
+	deadline := time.Now().Add(stressTime)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 21))
+			for time.Now().Before(deadline) {
+				switch r := rng.IntN(64); r {
+				case 0, 2, 3, 4:
+					st, err := s.State(ctx, "f", true)
+					if err != nil {
+						t.Error(err)
+						continue
+					}
+					sum := 0
+					for _, h := range st.Holders {
+						sum += h.Weight
+						if w, ok := weights.Load(h.Token); ok && w.(int) != h.Weight {
+							t.Errorf("holder of token %d listed with weight %d, granted %d", h.Token, h.Weight, w)
+						}
+					}
+					if sum != st.Running || sum > slots {
+						t.Errorf("state: holders' weights add up to %d, running %d, slots %d", sum, st.Running, slots)
+					}
+				case 1:
+					wctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+					gr, err := s.Acquire(wctx, store.AcquireRequest{Name: "f", Ref: store.NewRef(), TTL: time.Minute, Wait: true, Weight: 2})
+					cancel()
+					if err == nil {
+						enter(2)
+						inside.Add(-2)
+						if err := s.Release(ctx, gr.Handle(), nil); err != nil {
+							t.Error(err)
+						}
+					}
+				default:
+					w := 1 + r%4
+					wctx, cancel := context.WithTimeout(ctx, time.Millisecond)
+					slot, token, err := plain.Of(s).AcquireWeighted(wctx, "f", w, r%8 == 0)
+					cancel()
+					if err != nil {
+						if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+							t.Error(err)
+						}
+						continue
+					}
+					if slot.Weight() != w {
+						t.Errorf("granted weight %d, asked %d", slot.Weight(), w)
+					}
+					weights.Store(token, w)
+					enter(w)
+					if rng.IntN(4) == 0 {
+						_ = slot.Context(token)
+					}
+					inside.Add(-int32(w))
+					weights.Delete(token)
+					if err := slot.Release(token); err != nil {
+						t.Errorf("release %d: %v", token, err)
+					}
+					if err := slot.Release(token); !errors.Is(err, store.ErrNotHeld) {
+						t.Errorf("second release %d: %v", token, err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := over.Load(); n != 0 {
+		t.Fatalf("%d times more weight held than slots", n)
+	}
+	if hs := holdersOf(t, s, "f"); len(hs) != 0 {
+		t.Fatalf("holders left: %v", hs)
+	}
+	// Empty again: every slot can be taken at once, on the fast word.
+	slot, token, err := plain.Of(s).AcquireWeighted(ctx, "f", store.WeightAll, false)
+	if err != nil || slot.Weight() != slots {
+		t.Fatalf("every slot after the run: %v, weight %d", err, slot.Weight())
+	}
+	if _, _, err := plain.Of(s).Acquire(ctx, "f", false); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("a plain lease with every slot held: %v", err)
+	}
+	if err := slot.Release(token); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -41,7 +41,7 @@ type lock struct {
 	// holders are unordered (State sorts them). Past their length, up to
 	// their capacity, the slice keeps released records for reuse.
 	holders []*holder
-	queue   *waitQueue // nil until a caller first waits
+	queue   *waitQueue // nil until a caller first waits or a plain lease takes a weight (view)
 	// The first holders slice and record live in the lock record itself,
 	// so a one-slot lock's grant touches one object (see newHolder).
 	first [1]*holder

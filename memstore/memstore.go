@@ -39,8 +39,9 @@ func WithTimes() Option { return func(s *Store) { s.times = true } }
 
 // Store is the memory store. Its zero value is not usable; call New.
 type Store struct {
-	clock Clock
-	times bool
+	clock    Clock
+	sysClock bool // clock is the system clock (see waitClock)
+	times    bool
 
 	// locks maps a name to its *lock: defined locks and family members in
 	// use. Read without any mutex; entries are added under mu and removed
@@ -75,6 +76,7 @@ func New(opts ...Option) *Store {
 	if s.clock == nil {
 		s.clock = systemClock{} // WithClock(nil)
 	}
+	_, s.sysClock = s.clock.(systemClock)
 	return s
 }
 
@@ -101,6 +103,41 @@ type op struct {
 	// Waiters granted by the operation, woken as it lets go (see done).
 	wake     *waiter
 	wakeMore []*waiter
+	// The waits of plain waiters it granted, timed once it has let go
+	// (see timeWait).
+	timed     timedWait
+	timedMore []timedWait
+}
+
+// timedWait is a grant's wait to count in a lock's stats: since when.
+type timedWait struct {
+	st    *lockStats
+	since time.Time
+}
+
+// timeWait has the operation count, in st, a wait since since that it
+// ends with a grant, once it has let go of its mutexes (done): the
+// clock's read (which costs more than the grant on some machines) and the
+// stats' mutex are then out of the lock's critical section, which every
+// grant and release of a queued lock waits for.
+func (o *op) timeWait(st *lockStats, since time.Time) {
+	switch {
+	case st == nil:
+	case o.timed.st == nil:
+		o.timed = timedWait{st, since}
+	default:
+		o.timedMore = append(o.timedMore, timedWait{st, since})
+	}
+}
+
+// countWaits counts the waits timeWait kept, by one read of the clock.
+func (o *op) countWaits() {
+	now := o.s.waitClock()
+	o.timed.st.waited(since(now, o.timed.since))
+	for _, t := range o.timedMore {
+		t.st.waited(since(now, t.since))
+	}
+	o.timed, o.timedMore = timedWait{}, nil
 }
 
 type firing struct {
@@ -215,6 +252,9 @@ func (o *op) done() {
 		o.wakeMore = nil
 	}
 	o.unlock()
+	if o.timed.st != nil {
+		o.countWaits()
+	}
 	for _, f := range o.fire {
 		for _, fn := range f.fs {
 			fn(f.reason)
@@ -300,8 +340,10 @@ func (s *Store) Close() error {
 		if lk.queue != nil {
 			clear(lk.queue.ws)
 			lk.queue.ws = lk.queue.ws[:0]
+			lk.queue.weights, lk.queue.all = 0, 0
 		}
 		lk.multi, lk.qheavy = 0, 0
+		lk.hintQueued(false)
 		if lk.indexed {
 			lk.unindex(nil, true) // let the lock go with the store
 		}

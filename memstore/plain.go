@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"time"
 	"weak"
 
 	"github.com/sleeplock/sleeplock/internal/plain"
@@ -24,6 +25,7 @@ type plainStore Store
 var (
 	_ plain.Store = (*plainStore)(nil)
 	_ plain.Lock  = (*lock)(nil)
+	_ plain.Lock  = (*heavyLock)(nil)
 )
 
 // Name implements plain.Lock.
@@ -34,6 +36,57 @@ func (lk *lock) Store() store.Store { return lk.store() }
 
 // Ref implements plain.Lock: the ref of the plain lease of token t.
 func (lk *lock) Ref(t int64) store.Ref { return lk.plainRef(t) }
+
+// Weight implements plain.Lock: a plain lease through lk takes one slot.
+func (lk *lock) Weight() int { return 1 }
+
+// heavyLock is lk as the plain leases of weight w see it (their Lock):
+// the lease of a weighted grant is a Lock and a token, as a plain lease
+// is, with its weight in the view. Everything else is lk's.
+type heavyLock struct {
+	*lock
+	w int
+}
+
+// Weight implements plain.Lock.
+func (v *heavyLock) Weight() int { return v.w }
+
+// Release implements plain.Lock: the grant of token is of v.w slots.
+func (v *heavyLock) Release(token int64) error {
+	if v.releaseFast(token, v.w) {
+		return nil
+	}
+	return v.releaseLocked(token)
+}
+
+// keptViews bounds the weights whose views a lock keeps (see view): a
+// heavier grant makes a view of its own.
+const keptViews = 64
+
+// view returns lk as a plain lease of need slots sees it: lk itself for
+// one slot, else a view of lk kept with its heavy table (a defined lock
+// that may grant the weight on its fast word) or its queue. lk.mu is held.
+func (lk *lock) view(need int) plain.Lock {
+	if need == 1 {
+		return lk
+	}
+	if lk.defined && need <= fastMaxSlots {
+		return lk.st.heavyTable().view(lk, need)
+	}
+	if need > keptViews {
+		return &heavyLock{lk, need}
+	}
+	q := lk.waitQueue()
+	if len(q.views) < need-1 {
+		q.views = append(q.views, make([]*heavyLock, need-1-len(q.views))...)
+	}
+	v := q.views[need-2]
+	if v == nil {
+		v = &heavyLock{lk, need}
+		q.views[need-2] = v
+	}
+	return v
+}
 
 // released is the context of every plain lease that was released by its
 // holder before anyone asked for its context: one for all, so asking
@@ -77,40 +130,59 @@ func (p *plainStore) Acquire(ctx context.Context, name string, wait bool) (plain
 }
 
 // AcquireWeighted implements plain.Store: a weighted plain lease is
-// granted under the lock's mutex (the fast word holds weight-1 grants only).
-func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (plain.Lock, int64, int, error) {
+// granted on the fast word when the lock is on it (tryFastWeighted), else
+// under the lock's mutex.
+func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (plain.Lock, int64, error) {
 	s := (*Store)(p)
 	if weight == 1 || s == nil || ctx == nil {
-		lk, t, err := p.Acquire(ctx, name, wait)
-		return lk, t, 1, err
+		return p.Acquire(ctx, name, wait)
 	}
 	if err := s.usable(ctx); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
 	}
-	if s.load(name) == nil {
+	lk := s.load(name)
+	if lk == nil {
 		if err := store.CheckName(name); err != nil {
-			return nil, 0, 0, err
+			return nil, 0, err
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, 0, err
+		return nil, 0, err
+	}
+	since := time.Time{}
+	if lk != nil {
+		if need, t, ok := lk.tryFastWeighted(weight); ok {
+			if need == 1 {
+				if !s.closed.Load() {
+					return lk, t, nil
+				}
+				return s.undoFast(lk, t)
+			}
+			if !s.closed.Load() {
+				return lk.st.heavyTable().view(lk, need), t, nil
+			}
+			lk.releaseFast(t, need)
+			return nil, 0, store.ErrClosed
+		}
+		since = s.queuedSince(lk, wait)
 	}
 	o := op{s: s}
-	lk, err := s.enterName(&o, name)
-	if err != nil {
-		return nil, 0, 0, err
+	if lk == nil || !o.enter(lk) {
+		var err error
+		if lk, err = s.enterName(&o, name); err != nil {
+			return nil, 0, err
+		}
+	} else if s.closed.Load() {
+		o.done()
+		return nil, 0, store.ErrClosed
 	}
-	pl, t, err := s.acquirePlainLocked(ctx, &o, lk, weight, wait)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	return pl, t, store.Need(weight, int(lk.slots)), nil
+	return s.acquirePlainLocked(ctx, &o, lk, weight, wait, since)
 }
 
 // undoFast gives back the fast grant of token t that found the store
 // closed meanwhile (Close froze the lock, or is about to).
 func (s *Store) undoFast(lk *lock, t int64) (plain.Lock, int64, error) {
-	lk.releaseFast(t)
+	lk.releaseFast(t, 1)
 	return nil, 0, store.ErrClosed
 }
 
@@ -120,6 +192,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	if s.times {
 		return s.acquirePlain(ctx, lk.name, wait)
 	}
+	since := s.queuedSince(lk, wait)
 	lk.lockMu()
 	if len(lk.waits()) == 0 && int(lk.slots) > lk.used() && !lk.gone && !s.closed.Load() && lk.plainOK() {
 		h := lk.newPlainHolder(-1)
@@ -132,7 +205,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	}
 	// Go on holding the mutex: a lock no waiter of several locks waits for.
 	o := op{s: s, lk: lk}
-	return s.acquirePlainLocked(ctx, &o, lk, 1, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, since)
 }
 
 // acquirePlain is the plain acquisition of name when a slot is not free
@@ -143,11 +216,13 @@ func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (plain
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, 1, wait)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, time.Time{})
 }
 
-// acquirePlainLocked is acquirePlain of weight once the op holds lk.
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool) (plain.Lock, int64, error) {
+// acquirePlainLocked is acquirePlain of weight once the op holds lk; the
+// Lock it returns is lk's view for the slots granted (view). since is
+// when a wait starts, when read before the mutex (queuedSince).
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool, since time.Time) (plain.Lock, int64, error) {
 	if !lk.plainOK() {
 		s.forget(lk)
 		o.done()
@@ -161,6 +236,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 			return nil, 0, &store.WeightError{Lock: lk.name, Weight: need, Slots: int(lk.slots)}
 		}
 	}
+	pl := lk.view(need)
 	if n := lk.ahead(len(lk.waits())) + need; n <= s.free(o, lk, n, 0) {
 		h := lk.newPlainHolder(-1)
 		if need != 1 {
@@ -170,7 +246,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 			h.ext().acquired = stamp
 		}
 		o.done()
-		return lk, h.token, nil
+		return pl, h.token, nil
 	}
 	if !wait {
 		err := s.refuse(o, lk, weight)
@@ -179,12 +255,13 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 		return nil, 0, err
 	}
 	w := waiters.Get().(*waiter)
-	w.ref = store.NewRef()
+	w.ref = lk.waitQueue().refs.New()
 	if weight != 1 {
 		w.heavy, w.pw = true, int32(weight)
 	}
 	w.one[0] = lk
 	w.locks = w.one[:]
+	w.since = since
 	err := s.park(ctx, o, w)
 	var token int64
 	if err == nil {
@@ -195,15 +272,21 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 	if err != nil {
 		return nil, 0, err
 	}
-	return lk, token, nil
+	return pl, token, nil
 }
 
 // Release implements plain.Lock. A grant on a lock still on its fast word
 // is one compare-and-swap.
 func (lk *lock) Release(token int64) error {
-	if lk.releaseFast(token) {
+	if lk.releaseFast(token, 1) {
 		return nil
 	}
+	return lk.releaseLocked(token)
+}
+
+// releaseLocked is Release of a plain lease that is not on the fast word
+// (of any weight: its record knows it): under lk's mutex.
+func (lk *lock) releaseLocked(token int64) error {
 	s := lk.store()
 	lk.lockMu()
 	h := lk.byToken(token)

@@ -50,10 +50,15 @@ func (w *waiter) weight(lk *lock) int {
 // need returns the slots w asks of lk.
 func (w *waiter) need(lk *lock) int { return store.Need(w.weight(lk), int(lk.slots)) }
 
-// ahead returns the slots the first i waiters of lk's queue ask of it.
+// ahead returns the slots the first i waiters of lk's queue ask of it:
+// for the whole queue (a caller about to join it) from the queue's sums,
+// without a walk.
 func (lk *lock) ahead(i int) int {
 	if lk.qheavy == 0 {
 		return i
+	}
+	if q := lk.queue; i == len(q.ws) {
+		return i - int(lk.qheavy) + q.weights + q.all*int(lk.slots)
 	}
 	n := 0
 	for _, w := range lk.waits()[:i] {
@@ -85,10 +90,11 @@ func (s *Store) wait(ctx context.Context, o *op, w *waiter) (store.Grant, error)
 // store closes or ctx ends; called with the op's mutexes held, returns
 // with them let go.
 func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
-	if o.ev != nil || s.times {
+	switch {
+	case o.ev != nil || s.times:
 		w.since = o.clock()
-	} else {
-		w.since = s.clock.Now() // parking costs more: its wait is timed (Stats), and recorded nowhere else
+	case w.since.IsZero(): // else read before the mutex was taken (queuedSince)
+		w.since = s.waitClock() // parking costs more: its wait is timed (Stats), and recorded nowhere else
 	}
 	multi := len(w.locks) > 1
 	for _, lk := range w.locks {
@@ -182,6 +188,26 @@ func (s *Store) cancelWait(ctx context.Context, w *waiter) error {
 type waitQueue struct {
 	ws  []*waiter // the queue, in FIFO order
 	buf []*waiter // the array ws lies in: buf[:cap(buf)]
+	// The weights its heavy waiters ask (see ahead): the sum of those
+	// other than WeightAll, and how many ask WeightAll (every slot, as
+	// many as the lock has when asked).
+	weights, all int
+	// views are the lock's views for the plain leases of 2, 3, …
+	// slots (see view): kept here, with the queue weighted grants often
+	// have, so that the lock record does not grow.
+	views []*heavyLock
+	// refs are the refs of plain waiters (a waiter's ref names it in
+	// State's queue): drawn under the lock's mutex, with no write to
+	// memory that other locks share.
+	refs store.RefSource
+}
+
+// waitQueue returns lk's queue record, made on first use. lk.mu is held.
+func (lk *lock) waitQueue() *waitQueue {
+	if lk.queue == nil {
+		lk.queue = &waitQueue{}
+	}
+	return lk.queue
 }
 
 // keptQueue is the longest array an empty queue keeps for the next
@@ -195,6 +221,7 @@ func (lk *lock) dequeue(w *waiter) {
 	}
 	if w.heavy {
 		lk.qheavy--
+		lk.queue.unweigh(w.weight(lk))
 	}
 	q := lk.waits()
 	if len(q) > 0 && q[0] == w {
@@ -202,6 +229,7 @@ func (lk *lock) dequeue(w *waiter) {
 		q[0] = nil
 		lk.queue.ws = q[1:]
 		if len(q) == 1 {
+			lk.hintQueued(false)
 			lk.queue.ws = lk.queue.buf[:0]
 			if cap(lk.queue.buf) > keptQueue {
 				lk.queue.ws, lk.queue.buf = nil, nil // a burst's array goes
@@ -213,7 +241,7 @@ func (lk *lock) dequeue(w *waiter) {
 		if x == w {
 			copy(q[i:], q[i+1:])
 			q[len(q)-1] = nil
-			lk.queue.ws = q[:len(q)-1]
+			lk.queue.ws = q[:len(q)-1] // not the head: others stay
 			return
 		}
 	}
@@ -221,13 +249,13 @@ func (lk *lock) dequeue(w *waiter) {
 
 // enqueue puts w at the end of lk's queue.
 func (lk *lock) enqueue(w *waiter) {
+	q := lk.waitQueue()
 	if w.heavy {
 		lk.qheavy++
+		q.weigh(w.weight(lk))
 	}
-	q := lk.queue
-	if q == nil {
-		q = &waitQueue{}
-		lk.queue = q
+	if len(q.ws) == 0 {
+		lk.hintQueued(true)
 	}
 	if n := len(q.ws); n == cap(q.ws) {
 		if cap(q.buf) == 0 || 2*n > cap(q.buf) {
@@ -244,6 +272,23 @@ func (lk *lock) enqueue(w *waiter) {
 		q.ws = all[:n]
 	}
 	q.ws = append(q.ws, w)
+}
+
+// weigh adds a heavy waiter's weight to q's sums; unweigh takes it out.
+func (q *waitQueue) weigh(weight int) {
+	if weight == store.WeightAll {
+		q.all++
+	} else {
+		q.weights += weight
+	}
+}
+
+func (q *waitQueue) unweigh(weight int) {
+	if weight == store.WeightAll {
+		q.all--
+	} else {
+		q.weights -= weight
+	}
 }
 
 // waits returns lk's queue, in FIFO order.
@@ -326,7 +371,13 @@ func (s *Store) pump(o *op, first *lock) {
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newPlainHolder(o.waited(w.since)) // its ref is its token's, not the waiter's
+		wait := time.Duration(-1)
+		if o.ev == nil && !o.hasNow {
+			o.timeWait(lk.st, w.since) // once the operation lets go
+		} else {
+			wait = o.waited(w.since)
+		}
+		w.h = lk.newPlainHolder(wait) // its ref is its token's, not the waiter's
 		if w.heavy {
 			lk.setWeight(w.h, w.need(lk))
 		}

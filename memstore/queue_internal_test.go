@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // The queue's window: random arrivals, grants from the head and cancels
@@ -90,5 +92,49 @@ func TestQueueWindowIsFIFO(t *testing.T) {
 	lk.enqueue(w)
 	if q := lk.waits(); len(q) != 1 || q[0] != w {
 		t.Fatalf("after the burst: %v", q)
+	}
+}
+
+// The queue's sums: the slots a whole queue asks (ahead of a caller about
+// to join it) stay equal to the sum of its waiters' needs through random
+// arrivals and leavings of light, heavy and exclusive waiters, and
+// resizes, as a walk of the queue counts them.
+func TestQueueAheadSums(t *testing.T) {
+	lk := &lock{slots: 8}
+	var model []*waiter
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 20_000 {
+		switch r := rng.IntN(10); {
+		case r < 5 && len(model) < 40:
+			w := &waiter{}
+			w.one[0] = lk
+			w.locks = w.one[:]
+			switch k := rng.IntN(6); k {
+			case 0:
+				w.heavy, w.pw = true, store.WeightAll
+			case 1, 2:
+			default:
+				w.heavy, w.pw = true, int32(k)
+			}
+			lk.enqueue(w)
+			model = append(model, w)
+		case r < 8 && len(model) > 0:
+			i := rng.IntN(min(len(model), 2))
+			lk.dequeue(model[i])
+			model = slices.Delete(model, i, i+1)
+		case r < 9 && len(model) > 0:
+			i := rng.IntN(len(model))
+			lk.dequeue(model[i])
+			model = slices.Delete(model, i, i+1)
+		default:
+			lk.slots = int32(1 + rng.IntN(12))
+		}
+		want := 0
+		for _, w := range model {
+			want += w.need(lk)
+		}
+		if got := lk.ahead(len(lk.waits())); got != want {
+			t.Fatalf("step %d: the queue asks %d slots, want %d", step, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -39,6 +40,8 @@ type lockStats struct {
 	// of grants that waited, timed in waits.
 	refused, expired, lost uint64
 	waits, holds           store.Histogram
+
+	heavy atomic.Pointer[heavyTable] // a defined lock's, once it grants a weight (see heavyTable)
 }
 
 // store returns the store lk is in (nil for a record made by hand).
@@ -63,6 +66,16 @@ func (st *lockStats) granted(family bool, wait time.Duration) {
 	if wait >= 0 {
 		st.waits.Observe(wait)
 	}
+	st.mu.Unlock()
+}
+
+// waited counts a grant's wait that the grant did not time (timeWait).
+func (st *lockStats) waited(d time.Duration) {
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.waits.Observe(d)
 	st.mu.Unlock()
 }
 

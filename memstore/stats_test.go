@@ -81,3 +81,46 @@ func TestStatsWaitTimed(t *testing.T) {
 		t.Fatalf("waits %+v, want one grant without a wait and one of 2 s", got.Waits)
 	}
 }
+
+// On the system clock, the waits of plain waiters are dated by the
+// monotonic clock alone: State shows each waiter queued between when its
+// caller started and State's Now, and Stats counts two waits, neither
+// longer than the test took.
+func TestSystemClockWaits(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	s := memstore.New()
+	t.Cleanup(func() { _ = s.Close() })
+	locks := sleeplock.New(s)
+	must(t, locks.Define(ctx, "w", 4))
+	first, err := locks.Acquire(ctx, "w", sleeplock.Weight(4))
+	must(t, err)
+	done := make(chan error, 2)
+	var began [2]time.Time
+	for i, w := range []int{3, 1} {
+		began[i] = time.Now()
+		go func() {
+			l, err := locks.Acquire(ctx, "w", sleeplock.Weight(w))
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			done <- err
+		}()
+		waitWaiting(t, s, "w", i+1) // the second joins a queue
+	}
+	st, err := s.State(ctx, "w", true)
+	must(t, err)
+	for i, q := range st.Queue {
+		if q.Since.Before(began[i]) || q.Since.After(st.Now) {
+			t.Errorf("waiter %d queued at %v, not between its start %v and now %v", i, q.Since, began[i], st.Now)
+		}
+	}
+	must(t, first.Release(ctx))
+	must(t, <-done)
+	must(t, <-done)
+	took := time.Since(start)
+	got := statsOf(t, s, "w")
+	if got.Waits.Count != 3 || got.Waits.Sum == 0 || got.Waits.Sum > 2*took {
+		t.Fatalf("waits %+v: want 3 grants, two timed waits of at most %v each", got.Waits, took)
+	}
+}

@@ -24,9 +24,11 @@ type Store interface {
 	// takes nothing. ErrNotPlain: see there.
 	Acquire(ctx context.Context, name string, wait bool) (Lock, int64, error)
 	// AcquireWeighted is Acquire of weight slots as one lease (store.WeightAll:
-	// every slot), with the store's Acquire's rules for weights; it also
-	// returns the slots granted.
-	AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (Lock, int64, int, error)
+	// every slot), with the store's Acquire's rules for weights. The Lock
+	// it returns says the slots granted (Weight): for more than one, it
+	// is a view of the lock that the store keeps for that weight, so that
+	// the lease, too, is a Lock and a token.
+	AcquireWeighted(ctx context.Context, name string, weight int, wait bool) (Lock, int64, error)
 	// Lookup returns the lock defined by name, or nil for a name that is
 	// not one (a family member comes and goes: it is acquired by name on
 	// every call). A lock defined by name stays for the store's life.
@@ -42,7 +44,10 @@ type Lock interface {
 	Store() store.Store
 	// Ref returns the ref of the plain lease of token.
 	Ref(token int64) store.Ref
-	// Acquire is Store.Acquire of this lock.
+	// Weight returns the slots a plain lease through this Lock takes: 1,
+	// but for a Lock from AcquireWeighted.
+	Weight() int
+	// Acquire is Store.Acquire of this lock (one slot, whatever Weight).
 	Acquire(ctx context.Context, wait bool) (int64, error)
 	// Release releases the plain lease of token: Release of that lease
 	// without a notifier.
