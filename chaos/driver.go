@@ -604,7 +604,7 @@ func (d *driver) holder(ctx context.Context, pool, kill bool) *proc {
 
 // victim reports whether p may take a fault now (a kill with kill): it
 // runs, and is not a spare when the fault is a kill.
-func (p *proc) victim(kill bool) bool { return !p.paused && !p.killed && !(kill && p.spare) }
+func (p *proc) victim(kill bool) bool { return !p.paused && !p.killed && (!kill || !p.spare) }
 
 // now reads the database's clock, riding out a restart.
 func (d *driver) now(ctx context.Context) (time.Time, error) {
