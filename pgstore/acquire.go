@@ -94,9 +94,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 }
 
 // firstTry sends an acquisition's first statement: for one lock without
-// StaleAfter, the bare UPDATE when the lock was last seen fast (weight 1
-// only: a weighted hold lives in a holder row) and then, when that granted
-// nothing, acquire_one_v2(); otherwise check_one_v2() without a ticket.
+// StaleAfter, the bare UPDATE when the lock was last seen fast and then,
+// when that granted nothing, acquire_one_v2(); otherwise check_one_v2()
+// without a ticket.
 func (s *Store) firstTry(ctx context.Context, a *acquisition) ([]arow, error) {
 	if len(a.names) > 1 || a.req.StaleAfter > 0 {
 		a.unpend = s.d.pend(a.op)
@@ -130,14 +130,22 @@ func (s *Store) attempt(ctx context.Context, a *acquisition, f func() error) err
 
 // acquireFast grants a lock the store last saw fast (see fastHints) by
 // one UPDATE of its row: acquire_fast.sql (with the event's columns, withEvents, with
-// events), or acquire_slot.sql for a lock of several slots. No rows: not
-// granted, nothing changed.
+// events), acquire_slot.sql for a lock of several slots, or
+// acquire_weighted.sql for a weighted request. No rows: not granted,
+// nothing changed.
 func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error) {
 	req := a.req
+	if !s.fast.is(req.Name) {
+		return nil, nil
+	}
+	if req.Weighted() {
+		return s.acquireWeighted(ctx, a)
+	}
+	s.fast.setHeavy(req.Name, false)
 	many := s.fast.isMany(req.Name)
 	// (an event of a slot in the arrays needs the lock's counts:
 	// acquire_one_v2(), which grants there too)
-	if !s.fast.is(req.Name) || (many && req.Events != nil) || req.Weighted() {
+	if many && req.Events != nil {
 		return nil, nil
 	}
 	length, back := lease(req.TTL, req.Hold)
@@ -167,6 +175,46 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 	return rows, err
 }
 
+// acquireWeighted grants a weighted request of a lock the store last saw
+// fast by one UPDATE of its row, when the row holds nothing:
+// acquire_weighted.sql (with the event's columns, withEvents, with
+// events). The hold is the row's holder in scalar mode, of the weight the
+// statement returns (the lock's slots for WeightAll); the row held nothing
+// else, so the slots in use are that weight. No rows: not granted, nothing
+// changed.
+func (s *Store) acquireWeighted(ctx context.Context, a *acquisition) ([]arow, error) {
+	req := a.req
+	length, back := lease(req.TTL, req.Hold)
+	ref := req.Ref.String()
+	fa := fastArgs{name: req.Name, ref: ref, kind: req.Kind, ttl: micros(req.TTL), hold: micros(req.Hold), op: a.op,
+		lease: length, back: back}
+	q, args := s.q.acquireWeighted, append(fa.values(), patterns(req.Name), int64(req.WeightOf(0)))
+	if req.Events != nil {
+		q = s.q.acquireWeightedEvents
+	}
+	var rows []arow
+	err := s.attempt(ctx, a, func() error {
+		rows = rows[:0]
+		return s.c.query(ctx, q, args, func(scan func(...any) error) error {
+			rows = append(rows, arow{ev: "granted", idx: 1, lock: req.Name, ref: ref, kind: req.Kind,
+				ttl: micros(req.TTL), hold: micros(req.Hold)})
+			p := &rows[len(rows)-1]
+			var err error
+			if req.Events != nil {
+				err = scan(&p.token, &p.at, &p.expires, &p.weight, &p.slots, &p.seq)
+			} else {
+				err = scan(&p.token, &p.at, &p.expires, &p.weight)
+			}
+			p.running = p.weight
+			return err
+		})
+	})
+	if err == nil && len(rows) > 0 {
+		s.fast.setHeavy(req.Name, true)
+	}
+	return rows, err
+}
+
 // acquireOne sends acquire_one_v2(), which settles every case of one lock,
 // and notes what it says of the lock's row for the next call.
 func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) {
@@ -188,6 +236,10 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 		s.fast.contended(req.Name)
 	} else {
 		s.fast.set(req.Name, fast)
+		if r.ev == "granted" {
+			// a weighted grant that leaves the row fast is its scalar holder
+			s.fast.setHeavy(req.Name, fast && req.Weighted())
+		}
 	}
 	if r := &rows[0]; r.slots > 0 {
 		s.fast.setMany(req.Name, r.slots > 1)

@@ -169,9 +169,9 @@ func BenchmarkPairs(b *testing.B) {
 
 // BenchmarkWeightedPair: TryAcquire+Release of a lock of 4 slots, each
 // client on its own lock, durable: weight 1 (the bare UPDATEs of the row's
-// slot arrays) against weight 2 (acquire_one_v2() and release_one_v2(): a holder
-// row), side by side. Issue 21's target: the weighted pair ≥ 0.9× the
-// weight-1 pair.
+// slot arrays) against weight 2 (the bare UPDATEs of the row in scalar
+// mode: acquire_weighted.sql, release_fast.sql), side by side. Issue 21's
+// target: the weighted pair ≥ 0.9× the weight-1 pair.
 func BenchmarkWeightedPair(b *testing.B) {
 	for _, clients := range []int{1, 8} {
 		for _, w := range []int{1, 2} {

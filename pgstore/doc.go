@@ -34,10 +34,10 @@
 //     member ("chat/42") has no row of its own until it is used.
 //   - locks: one row per lock in use. Every grant of a lock takes its row,
 //     which serialises them, so tokens and event numbers grow per lock. A
-//     fast row holds the lock's whole state: its one holder (scalar mode)
-//     or one element of its slot arrays per slot (slot mode, a lock of
-//     several slots). A grant of a free lock or slot and its release are
-//     then one UPDATE of the row each.
+//     fast row holds the lock's whole state: its one holder (scalar mode,
+//     of any weight) or one element of its slot arrays per slot (slot
+//     mode, a lock of several slots, weight 1 each). A grant of a free
+//     lock or slot and its release are then one UPDATE of the row each.
 //   - holders and queue: the holders and waiters of a lock whose row is
 //     not fast (spill() moves a fast row's holders there when a caller
 //     queues, a lease is taken over, a hold is re-entered or several locks
@@ -61,7 +61,8 @@
 // Release, Keep, Held, ReleaseStale and State are each one statement, in
 // autocommit. The store remembers which locks it last saw fast: for those
 // it sends the bare UPDATE of the lock's row (queries/acquire_fast.sql,
-// acquire_slot.sql, release_fast.sql, release_slot.sql), for the others
+// acquire_slot.sql, acquire_weighted.sql, release_fast.sql,
+// release_slot.sql), for the others
 // the function that settles every case (acquire_one_v2(), release_one_v2()). A
 // lock seen fast that has since become slow or full takes a second
 // statement, once. A lock the store saw contended stays slow until it has
@@ -77,11 +78,14 @@
 //
 // # Weights
 //
-// A hold of weight k (Weight, Exclusive, WeightFor) is one holder row
-// taking k slots: the lock's row holds weight-1 holds only, so weight-1
-// requests keep the bare statements above, and a weighted request is one
-// statement of the function (acquire_one_v2(), check_one_v2() for several
-// locks), which spills a fast row to holder rows when it grants. Free
+// A hold of weight k (Weight, Exclusive, WeightFor) is one hold taking k
+// slots: the holder of the lock's row in scalar mode when it found the
+// row fast and holding nothing, granted and released by one bare UPDATE
+// each as a weight-1 hold is (queries/acquire_weighted.sql, then
+// release_fast.sql), else one holder row. Any other case is one statement
+// of the function (acquire_one_v2(), check_one_v2() for several locks),
+// which spills a fast row to holder rows, weights kept, when it grants
+// beside its holders or queues behind them. Free
 // slots are the slots less the holders' weights, and a waiter is granted
 // only when the slots the waiters ahead of it ask, plus its own, fit:
 // strict FIFO, a heavy waiter blocks lighter ones behind it. A weight

@@ -30,6 +30,10 @@ type fastHints struct {
 	// are then in its row's slot arrays, which acquireSlot and releaseSlot
 	// grant and free).
 	many [1024]atomic.Bool
+	// heavy: the store last granted the lock a weighted hold in its row
+	// (acquire_weighted.sql), which its release frees by the scalar
+	// statement (releaseWeighted) whatever many says.
+	heavy [1024]atomic.Bool
 }
 
 // contendedSightings is how many times a contended lock must be seen fast
@@ -49,6 +53,14 @@ func (h *fastHints) isMany(name string) bool { return h.many[h.index(name)].Load
 
 // setMany records whether name has several slots.
 func (h *fastHints) setMany(name string, many bool) { h.many[h.index(name)].Store(many) }
+
+// isHeavy reports whether the store last granted name a weighted hold in
+// its row.
+func (h *fastHints) isHeavy(name string) bool { return h.heavy[h.index(name)].Load() }
+
+// setHeavy records whether the store last granted name a weighted hold in
+// its row.
+func (h *fastHints) setHeavy(name string, heavy bool) { h.heavy[h.index(name)].Store(heavy) }
 
 // is reports whether name was last seen fast.
 func (h *fastHints) is(name string) bool { return h.entry(name).Load() > 0 }

@@ -13,6 +13,8 @@ var (
 	acquireFastSQL string
 	//go:embed queries/acquire_slot.sql
 	acquireSlotSQL string
+	//go:embed queries/acquire_weighted.sql
+	acquireWeightedSQL string
 	//go:embed queries/release_fast.sql
 	releaseFastSQL string
 	//go:embed queries/release_slot.sql
@@ -27,7 +29,9 @@ var (
 type queries struct {
 	// bare statements of one lock (queries/)
 	acquireFast, acquireFastEvents, acquireSlot string
+	acquireWeighted, acquireWeightedEvents      string
 	releaseFast, releaseFastEvents, releaseSlot string
+	releaseWeighted, releaseWeightedEvents      string
 	heldOne                                     string
 	// function calls (sql/)
 	acquireOne, checkOne, releaseOne, release, undo string
@@ -190,7 +194,8 @@ type nodeBeatArgs struct {
 func (a *nodeBeatArgs) values() []any { return []any{a.node, a.wttl, a.several, a.locks, a.refs} }
 
 // fastArgs are the arguments of acquire_fast.sql (with or without an
-// event) and acquire_slot.sql: $1 … $8, and $9 for the events.
+// event) and acquire_slot.sql: $1 … $8, and $9 for the events; those of
+// acquire_weighted.sql are followed by $9 and $10 (the weight).
 type fastArgs struct {
 	name, ref, kind string
 	ttl, hold, op   int64
@@ -211,12 +216,24 @@ func newQueries(schema string) queries {
 		// event's Seq once the row is ours.
 		acquireFastEvents: withEvents(statement(acquireFastSQL, schema), "acquire_fast", "",
 			", "+s+".slots_in($9::text::text[]), nextval("+seqs+")"),
-		acquireSlot: statement(acquireSlotSQL, schema),
+		acquireSlot:     statement(acquireSlotSQL, schema),
+		acquireWeighted: statement(acquireWeightedSQL, schema),
+		// With an event: the slots it read ($9) and the Seq, drawn once
+		// the row is ours.
+		acquireWeightedEvents: withEvents(statement(acquireWeightedSQL, schema), "acquire_weighted", "",
+			", w.n, nextval("+seqs+")"),
 		releaseFast: statement(releaseFastSQL, schema),
 		releaseFastEvents: withEvents(statement(releaseFastSQL, schema), "release_fast", "0, 0::bigint",
 			s+".slots_in($4::text::text[]), nextval("+seqs+")"),
 		releaseSlot: statement(releaseSlotSQL, schema),
-		heldOne:     statement(heldOneSQL, schema),
+		// The release of a hold the store granted by acquire_weighted.sql:
+		// release_fast.sql, with the hold's weight (see
+		// migrations/002_weights.sql) before the slots and Seq.
+		releaseWeighted: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted",
+			"0, 0::bigint", rowWeight+", 0, 0::bigint"),
+		releaseWeightedEvents: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted_events",
+			"0, 0::bigint", rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+		heldOne: statement(heldOneSQL, schema),
 
 		acquireOne: acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s),
 		checkOne:   checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s),
@@ -262,14 +279,25 @@ func newQueries(schema string) queries {
 // an event's columns: its tag becomes name_events, and the end of its
 // RETURNING list, zeros (when not "") or nothing, becomes cols.
 func withEvents(stmt, name, zeros, cols string) string {
+	return withColumns(stmt, name, name+"_events", zeros, cols)
+}
+
+// withColumns is the variant of a fast statement (named name) tagged as
+// variant, the end of whose RETURNING list, zeros (when not "") or
+// nothing, becomes cols.
+func withColumns(stmt, name, variant, zeros, cols string) string {
 	tag := "/* sleeplock " + name + " */"
 	body := strings.TrimRight(stmt, "\n")
 	if !strings.HasPrefix(body, tag) || !strings.HasSuffix(body, zeros) {
 		panic("pgstore: queries/" + name + ".sql does not start with " + tag + " or end with " + zeros)
 	}
 	body = strings.TrimSuffix(body, zeros)
-	return "/* sleeplock " + name + "_events */" + strings.TrimPrefix(body, tag) + cols + "\n"
+	return "/* sleeplock " + variant + " */" + strings.TrimPrefix(body, tag) + cols + "\n"
 }
+
+// rowWeight is the weight of the scalar holder of lock row l (see
+// migrations/002_weights.sql).
+const rowWeight = "CASE WHEN l.wacqs = l.acqs THEN l.weight ELSE 1 END"
 
 // statement renders a query file without its comment lines.
 func statement(text, schema string) string {

@@ -52,10 +52,14 @@ func (s *Store) releaseSingle(ctx context.Context, h *store.Handle, events bool)
 
 // releaseFast releases a lease held in its lock's row by one UPDATE of
 // the row: release_fast.sql (with the event's columns, withEvents), or
-// release_slot.sql for a lock of several slots. No rows: nothing changed.
+// release_slot.sql for a lock of several slots; after a weighted grant in
+// the row (acquire_weighted.sql), which is the row's scalar holder,
+// release_fast.sql with the hold's weight (releaseWeighted). No rows:
+// nothing changed.
 func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
 	ref := h.Ref.String()
-	many := s.fast.isMany(h.Name)
+	heavy := s.fast.isHeavy(h.Name)
+	many := s.fast.isMany(h.Name) && !heavy
 	// (an event of a slot in the arrays needs the lock's counts:
 	// release_one_v2(), which frees it there too)
 	if !s.fast.is(h.Name) || (many && events) {
@@ -63,6 +67,10 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	}
 	q, args := s.q.releaseFast, []any{h.Name, h.Token, ref}
 	switch {
+	case heavy && events:
+		q, args = s.q.releaseWeightedEvents, append(args, patterns(h.Name))
+	case heavy:
+		q = s.q.releaseWeighted
 	case many:
 		q = s.q.releaseSlot
 	case events:
@@ -72,6 +80,9 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref, weight: 1})
 		r := &rows[len(rows)-1]
+		if heavy {
+			return scan(&r.kind, &r.token, &r.at, &r.dur, &r.weight, &r.slots, &r.seq)
+		}
 		return scan(&r.kind, &r.token, &r.at, &r.dur, &r.slots, &r.seq)
 	})
 	if err == nil && len(rows) == 0 {
@@ -94,8 +105,8 @@ func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([
 	if err != nil {
 		return nil, err
 	}
-	if len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 && rows[0].weight == 1 {
-		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again (a weighted hold leaves it slow)
+	if len(rows) > 0 && rows[0].ev == "released" && rows[0].running == 0 && rows[0].waiting == 0 {
+		s.fast.set(h.Name, true) // nothing left: the lock's row is fast again
 	}
 	// A row 'handed': a grant this release made for a waiter of this store,
 	// committed, since the statement's answer came after its commit. A row

@@ -18,16 +18,20 @@
 --      their nodes' (unowned = 0), no node stale: queued under the row on
 --      a few reads.
 --   3. A lock with no row: its row is made fast, holding the caller; a
---      fast free row is granted as acquire_fast.sql grants it.
+--      fast free row is granted as acquire_fast.sql grants it, and a
+--      weighted request a fast row with no holder (scalar mode, or slot
+--      mode with every slot free) as acquire_weighted.sql does.
 --   4. A try of a lock full of unexpired holders, nobody queued: refused
 --      on a plain read of holding (no write, no row lock).
 --   5. Another slot number of a held lock, or queueing: under the row,
 --      spilled to holder rows.
 --   6. Everything else (re-entry, takeover, a grant to a waiter, dead
 --      waiters): acquire(), after reaping.
--- A weight (p_weight k > 1, or -1: every slot) takes k slots as one hold,
--- in a holder row only: steps 1 and 3, which grant in the lock's row, are
--- for holds of one slot, and step 5 spills a fast row first. k larger than
+-- A weight (p_weight k > 1, or -1: every slot) takes k slots as one hold:
+-- in the lock's row in scalar mode when the row has no holder (step 3,
+-- locks.weight and wacqs), else in a holder row (step 5 spills a fast row
+-- first); step 1, which grants a slot of the row's arrays, is for holds
+-- of one slot. k larger than
 -- the lock's slots is refused at once ('heavy'), unless the ref holds the
 -- lock (re-entry, at the weight it holds). Free slots are the slots less
 -- the weights of the holders; the queue's count of waiters stands for the
@@ -56,6 +60,7 @@ DECLARE
     v_slow   boolean := false; -- the row is ours (step 2) and not fast
     v_new    boolean := false;
     v_free   boolean;
+    v_empty  boolean;
     l        record;
     q        record;
     f        record;
@@ -165,7 +170,10 @@ BEGIN
     IF v_slots IS NOT NULL THEN
         -- 3. A new row, or a fast free one. A read first: an insert that
         -- meets the row would wait for a transaction changing it.
-        SELECT x.fast AND x.ref IS NULL INTO v_free FROM {{schema}}.locks x WHERE x.name = p_name;
+        SELECT x.fast AND x.ref IS NULL,
+               x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
+                           OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
+          INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
         IF NOT FOUND THEN
             INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
             v_new := FOUND;
@@ -186,20 +194,42 @@ BEGIN
                     1, nextval({{seqs}}), v_slots <= 1;
                 RETURN;
             END IF;
+        ELSIF v_empty AND v_need > 1 AND v_need <= v_slots THEN
+            -- Weighted, the row fast with no holder: the grant of
+            -- acquire_weighted.sql, in scalar mode.
+            v_now := clock_timestamp();
+            v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+            UPDATE {{schema}}.locks x
+               SET ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
+                   renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+                   hold = p_hold, op = p_op, acqs = x.acqs + 1, weight = v_need, wacqs = x.acqs + 1,
+                   xref = NULL, xkind = NULL, xtoken = NULL, xacquired = NULL, xrenewed = NULL, xexpires = NULL,
+                   xttl = NULL, xhold = NULL, xop = NULL
+             WHERE x.name = p_name AND x.fast
+               AND ((x.xref IS NULL AND x.ref IS NULL)
+                    OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
+            RETURNING x.token INTO v_tok;
+            IF FOUND THEN
+                RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_need, 0, p_ref, p_kind, v_tok,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                    v_need, nextval({{seqs}}), true;
+                RETURN;
+            END IF;
         END IF;
-        IF v_new AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
-            -- A new row: nothing holds or queues.
+        IF v_new AND v_need <= v_slots AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+            -- A new row: nothing holds or queues. A weighted hold is the
+            -- row's scalar holder (locks.weight and wacqs).
             v_now := clock_timestamp();
             v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
             UPDATE {{schema}}.locks x
                SET fast = true, ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
                    renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-                   hold = p_hold, op = p_op, acqs = x.acqs + 1
+                   hold = p_hold, op = p_op, acqs = x.acqs + 1, weight = v_need, wacqs = x.acqs + 1
              WHERE x.name = p_name
             RETURNING x.token INTO v_tok;
-            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, 1, 0, p_ref, p_kind, v_tok,
+            RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_need, 0, p_ref, p_kind, v_tok,
                 {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                1, nextval({{seqs}}), v_slots <= 1;
+                v_need, nextval({{seqs}}), v_slots <= 1 OR v_need > 1;
             RETURN;
         ELSIF (NOT v_new OR v_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
             -- 4. A refusal on one read. One statement, so one snapshot:

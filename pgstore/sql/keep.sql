@@ -134,8 +134,8 @@ AS $sleeplock$
 $sleeplock$;
 
 -- spill: takes the row of lock p_name and makes the lock slow: its holder
--- (scalar mode) or its slots (slot mode, slot i to slot i) become holder
--- rows. False when the lock has no row.
+-- (scalar mode, with its weight: see locks.wacqs) or its slots (slot mode,
+-- slot i to slot i) become holder rows. False when the lock has no row.
 CREATE OR REPLACE FUNCTION {{schema}}.spill(p_name text)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -143,7 +143,8 @@ AS $sleeplock$
 DECLARE
     r record;
 BEGIN
-    SELECT l.fast, l.ref, l.kind, l.token, l.acquired, l.renewed, l.expires, l.ttl, l.hold, l.op, l.xref IS NOT NULL AS slots
+    SELECT l.fast, l.ref, l.kind, l.token, l.acquired, l.renewed, l.expires, l.ttl, l.hold, l.op, l.xref IS NOT NULL AS slots,
+           CASE WHEN l.wacqs = l.acqs THEN l.weight ELSE 1 END AS weight
       INTO r
       FROM {{schema}}.locks l WHERE l.name = p_name FOR UPDATE;
     IF NOT FOUND THEN
@@ -161,8 +162,9 @@ BEGIN
              WHERE l.name = p_name AND s.ref IS NOT NULL;
         ELSIF r.ref IS NOT NULL THEN
             INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
-                                           op)
-            VALUES (p_name, r.ref, r.kind, r.token, 1, 1, r.acquired, r.renewed, r.expires, r.ttl, r.hold, r.op);
+                                           op, weight)
+            VALUES (p_name, r.ref, r.kind, r.token, 1, 1, r.acquired, r.renewed, r.expires, r.ttl, r.hold, r.op,
+                    r.weight);
         END IF;
         UPDATE {{schema}}.locks l
            SET fast = false, ref = NULL, xref = NULL, xkind = NULL, xtoken = NULL, xacquired = NULL, xrenewed = NULL,

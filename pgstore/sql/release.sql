@@ -92,8 +92,8 @@ BEGIN
     -- The row is ours; a fast one (its holder in the row) is spilled first.
     IF (v_found AND NOT l.fast) OR {{schema}}.spill(p_name) THEN
         -- 3. The lock's only hold, and nobody queues. No other holder or
-        -- waiter can appear while the row is ours. A weighted hold leaves
-        -- the row slow, for the next weighted grant to find it so.
+        -- waiter can appear while the row is ours. The row is fast again,
+        -- for a grant of any weight.
         DELETE FROM {{schema}}.holders h
          WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
@@ -102,9 +102,7 @@ BEGIN
         IF FOUND THEN
             v_now := clock_timestamp();
             PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired));
-            IF r.weight = 1 THEN
-                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
-            END IF;
+            UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
             RETURN QUERY SELECT 'released'::text, 1, p_name,
                 CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
                 {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight,
