@@ -66,7 +66,8 @@ type FailoverReport struct {
 	// Recovery is Promoted → the first grant of each lock on the new
 	// primary, to a worker or to the driver's probe (TryAcquire of every
 	// lock every 20ms from the promotion on, until it succeeds);
-	// Unrecovered names the locks not granted within TTL + 1s.
+	// Unrecovered names the locks not granted within TTL + 1s (Hold + 1s
+	// when holders hold longer than the TTL).
 	Recovery    map[string]time.Duration
 	Unrecovered []string
 	// Probe is Promoted → the probe's first grant of each lock.
@@ -497,15 +498,21 @@ func RunFailover(ctx context.Context, fc FailoverConfig) (*FailoverReport, error
 	if r.Promoted.IsZero() {
 		return r, errors.New("chaos failover: the run ended before the promotion")
 	}
-	if err := r.analyse(ctx, ledger, p.dsn, rep.Schema, cfg.TTL); err != nil {
+	if err := r.analyse(ctx, ledger, p.dsn, rep.Schema, recoveryBound(rep.Config.TTL, rep.Config.Hold)); err != nil {
 		return r, err
 	}
 	return r, nil
 }
 
+// recoveryBound is how soon after the promotion every lock must have been
+// granted: TTL + 1s, or, when holders hold longer than the TTL (renewing
+// their leases), Hold + 1s, since a holder granted just before the
+// promotion legitimately keeps its lock that long on the new primary.
+func recoveryBound(ttl, hold time.Duration) time.Duration { return max(ttl, hold) + time.Second }
+
 // analyse compares the ledger with what the new primary kept, and measures
-// the recovery.
-func (r *FailoverReport) analyse(ctx context.Context, ledger *pgxpool.Pool, storeDSN, schema string, ttl time.Duration) error {
+// the recovery against bound.
+func (r *FailoverReport) analyse(ctx context.Context, ledger *pgxpool.Pool, storeDSN, schema string, bound time.Duration) error {
 	q := quote(schema)
 	st, err := pgx.Connect(ctx, storeDSN)
 	if err != nil {
@@ -597,7 +604,7 @@ SELECT count(DISTINCT (a.lock, a.ref)), max(a.believed_until - b.observed)
 		}
 		d := at.Sub(r.Promoted)
 		r.Recovery[name] = d
-		if d > ttl+time.Second {
+		if d > bound {
 			r.Unrecovered = append(r.Unrecovered, fmt.Sprintf("%s (%v)", name, d.Round(time.Millisecond)))
 		}
 		if first < 0 || d < first {

@@ -54,12 +54,13 @@ func failover(t *testing.T, sync bool, stall, hold time.Duration, writes, member
 }
 
 // requireLive: every lock was granted on the new primary within TTL + 1s
-// of the promotion, and every slot was grantable TTL + 1s after the last
-// kill.
+// of the promotion (Hold + 1s when holders hold longer than the TTL: a
+// holder granted just before the promotion keeps its lock that long), and
+// every slot was grantable TTL + 1s after the last kill.
 func requireLive(t *testing.T, rep *chaos.FailoverReport) {
 	t.Helper()
 	if len(rep.Unrecovered) != 0 {
-		t.Errorf("locks not granted within TTL + 1s of the promotion: %v", rep.Unrecovered)
+		t.Errorf("locks not granted within TTL + 1s (Hold + 1s with holds longer than the TTL) of the promotion: %v", rep.Unrecovered)
 	}
 	if rep.LostSlots != 0 {
 		t.Errorf("%d slots not grantable after the last kill: %s", rep.LostSlots, strings.Join(rep.Stuck, "; "))
