@@ -136,11 +136,27 @@ SELECT run.lock, max(run.c)::int, count(*) FILTER (WHERE run.d = 1 AND run.c > r
 		return nil, err
 	}
 
+	// A late write: one to a one-slot resource that ended after a grant of
+	// a greater token was observed. later(lock, token) is the earliest
+	// observation of a greater token, a running minimum over the tokens in
+	// descending order (linear: a correlated subquery is quadratic, and
+	// took 8 minutes on the ledger of a million operations).
 	late := `
+WITH tok AS (
+    SELECT lock, token, min(observed) AS observed
+      FROM (SELECT h.lock, h.token, h.observed FROM ` + q + `.chaos_holdings h
+            UNION ALL
+            SELECT w.resource, w.token, NULL FROM ` + q + `.chaos_writes w) x
+     GROUP BY lock, token
+), later AS (
+    SELECT lock, token, min(observed) OVER (PARTITION BY lock ORDER BY token DESC
+                                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS at
+      FROM tok
+)
 SELECT count(*) FROM ` + q + `.chaos_writes w
   JOIN ` + q + `.chaos_resources r ON r.name = w.resource AND r.slots = 1
- WHERE EXISTS (SELECT 1 FROM ` + q + `.chaos_holdings h
-                WHERE h.lock = w.resource AND h.token > w.token AND h.observed < w.t_end)`
+  JOIN later l ON l.lock = w.resource AND l.token = w.token
+ WHERE l.at < w.t_end`
 	if err := pool.QueryRow(ctx, late).Scan(&f.LateWrites); err != nil {
 		return nil, fmt.Errorf("chaos check: %w", err)
 	}
@@ -155,11 +171,21 @@ SELECT count(*) FROM ` + q + `.chaos_writes w
 
 	// Takeovers: the one-slot locks a worker held when it was killed or
 	// paused, and the next grant of each.
+	// (next: the earliest grant of a greater token, a running minimum as
+	// for the late writes)
 	takeover := `
-SELECT f.kind, f.at, (SELECT min(n.acquired) FROM ` + q + `.chaos_holdings n WHERE n.lock = h.lock AND n.token > h.token)
+WITH tok AS (
+    SELECT lock, token, min(acquired) AS acquired FROM ` + q + `.chaos_holdings GROUP BY lock, token
+), next AS (
+    SELECT lock, token, min(acquired) OVER (PARTITION BY lock ORDER BY token DESC
+                                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS at
+      FROM tok
+)
+SELECT f.kind, f.at, n.at
   FROM ` + q + `.chaos_faults f
   JOIN ` + q + `.chaos_holdings h ON h.worker = f.worker AND h.observed < f.at AND (h.released IS NULL OR h.released > f.at)
   JOIN ` + q + `.chaos_resources r ON r.name = h.lock AND r.slots = 1
+  JOIN next n ON n.lock = h.lock AND n.token = h.token
  WHERE f.kind IN ('kill', 'pause')`
 	var kills, pauses []time.Duration
 	if err := collect(ctx, pool, takeover, func(r pgx.Rows) error {
