@@ -46,9 +46,12 @@ func connLost(err error) bool {
 	if errors.As(err, &pe) {
 		return len(pe.Code) == 5 && (pe.Code[:2] == "08" || pe.Code[:3] == "57P")
 	}
+	// (pgconn.ErrConnClosed: a connection closed by an earlier failure of
+	// the same call, e.g. "failed to deallocate cached statement(s): conn
+	// closed" after a restart; the soak found it untyped)
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, net.ErrClosed)
+		errors.Is(err, net.ErrClosed) || errors.Is(err, pgconn.ErrConnClosed)
 }
 
 // retryable reports whether a statement that failed with err may be sent
