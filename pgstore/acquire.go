@@ -141,7 +141,11 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 	if req.Weighted() {
 		return s.acquireWeighted(ctx, a)
 	}
-	s.fast.setHeavy(req.Name, false)
+	if s.fast.isHeavy(req.Name) {
+		// (a load, not a store, on the hot path: no cache line shared by
+		// every caller written each time)
+		s.fast.setHeavy(req.Name, false)
+	}
 	many := s.fast.isMany(req.Name)
 	// (an event of a slot in the arrays needs the lock's counts:
 	// acquire_one_v2(), which grants there too)
