@@ -316,13 +316,23 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
 	if len(opts) > 0 {
-		c = withOptions(c, opts)
+		p := configs.Get().(*acquireConfig) //nolint:forcetypeassert // only *acquireConfig is put
+		p.ttl, p.keepAlive, p.wait = l.ttl, true, wait
+		applyOptions(p, opts)
+		if p.err == nil && p.weight != 0 && names == nil && l.fast != nil && p.plainButWeight() {
+			// A weighted plain lease (Weight, Shared, Exclusive, NoWait
+			// and nothing else): read in place, as the rest is zero.
+			weight, waits := p.weight, p.wait
+			p.weight, p.wait, p.keepAlive = 0, false, false
+			configs.Put(p)
+			return l.acquireWeighted(ctx, name, weight, waits)
+		}
+		c = *p
+		*p = acquireConfig{} // keeps nothing the caller gave alive
+		configs.Put(p)
 	}
 	if c.err != nil {
 		return Lease{}, c.err
-	}
-	if c.weight != 0 && names == nil && l.fast != nil && c.plainButWeight() {
-		return l.acquireWeighted(ctx, name, c.weight, wait)
 	}
 	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, ReenterAll: c.reenterAll,
 		Weight: c.weight, Events: l.emitter}
@@ -415,6 +425,15 @@ func (l *Locks) acquireWeighted(ctx context.Context, name string, weight int, wa
 func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
 	p := configs.Get().(*acquireConfig) //nolint:forcetypeassert // only *acquireConfig is put
 	*p = c
+	applyOptions(p, opts)
+	c = *p
+	*p = acquireConfig{} // keeps nothing the caller gave alive
+	configs.Put(p)
+	return c
+}
+
+// applyOptions applies opts to p; a nil option is an error.
+func applyOptions(p *acquireConfig, opts []AcquireOption) {
 	for _, o := range opts {
 		if o == nil {
 			p.fail(errNilOption)
@@ -422,12 +441,9 @@ func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
 		}
 		o(p)
 	}
-	c = *p
-	*p = acquireConfig{} // keeps nothing the caller gave alive
-	configs.Put(p)
-	return c
 }
 
+// configs are the configs options are applied to, zero when put back.
 var configs = sync.Pool{New: func() any { return new(acquireConfig) }}
 
 // AcquireOption adjusts one acquisition.

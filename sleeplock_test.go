@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -98,6 +99,40 @@ func TestWeightedLeaseIsPlain(t *testing.T) {
 		t.Fatalf("exclusive weight %d, want 4", all.Weight())
 	}
 	_ = all.Release(ctx)
+}
+
+// NoWait refuses at once on a weighted plain lease too (Weight, Shared,
+// Exclusive): the memory store's plain path once waited with them.
+func TestWeightedNoWaitRefusesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	l := sleeplock.New(nil)
+	defer l.Close()
+	if err := l.Define(ctx, "gpu", 2); err != nil {
+		t.Fatal(err)
+	}
+	held, err := l.Acquire(ctx, "gpu", sleeplock.Exclusive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A regression would wait: the deadline ends it with another error.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, o := range []struct {
+		name string
+		opt  sleeplock.AcquireOption
+	}{{"Weight(1)", sleeplock.Weight(1)}, {"Weight(2)", sleeplock.Weight(2)}, {"Shared", sleeplock.Shared()}, {"Exclusive", sleeplock.Exclusive()}} {
+		if _, err := l.Acquire(wctx, "gpu", o.opt, sleeplock.NoWait()); !errors.Is(err, sleeplock.ErrUnavailable) {
+			t.Errorf("%s, NoWait on a held lock: %v, want ErrUnavailable", o.name, err)
+		}
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lease, err := l.Acquire(wctx, "gpu", sleeplock.Weight(2), sleeplock.NoWait())
+	if err != nil || lease.Weight() != 2 {
+		t.Fatalf("Weight(2), NoWait on a free lock: weight %d, %v", lease.Weight(), err)
+	}
+	_ = lease.Release(ctx)
 }
 
 func TestZeroLease(t *testing.T) {
