@@ -26,7 +26,8 @@ var monoBase = time.Now()
 
 // waitClock returns the time to date a wait by, read once when a caller
 // queues and once when it is granted, only to measure the wait between
-// (Stats; an event's Waited) and, in State, how long it has waited: on
+// (Stats; an event's Waited) and, in State, how long it has waited; and
+// the ends of a sampled hold (see HoldSampling), only to measure it: on
 // the system clock, monoBase moved on by the monotonic clock alone, one
 // read where time.Now makes two (the wall clock's too; on some machines
 // each costs more than a grant). Durations between such times, and

@@ -73,7 +73,8 @@ const _ uint = 64 - fastTokShift - store.RefRangeBits
 
 // tryFast grants a slot of lk on the fast word: the granted token, or
 // false when the lock is frozen, full, or its oldest fast holder would
-// leave the window.
+// leave the window. The caller starts the grant's sample when it is one
+// (sampled): kept out of this loop, which the call would slow.
 func (lk *lock) tryFast() (int64, bool) {
 	for {
 		w := lk.fast.Load()
@@ -88,11 +89,16 @@ func (lk *lock) tryFast() (int64, bool) {
 		}
 		nw := (t+1)<<fastTokShift | (win<<1|1)<<fastWinShift | w&fastKeep
 		if lk.fast.CompareAndSwap(w, nw) {
-			if (t+1)&(HoldSampling-1) == 0 {
-				lk.startSample(int64(t + 1))
-			}
 			return int64(t + 1), true
 		}
+	}
+}
+
+// sampled starts the sample of the fast grant of token t when t is
+// sampled (see HoldSampling).
+func (lk *lock) sampled(t int64) {
+	if t&(HoldSampling-1) == 0 {
+		lk.startSample(t)
 	}
 }
 
@@ -156,6 +162,30 @@ func (lk *lock) releaseFast(t int64, need int) bool {
 			if t&(HoldSampling-1) == 0 {
 				lk.endSample(t)
 			}
+			return true
+		}
+	}
+}
+
+// releaseFast1 is releaseFast of a grant of one slot whose hold is not
+// timed (see HoldSampling): small enough for the compiler to inline into
+// Release, so that a plain release is one call. false: releaseFast
+// decides.
+func (lk *lock) releaseFast1(t int64) bool {
+	if t&(HoldSampling-1) == 0 {
+		return false
+	}
+	for {
+		w := lk.fast.Load()
+		k := int64(w>>fastTokShift) - t
+		if w&fastFrozen != 0 || k < 0 || k >= fastWindow {
+			return false
+		}
+		bit := uint64(1) << (fastWinShift + k)
+		if w&bit == 0 {
+			return false
+		}
+		if lk.fast.CompareAndSwap(w, w&^bit) {
 			return true
 		}
 	}

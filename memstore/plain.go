@@ -110,6 +110,7 @@ func (p *plainStore) Acquire(ctx context.Context, name string, wait bool) (plain
 			return nil, 0, err // an ended context takes nothing, free slot or not
 		}
 		if t, ok := lk.tryFast(); ok {
+			lk.sampled(t)
 			if !s.closed.Load() {
 				return lk, t, nil
 			}
@@ -276,8 +277,17 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 }
 
 // Release implements plain.Lock. A grant on a lock still on its fast word
-// is one compare-and-swap.
+// is one compare-and-swap (releaseFast1, inlined here).
 func (lk *lock) Release(token int64) error {
+	if lk.releaseFast1(token) {
+		return nil
+	}
+	return lk.releaseSlow(token)
+}
+
+// releaseSlow is Release of a sampled grant (see HoldSampling), or of one
+// the fast word does not hold.
+func (lk *lock) releaseSlow(token int64) error {
 	if lk.releaseFast(token, 1) {
 		return nil
 	}
@@ -410,6 +420,7 @@ func (lk *lock) Acquire(ctx context.Context, wait bool) (int64, error) {
 		return 0, err
 	}
 	if t, ok := lk.tryFast(); ok {
+		lk.sampled(t)
 		if !s.closed.Load() {
 			return t, nil
 		}

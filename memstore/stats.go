@@ -15,7 +15,7 @@ import (
 // is a multiple of it are timed from grant to end, for the hold-time
 // histogram of Stats (store.Stats.Holds). The others read no clock. A
 // power of 2.
-const HoldSampling = 64
+const HoldSampling = 256
 
 // HoldSampling is a power of 2 (the fast path tests a mask): this does
 // not compile otherwise.
@@ -135,7 +135,7 @@ func (lk *lock) startSample(t int64) {
 	if s == nil {
 		return
 	}
-	now := s.clock.Now()
+	now := s.waitClock() // one read of the monotonic clock: only the hold's length is kept
 	e := s.sampleOf(lk, t)
 	e.mu.Lock()
 	e.lk, e.tok, e.at = lk, t, now
@@ -161,7 +161,7 @@ func (lk *lock) endSample(t int64) {
 	at := e.at
 	e.lk = nil
 	e.mu.Unlock()
-	d := since(s.clock.Now(), at)
+	d := since(s.waitClock(), at)
 	if st := lk.st; st != nil {
 		st.mu.Lock()
 		st.holds.Observe(d)
