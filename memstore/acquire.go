@@ -160,7 +160,7 @@ func (s *Store) addHolder(o *op, lk *lock, req *store.AcquireRequest, weight int
 
 func (s *Store) reenter(o *op, lk *lock, h *holder, req *store.AcquireRequest) store.Grant {
 	if req.Counted {
-		h.count++
+		h.ext().more++
 	}
 	if req.TTL > 0 {
 		o.setExpiry(lk, h, req.TTL, req.Hold)

@@ -158,7 +158,7 @@ func (s *Store) setSlots(o *op, lk *lock, slots int) {
 	if lk.defined {
 		o.emit(store.Event{Type: store.EventResized, Lock: lk.name, Slots: slots, Running: lk.used(), Waiting: len(lk.waits())})
 	}
-	if lk.qheavy > 0 {
+	if lk.queue != nil && lk.queue.heavy > 0 {
 		s.dropTooHeavy(o, lk)
 	}
 	s.pump(o, lk)
@@ -247,7 +247,7 @@ func (s *Store) state(lk *lock, detail bool) store.State {
 		return st
 	}
 	for _, h := range lk.holders {
-		st.Holders = append(st.Holders, store.Holder{Ref: h.ref.String(), Kind: h.kind(), Token: h.token, Count: int(h.count), Weight: h.weight(),
+		st.Holders = append(st.Holders, store.Holder{Ref: h.ref.String(), Kind: h.kind(), Token: h.token, Count: int(h.holds()), Weight: h.weight(),
 			Acquired: h.acquired(), Renewed: renewed(h), Expires: h.expires()})
 	}
 	sort.Slice(st.Holders, func(i, j int) bool { return st.Holders[i].Token < st.Holders[j].Token })

@@ -340,7 +340,7 @@ func (lk *lock) freeze() {
 				win &^= 1 << k
 				tok := t - int64(k)
 				h := lk.newRecord()
-				h.ref, h.token, h.count = lk.plainRef(tok), tok, 1
+				h.ref, h.token = lk.plainRef(tok), tok
 				lk.indexToken(h)
 				if extra > 0 {
 					if wt := tab.weight(tok); wt > 1 {
@@ -401,7 +401,7 @@ func (s *Store) queuedSince(lk *lock, wait bool) time.Time {
 // records no times. lk.mu is held and is let go right after (or lk is not
 // shared yet).
 func (s *Store) thaw(lk *lock) {
-	if len(lk.holders) > 0 || !lk.defined || lk.gone || lk.multi > 0 || len(lk.waits()) > 0 ||
+	if len(lk.holders) > 0 || !lk.defined || lk.gone || lk.multi() || len(lk.waits()) > 0 ||
 		lk.slots > fastMaxSlots || !lk.plainOK() || lk.token < 0 || s.times || s.closed.Load() ||
 		lk.fast.Load()&fastFrozen == 0 {
 		return

@@ -18,8 +18,9 @@ import (
 // released on the word with no mutex. Nobody holds mu while the word is
 // live: lockMu freezes the word as soon as it has taken mu, and unlockMu
 // makes it again (thaw) only just before it lets go. While the word is
-// frozen, the fields below it are the record, guarded by mu; multi also
-// by the store's mutex (it changes only under both). rng and name are
+// frozen, the fields below it are the record, guarded by mu; the queue's
+// count of waiters for several locks (multi) also by the store's mutex
+// (it changes only under both). rng and name are
 // set when the lock is made and never change; st (which names the store)
 // changes only when a family member becomes a defined lock.
 type lock struct {
@@ -31,9 +32,7 @@ type lock struct {
 	st      *lockStats // its counters: its own (defined), or its family's; and its store (see store)
 	slots   int32
 	nexp    int32 // holders with an expiry
-	multi   int32 // queued waiters that wait for other locks too
 	heavy   int32 // the slots holders take beyond one each: the sum of their w1
-	qheavy  int32 // queued waiters that ask a weight other than 1
 	defined bool  // defined by name; else a member of the family familyOf finds
 	gone    bool  // forgotten: whoever finds it looks the name up again
 	timed   bool  // has a timer in the store's timers
@@ -55,7 +54,6 @@ type lock struct {
 type holder struct {
 	ref   store.Ref
 	token int64
-	count int32 // re-entrant holds
 	idx   int32 // index in lk.holders; -1 once ended
 	w1    int32 // the hold's weight minus one (0 for most holds): see lock.heavy
 	x     *holderExt
@@ -63,6 +61,7 @@ type holder struct {
 
 // holderExt holds what most holds do not have.
 type holderExt struct {
+	more      int32 // re-entrant holds beyond the first (Counted)
 	kind      string
 	ttl, hold time.Duration
 	acquired  time.Time // zero when not recorded
@@ -78,6 +77,24 @@ func (h *holder) ext() *holderExt {
 		h.x = &holderExt{}
 	}
 	return h.x
+}
+
+// holds returns the re-entrant holds of h: 1 unless Counted re-entered.
+func (h *holder) holds() int32 {
+	if h.x == nil {
+		return 1
+	}
+	return 1 + h.x.more
+}
+
+// unhold takes one re-entrant hold off h: false when h has only one (the
+// release ends it).
+func (h *holder) unhold() bool {
+	if x := h.x; x != nil && x.more > 0 {
+		x.more--
+		return true
+	}
+	return false
 }
 
 func (h *holder) expires() time.Time {
@@ -133,7 +150,7 @@ func (lk *lock) nextToken(wait time.Duration) int64 {
 func (lk *lock) newHolder(ref store.Ref, wait time.Duration) *holder {
 	token := lk.nextToken(wait)
 	h := lk.newRecord()
-	h.ref, h.token, h.count = ref, token, 1
+	h.ref, h.token = ref, token
 	lk.indexToken(h)
 	return h
 }
@@ -143,7 +160,7 @@ func (lk *lock) newHolder(ref store.Ref, wait time.Duration) *holder {
 func (lk *lock) newPlainHolder(wait time.Duration) *holder {
 	token := lk.nextToken(wait)
 	h := lk.newRecord()
-	h.ref, h.token, h.count = lk.plainRef(token), token, 1
+	h.ref, h.token = lk.plainRef(token), token
 	lk.indexToken(h)
 	return h
 }
@@ -232,6 +249,13 @@ func (lk *lock) find(ref store.Ref, token int64) *holder {
 	}
 	return nil
 }
+
+// multi reports whether a waiter for several locks is queued for lk;
+// lk.mu or the store's mutex is held. An operation that may change such a
+// lock takes the store's mutex too (see op.enter). The count lives with
+// the queue, as the other counts of waiters do, so that the lock record
+// stays small.
+func (lk *lock) multi() bool { return lk.queue != nil && lk.queue.multi > 0 }
 
 // load returns the lock named name, or nil.
 func (s *Store) load(name string) *lock {

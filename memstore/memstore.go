@@ -156,7 +156,7 @@ func (o *op) enter(lk *lock) bool {
 		lk.mu.Unlock()
 		return false
 	}
-	if lk.multi == 0 {
+	if !lk.multi() {
 		o.lk = lk
 		return true
 	}
@@ -340,9 +340,8 @@ func (s *Store) Close() error {
 		if lk.queue != nil {
 			clear(lk.queue.ws)
 			lk.queue.ws = lk.queue.ws[:0]
-			lk.queue.weights, lk.queue.all = 0, 0
+			lk.queue.weights, lk.queue.all, lk.queue.heavy, lk.queue.multi = 0, 0, 0, 0
 		}
-		lk.multi, lk.qheavy = 0, 0
 		lk.hintQueued(false)
 		if lk.indexed {
 			lk.unindex(nil, true) // let the lock go with the store

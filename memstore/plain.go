@@ -200,7 +200,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 		lk.mu.Unlock() // held: no thaw
 		return lk, h.token, nil
 	}
-	if lk.gone || lk.multi > 0 || s.closed.Load() {
+	if lk.gone || lk.multi() || s.closed.Load() {
 		s.unlockMu(lk)
 		return s.acquirePlain(ctx, lk.name, wait)
 	}
@@ -300,14 +300,14 @@ func (lk *lock) releaseLocked(token int64) error {
 	s := lk.store()
 	lk.lockMu()
 	h := lk.byToken(token)
-	if h != nil && lk.multi == 0 && len(lk.waits()) == 0 && lk.defined && h.x == nil && h.count == 1 && !s.closed.Load() {
+	if h != nil && !lk.multi() && len(lk.waits()) == 0 && lk.defined && h.x == nil && !s.closed.Load() {
 		// Nobody waits and nobody watches: drop the record, nothing else.
 		lk.remove(h)
 		s.unlockMu(lk)
 		return nil
 	}
 	o := op{s: s, lk: lk}
-	if lk.multi > 0 {
+	if lk.multi() {
 		lk.mu.Unlock() // no thaw with a waiter of several locks
 		o.lk = nil
 		if !o.enter(lk) {
@@ -323,8 +323,7 @@ func (lk *lock) releaseLocked(token int64) error {
 		o.done()
 		return store.ErrNotHeld
 	}
-	if h.count > 1 {
-		h.count--
+	if h.unhold() {
 		o.done()
 		return nil
 	}

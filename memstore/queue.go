@@ -54,11 +54,12 @@ func (w *waiter) need(lk *lock) int { return store.Need(w.weight(lk), int(lk.slo
 // for the whole queue (a caller about to join it) from the queue's sums,
 // without a walk.
 func (lk *lock) ahead(i int) int {
-	if lk.qheavy == 0 {
+	q := lk.queue
+	if q == nil || q.heavy == 0 {
 		return i
 	}
-	if q := lk.queue; i == len(q.ws) {
-		return i - int(lk.qheavy) + q.weights + q.all*int(lk.slots)
+	if i == len(q.ws) {
+		return i - int(q.heavy) + q.weights + q.all*int(lk.slots)
 	}
 	n := 0
 	for _, w := range lk.waits()[:i] {
@@ -100,7 +101,7 @@ func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 	for _, lk := range w.locks {
 		lk.enqueue(w)
 		if multi {
-			lk.multi++
+			lk.queue.multi++
 		}
 		if o.ev != nil {
 			o.emit(store.Event{Type: store.EventWaiting, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
@@ -192,6 +193,10 @@ type waitQueue struct {
 	// other than WeightAll, and how many ask WeightAll (every slot, as
 	// many as the lock has when asked).
 	weights, all int
+	// heavy counts the waiters that ask a weight other than 1, multi
+	// those that wait for other locks too (multi changes only under the
+	// store's mutex as well as the lock's: see lock.multi).
+	heavy, multi int32
 	// views are the lock's views for the plain leases of 2, 3, …
 	// slots (see view): kept here, with the queue weighted grants often
 	// have, so that the lock record does not grow.
@@ -217,10 +222,10 @@ const keptQueue = 1024
 // dequeue takes w out of lk's queue.
 func (lk *lock) dequeue(w *waiter) {
 	if len(w.locks) > 1 {
-		lk.multi--
+		lk.queue.multi--
 	}
 	if w.heavy {
-		lk.qheavy--
+		lk.queue.heavy--
 		lk.queue.unweigh(w.weight(lk))
 	}
 	q := lk.waits()
@@ -251,7 +256,7 @@ func (lk *lock) dequeue(w *waiter) {
 func (lk *lock) enqueue(w *waiter) {
 	q := lk.waitQueue()
 	if w.heavy {
-		lk.qheavy++
+		q.heavy++
 		q.weigh(w.weight(lk))
 	}
 	if len(q.ws) == 0 {
@@ -316,7 +321,7 @@ func (lk *lock) position(w *waiter) int {
 // only ever queued on locks that global operations change, so pump takes
 // the other locks' mutexes only when global.
 func (s *Store) pump(o *op, first *lock) {
-	if first.multi == 0 && first.nexp == 0 && !first.timed {
+	if !first.multi() && first.nexp == 0 && !first.timed {
 		// The common case: waiters of this lock alone, holders that cannot
 		// be taken over and no timer. Plain waiters at the head take the
 		// free slots; any other head goes the general way below.

@@ -69,8 +69,7 @@ func (s *Store) releaseOne(o *op, lk *lock, ref store.Ref, token int64, reason e
 	if h == nil {
 		return false
 	}
-	if h.count > 1 {
-		h.count--
+	if h.unhold() {
 		return true
 	}
 	s.releaseHolder(o, lk, h, reason)
