@@ -409,23 +409,22 @@ func (p *plainStore) Lookup(name string) plain.Lock {
 	return lk
 }
 
-// Acquire implements plain.Lock.
+// Acquire implements plain.Lock. A grant on the fast word does not look
+// at the store (lk.store() is one more record to read, one that a lock
+// handle's caller does not otherwise touch): Close freezes every lock
+// before it returns, so the word grants nothing once Close has returned,
+// and a call that races with Close may be granted as one just before it.
 func (lk *lock) Acquire(ctx context.Context, wait bool) (int64, error) {
-	s := lk.store()
 	if ctx == nil {
-		return 0, s.usable(ctx)
+		return 0, lk.store().usable(ctx)
 	}
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if t, ok := lk.tryFast(); ok {
 		lk.sampled(t)
-		if !s.closed.Load() {
-			return t, nil
-		}
-		_, _, err := s.undoFast(lk, t)
-		return 0, err
+		return t, nil
 	}
-	_, t, err := s.acquireAt(ctx, lk, wait)
+	_, t, err := lk.store().acquireAt(ctx, lk, wait)
 	return t, err
 }
