@@ -343,17 +343,29 @@ func (s *Store) wait(ctx context.Context, a *acquisition, rows []arow) (store.Gr
 			s.d.tookGrant(a.names[0], req.Ref.String()) // maybe a handoff it missed
 			s.d.afterReleases(ctx, a.names[0])          // as for a handoff
 		}
+		if ctx.Err() != nil {
+			// Granted as ctx ended: see handedOver.
+			return store.Grant{}, s.abandon(ctx, a, ctx.Err())
+		}
 		return s.outcome(ctx, a, rows)
 	}
 }
 
 // handedOver returns the grant a release made for waiting acquisition a,
 // which its notification (or the release's answer) carries. A release of
-// this store that may have made it emits first.
+// this store that may have made it emits first. A grant taken as ctx ends
+// is given back, and ctx's error returned.
 func (s *Store) handedOver(ctx context.Context, a *acquisition, h handoff) (store.Grant, error) {
 	req := a.req
 	s.d.tookGrant(a.names[0], req.Ref.String())
 	s.d.afterReleases(ctx, a.names[0])
+	if ctx.Err() != nil {
+		// The context ended before the grant was taken (the wait's select
+		// may pick the handoff when both are ready): the caller was
+		// cancelled first, so the slot goes back, as x/sync's semaphore
+		// does (golang/go#63615).
+		return store.Grant{}, s.abandon(ctx, a, ctx.Err())
+	}
 	return s.outcome(ctx, a, []arow{{ev: "granted", idx: 1, lock: a.names[0], slots: int32(h.slots),
 		running: int32(h.running), waiting: int32(h.waiting), ref: req.Ref.String(), kind: req.Kind,
 		token: h.token, at: h.at, expires: h.expires, dur: h.waited, ticket: h.ticket, ttl: micros(req.TTL),
