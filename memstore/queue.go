@@ -376,13 +376,7 @@ func (s *Store) pump(o *op, first *lock) {
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		wait := time.Duration(-1)
-		if o.ev == nil && !o.hasNow {
-			o.timeWait(lk.st, w.since) // once the operation lets go
-		} else {
-			wait = o.waited(w.since)
-		}
-		w.h = lk.newPlainHolder(wait) // its ref is its token's, not the waiter's
+		w.h = lk.newPlainHolder(o.waited(w.since)) // its ref is its token's, not the waiter's
 		if w.heavy {
 			lk.setWeight(w.h, w.need(lk))
 		}

@@ -69,16 +69,6 @@ func (st *lockStats) granted(family bool, wait time.Duration) {
 	st.mu.Unlock()
 }
 
-// waited counts a grant's wait that the grant did not time (timeWait).
-func (st *lockStats) waited(d time.Duration) {
-	if st == nil {
-		return
-	}
-	st.mu.Lock()
-	st.waits.Observe(d)
-	st.mu.Unlock()
-}
-
 // ended counts the end of a hold of lk: released, or lost (released by
 // someone else, or taken over: expired); lk.mu is held. A defined lock's
 // releases are derived from its tokens and holders.
