@@ -327,9 +327,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 			configs.Put(p)
 			return l.acquireWeighted(ctx, name, weight, waits)
 		}
-		c = *p
-		*p = acquireConfig{} // keeps nothing the caller gave alive
-		configs.Put(p)
+		c = takeConfig(p)
 	}
 	if c.err != nil {
 		return Lease{}, c.err
@@ -426,8 +424,14 @@ func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
 	p := configs.Get().(*acquireConfig) //nolint:forcetypeassert // only *acquireConfig is put
 	*p = c
 	applyOptions(p, opts)
-	c = *p
-	*p = acquireConfig{} // keeps nothing the caller gave alive
+	return takeConfig(p)
+}
+
+// takeConfig returns p's settings and puts p back in configs, zeroed so
+// that it keeps nothing the caller gave alive.
+func takeConfig(p *acquireConfig) acquireConfig {
+	c := *p
+	*p = acquireConfig{}
 	configs.Put(p)
 	return c
 }
