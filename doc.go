@@ -29,7 +29,7 @@
 //
 // # Re-entrancy
 //
-// A caller whose ref (WithRef) holds a lock already gets its lease back at
+// A caller whose ref (Ref) holds a lock already gets its lease back at
 // once, with no new slot and no event, even when all slots are taken; one
 // release frees it unless the acquisitions were Counted.
 //

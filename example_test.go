@@ -35,7 +35,7 @@ func ExampleLocks_TryAcquire() {
 	defer locks.Close()
 	_ = locks.Define(ctx, "backup", 1)
 
-	first, _ := locks.TryAcquire(ctx, "backup", sleeplock.WithKind("nightly"))
+	first, _ := locks.TryAcquire(ctx, "backup", sleeplock.Kind("nightly"))
 	_, err := locks.TryAcquire(ctx, "backup")
 	var busy *sleeplock.BusyError
 	if errors.As(err, &busy) {
@@ -91,9 +91,9 @@ func ExampleLocks_AcquireAll() {
 	_ = locks.Define(ctx, "chat/*", 1)
 	_ = locks.Define(ctx, "user/*", 1)
 
-	click, _ := locks.TryAcquire(ctx, "user/7", sleeplock.WithKind("click"))
+	click, _ := locks.TryAcquire(ctx, "user/7", sleeplock.Kind("click"))
 	_, err := locks.AcquireAll(ctx, []string{"chat/42", "user/7"},
-		sleeplock.WithRef("turn-1"), sleeplock.WithKind("turn"), sleeplock.NoWait())
+		sleeplock.Ref("turn-1"), sleeplock.Kind("turn"), sleeplock.NoWait())
 	var busy *sleeplock.BusyError
 	if errors.As(err, &busy) {
 		fmt.Printf("refused: %s is held by a %s\n", busy.Lock, busy.Kind)
@@ -103,7 +103,7 @@ func ExampleLocks_AcquireAll() {
 
 	_ = click.Release(ctx)
 	turn, err := locks.AcquireAll(ctx, []string{"chat/42", "user/7"},
-		sleeplock.WithRef("turn-1"), sleeplock.WithKind("turn"), sleeplock.NoWait())
+		sleeplock.Ref("turn-1"), sleeplock.Kind("turn"), sleeplock.NoWait())
 	fmt.Println(turn.Names(), err)
 	_ = turn.Release(ctx)
 	// Output:
@@ -112,14 +112,14 @@ func ExampleLocks_AcquireAll() {
 	// [chat/42 user/7] <nil>
 }
 
-func ExampleWithRef() {
+func ExampleRef() {
 	ctx := context.Background()
 	locks := sleeplock.New(nil)
 	defer locks.Close()
 	_ = locks.Define(ctx, "job", 1)
 
-	a, _ := locks.Acquire(ctx, "job", sleeplock.WithRef("job-81"))
-	b, _ := locks.Acquire(ctx, "job", sleeplock.WithRef("job-81")) // at once: re-entrant
+	a, _ := locks.Acquire(ctx, "job", sleeplock.Ref("job-81"))
+	b, _ := locks.Acquire(ctx, "job", sleeplock.Ref("job-81")) // at once: re-entrant
 	fmt.Println(b.Reentered(), a.Token() == b.Token())
 	_ = b.Release(ctx) // one release frees it
 	fmt.Println(a.Release(ctx))
@@ -134,7 +134,7 @@ func ExampleLease_Context() {
 	defer locks.Close()
 	_ = locks.Define(ctx, "report", 1)
 
-	lease, _ := locks.Acquire(ctx, "report", sleeplock.WithRef("worker-3"), sleeplock.TTL(time.Minute))
+	lease, _ := locks.Acquire(ctx, "report", sleeplock.Ref("worker-3"), sleeplock.TTL(time.Minute))
 	// An operator frees the slot by its ref; the holder learns at once.
 	byRef, _ := locks.LeaseOf("worker-3", []string{"report"})
 	_ = byRef.Release(ctx)

@@ -40,7 +40,7 @@ func Example_tour() {
 	// Or manage slots yourself: Acquire waits in FIFO order, bounded by ctx.
 	var leases []sleeplock.Lease
 	for _, job := range []string{"job-1", "job-2", "job-3"} {
-		lease, err := locks.Acquire(ctx, "payments", sleeplock.WithRef(job), sleeplock.WithKind("batch"))
+		lease, err := locks.Acquire(ctx, "payments", sleeplock.Ref(job), sleeplock.Kind("batch"))
 		if err != nil {
 			log.Fatal(err)
 		}

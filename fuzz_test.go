@@ -25,9 +25,9 @@ func FuzzAcquireInput(f *testing.F) {
 		if err := l.Define(ctx, "a", 2); err != nil {
 			t.Fatal(err)
 		}
-		opts := []sleeplock.AcquireOption{sleeplock.WithKind(kind)}
+		opts := []sleeplock.AcquireOption{sleeplock.Kind(kind)}
 		if ref != "" {
-			opts = append(opts, sleeplock.WithRef(ref))
+			opts = append(opts, sleeplock.Ref(ref))
 		}
 		if ttl != 0 {
 			opts = append(opts, sleeplock.TTL(time.Duration(ttl)), sleeplock.NoKeepAlive())

@@ -107,7 +107,7 @@ func TestKeepAliveRetriesPassingFaults(t *testing.T) {
 func TestKeepAliveNotHeldLosesLease(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newFlaky(t)
-	lease, err := l.TryAcquire(ctx, "k", sleeplock.TTL(300*time.Millisecond), sleeplock.WithRef("r"))
+	lease, err := l.TryAcquire(ctx, "k", sleeplock.TTL(300*time.Millisecond), sleeplock.Ref("r"))
 	if err != nil {
 		t.Fatal(err)
 	}

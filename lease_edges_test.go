@@ -23,7 +23,7 @@ func TestHoldWithKeepAliveBlocksWhileHolderLives(t *testing.T) {
 		defer l.Close()
 		ctx := context.Background()
 		must(t, l.Define(ctx, "user/*", 1))
-		click, err := l.TryAcquire(ctx, "user/7", sleeplock.WithKind("click"), sleeplock.TTL(10*time.Minute), sleeplock.Hold(50*time.Millisecond))
+		click, err := l.TryAcquire(ctx, "user/7", sleeplock.Kind("click"), sleeplock.TTL(10*time.Minute), sleeplock.Hold(50*time.Millisecond))
 		must(t, err)
 		time.Sleep(time.Second) // twenty holds
 		_, err = l.TryAcquire(ctx, "user/7", sleeplock.TTL(10*time.Minute))
@@ -46,7 +46,7 @@ func TestHoldWithoutKeepAliveBlocksForTheHold(t *testing.T) {
 		defer l.Close()
 		ctx := context.Background()
 		must(t, l.Define(ctx, "user/*", 1))
-		click, err := l.TryAcquire(ctx, "user/7", sleeplock.WithKind("click"), sleeplock.TTL(10*time.Minute),
+		click, err := l.TryAcquire(ctx, "user/7", sleeplock.Kind("click"), sleeplock.TTL(10*time.Minute),
 			sleeplock.Hold(50*time.Millisecond), sleeplock.NoKeepAlive())
 		must(t, err)
 		time.Sleep(40 * time.Millisecond)
@@ -64,7 +64,7 @@ func TestHoldWithoutKeepAliveBlocksForTheHold(t *testing.T) {
 		if !errors.Is(click.Err(), sleeplock.ErrLeaseLost) {
 			t.Fatalf("Err = %v", click.Err())
 		}
-		turn, err := l.TryAcquire(ctx, "user/7", sleeplock.WithKind("turn"))
+		turn, err := l.TryAcquire(ctx, "user/7", sleeplock.Kind("turn"))
 		must(t, err)
 		must(t, turn.Release(ctx))
 	})
@@ -129,7 +129,7 @@ func TestReleaseAfterContextEnded(t *testing.T) {
 	defer l.Close()
 	must(t, l.Define(context.Background(), "k", 1))
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := l.TryAcquire(ctx, "k", sleeplock.WithRef("job-1"))
+	a, err := l.TryAcquire(ctx, "k", sleeplock.Ref("job-1"))
 	must(t, err)
 	cancel()
 	must(t, a.Release(ctx))
@@ -150,7 +150,7 @@ func TestDoneAndContextAreIdempotent(t *testing.T) {
 	defer l.Close()
 	ctx := context.Background()
 	must(t, l.Define(ctx, "k", 1))
-	a, err := l.TryAcquire(ctx, "k", sleeplock.WithRef("r"))
+	a, err := l.TryAcquire(ctx, "k", sleeplock.Ref("r"))
 	must(t, err)
 	d, c := a.Done(), a.Context()
 	for range 1000 {
@@ -180,7 +180,7 @@ func TestLogEventsLevels(t *testing.T) {
 	ctx := context.Background()
 	l := sleeplock.New(nil, sleeplock.WithNotifier(sleeplock.LogEvents(logger)))
 	must(t, l.Define(ctx, "db", 1))
-	lease, err := l.TryAcquire(ctx, "db", sleeplock.WithKind("job"))
+	lease, err := l.TryAcquire(ctx, "db", sleeplock.Kind("job"))
 	must(t, err)
 	_, _ = l.TryAcquire(ctx, "db")
 	must(t, lease.Release(ctx))
@@ -228,7 +228,7 @@ func TestNoKeepAliveLeaseKeptByRefElsewhere(t *testing.T) {
 		defer l.Close()
 		ctx := context.Background()
 		must(t, l.Define(ctx, "k", 1))
-		a, err := l.TryAcquire(ctx, "k", sleeplock.WithRef("click-1"), sleeplock.TTL(100*time.Millisecond), sleeplock.NoKeepAlive())
+		a, err := l.TryAcquire(ctx, "k", sleeplock.Ref("click-1"), sleeplock.TTL(100*time.Millisecond), sleeplock.NoKeepAlive())
 		must(t, err)
 		time.Sleep(80 * time.Millisecond)
 		other, err := l.LeaseOf("click-1", []string{"k"}, sleeplock.TTL(100*time.Millisecond))

@@ -73,11 +73,11 @@ func TestLockHandleFamilyOptionsAndBadName(t *testing.T) {
 	}
 	k := l.Lock("chat/1")
 	for range 3 { // the member is forgotten after each release
-		a, err := k.TryAcquire(ctx, sleeplock.WithRef("turn-1"))
+		a, err := k.TryAcquire(ctx, sleeplock.Ref("turn-1"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := k.TryAcquire(ctx, sleeplock.WithRef("turn-1"))
+		again, err := k.TryAcquire(ctx, sleeplock.Ref("turn-1"))
 		if err != nil || !again.Reentered() {
 			t.Fatalf("re-entry through the handle: %v %v", again.Reentered(), err)
 		}

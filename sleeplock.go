@@ -256,7 +256,7 @@ func (l *Locks) List(ctx context.Context) ([]State, error) {
 // Acquire takes a slot of name, waiting in FIFO order while all slots are
 // taken, until ctx ends (then it returns ctx's error and takes nothing: a
 // slot granted as ctx ended goes to the next waiter). A caller whose ref
-// holds the lock already gets its lease back at once (see WithRef).
+// holds the lock already gets its lease back at once (see Ref).
 func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
 	if len(opts) == 0 && l != nil && l.fast != nil && ctx != nil {
 		return l.acquirePlain(ctx, name, true)
@@ -484,14 +484,14 @@ func (c *acquireConfig) needsLife() bool {
 	return c.bind != nil || c.execute != nil || c.ttl > 0
 }
 
-// WithRef names the holder: a turn id, a job id. A caller whose ref holds
+// Ref names the holder: a turn id, a job id. A caller whose ref holds
 // the lock already gets its lease back at once, with no new slot and no
-// event (re-entrancy); one release frees it unless Counted. Without WithRef
+// event (re-entrancy); one release frees it unless Counted. Without Ref
 // every acquisition gets a new random 128-bit ref.
-func WithRef(ref string) AcquireOption {
+func Ref(ref string) AcquireOption {
 	return func(c *acquireConfig) {
 		if ref == "" {
-			c.fail(store.Invalid(store.ErrInvalidRef, `""`, "a ref must not be empty (leave WithRef out for a random one)"))
+			c.fail(store.Invalid(store.ErrInvalidRef, `""`, "a ref must not be empty (leave Ref out for a random one)"))
 			return
 		}
 		if err := store.CheckRef("ref", ref); err != nil {
@@ -501,9 +501,9 @@ func WithRef(ref string) AcquireOption {
 	}
 }
 
-// WithKind says what the holder is ("turn", "click", "backup"): refusals
+// Kind says what the holder is ("turn", "click", "backup"): refusals
 // report it (BusyError.Kind) so a caller learns what holds the lock.
-func WithKind(kind string) AcquireOption {
+func Kind(kind string) AcquireOption {
 	return func(c *acquireConfig) {
 		if err := store.CheckRef("kind", kind); err != nil {
 			c.fail(err)
@@ -632,6 +632,13 @@ func NoWait() AcquireOption { return func(c *acquireConfig) { c.wait = false } }
 // releases as acquisitions.
 func Counted() AcquireOption { return func(c *acquireConfig) { c.counted = true } }
 
+// ReenterAll makes AcquireAll re-enter only as a whole: a ref that holds
+// some of the locks but not all of them is refused at once, in the same
+// atomic step as the acquisition, with a *BusyError naming the first lock
+// of names that it holds (and that hold's kind). A ref that holds them all
+// gets its lease back (re-entrancy); one that holds none acquires as usual.
+func ReenterAll() AcquireOption { return func(c *acquireConfig) { c.reenterAll = true } }
+
 // NoKeepAlive turns off the automatic renewal of a lease with a TTL: it
 // expires TTL (or Hold) after it was taken unless Keep is called, and its
 // Done channel closes then.
@@ -659,7 +666,7 @@ func (l *Locks) LeaseOf(ref string, names []string, opts ...AcquireOption) (Leas
 	if err := l.valid(); err != nil {
 		return Lease{}, err
 	}
-	c := withOptions(acquireConfig{ttl: l.ttl}, append([]AcquireOption{WithRef(ref)}, opts...))
+	c := withOptions(acquireConfig{ttl: l.ttl}, append([]AcquireOption{Ref(ref)}, opts...))
 	if c.err != nil {
 		return Lease{}, c.err
 	}

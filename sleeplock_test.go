@@ -231,7 +231,7 @@ func TestLogEvents(t *testing.T) {
 	ctx := context.Background()
 	l := sleeplock.New(nil, sleeplock.WithNotifier(sleeplock.LogEvents(logger)))
 	_ = l.Define(ctx, "db", 1)
-	lease, err := l.TryAcquire(ctx, "db", sleeplock.WithKind("job"), sleeplock.WithRef("r1"))
+	lease, err := l.TryAcquire(ctx, "db", sleeplock.Kind("job"), sleeplock.Ref("r1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"BindTo": sleeplock.BindTo, "Counted": sleeplock.Counted, "Hold": sleeplock.Hold,
 			"NoKeepAlive": sleeplock.NoKeepAlive, "NoWait": sleeplock.NoWait, "Weight": sleeplock.Weight, "WeightFor": sleeplock.WeightFor,
 			"Exclusive": sleeplock.Exclusive, "Shared": sleeplock.Shared, "TTL": sleeplock.TTL,
-			"WithKind": sleeplock.WithKind, "WithRef": sleeplock.WithRef, "StaleAfter": sleeplock.StaleAfter,
+			"Kind": sleeplock.Kind, "Ref": sleeplock.Ref, "StaleAfter": sleeplock.StaleAfter,
 			"ReenterAll": sleeplock.ReenterAll,
 			"ReadConfig": sleeplock.ReadConfig, "LoadConfig": sleeplock.LoadConfig,
 		},

@@ -22,7 +22,7 @@ func TestExpiredNotTakenOverOnStoreClock(t *testing.T) {
 		l := sleeplock.New(memstore.New())
 		defer l.Close()
 		must(t, l.Define(ctx, "m", 1))
-		x, err := l.TryAcquire(ctx, "m", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("sleeper"))
+		x, err := l.TryAcquire(ctx, "m", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("sleeper"))
 		must(t, err)
 		time.Sleep(time.Minute)
 		synctest.Wait()

@@ -102,7 +102,7 @@ func TestInstruments(t *testing.T) {
 			}
 			a, err := locks.Acquire(ctx, "chat/1")
 			must(t, err)
-			if _, err := locks.TryAcquire(ctx, "chat/1", sleeplock.WithRef("other")); !errors.Is(err, sleeplock.ErrUnavailable) {
+			if _, err := locks.TryAcquire(ctx, "chat/1", sleeplock.Ref("other")); !errors.Is(err, sleeplock.ErrUnavailable) {
 				t.Fatal(err)
 			}
 			b, err := locks.Acquire(ctx, "chat/2")

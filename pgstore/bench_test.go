@@ -58,7 +58,7 @@ func newBenchEnvAsync(b *testing.B, unlogged, async bool) *benchEnv {
 	opts := []pgstore.Option{pgstore.WithSchema(schema)}
 	kind := ""
 	if unlogged {
-		opts = append(opts, pgstore.Unlogged())
+		opts = append(opts, pgstore.WithUnlogged())
 		kind = "UNLOGGED"
 	}
 	must(b, pgstore.Migrate(ctx, pool, opts...))

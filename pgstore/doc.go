@@ -185,7 +185,7 @@
 //
 // # UNLOGGED tables
 //
-// Migrate with Unlogged() creates the lease and queue tables UNLOGGED: a
+// Migrate with WithUnlogged() creates the lease and queue tables UNLOGGED: a
 // grant or release then writes no WAL and waits for no fsync, several times
 // faster. The price: after a crash of the database server, or a failover to
 // a replica, every lease and waiter is gone (the tables come back empty), so

@@ -36,7 +36,7 @@ func Example_guard() {
 	_ = locks.Define(ctx, "user/*", 1)
 
 	lease, err := locks.AcquireAll(ctx, []string{"chat/42", "user/7"},
-		sleeplock.WithRef("turn-1"), sleeplock.WithKind("turn"), sleeplock.NoWait())
+		sleeplock.Ref("turn-1"), sleeplock.Kind("turn"), sleeplock.NoWait())
 	var busy *sleeplock.BusyError
 	if errors.As(err, &busy) {
 		fmt.Printf("%s is busy with a %s\n", busy.Lock, busy.Kind)

@@ -132,7 +132,7 @@ func TestOpenDSN(t *testing.T) {
 }
 
 // TestMigrateConcurrently: several nodes migrating at once all succeed and
-// leave one schema at the current version; Unlogged makes the lease tables
+// leave one schema at the current version; WithUnlogged makes the lease tables
 // UNLOGGED.
 func TestMigrateConcurrently(t *testing.T) {
 	pool := newPool(t, nil)
@@ -144,7 +144,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := pgstore.Migrate(ctx, pools[i%3], pgstore.WithSchema(schema), pgstore.Unlogged()); err != nil {
+			if err := pgstore.Migrate(ctx, pools[i%3], pgstore.WithSchema(schema), pgstore.WithUnlogged()); err != nil {
 				t.Error(err)
 			}
 		}()

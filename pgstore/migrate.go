@@ -112,7 +112,7 @@ var SchemaVersion = len(migrations)
 // contain it.
 const bodyTag = "$sleeplock$"
 
-// unloggedTables are the tables that Unlogged makes UNLOGGED.
+// unloggedTables are the tables that WithUnlogged makes UNLOGGED.
 var unloggedTables = []string{"locks", "holders", "waiters", "queue", "cancelled", "nodes"}
 
 // preReleaseTable is the version table of the pre-release schemas (versions
@@ -161,7 +161,7 @@ func render(text, schema string, unlogged bool) string {
 // migrations the schema lacks, then this build's functions, and drops
 // the schema's functions that this build does not define. It is safe to
 // run from several nodes at once (they take turns on a transaction-scoped
-// advisory lock). With Unlogged the lease and queue tables are created
+// advisory lock). With WithUnlogged the lease and queue tables are created
 // UNLOGGED (or made so).
 //
 // A schema whose applied migrations differ from this build's is refused

@@ -105,13 +105,13 @@ func WithWaiterTTL(d time.Duration) Option {
 	}
 }
 
-// Unlogged makes Migrate create the lease and queue tables UNLOGGED (or
+// WithUnlogged makes Migrate create the lease and queue tables UNLOGGED (or
 // turn existing ones UNLOGGED). Grants and releases then skip the WAL and
 // its fsync, several times faster, but every lease and waiter vanishes when
 // the database crashes or fails over to a replica. Definitions and the
 // fencing-token sequence stay durable, so tokens still only grow. New
 // ignores it: the tables are what they were made.
-func Unlogged() Option { return func(c *config) { c.unlogged = true } }
+func WithUnlogged() Option { return func(c *config) { c.unlogged = true } }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{schema: DefaultSchema, poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL}

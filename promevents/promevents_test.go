@@ -55,12 +55,12 @@ func TestCounts(t *testing.T) {
 			}
 			a, err := locks.Acquire(ctx, "pay")
 			must(t, err)
-			if _, err := locks.TryAcquire(ctx, "pay", sleeplock.WithRef("other")); !errors.Is(err, sleeplock.ErrUnavailable) {
+			if _, err := locks.TryAcquire(ctx, "pay", sleeplock.Ref("other")); !errors.Is(err, sleeplock.ErrUnavailable) {
 				t.Fatalf("try: %v", err)
 			}
 			got := make(chan error)
 			go func() {
-				b, err := locks.Acquire(ctx, "pay", sleeplock.WithRef("waiter"))
+				b, err := locks.Acquire(ctx, "pay", sleeplock.Ref("waiter"))
 				if err == nil {
 					err = b.Release(ctx)
 				}

@@ -30,7 +30,7 @@ func Example() {
 	if err := locks.Define(ctx, "builds", 2); err != nil {
 		log.Fatal(err)
 	}
-	lease, err := locks.Acquire(ctx, "builds", sleeplock.WithKind("build"))
+	lease, err := locks.Acquire(ctx, "builds", sleeplock.Kind("build"))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func runHelper(role string, args []string) int {
 	defer l.Close()
 	switch role {
 	case "hold":
-		if _, err := l.TryAcquire(ctx, args[1], sleeplock.WithRef("helper")); err != nil {
+		if _, err := l.TryAcquire(ctx, args[1], sleeplock.Ref("helper")); err != nil {
 			fmt.Println("error", err)
 			return 1
 		}
@@ -72,7 +72,7 @@ func runHelper(role string, args []string) int {
 		fmt.Println("error", err)
 		return 1
 	case "queue":
-		lease, err := l.Acquire(ctx, args[1], sleeplock.WithRef("helper-"+args[2]))
+		lease, err := l.Acquire(ctx, args[1], sleeplock.Ref("helper-"+args[2]))
 		if err != nil {
 			fmt.Println("error", err)
 			return 1

@@ -83,9 +83,9 @@ func TestSchemaVersions(t *testing.T) {
 		t.Fatalf("Open of a newer schema = %v", err)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.db")
-	_, err = sqlitestore.Open(t.Context(), empty, sqlitestore.NoMigrate())
+	_, err = sqlitestore.Open(t.Context(), empty, sqlitestore.WithoutMigrate())
 	if !errors.As(err, &se) || se.Have != 0 || errors.Is(err, sqlitestore.ErrSchemaTooNew) {
-		t.Fatalf("Open with NoMigrate of a new file = %v", err)
+		t.Fatalf("Open with WithoutMigrate of a new file = %v", err)
 	}
 	for _, o := range []sqlitestore.Option{sqlitestore.WithPollInterval(0), sqlitestore.WithWaiterTTL(-1), sqlitestore.WithBusyTimeout(0)} {
 		if _, err := sqlitestore.Open(t.Context(), empty, o); !errors.Is(err, store.ErrInvalidConfig) {
@@ -108,7 +108,7 @@ func TestGuard(t *testing.T) {
 	if err := l.Define(t.Context(), "g", 1); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := l.TryAcquire(t.Context(), "g", sleeplock.WithRef("writer"), sleeplock.TTL(time.Minute))
+	lease, err := l.TryAcquire(t.Context(), "g", sleeplock.Ref("writer"), sleeplock.TTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func TestPidReuseAndOtherHosts(t *testing.T) {
 	if err := l.Define(t.Context(), "p", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.TryAcquire(t.Context(), "p", sleeplock.WithRef("old"), sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive()); err != nil {
+	if _, err := l.TryAcquire(t.Context(), "p", sleeplock.Ref("old"), sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive()); err != nil {
 		t.Fatal(err)
 	}
 	db := rawDB(t, path)
@@ -169,7 +169,7 @@ func TestPidReuseAndOtherHosts(t *testing.T) {
 	if _, err := db.Exec("UPDATE holders SET pid = 999999999, host = ?", host); err != nil {
 		t.Fatal(err)
 	}
-	x, err := l.TryAcquire(t.Context(), "p", sleeplock.WithRef("next"), sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive())
+	x, err := l.TryAcquire(t.Context(), "p", sleeplock.Ref("next"), sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive())
 	if err != nil {
 		t.Fatalf("the record of a process that is gone still holds: %v", err)
 	}
@@ -177,7 +177,7 @@ func TestPidReuseAndOtherHosts(t *testing.T) {
 	if _, err := db.Exec("UPDATE holders SET pstart = ?", pstart+1); err != nil {
 		t.Fatal(err)
 	}
-	y, err := l.TryAcquire(t.Context(), "p", sleeplock.WithRef("third"))
+	y, err := l.TryAcquire(t.Context(), "p", sleeplock.Ref("third"))
 	if err != nil {
 		t.Fatalf("the record of a reused pid still holds: %v", err)
 	}

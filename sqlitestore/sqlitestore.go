@@ -88,7 +88,7 @@ func (e *SchemaError) Error() string {
 		return fmt.Sprintf("sqlitestore: %s has schema version %d, newer than this build's %d: use a newer sleeplock (or another file)",
 			e.Path, e.Have, e.Want)
 	}
-	return fmt.Sprintf("sqlitestore: %s has schema version %d, want %d: open it without NoMigrate (or run sleeplock migrate)",
+	return fmt.Sprintf("sqlitestore: %s has schema version %d, want %d: open it without WithoutMigrate (or run sleeplock migrate)",
 		e.Path, e.Have, e.Want)
 }
 
@@ -152,9 +152,9 @@ func WithBusyTimeout(d time.Duration) Option {
 	}
 }
 
-// NoMigrate makes Open refuse a database whose schema is missing or older
+// WithoutMigrate makes Open refuse a database whose schema is missing or older
 // than SchemaVersion (a *SchemaError) instead of creating or upgrading it.
-func NoMigrate() Option { return func(c *config) { c.migrate = false } }
+func WithoutMigrate() Option { return func(c *config) { c.migrate = false } }
 
 // Store keeps locks in a SQLite file. It implements store.Store and
 // store.Guarder. Its methods are safe for concurrent use; any number of

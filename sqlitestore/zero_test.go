@@ -18,7 +18,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 	zerocall.Run(t, zerocall.Suite{
 		Dir: ".",
 		Funcs: map[string]any{
-			"Open": sqlitestore.Open, "Migrate": sqlitestore.Migrate, "NoMigrate": sqlitestore.NoMigrate,
+			"Open": sqlitestore.Open, "Migrate": sqlitestore.Migrate, "WithoutMigrate": sqlitestore.WithoutMigrate,
 			"WithBusyTimeout": sqlitestore.WithBusyTimeout, "WithPollInterval": sqlitestore.WithPollInterval,
 			"WithWaiterTTL": sqlitestore.WithWaiterTTL,
 		},

@@ -119,7 +119,7 @@ var _ = add("TryAcquire/NeverWaitsNeverJumpsQueue", func(t *testing.T, e *env) {
 	rec := newRecorder()
 	l, _ := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "try", 1)
-	h, err := l.TryAcquire(ctx(t), "try", sleeplock.WithKind("job"))
+	h, err := l.TryAcquire(ctx(t), "try", sleeplock.Kind("job"))
 	must(t, err)
 	b := busy(t, func() error { _, err := l.TryAcquire(ctx(t), "try"); return err }())
 	if b.Lock != "try" || b.Kind != "job" {
@@ -213,12 +213,12 @@ var _ = add("Reentrancy/SameRefGetsLeaseBack", func(t *testing.T, e *env) {
 	rec := newRecorder()
 	l, _ := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "re", 1)
-	a, err := l.TryAcquire(ctx(t), "re", sleeplock.WithRef("job-1"))
+	a, err := l.TryAcquire(ctx(t), "re", sleeplock.Ref("job-1"))
 	must(t, err)
 	// All slots are taken; the holder asks again, blocking and trying.
-	b, err := l.Acquire(ctx(t), "re", sleeplock.WithRef("job-1"))
+	b, err := l.Acquire(ctx(t), "re", sleeplock.Ref("job-1"))
 	must(t, err)
-	c, err := l.TryAcquire(ctx(t), "re", sleeplock.WithRef("job-1"))
+	c, err := l.TryAcquire(ctx(t), "re", sleeplock.Ref("job-1"))
 	must(t, err)
 	if !b.Reentered() || !c.Reentered() || b.Token() != a.Token() || a.Reentered() {
 		t.Fatalf("re-entrant leases: %v %v tokens %d %d %d", b.Reentered(), c.Reentered(), a.Token(), b.Token(), c.Token())
@@ -238,9 +238,9 @@ var _ = add("Reentrancy/SameRefGetsLeaseBack", func(t *testing.T, e *env) {
 var _ = add("Reentrancy/Counted", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	define(t, l, "cnt", 1)
-	a, err := l.TryAcquire(ctx(t), "cnt", sleeplock.WithRef("r"), sleeplock.Counted())
+	a, err := l.TryAcquire(ctx(t), "cnt", sleeplock.Ref("r"), sleeplock.Counted())
 	must(t, err)
-	_, err = l.Acquire(ctx(t), "cnt", sleeplock.WithRef("r"), sleeplock.Counted())
+	_, err = l.Acquire(ctx(t), "cnt", sleeplock.Ref("r"), sleeplock.Counted())
 	must(t, err)
 	must(t, a.Release(ctx(t)))
 	wantState(t, l, "cnt", 1, 0)
@@ -251,7 +251,7 @@ var _ = add("Reentrancy/Counted", func(t *testing.T, e *env) {
 var _ = add("Release/ByNonHolderIsNoOp", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	define(t, l, "rel", 2)
-	a, err := l.TryAcquire(ctx(t), "rel", sleeplock.WithRef("a"))
+	a, err := l.TryAcquire(ctx(t), "rel", sleeplock.Ref("a"))
 	must(t, err)
 	other, err := l.LeaseOf("b", []string{"rel"})
 	must(t, err)
@@ -267,7 +267,7 @@ var _ = add("Release/ByNonHolderIsNoOp", func(t *testing.T, e *env) {
 		t.Fatalf("second release = %v", err)
 	}
 	// A new holder with the same ref is not freed by the old lease.
-	b, err := l.TryAcquire(ctx(t), "rel", sleeplock.WithRef("a"))
+	b, err := l.TryAcquire(ctx(t), "rel", sleeplock.Ref("a"))
 	must(t, err)
 	if err := a.Release(ctx(t)); !errors.Is(err, sleeplock.ErrNotHeld) {
 		t.Fatalf("an old lease released a newer grant of its ref: %v", err)
@@ -323,15 +323,15 @@ var _ = add("AcquireAll/AllOrNothingFirstRefusedInCallersOrder", func(t *testing
 	l, _ := e.locks(t)
 	define(t, l, "chat/*", 1)
 	define(t, l, "user/*", 1)
-	turn, err := l.TryAcquire(ctx(t), "user/7", sleeplock.WithKind("turn"))
+	turn, err := l.TryAcquire(ctx(t), "user/7", sleeplock.Kind("turn"))
 	must(t, err)
-	_, err = l.AcquireAll(ctx(t), []string{"chat/42", "user/7"}, sleeplock.NoWait(), sleeplock.WithKind("turn"))
+	_, err = l.AcquireAll(ctx(t), []string{"chat/42", "user/7"}, sleeplock.NoWait(), sleeplock.Kind("turn"))
 	b := busy(t, err)
 	if b.Lock != "user/7" || b.Kind != "turn" {
 		t.Fatalf("refusal %+v, want user/7 held by a turn", b)
 	}
 	wantState(t, l, "chat/42", 0, 0) // nothing taken
-	other, err := l.TryAcquire(ctx(t), "chat/9", sleeplock.WithKind("click"))
+	other, err := l.TryAcquire(ctx(t), "chat/9", sleeplock.Kind("click"))
 	must(t, err)
 	_, err = l.AcquireAll(ctx(t), []string{"chat/9", "user/7"}, sleeplock.NoWait())
 	if b := busy(t, err); b.Lock != "chat/9" || b.Kind != "click" {
@@ -342,7 +342,7 @@ var _ = add("AcquireAll/AllOrNothingFirstRefusedInCallersOrder", func(t *testing
 		t.Fatalf("refusal %+v, want user/7 first", b)
 	}
 	must(t, turn.Release(ctx(t)))
-	both, err := l.AcquireAll(ctx(t), []string{"chat/42", "user/7"}, sleeplock.NoWait(), sleeplock.WithRef("t1"))
+	both, err := l.AcquireAll(ctx(t), []string{"chat/42", "user/7"}, sleeplock.NoWait(), sleeplock.Ref("t1"))
 	must(t, err)
 	if got := both.Names(); len(got) != 2 || got[0] != "chat/42" || got[1] != "user/7" {
 		t.Fatalf("Names = %v", got)
@@ -414,9 +414,9 @@ var _ = add("AcquireAll/ReentrantLocksCountAsTaken", func(t *testing.T, e *env) 
 	l, _ := e.locks(t)
 	define(t, l, "c", 1)
 	define(t, l, "u", 1)
-	c, err := l.TryAcquire(ctx(t), "c", sleeplock.WithRef("t"))
+	c, err := l.TryAcquire(ctx(t), "c", sleeplock.Ref("t"))
 	must(t, err)
-	both, err := l.AcquireAll(ctx(t), []string{"c", "u"}, sleeplock.WithRef("t"), sleeplock.NoWait())
+	both, err := l.AcquireAll(ctx(t), []string{"c", "u"}, sleeplock.Ref("t"), sleeplock.NoWait())
 	must(t, err)
 	if both.Tokens()[0] != c.Token() || both.Reentered() {
 		t.Fatalf("tokens %v (first should be %d), reentered %v", both.Tokens(), c.Token(), both.Reentered())
@@ -458,10 +458,10 @@ var _ = add("Tokens/GrowAndAreNeverReused", func(t *testing.T, e *env) {
 var _ = add("State/HoldersAndQueue", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	define(t, l, "st", 1)
-	h, err := l.TryAcquire(ctx(t), "st", sleeplock.WithRef("holder-1"), sleeplock.WithKind("turn"))
+	h, err := l.TryAcquire(ctx(t), "st", sleeplock.Ref("holder-1"), sleeplock.Kind("turn"))
 	must(t, err)
 	ch := make(chan result, 1)
-	goAcquire(ctx(t), l, "st", 0, ch, sleeplock.WithRef("waiter-1"), sleeplock.WithKind("click"))
+	goAcquire(ctx(t), l, "st", 0, ch, sleeplock.Ref("waiter-1"), sleeplock.Kind("click"))
 	waitWaiting(t, l, "st", 1)
 	st := state(t, l, "st")
 	if st.Slots != 1 || st.Running != 1 || st.Waiting != 1 || len(st.Holders) != 1 || len(st.Queue) != 1 {
@@ -498,9 +498,9 @@ var _ = add("Input/BadOptionsChangeNothing", func(t *testing.T, e *env) {
 		{[]sleeplock.AcquireOption{sleeplock.TTL(-1)}, sleeplock.ErrInvalidTTL},
 		{[]sleeplock.AcquireOption{sleeplock.TTL(10), sleeplock.Hold(11)}, sleeplock.ErrInvalidHold},
 		{[]sleeplock.AcquireOption{sleeplock.TTL(10), sleeplock.Hold(0)}, sleeplock.ErrInvalidHold},
-		{[]sleeplock.AcquireOption{sleeplock.WithRef("")}, sleeplock.ErrInvalidRef},
-		{[]sleeplock.AcquireOption{sleeplock.WithRef("a\nb")}, sleeplock.ErrInvalidRef},
-		{[]sleeplock.AcquireOption{sleeplock.WithKind("k\x7f")}, sleeplock.ErrInvalidRef},
+		{[]sleeplock.AcquireOption{sleeplock.Ref("")}, sleeplock.ErrInvalidRef},
+		{[]sleeplock.AcquireOption{sleeplock.Ref("a\nb")}, sleeplock.ErrInvalidRef},
+		{[]sleeplock.AcquireOption{sleeplock.Kind("k\x7f")}, sleeplock.ErrInvalidRef},
 	}
 	for i, c := range cases {
 		if _, err := l.TryAcquire(ctx(t), "in", c.opts...); !errors.Is(err, c.want) || !errors.Is(err, sleeplock.ErrInvalid) {

@@ -43,7 +43,7 @@ var _ = add("Lease/ErrAfterOwnRelease", func(t *testing.T, e *env) {
 	kinds := map[string][]sleeplock.AcquireOption{
 		"plain":   nil,
 		"ttl":     {sleeplock.TTL(time.Minute)},
-		"ref":     {sleeplock.WithRef("er-ref")},
+		"ref":     {sleeplock.Ref("er-ref")},
 		"noalive": {sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive()},
 	}
 	for name, opts := range kinds {
@@ -66,7 +66,7 @@ var _ = add("Lease/ErrAfterOwnRelease", func(t *testing.T, e *env) {
 var _ = add("Lease/ErrAfterOperatorRelease", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	define(t, l, "eo", 1)
-	x, err := l.TryAcquire(ctx(t), "eo", sleeplock.WithRef("victim"), sleeplock.TTL(300*time.Millisecond))
+	x, err := l.TryAcquire(ctx(t), "eo", sleeplock.Ref("victim"), sleeplock.TTL(300*time.Millisecond))
 	must(t, err)
 	op, err := l.LeaseOf("victim", []string{"eo"})
 	must(t, err)
@@ -102,7 +102,7 @@ var _ = add("Lease/ExpirySignalledWithoutTakeover", func(t *testing.T, e *env) {
 	l, s := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "ex", 1)
 	const ttl = 200 * time.Millisecond
-	x, err := l.TryAcquire(ctx(t), "ex", sleeplock.TTL(ttl), sleeplock.NoKeepAlive(), sleeplock.WithRef("sleeper"))
+	x, err := l.TryAcquire(ctx(t), "ex", sleeplock.TTL(ttl), sleeplock.NoKeepAlive(), sleeplock.Ref("sleeper"))
 	must(t, err)
 	// Nobody takes it over: the lease itself must say it ended.
 	wantEnded(t, x, sleeplock.ErrLeaseLost)
@@ -130,7 +130,7 @@ var _ = add("Lease/ExpirySignalledWithoutTakeover", func(t *testing.T, e *env) {
 var _ = add("Lease/ReleaseWithEndedContext", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	define(t, l, "rc", 2)
-	for _, opts := range [][]sleeplock.AcquireOption{nil, {sleeplock.TTL(time.Minute), sleeplock.WithRef("rc-ref")}} {
+	for _, opts := range [][]sleeplock.AcquireOption{nil, {sleeplock.TTL(time.Minute), sleeplock.Ref("rc-ref")}} {
 		x, err := l.TryAcquire(ctx(t), "rc", opts...)
 		must(t, err)
 		ended, cancel := context.WithCancel(ctx(t))
@@ -269,7 +269,7 @@ var _ = add("NotFound/ReleaseSideReportsUnknownNames", func(t *testing.T, e *env
 	l, _ := e.locks(t)
 	define(t, l, "known", 1)
 	define(t, l, "fam/*", 1)
-	x, err := l.TryAcquire(ctx(t), "known", sleeplock.WithRef("r1"))
+	x, err := l.TryAcquire(ctx(t), "known", sleeplock.Ref("r1"))
 	must(t, err)
 	for _, names := range [][]string{{"ghost"}, {"nofam/1"}, {"known", "ghost"}} {
 		h, err := l.LeaseOf("r1", names)
@@ -303,7 +303,7 @@ var _ = add("NotFound/ReleaseSideReportsUnknownNames", func(t *testing.T, e *env
 var _ = add("StaleAfter/AcquirerDecidesTakeover", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
 	define(t, l, "user/*", 1)
-	turn, err := l.TryAcquire(ctx(t), "user/7", sleeplock.WithKind("turn"), sleeplock.TTL(4*time.Second), sleeplock.NoKeepAlive())
+	turn, err := l.TryAcquire(ctx(t), "user/7", sleeplock.Kind("turn"), sleeplock.TTL(4*time.Second), sleeplock.NoKeepAlive())
 	must(t, err)
 	e.advance(t, s, 1100*time.Millisecond)
 	// By the holder's expiry it is not stale yet…
@@ -313,7 +313,7 @@ var _ = add("StaleAfter/AcquirerDecidesTakeover", func(t *testing.T, e *env) {
 	}
 	// …but it is older than this acquirer's StaleAfter (the seed's
 	// busy_since < now - ttl_s).
-	click, err := l.TryAcquire(ctx(t), "user/7", sleeplock.WithKind("click"), sleeplock.TTL(time.Minute),
+	click, err := l.TryAcquire(ctx(t), "user/7", sleeplock.Kind("click"), sleeplock.TTL(time.Minute),
 		sleeplock.StaleAfter(time.Second), sleeplock.NoKeepAlive())
 	must(t, err)
 	if click.Token() <= turn.Token() {

@@ -34,7 +34,7 @@ var _ = add("Acquire/EndedContextTakesNothing", func(t *testing.T, e *env) {
 		{"Lock.Acquire", func(c context.Context, n string) error { _, err := l.Lock(n).Acquire(c); return err }},
 		{"Lock.TryAcquire", func(c context.Context, n string) error { _, err := l.Lock(n).TryAcquire(c); return err }},
 		{"Acquire with options", func(c context.Context, n string) error {
-			_, err := l.Acquire(c, n, sleeplock.WithKind("job"), sleeplock.TTL(time.Minute))
+			_, err := l.Acquire(c, n, sleeplock.Kind("job"), sleeplock.TTL(time.Minute))
 			return err
 		}},
 		{"Acquire NoWait", func(c context.Context, n string) error { _, err := l.Acquire(c, n, sleeplock.NoWait()); return err }},
@@ -70,9 +70,9 @@ var _ = add("Acquire/EndedContextTakesNothing", func(t *testing.T, e *env) {
 	wantState(t, l, "ended2", 0, 0)
 
 	// A ref that holds the lock already does not get its lease back.
-	held, err := l.TryAcquire(ctx(t), "ended", sleeplock.WithRef("holder"))
+	held, err := l.TryAcquire(ctx(t), "ended", sleeplock.Ref("holder"))
 	must(t, err)
-	if _, err := l.Acquire(canceled, "ended", sleeplock.WithRef("holder"), sleeplock.Counted()); !errors.Is(err, context.Canceled) {
+	if _, err := l.Acquire(canceled, "ended", sleeplock.Ref("holder"), sleeplock.Counted()); !errors.Is(err, context.Canceled) {
 		t.Errorf("re-entrant Acquire with an ended context = %v, want context.Canceled", err)
 	}
 	must(t, held.Release(ctx(t)))

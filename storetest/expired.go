@@ -21,7 +21,7 @@ func expiredLease(t *testing.T, e *env, lock, ref string) (*sleeplock.Locks, sle
 	t.Helper()
 	l, s := e.locks(t)
 	define(t, l, lock, 1)
-	x, err := l.TryAcquire(ctx(t), lock, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef(ref), sleeplock.WithKind("job"))
+	x, err := l.TryAcquire(ctx(t), lock, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref(ref), sleeplock.Kind("job"))
 	must(t, err)
 	e.advance(t, s, 2*time.Minute)
 	return l, x
@@ -85,7 +85,7 @@ var _ = add("Expired/ReleaseFrees", func(t *testing.T, e *env) {
 	}
 	// The same by ref, from a handle made without acquiring.
 	define(t, l, "xr2", 1)
-	_, err := l.TryAcquire(ctx(t), "xr2", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("sleeper"))
+	_, err := l.TryAcquire(ctx(t), "xr2", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("sleeper"))
 	must(t, err)
 	e.advance(t, l.Store(), 2*time.Minute)
 	byRef, err := l.LeaseOf("sleeper", []string{"xr2"})
@@ -112,7 +112,7 @@ var _ = add("Expired/GuardAccepts", func(t *testing.T, e *env) {
 	if err := guard(); err != nil {
 		t.Fatalf("Guard of an expired lease nobody took over = %v, want nil", err)
 	}
-	_, err := l.TryAcquire(ctx(t), "xg", sleeplock.WithRef("next"))
+	_, err := l.TryAcquire(ctx(t), "xg", sleeplock.Ref("next"))
 	must(t, err)
 	if err := guard(); !errors.Is(err, sleeplock.ErrLeaseLost) {
 		t.Fatalf("Guard of a lease taken over = %v, want ErrLeaseLost", err)
@@ -122,10 +122,10 @@ var _ = add("Expired/GuardAccepts", func(t *testing.T, e *env) {
 var _ = add("Expired/StateCountsExpiredApart", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
 	define(t, l, "xs", 3)
-	_, err := l.TryAcquire(ctx(t), "xs", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("old"))
+	_, err := l.TryAcquire(ctx(t), "xs", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("old"))
 	must(t, err)
 	e.advance(t, s, 30*time.Second)
-	live, err := l.TryAcquire(ctx(t), "xs", sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("new"))
+	live, err := l.TryAcquire(ctx(t), "xs", sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.Ref("new"))
 	must(t, err)
 	wantExpired(t, l, "xs", 2, 0)
 	e.advance(t, s, time.Minute)
@@ -151,7 +151,7 @@ var _ = add("Expired/StateCountsExpiredApart", func(t *testing.T, e *env) {
 var _ = add("Expired/FamilyMemberStillListed", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
 	define(t, l, "xf/*", 1)
-	_, err := l.TryAcquire(ctx(t), "xf/1", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("sleeper"))
+	_, err := l.TryAcquire(ctx(t), "xf/1", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("sleeper"))
 	must(t, err)
 	e.advance(t, s, 2*time.Minute)
 	wantExpired(t, l, "xf/1", 0, 1)
@@ -170,7 +170,7 @@ var _ = add("Expired/FamilyMemberStillListed", func(t *testing.T, e *env) {
 
 var _ = add("Expired/AnyAcquirerTakesItAtOnce", func(t *testing.T, e *env) {
 	l, x := expiredLease(t, e, "xa", "sleeper")
-	y, err := l.TryAcquire(ctx(t), "xa", sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("next"))
+	y, err := l.TryAcquire(ctx(t), "xa", sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.Ref("next"))
 	must(t, err)
 	if y.Token() <= x.Token() {
 		t.Fatalf("token %d after %d", y.Token(), x.Token())

@@ -15,7 +15,7 @@ var _ = add("TTL/TakenOverOnlyAfterExpiryOnStoreClock", func(t *testing.T, e *en
 	rec := newRecorder()
 	l, s := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "ttl", 1)
-	a, err := l.TryAcquire(ctx(t), "ttl", sleeplock.TTL(10*time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("dead-node"))
+	a, err := l.TryAcquire(ctx(t), "ttl", sleeplock.TTL(10*time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("dead-node"))
 	must(t, err)
 	if a.Expires().IsZero() {
 		t.Fatal("a lease with a TTL has no expiry")
@@ -86,7 +86,7 @@ var _ = add("TTL/WaiterGetsExpiredSlot", func(t *testing.T, e *env) {
 var _ = add("Keep/OnlyTheHolderRenews", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
 	define(t, l, "keep", 1)
-	a, err := l.TryAcquire(ctx(t), "keep", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("a"))
+	a, err := l.TryAcquire(ctx(t), "keep", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("a"))
 	must(t, err)
 	e.advance(t, s, 50*time.Second)
 	must(t, a.Keep(ctx(t)))
@@ -100,7 +100,7 @@ var _ = add("Keep/OnlyTheHolderRenews", func(t *testing.T, e *env) {
 		t.Fatalf("Keep by a non-holder = %v", err)
 	}
 	e.advance(t, s, 11*time.Second)
-	b, err := l.TryAcquire(ctx(t), "keep", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("b"))
+	b, err := l.TryAcquire(ctx(t), "keep", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("b"))
 	must(t, err) // the stranger's Keep did not extend a's lease
 	if err := a.Keep(ctx(t)); !errors.Is(err, sleeplock.ErrNotHeld) {
 		t.Fatalf("Keep after takeover = %v (must never upsert)", err)
@@ -136,14 +136,14 @@ func leaseOfLocksTakenApart(t *testing.T, e *env, prefix string, slots int) {
 	for _, n := range names {
 		define(t, l, n, slots)
 		for range slots - 1 {
-			o, err := l.TryAcquire(ctx(t), n, sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("other"))
+			o, err := l.TryAcquire(ctx(t), n, sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.Ref("other"))
 			must(t, err)
 			others = append(others, o)
 		}
 	}
-	a, err := l.TryAcquire(ctx(t), names[0], sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
+	a, err := l.TryAcquire(ctx(t), names[0], sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("r"))
 	must(t, err)
-	b, err := l.TryAcquire(ctx(t), names[1], sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("r"))
+	b, err := l.TryAcquire(ctx(t), names[1], sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("r"))
 	must(t, err)
 	both, err := l.LeaseOf("r", names, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
 	must(t, err)
@@ -179,7 +179,7 @@ func leaseOfLocksTakenApart(t *testing.T, e *env, prefix string, slots int) {
 var _ = add("Hold/ShorterThanTTLDatedBack", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
 	define(t, l, "user/*", 1)
-	click, err := l.TryAcquire(ctx(t), "user/7", sleeplock.WithKind("click"), sleeplock.TTL(10*time.Minute),
+	click, err := l.TryAcquire(ctx(t), "user/7", sleeplock.Kind("click"), sleeplock.TTL(10*time.Minute),
 		sleeplock.Hold(30*time.Second), sleeplock.NoKeepAlive())
 	must(t, err)
 	st, err := click.Status(ctx(t))
@@ -190,12 +190,12 @@ var _ = add("Hold/ShorterThanTTLDatedBack", func(t *testing.T, e *env) {
 	e.advance(t, s, 20*time.Second)
 	must(t, click.Keep(ctx(t))) // the click runs longer than its hold
 	e.advance(t, s, 20*time.Second)
-	_, err = l.TryAcquire(ctx(t), "user/7", sleeplock.WithKind("turn"), sleeplock.TTL(10*time.Minute))
+	_, err = l.TryAcquire(ctx(t), "user/7", sleeplock.Kind("turn"), sleeplock.TTL(10*time.Minute))
 	if b := busy(t, err); b.Kind != "click" {
 		t.Fatalf("refused by %q, want click", b.Kind)
 	}
 	e.advance(t, s, 11*time.Second)
-	turn, err := l.TryAcquire(ctx(t), "user/7", sleeplock.WithKind("turn"), sleeplock.TTL(10*time.Minute), sleeplock.NoKeepAlive())
+	turn, err := l.TryAcquire(ctx(t), "user/7", sleeplock.Kind("turn"), sleeplock.TTL(10*time.Minute), sleeplock.NoKeepAlive())
 	must(t, err)
 	must(t, turn.Release(ctx(t)))
 })
@@ -205,7 +205,7 @@ var _ = add("ReleaseStale/OnlyExpiredAndAtMostOneWinner", func(t *testing.T, e *
 	define(t, l, "chat/*", 1)
 	define(t, l, "user/*", 1)
 	names := []string{"chat/1", "user/1"}
-	_, err := l.AcquireAll(ctx(t), names, sleeplock.WithRef("turn-1"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	_, err := l.AcquireAll(ctx(t), names, sleeplock.Ref("turn-1"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
 	must(t, err)
 	if ok, err := l.ReleaseStale(ctx(t), "turn-1", names, 0); ok || err != nil {
 		t.Fatalf("a fresh lease was released as stale: %v %v", ok, err)
@@ -250,11 +250,11 @@ var _ = add("ReleaseStale/UserLockGoesOnlyIfStillHeld", func(t *testing.T, e *en
 	l, s := e.locks(t)
 	define(t, l, "chat/*", 1)
 	define(t, l, "user/*", 1)
-	_, err := l.AcquireAll(ctx(t), []string{"chat/1", "user/1"}, sleeplock.WithRef("turn-1"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	_, err := l.AcquireAll(ctx(t), []string{"chat/1", "user/1"}, sleeplock.Ref("turn-1"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
 	must(t, err)
 	e.advance(t, s, 2*time.Minute)
 	// Someone else took the user's lock over meanwhile.
-	other, err := l.TryAcquire(ctx(t), "user/1", sleeplock.WithRef("turn-2"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	other, err := l.TryAcquire(ctx(t), "user/1", sleeplock.Ref("turn-2"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
 	must(t, err)
 	ok, err := l.ReleaseStale(ctx(t), "turn-1", []string{"chat/1", "user/1"}, 0)
 	if !ok || err != nil {
@@ -270,7 +270,7 @@ var _ = add("Lost/KeepAliveSignalsTakeover", func(t *testing.T, e *env) {
 	rec := newRecorder()
 	l, _ := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "lost", 1)
-	a, err := l.TryAcquire(ctx(t), "lost", sleeplock.TTL(300*time.Millisecond), sleeplock.WithRef("victim"))
+	a, err := l.TryAcquire(ctx(t), "lost", sleeplock.TTL(300*time.Millisecond), sleeplock.Ref("victim"))
 	must(t, err)
 	if a.Err() != nil {
 		t.Fatalf("a fresh lease reports %v", a.Err())
@@ -339,7 +339,7 @@ var _ = add("Events/SeedEventsInOrder", func(t *testing.T, e *env) {
 	rec := newRecorder()
 	l, _ := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "ev", 1)
-	a, err := l.TryAcquire(ctx(t), "ev", sleeplock.WithKind("job"))
+	a, err := l.TryAcquire(ctx(t), "ev", sleeplock.Kind("job"))
 	must(t, err)
 	ch := make(chan result, 1)
 	goAcquire(ctx(t), l, "ev", 0, ch)
@@ -375,10 +375,10 @@ var _ = add("Events/DurationsWaitedAndHeld", func(t *testing.T, e *env) {
 	rec := newRecorder()
 	l, s := e.locks(t, sleeplock.WithNotifier(rec))
 	define(t, l, "dur", 1)
-	a, err := l.TryAcquire(ctx(t), "dur", sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("first"))
+	a, err := l.TryAcquire(ctx(t), "dur", sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.Ref("first"))
 	must(t, err)
 	ch := make(chan result, 1)
-	goAcquire(ctx(t), l, "dur", 0, ch, sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.WithRef("second"))
+	goAcquire(ctx(t), l, "dur", 0, ch, sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive(), sleeplock.Ref("second"))
 	waitWaiting(t, l, "dur", 1)
 	e.advance(t, s, 5*time.Second)
 	must(t, a.Release(ctx(t)))
@@ -417,7 +417,7 @@ var _ = add("Execute/FnContextEndsWhenLeaseLost", func(t *testing.T, e *env) {
 			return 0, errors.New("fn's context did not end")
 		}
 		return 0, context.Cause(fctx)
-	}, sleeplock.WithRef("exec-1"), sleeplock.TTL(time.Minute))
+	}, sleeplock.Ref("exec-1"), sleeplock.TTL(time.Minute))
 	if !errors.Is(err, sleeplock.ErrLeaseLost) {
 		t.Fatalf("fn's context ended with %v, want ErrLeaseLost", err)
 	}

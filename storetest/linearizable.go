@@ -121,7 +121,7 @@ func linearizable(t *testing.T, e *env, slots, maxWeight int) {
 					ref := fmt.Sprintf("c%d-%d", c, i)
 					w := 1 + rng.IntN(maxWeight)
 					call := time.Since(start)
-					lease, err := l.TryAcquire(ctx(t), "lin", sleeplock.WithRef(ref), sleeplock.Weight(w))
+					lease, err := l.TryAcquire(ctx(t), "lin", sleeplock.Ref(ref), sleeplock.Weight(w))
 					if err != nil && !errors.Is(err, sleeplock.ErrUnavailable) {
 						t.Error(err)
 						return

@@ -17,11 +17,11 @@ var _ = add("AcquireAll/ReenterAllOnlyAsAWhole", func(t *testing.T, e *env) {
 		define(t, l, n, 1)
 	}
 	for _, n := range []string{"ra", "rc"} {
-		_, err := l.TryAcquire(ctx(t), n, sleeplock.WithRef("turn-1"), sleeplock.WithKind("turn"))
+		_, err := l.TryAcquire(ctx(t), n, sleeplock.Ref("turn-1"), sleeplock.Kind("turn"))
 		must(t, err)
 	}
 	for _, wait := range []bool{false, true} {
-		opts := []sleeplock.AcquireOption{sleeplock.WithRef("turn-1"), sleeplock.WithKind("turn"), sleeplock.ReenterAll()}
+		opts := []sleeplock.AcquireOption{sleeplock.Ref("turn-1"), sleeplock.Kind("turn"), sleeplock.ReenterAll()}
 		if !wait {
 			opts = append(opts, sleeplock.NoWait())
 		}
@@ -33,20 +33,20 @@ var _ = add("AcquireAll/ReenterAllOnlyAsAWhole", func(t *testing.T, e *env) {
 		wantState(t, l, "rb", 0, 0)
 	}
 	// Holding all of them: re-entry, the same tokens.
-	first, err := l.AcquireAll(ctx(t), []string{"ra", "rc"}, sleeplock.WithRef("turn-1"), sleeplock.ReenterAll(), sleeplock.NoWait())
+	first, err := l.AcquireAll(ctx(t), []string{"ra", "rc"}, sleeplock.Ref("turn-1"), sleeplock.ReenterAll(), sleeplock.NoWait())
 	must(t, err)
 	if !first.Reentered() {
 		t.Fatal("a ref holding every lock did not re-enter")
 	}
 	// Holding none: a normal acquisition.
-	x, err := l.AcquireAll(ctx(t), []string{"rb"}, sleeplock.WithRef("turn-2"), sleeplock.ReenterAll(), sleeplock.NoWait())
+	x, err := l.AcquireAll(ctx(t), []string{"rb"}, sleeplock.Ref("turn-2"), sleeplock.ReenterAll(), sleeplock.NoWait())
 	must(t, err)
 	if x.Reentered() {
 		t.Fatal("a new holder re-entered")
 	}
 	must(t, x.Release(ctx(t)))
 	// Without ReenterAll the locks a ref holds count as taken.
-	y, err := l.AcquireAll(ctx(t), []string{"rb", "rc", "ra"}, sleeplock.WithRef("turn-1"), sleeplock.NoWait())
+	y, err := l.AcquireAll(ctx(t), []string{"rb", "rc", "ra"}, sleeplock.Ref("turn-1"), sleeplock.NoWait())
 	must(t, err)
 	must(t, y.Release(ctx(t)))
 	for _, n := range []string{"ra", "rb", "rc"} {

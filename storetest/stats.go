@@ -77,7 +77,7 @@ var _ = add("Stats/ExactCounts", func(t *testing.T, e *env) {
 			define(t, l, "st-fam/*", 1)
 			wantCounts(t, statsOf(t, l, "st"), 0, 0, 0, 0, 0)
 			pairs(t, l, "st", statsPairs)
-			pairs(t, l, "st", statsPairs, sleeplock.WithKind("job"))
+			pairs(t, l, "st", statsPairs, sleeplock.Kind("job"))
 			wantCounts(t, statsOf(t, l, "st"), 2*statsPairs, 2*statsPairs, 0, 0, 0)
 			for i := range statsPairs {
 				pairs(t, l, "st-fam/"+string(rune('a'+i%7)), 1)
@@ -88,11 +88,11 @@ var _ = add("Stats/ExactCounts", func(t *testing.T, e *env) {
 				t.Fatalf("family after its pairs: %+v", fam)
 			}
 			// A held lock refuses; a re-entrant acquisition is no grant.
-			x, err := l.TryAcquire(ctx(t), "st", sleeplock.WithRef("me"))
+			x, err := l.TryAcquire(ctx(t), "st", sleeplock.Ref("me"))
 			must(t, err)
 			_, err = l.TryAcquire(ctx(t), "st")
 			_ = busy(t, err)
-			_, err = l.TryAcquire(ctx(t), "st", sleeplock.WithRef("me"))
+			_, err = l.TryAcquire(ctx(t), "st", sleeplock.Ref("me"))
 			must(t, err)
 			m, err := l.TryAcquire(ctx(t), "st-fam/m")
 			must(t, err)
@@ -131,13 +131,13 @@ var _ = add("Stats/WaitsTimedOnlyWhenWaited", func(t *testing.T, e *env) {
 var _ = add("Stats/ExpiriesAndLosses", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
 	define(t, l, "sx", 1)
-	_, err := l.TryAcquire(ctx(t), "sx", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.WithRef("old"))
+	_, err := l.TryAcquire(ctx(t), "sx", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive(), sleeplock.Ref("old"))
 	must(t, err)
 	e.advance(t, s, 2*time.Minute)
 	if got := statsOf(t, l, "sx"); got.Expired != 1 || got.Running != 0 {
 		t.Fatalf("an expired lease nobody took over: %+v, want Expired 1", got)
 	}
-	y, err := l.TryAcquire(ctx(t), "sx", sleeplock.WithRef("new"))
+	y, err := l.TryAcquire(ctx(t), "sx", sleeplock.Ref("new"))
 	must(t, err)
 	wantCounts(t, statsOf(t, l, "sx"), 2, 0, 0, 1, 1)
 	must(t, y.Release(ctx(t)))

@@ -165,7 +165,7 @@ var _ = add("Weight/TryAcquire", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	needWeights(t, l)
 	define(t, l, "w", 4)
-	a, err := l.TryAcquire(ctx(t), "w", sleeplock.Weight(3), sleeplock.WithKind("gpu-job"))
+	a, err := l.TryAcquire(ctx(t), "w", sleeplock.Weight(3), sleeplock.Kind("gpu-job"))
 	must(t, err)
 	b := busy(t, tryErr(l.TryAcquire(ctx(t), "w", sleeplock.Weight(2))))
 	if b.Queued || b.Kind != "gpu-job" || b.Lock != "w" {
@@ -259,7 +259,7 @@ var _ = add("Weight/SharedExclusive", func(t *testing.T, e *env) {
 	r2, err := l.Acquire(ctx(t), "rw", sleeplock.Shared())
 	must(t, err)
 	writer := make(chan result, 1)
-	goAcquire(ctx(t), l, "rw", 0, writer, sleeplock.Exclusive(), sleeplock.WithKind("writer"))
+	goAcquire(ctx(t), l, "rw", 0, writer, sleeplock.Exclusive(), sleeplock.Kind("writer"))
 	waitWaiting(t, l, "rw", 1)
 	reader := make(chan result, 1)
 	goAcquire(ctx(t), l, "rw", 1, reader, sleeplock.Shared())
@@ -284,17 +284,17 @@ var _ = add("Weight/Reenter", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	needWeights(t, l)
 	define(t, l, "w", 4)
-	a, err := l.Acquire(ctx(t), "w", sleeplock.WithRef("job-1"), sleeplock.Weight(2))
+	a, err := l.Acquire(ctx(t), "w", sleeplock.Ref("job-1"), sleeplock.Weight(2))
 	must(t, err)
 	for _, k := range []int{1, 3, 4} {
-		b, err := l.Acquire(ctx(t), "w", sleeplock.WithRef("job-1"), sleeplock.Weight(k))
+		b, err := l.Acquire(ctx(t), "w", sleeplock.Ref("job-1"), sleeplock.Weight(k))
 		must(t, err)
 		if !b.Reentered() || b.Weight() != 2 || b.Token() != a.Token() {
 			t.Fatalf("re-entry with weight %d: reentered %v, weight %d, token %d; want the hold of weight 2, token %d",
 				k, b.Reentered(), b.Weight(), b.Token(), a.Token())
 		}
 	}
-	b, err := l.TryAcquire(ctx(t), "w", sleeplock.WithRef("job-1"), sleeplock.Exclusive())
+	b, err := l.TryAcquire(ctx(t), "w", sleeplock.Ref("job-1"), sleeplock.Exclusive())
 	must(t, err)
 	if b.Weight() != 2 {
 		t.Fatalf("exclusive re-entry: weight %d, want 2", b.Weight())
@@ -391,7 +391,7 @@ var _ = add("Weight/OneByDefault", func(t *testing.T, e *env) {
 	rec := newRecorder()
 	l, _ := e.locks(t, sleeplock.WithInlineNotifier(rec))
 	define(t, l, "w", 2)
-	a, err := l.Acquire(ctx(t), "w", sleeplock.WithKind("job"))
+	a, err := l.Acquire(ctx(t), "w", sleeplock.Kind("job"))
 	must(t, err)
 	if a.Weight() != 1 {
 		t.Fatalf("weight %d, want 1", a.Weight())

@@ -227,7 +227,7 @@ func (t *Turns) Acquire(ctx context.Context, chat, user, turnRef string) (sleepl
 	if err := wantKind(turnRef, KindTurn); err != nil {
 		return sleeplock.Lease{}, err
 	}
-	lease, err := t.locks.AcquireAll(ctx, names, sleeplock.WithRef(turnRef), sleeplock.WithKind(KindTurn),
+	lease, err := t.locks.AcquireAll(ctx, names, sleeplock.Ref(turnRef), sleeplock.Kind(KindTurn),
 		sleeplock.TTL(t.ttl), sleeplock.StaleAfter(t.ttl), sleeplock.NoWait(), sleeplock.NoKeepAlive(), sleeplock.ReenterAll())
 	if err != nil {
 		return sleeplock.Lease{}, t.refusal(err, names[0])
@@ -261,7 +261,7 @@ func (t *Turns) AcquireUser(ctx context.Context, user, ref string, ttl, hold tim
 	if err := wantKind(ref, KindClick); err != nil {
 		return sleeplock.Lease{}, err
 	}
-	lease, err := t.locks.TryAcquire(ctx, name, sleeplock.WithRef(ref), sleeplock.WithKind(KindClick),
+	lease, err := t.locks.TryAcquire(ctx, name, sleeplock.Ref(ref), sleeplock.Kind(KindClick),
 		sleeplock.TTL(ttl), sleeplock.Hold(hold), sleeplock.StaleAfter(ttl), sleeplock.NoKeepAlive())
 	if err != nil {
 		return sleeplock.Lease{}, t.refusal(err, "")

@@ -129,7 +129,7 @@ func TestStateJSON(t *testing.T) {
 	if err := pg.locks.Define(ctx, "busy", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pg.locks.Acquire(ctx, "busy", sleeplock.WithRef("r1"), sleeplock.WithKind("job"), sleeplock.TTL(time.Minute)); err != nil {
+	if _, err := pg.locks.Acquire(ctx, "busy", sleeplock.Ref("r1"), sleeplock.Kind("job"), sleeplock.TTL(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = pg.run(t, "state", "--json")
@@ -178,7 +178,7 @@ func TestStateShowsQueue(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "QUEUE") || !strings.Contains(out, "payments  1      0        0        0        -        -") {
 		t.Fatalf("idle lock: exit %d\n%s", code, out)
 	}
-	lease, err := pg.locks.Acquire(ctx, "payments", sleeplock.WithRef("holder"), sleeplock.TTL(time.Minute))
+	lease, err := pg.locks.Acquire(ctx, "payments", sleeplock.Ref("holder"), sleeplock.TTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestStateShowsQueue(t *testing.T) {
 	defer cancel()
 	done := make(chan error)
 	go func() {
-		l, err := pg.locks.Acquire(waiterCtx, "payments", sleeplock.WithRef("next-in-line"), sleeplock.WithKind("job"), sleeplock.TTL(time.Minute))
+		l, err := pg.locks.Acquire(waiterCtx, "payments", sleeplock.Ref("next-in-line"), sleeplock.Kind("job"), sleeplock.TTL(time.Minute))
 		if err == nil {
 			err = l.Release(context.Background())
 		}

@@ -124,7 +124,7 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 				}
 				say("Release [%d] at: %s.", idx, now())
 				return idx, nil
-			}, sleeplock.WithRef(refPrefix+strconv.Itoa(idx)))
+			}, sleeplock.Ref(refPrefix+strconv.Itoa(idx)))
 		}()
 		select {
 		case <-joined[i]:

@@ -152,7 +152,7 @@ func sleeplockCase(t *testing.T, e *runEnv, name string, c flockCase) (int, stri
 	if err := l.Define(t.Context(), name, slots); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := l.TryAcquire(t.Context(), name, sleeplock.WithRef("holder"), mode)
+	lease, err := l.TryAcquire(t.Context(), name, sleeplock.Ref("holder"), mode)
 	if err != nil {
 		t.Fatal(err)
 	}

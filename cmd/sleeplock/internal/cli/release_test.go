@@ -55,7 +55,7 @@ func TestReleaseStaleFlagAfterName(t *testing.T) {
 	if err := pg.locks.Define(ctx, "payments", 2); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := pg.locks.Acquire(ctx, "payments", sleeplock.WithRef("worker-2"), sleeplock.TTL(time.Minute))
+	lease, err := pg.locks.Acquire(ctx, "payments", sleeplock.Ref("worker-2"), sleeplock.TTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestReleaseStaleExpired(t *testing.T) {
 	if err := pg.locks.Define(ctx, "payments", 1); err != nil {
 		t.Fatal(err)
 	}
-	lease, err := pg.locks.Acquire(ctx, "payments", sleeplock.WithRef("dead-node"), sleeplock.TTL(50*time.Millisecond), sleeplock.NoKeepAlive())
+	lease, err := pg.locks.Acquire(ctx, "payments", sleeplock.Ref("dead-node"), sleeplock.TTL(50*time.Millisecond), sleeplock.NoKeepAlive())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestReleaseAllOrNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	la, err := pg.locks.Acquire(ctx, "a", sleeplock.WithRef("w"), sleeplock.TTL(time.Minute))
+	la, err := pg.locks.Acquire(ctx, "a", sleeplock.Ref("w"), sleeplock.TTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestReleaseAllOrNothing(t *testing.T) {
 	if held, err := la.Held(ctx); err != nil || !held {
 		t.Fatalf("a was released by a release naming an undefined lock: held %v, %v", held, err)
 	}
-	if _, err := pg.locks.Acquire(ctx, "b", sleeplock.WithRef("w"), sleeplock.TTL(time.Minute)); err != nil {
+	if _, err := pg.locks.Acquire(ctx, "b", sleeplock.Ref("w"), sleeplock.TTL(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = pg.run(t, "release", "a", "b", "--ref", "w")

@@ -348,7 +348,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 // to --wait) and telling on stderr its place in the queue. A signal while
 // waiting ends the wait with status 128+signal.
 func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, timeoutCode int, sigs <-chan os.Signal, errOut io.Writer) (sleeplock.Lease, error) {
-	opts := []sleeplock.AcquireOption{sleeplock.WithRef(f.ref), sleeplock.WithKind(f.kind)}
+	opts := []sleeplock.AcquireOption{sleeplock.Ref(f.ref), sleeplock.Kind(f.kind)}
 	switch {
 	case f.exclusive:
 		opts = append(opts, sleeplock.Exclusive())

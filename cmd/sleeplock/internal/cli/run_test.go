@@ -219,7 +219,7 @@ func TestRunRefusedAndTimeout(t *testing.T) {
 	if err := l.Define(t.Context(), "busy", 1); err != nil {
 		t.Fatal(err)
 	}
-	held, err := l.TryAcquire(t.Context(), "busy", sleeplock.WithKind("deploy"))
+	held, err := l.TryAcquire(t.Context(), "busy", sleeplock.Kind("deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}

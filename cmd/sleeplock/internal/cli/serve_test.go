@@ -144,7 +144,7 @@ func TestServe(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
-	lease, err := node.Acquire(bg, "pay", sleeplock.WithRef("job-1"), sleeplock.WithKind("job"))
+	lease, err := node.Acquire(bg, "pay", sleeplock.Ref("job-1"), sleeplock.Kind("job"))
 	if err != nil {
 		t.Fatal(err)
 	}

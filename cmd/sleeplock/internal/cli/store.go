@@ -153,7 +153,7 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 	defer pool.Close()
 	opts := []pgstore.Option{pgstore.WithSchema(*sf.schema)}
 	if *unlogged {
-		opts = append(opts, pgstore.Unlogged())
+		opts = append(opts, pgstore.WithUnlogged())
 	}
 	if err := pgstore.Migrate(ctx, pool, opts...); err != nil {
 		return err

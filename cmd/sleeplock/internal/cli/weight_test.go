@@ -24,7 +24,7 @@ func TestRunWeight(t *testing.T) {
 	}
 	e.wantState(t, "gpu", 0, 0)
 
-	lease, err := l.Acquire(t.Context(), "gpu", sleeplock.Weight(3), sleeplock.WithKind("train"))
+	lease, err := l.Acquire(t.Context(), "gpu", sleeplock.Weight(3), sleeplock.Kind("train"))
 	if err != nil {
 		t.Fatal(err)
 	}

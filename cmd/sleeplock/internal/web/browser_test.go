@@ -85,11 +85,11 @@ func TestBrowser(t *testing.T) {
 	within(t, ctx, "the live stream", `document.querySelector("#conn.on") && document.querySelector('.lock[data-name="gpu"]')`)
 
 	start := time.Now()
-	_, err := e.locks.Acquire(bg, "gpu", sleeplock.WithRef("job-1"), sleeplock.WithKind("render"))
+	_, err := e.locks.Acquire(bg, "gpu", sleeplock.Ref("job-1"), sleeplock.Kind("render"))
 	must(t, err)
 	waiting := make(chan error, 1)
 	go func() {
-		l, err := e.locks.Acquire(bg, "gpu", sleeplock.WithRef("job-2"), sleeplock.WithKind("train"))
+		l, err := e.locks.Acquire(bg, "gpu", sleeplock.Ref("job-2"), sleeplock.Kind("train"))
 		if err == nil {
 			_ = l // released through the API below
 		}
@@ -135,7 +135,7 @@ func scene(t *testing.T, e *env) {
 		{"payments", "api-7f3a", "api", 0}, {"payments", "kafka-consumer-2", "kafka", 0},
 		{"chat/42", "turn-9c1e", "turn", 10 * time.Minute}, {"chat/57", "click-44d0", "click", 30 * time.Second},
 	} {
-		opts := []sleeplock.AcquireOption{sleeplock.WithRef(h.ref), sleeplock.WithKind(h.kind)}
+		opts := []sleeplock.AcquireOption{sleeplock.Ref(h.ref), sleeplock.Kind(h.kind)}
 		if h.ttl > 0 {
 			opts = append(opts, sleeplock.TTL(h.ttl))
 		}
@@ -147,7 +147,7 @@ func scene(t *testing.T, e *env) {
 		must(t, err)
 		got := make(chan error, 1)
 		go func() {
-			b, err := e.locks.Acquire(ctx, "batch", sleeplock.WithRef(fmt.Sprintf("batch-%d", i)))
+			b, err := e.locks.Acquire(ctx, "batch", sleeplock.Ref(fmt.Sprintf("batch-%d", i)))
 			if err == nil {
 				err = b.Release(ctx)
 			}
@@ -182,7 +182,7 @@ func TestBrowserManyLocks(t *testing.T) {
 	t.Logf("10,000 locks: filter to 10 shown %v after typing (200 ms of it is the typing pause)", time.Since(start))
 
 	start = time.Now()
-	_, err := e.locks.Acquire(bg, "job/09995", sleeplock.WithRef("r-1"))
+	_, err := e.locks.Acquire(bg, "job/09995", sleeplock.Ref("r-1"))
 	must(t, err)
 	within(t, ctx, "the holder in the filtered view", `document.querySelector('.lock[data-name="job/09995"] .cell.held .ref')?.textContent === "r-1"`)
 	t.Logf("10,000 locks: a holder shown %v after the acquire", time.Since(start))

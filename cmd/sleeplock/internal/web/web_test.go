@@ -104,9 +104,9 @@ func TestLocksJSON(t *testing.T) {
 	e := newEnv(t, Config{})
 	must(t, e.locks.Define(ctx, "pay", 2))
 	must(t, e.locks.Define(ctx, "chat/*", 1))
-	_, err := e.locks.Acquire(ctx, "pay", sleeplock.WithRef("job-1"), sleeplock.WithKind("job"))
+	_, err := e.locks.Acquire(ctx, "pay", sleeplock.Ref("job-1"), sleeplock.Kind("job"))
 	must(t, err)
-	_, err = e.locks.Acquire(ctx, "chat/42", sleeplock.WithRef("turn-9"), sleeplock.WithKind("turn"))
+	_, err = e.locks.Acquire(ctx, "chat/42", sleeplock.Ref("turn-9"), sleeplock.Kind("turn"))
 	must(t, err)
 
 	code, _, body := e.do(t, "GET", "/api/locks", "")
@@ -229,7 +229,7 @@ func TestRelease(t *testing.T) {
 	ctx := context.Background()
 	off := newEnv(t, Config{})
 	must(t, off.locks.Define(ctx, "pay", 1))
-	_, err := off.locks.Acquire(ctx, "pay", sleeplock.WithRef("job-1"))
+	_, err := off.locks.Acquire(ctx, "pay", sleeplock.Ref("job-1"))
 	must(t, err)
 	if code, _, _ := off.do(t, "POST", "/api/locks/pay/release?ref=job-1", testToken); code != 403 {
 		t.Fatalf("release without AllowRelease: %d, want 403", code)
@@ -237,7 +237,7 @@ func TestRelease(t *testing.T) {
 
 	e := newEnv(t, Config{AllowRelease: true, Token: testToken})
 	must(t, e.locks.Define(ctx, "pay", 1))
-	lease, err := e.locks.Acquire(ctx, "pay", sleeplock.WithRef("job-1"))
+	lease, err := e.locks.Acquire(ctx, "pay", sleeplock.Ref("job-1"))
 	must(t, err)
 	for _, tok := range []string{"", "wrong", testToken + "x", testToken[:len(testToken)-1]} {
 		code, h, _ := e.do(t, "POST", "/api/locks/pay/release?ref=job-1", tok)
@@ -339,7 +339,7 @@ func TestEvents(t *testing.T) {
 	s.next(t, func(m sse) bool { return m.event == "hello" })
 	_, err := e.locks.Acquire(ctx, "other")
 	must(t, err)
-	a, err := e.locks.Acquire(ctx, "pay", sleeplock.WithRef("job-1"), sleeplock.WithKind("job"))
+	a, err := e.locks.Acquire(ctx, "pay", sleeplock.Ref("job-1"), sleeplock.Kind("job"))
 	must(t, err)
 	ev := s.next(t, func(m sse) bool { return m.event == "event" && strings.Contains(m.data, `"type":"acquired"`) })
 	if !strings.Contains(ev.data, `"lock":"pay"`) || !strings.Contains(ev.data, `"waited_ms":0`) {
@@ -350,7 +350,7 @@ func TestEvents(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = e.locks.Acquire(wctx, "pay", sleeplock.WithRef("job-2"))
+		_, _ = e.locks.Acquire(wctx, "pay", sleeplock.Ref("job-2"))
 	}()
 	s.next(t, lockMsg("pay", func(v lockview.Lock) bool { return len(v.Queue) == 1 && v.Queue[0].Ref == "job-2" }))
 	cancel()
@@ -471,7 +471,7 @@ func TestPoll(t *testing.T) {
 	must(t, other.Define(ctx, "chat/*", 1))
 	s := e.stream(t, "")
 	s.next(t, func(m sse) bool { return m.event == "hello" })
-	l, err := other.Acquire(ctx, "chat/7", sleeplock.WithRef("turn-1"))
+	l, err := other.Acquire(ctx, "chat/7", sleeplock.Ref("turn-1"))
 	must(t, err)
 	s.next(t, lockMsg("chat/7", func(v lockview.Lock) bool { return v.Running == 1 && v.Holders[0].Ref == "turn-1" }))
 	must(t, l.Release(ctx))
@@ -550,7 +550,7 @@ func TestManyChanges(t *testing.T) {
 	want := map[string]bool{}
 	for i := range 3 * manyDirty {
 		name := fmt.Sprintf("job/%d", i)
-		_, err := e.locks.Acquire(ctx, name, sleeplock.WithRef("r"))
+		_, err := e.locks.Acquire(ctx, name, sleeplock.Ref("r"))
 		must(t, err)
 		want[name] = true
 	}
