@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sleeplock/sleeplock/internal/options"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -33,7 +34,7 @@ type config struct {
 	unlogged  bool
 	listen    listenMode
 	listenDSN string
-	err       error
+	options.Errs
 }
 
 // listenMode says where a store listens for wake-ups.
@@ -53,8 +54,8 @@ const (
 // work, give a DSN that reaches PostgreSQL directly, or use WithoutListen.
 func WithListenDSN(dsn string) Option {
 	return func(c *config) {
-		if _, err := pgx.ParseConfig(dsn); err != nil && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redactDSN(err.Error(), dsn))
+		if _, err := pgx.ParseConfig(dsn); err != nil {
+			c.Fail(store.Invalid(store.ErrInvalidConfig, "listen DSN", "cannot be parsed: "+redactDSN(err.Error(), dsn)))
 		}
 		c.listen, c.listenDSN = listenDSN, dsn
 	}
@@ -70,9 +71,7 @@ func WithoutListen() Option { return func(c *config) { c.listen = listenOff } }
 // bytes.
 func WithSchema(name string) Option {
 	return func(c *config) {
-		if err := checkSchema(name); err != nil && c.err == nil {
-			c.err = err
-		}
+		c.Fail(checkSchema(name))
 		c.schema = name
 	}
 }
@@ -84,9 +83,7 @@ func WithSchema(name string) Option {
 // interval. With notifications, waiters check when woken.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a poll interval must be positive")
-		}
+		c.Fail(options.Positive("a poll interval", d))
 		c.poll = d
 	}
 }
@@ -98,9 +95,7 @@ func WithPollInterval(d time.Duration) Option {
 // again at the back when it resumes).
 func WithWaiterTTL(d time.Duration) Option {
 	return func(c *config) {
-		if d < 100*time.Millisecond && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a waiter TTL must be at least 100ms")
-		}
+		c.Fail(options.AtLeast("a waiter TTL", d, 100*time.Millisecond))
 		c.waiterTTL = d
 	}
 }
@@ -115,11 +110,6 @@ func WithUnlogged() Option { return func(c *config) { c.unlogged = true } }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{schema: DefaultSchema, poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL}
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.err != nil {
-		return c, c.err
-	}
-	return c, nil
+	err := options.Apply(&c, &c.Errs, opts)
+	return c, err
 }

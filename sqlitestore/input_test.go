@@ -50,6 +50,21 @@ func TestOpenBadPaths(t *testing.T) {
 	}
 }
 
+// A nil option is refused with a typed error, and nothing is created.
+func TestOpenRefusesNilOption(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locks.db")
+	st, err := sqlitestore.Open(t.Context(), path, sqlitestore.WithPollInterval(time.Millisecond), nil)
+	if !errors.Is(err, store.ErrInvalidConfig) || !strings.Contains(err.Error(), "option 2 of 2 is nil") {
+		if st != nil {
+			st.Close()
+		}
+		t.Fatalf("Open with a nil option = %v, want ErrInvalidConfig naming option 2", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Open with a nil option made the file: %v", err)
+	}
+}
+
 func TestOpenReadOnlyDirectory(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root writes to read-only directories")

@@ -23,6 +23,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sleeplock/sleeplock/internal/endwatch"
+	"github.com/sleeplock/sleeplock/internal/options"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -112,7 +113,7 @@ type config struct {
 	waiterTTL time.Duration
 	busy      time.Duration
 	migrate   bool
-	err       error
+	options.Errs
 }
 
 // WithPollInterval sets the longest pause between two checks for another
@@ -120,9 +121,7 @@ type config struct {
 // SQLite's shared memory, not a transaction.
 func WithPollInterval(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a poll interval must be positive")
-		}
+		c.Fail(options.Positive("a poll interval", d))
 		c.poll = d
 	}
 }
@@ -132,9 +131,7 @@ func WithPollInterval(d time.Duration) Option {
 // cannot be checked by pid leave the queue this long after it died.
 func WithWaiterTTL(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a waiter TTL must be positive")
-		}
+		c.Fail(options.Positive("a waiter TTL", d))
 		c.waiterTTL = d
 	}
 }
@@ -145,9 +142,7 @@ func WithWaiterTTL(d time.Duration) Option {
 // context ends.
 func WithBusyTimeout(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 && c.err == nil {
-			c.err = store.Invalid(store.ErrInvalidConfig, d.String(), "a busy timeout must be positive")
-		}
+		c.Fail(options.Positive("a busy timeout", d))
 		c.busy = d
 	}
 }
@@ -218,13 +213,8 @@ var (
 // ErrReadOnly.
 func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	cfg := config{poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL, busy: DefaultBusyTimeout, migrate: true}
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
-	}
-	if cfg.err != nil {
-		return nil, cfg.err
+	if err := options.Apply(&cfg, &cfg.Errs, opts); err != nil {
+		return nil, err
 	}
 	if ctx == nil {
 		return nil, errNilContext
