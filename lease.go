@@ -24,8 +24,9 @@ import (
 // ErrLeaseLost, and an EventLost is sent.
 //
 // A plain lease of the memory store (no options, no TTL, no notifier) is
-// its lock and its token alone: three words, which the compiler keeps in
-// registers (a fourth would put it on the stack on every call).
+// its lock (an interface value, two words) and its token, with a nil
+// extension: four words, which the compiler passes and returns in
+// registers, so the plain path allocates nothing.
 type Lease struct {
 	slot  plain.Lock // a plain lease of the memory store: its lock (nil otherwise)
 	token int64      // of the first lock

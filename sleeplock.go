@@ -130,6 +130,8 @@ func New(s store.Store, opts ...Option) *Locks {
 	if s == nil {
 		l.store = memstore.New()
 	}
+	// The memory store's allocation-free path: memstore sets plain.Of in
+	// its init (memstore/plain.go); any other store answers nil.
 	mem := plain.Of(l.store)
 	if mem == nil {
 		l.ttl = DefaultTTL

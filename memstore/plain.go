@@ -9,6 +9,9 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
+// init wires the memory store's plain path into package sleeplock:
+// sleeplock.New asks plain.Of for the fast path of the store it is given
+// (see package internal/plain).
 func init() {
 	plain.Of = func(st store.Store) plain.Store {
 		if s, ok := st.(*Store); ok && s != nil {

@@ -16,7 +16,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// The times of the tests: a turn's TTL and a click's hold, as in the seed's
+// The times of the tests: a turn's TTL and a click's hold, as in the reference's
 // deployment (a click blocks turns for 30 s unless kept).
 const (
 	ttl  = 10 * time.Minute

@@ -1,8 +1,10 @@
 package turns_test
 
-// One test for every sentence of the seed (000_027dc17e2bd1ff6f.txt), named
-// after it, with the sentence quoted above it. Every test runs on every
-// store in factories.
+// One test for every sentence of the turn locks' reference, as package
+// turns' documentation restates it (turns.go: the package comment and each
+// function's doc comment; README "Turn locks of a chat back end"), named
+// after the sentence, with the sentence quoted above it. Every test runs
+// on every store in factories.
 
 import (
 	"context"
@@ -825,9 +827,9 @@ func TestBadInput_TypedErrorsNothingChanged(t *testing.T) {
 
 func second[T any](_ T, err error) error { return err }
 
-// Not a sentence of the seed: acquiring again with a turn's ref that holds
+// Not a sentence of the reference: acquiring again with a turn's ref that holds
 // both locks changes nothing; one that holds only one of them is refused
-// (the seed's statement refuses a lock that is neither free nor stale).
+// (the reference's statement refuses a lock that is neither free nor stale).
 func TestAcquire_SameTurnRefAgain(t *testing.T) {
 	each(t, 1, func(t *testing.T, c *cluster) {
 		ctx := t.Context()
@@ -877,7 +879,7 @@ func TestAcquire_TurnRefCannotTakeASecondChat(t *testing.T) {
 	})
 }
 
-// Issue 7 item 13: the acquirer's TTL decides a takeover, as the seed's
+// Issue 7 item 13: the acquirer's TTL decides a takeover, as the reference's
 // "busy_since < now - ttl_s": a click with a TTL of 1 s takes over a turn
 // lock 1.1 s old, though the turn was taken with a TTL of 4 s.
 func TestAcquireUser_AcquirersTTLDecidesTakeover(t *testing.T) {

@@ -2,6 +2,12 @@
 // package sleeplock: one turn per chat and one turn in flight per user, so
 // parallel chats cannot run past a limit, safe when a node dies mid-turn.
 //
+// It restates, one Go function per function, the turn locks of an Elixir
+// chat agent (PhoenixKitAgent), whose locks are two database rows with
+// TTLs: "the reference" below. This package documentation and each
+// function's doc comment say what the reference says, sentence by
+// sentence; the tests (turns/seed_test.go) quote those sentences.
+//
 // A turn holds two locks, the chat's and the user's, taken together or not
 // at all (Acquire). A click on a confirmation card takes the user's lock
 // alone under a ref of its own (ClickRef, AcquireUser): it is refused while
@@ -11,7 +17,7 @@
 //
 // Every lock has a TTL judged on the store's clock (PostgreSQL's, not the
 // nodes'), so a lock left by a node that went down frees itself: the next
-// turn takes it over once it is older than the acquirer's TTL (the seed's
+// turn takes it over once it is older than the acquirer's TTL (the reference's
 // rule; package sleeplock's default judges by the holder's own expiry, see
 // sleeplock.StaleAfter), and ReleaseStale
 // cleans up what is left of a turn lost with its node. A lock is released
@@ -26,7 +32,7 @@
 // (Lease.Tokens) that let a resource written during a turn refuse the
 // writes of a turn that was taken over.
 //
-// Turns do not renew their locks, as in the seed: the turn TTL (WithTTL) is
+// Turns do not renew their locks, as in the reference: the turn TTL (WithTTL) is
 // the longest a turn may run before another may take it over; choose it
 // longer than any turn. Clicks, which block turns only briefly, keep their
 // lock fresh with KeepUser.
@@ -107,7 +113,7 @@ func WithUserFamily(family string) Option {
 	return func(t *Turns) { t.userFamily = family }
 }
 
-// WithTTL sets the TTL of a turn's locks (the seed's ttl_s of acquire):
+// WithTTL sets the TTL of a turn's locks (the reference's ttl_s of acquire):
 // once a turn's locks are that old, on the store's clock, another turn may
 // take them over. Default DefaultTTL. d must be positive.
 func WithTTL(d time.Duration) Option {
@@ -198,7 +204,7 @@ func (t *Turns) UserLock(user string) string {
 // ErrConversationBusy; a turn of the user in another chat is
 // ErrTurnInFlight, a click of the user ErrClickInFlight. A lock is taken
 // when it is free or older than the turn TTL (WithTTL) on the store's
-// clock — the acquirer's TTL, as the seed's "busy_since < now - ttl_s",
+// clock — the acquirer's TTL, as the reference's "busy_since < now - ttl_s",
 // whatever TTL its holder was taken with. The locks are not renewed: they
 // block other turns for the TTL unless released.
 //
@@ -206,7 +212,7 @@ func (t *Turns) UserLock(user string) string {
 // nothing (turn refs are unique per turn): it returns the lease with the
 // tokens of the first acquisition. A ref that holds only one of them — a
 // turn asking for a second chat — is refused like any other holder, as the
-// seed's statement refuses a lock that is neither free nor stale: the
+// reference's statement refuses a lock that is neither free nor stale: the
 // chat's lock with ErrConversationBusy, the user's with ErrTurnInFlight.
 // All of this is one atomic step of the store (one statement on
 // PostgreSQL), granted or refused.
@@ -434,7 +440,7 @@ func (t *Turns) turnLease(turnRef string, names ...string) (sleeplock.Lease, err
 	return t.locks.LeaseOf(turnRef, names)
 }
 
-// refusal maps a refused acquisition to the seed's errors; chat is the
+// refusal maps a refused acquisition to the reference's errors; chat is the
 // chat's lock name ("" for a user's lock alone).
 func (t *Turns) refusal(err error, chat string) error {
 	var busy *sleeplock.BusyError

@@ -4,6 +4,14 @@
 // an interface, not memstore's own methods, so that the path stays out of
 // memstore's user-facing API; package memstore implements it and sets Of.
 //
+// How a reader finds the wiring: memstore/plain.go's init sets Of (every
+// program that imports package sleeplock links memstore in, since it is
+// New's default store); sleeplock.New calls Of once and keeps what it
+// returns as the Locks' fast path (Locks.fast), used by Acquire,
+// TryAcquire, Execute and Lock handles when no option, TTL or notifier
+// asks for more. Of answers nil for every other store, which then takes
+// the general path (store.Store's Acquire).
+//
 // A plain lease is a Lock and the fencing token of its grant: a value the
 // compiler keeps in registers, whose release needs no lookup by name.
 package plain
@@ -67,5 +75,5 @@ type Lock interface {
 var ErrNotPlain = errors.New("sleeplock: the lock grants no plain lease")
 
 // Of returns the plain path of s when s is a memory store, and nil
-// otherwise. Package memstore sets it when it is linked in.
+// otherwise. Package memstore sets it in its init (memstore/plain.go).
 var Of = func(store.Store) Store { return nil }
