@@ -80,32 +80,57 @@ func (f *Findings) Violations() int64 { return f.Overlaps + f.LateWrites + f.Unh
 // takeover, pause→takeover and handoff latencies, all on the database's
 // clock.
 func Check(ctx context.Context, pool *pgxpool.Pool, schema string) (*Findings, error) {
-	q := pgx.Identifier{schema}.Sanitize()
-	f := &Findings{Stats: map[string]int64{}, Faults: map[string]int{}, MaxHolders: map[string]int{}}
-	err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+q+".chaos_holdings), (SELECT count(*) FROM "+q+".chaos_writes)").
+	c := checker{pool: pool, q: pgx.Identifier{schema}.Sanitize(),
+		f: &Findings{Stats: map[string]int64{}, Faults: map[string]int{}, MaxHolders: map[string]int{}}}
+	for _, step := range []func(context.Context) error{c.counts, c.overlaps, c.safety, c.takeovers, c.handoffs} {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return c.f, nil
+}
+
+// checker is one Check: the ledger's schema (q, quoted) and the findings
+// each step adds to.
+type checker struct {
+	pool *pgxpool.Pool
+	q    string
+	f    *Findings
+}
+
+// counts reads the numbers of holdings, writes, operations and faults.
+func (c *checker) counts(ctx context.Context) error {
+	q, f := c.q, c.f
+	err := c.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+q+".chaos_holdings), (SELECT count(*) FROM "+q+".chaos_writes)").
 		Scan(&f.Holdings, &f.Writes)
 	if err != nil {
-		return nil, fmt.Errorf("chaos check: %w", err)
+		return fmt.Errorf("chaos check: %w", err)
 	}
-	if err := collect(ctx, pool, "SELECT name, sum(n)::bigint FROM "+q+".chaos_stats GROUP BY name", func(r pgx.Rows) error {
+	if err := collect(ctx, c.pool, "SELECT name, sum(n)::bigint FROM "+q+".chaos_stats GROUP BY name", func(r pgx.Rows) error {
 		var n string
 		var v int64
 		err := r.Scan(&n, &v)
 		f.Stats[n] = v
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if err := collect(ctx, pool, "SELECT kind, count(*)::int FROM "+q+".chaos_faults GROUP BY kind", func(r pgx.Rows) error {
+	if err := collect(ctx, c.pool, "SELECT kind, count(*)::int FROM "+q+".chaos_faults GROUP BY kind", func(r pgx.Rows) error {
 		var k string
 		var v int
 		err := r.Scan(&k, &v)
 		f.Faults[k] = v
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
 
+// overlaps finds the most holders seen at once on each lock and the
+// grants past its slots.
+func (c *checker) overlaps(ctx context.Context) error {
+	q, f := c.q, c.f
 	// Overlaps: a sweep over the holdings' intervals, ends before starts at
 	// the same instant.
 	overlaps := `
@@ -124,7 +149,7 @@ WITH iv AS (
 SELECT run.lock, max(run.c)::int, count(*) FILTER (WHERE run.d = 1 AND run.c > r.slots)
   FROM run JOIN ` + q + `.chaos_resources r ON r.name = run.lock
  GROUP BY run.lock`
-	if err := collect(ctx, pool, overlaps, func(r pgx.Rows) error {
+	if err := collect(ctx, c.pool, overlaps, func(r pgx.Rows) error {
 		var lock string
 		var most int
 		var n int64
@@ -133,9 +158,14 @@ SELECT run.lock, max(run.c)::int, count(*) FILTER (WHERE run.d = 1 AND run.c > r
 		f.Overlaps += n
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
 
+// safety counts late writes, tokens granted twice and unheld writes.
+func (c *checker) safety(ctx context.Context) error {
+	q, f := c.q, c.f
 	// A late write: one to a one-slot resource that ended after a grant of
 	// a greater token was observed. later(lock, token) is the earliest
 	// observation of a greater token, a running minimum over the tokens in
@@ -157,18 +187,24 @@ SELECT count(*) FROM ` + q + `.chaos_writes w
   JOIN ` + q + `.chaos_resources r ON r.name = w.resource AND r.slots = 1
   JOIN later l ON l.lock = w.resource AND l.token = w.token
  WHERE l.at < w.t_end`
-	if err := pool.QueryRow(ctx, late).Scan(&f.LateWrites); err != nil {
-		return nil, fmt.Errorf("chaos check: %w", err)
+	if err := c.pool.QueryRow(ctx, late).Scan(&f.LateWrites); err != nil {
+		return fmt.Errorf("chaos check: %w", err)
 	}
 
 	twice := "SELECT count(*) FROM (SELECT lock, token FROM " + q + ".chaos_holdings GROUP BY lock, token HAVING count(DISTINCT ref) > 1) t"
-	if err := pool.QueryRow(ctx, twice).Scan(&f.TokensTwice); err != nil {
-		return nil, fmt.Errorf("chaos check: %w", err)
+	if err := c.pool.QueryRow(ctx, twice).Scan(&f.TokensTwice); err != nil {
+		return fmt.Errorf("chaos check: %w", err)
 	}
-	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".chaos_writes WHERE NOT held").Scan(&f.Unheld); err != nil {
-		return nil, fmt.Errorf("chaos check: %w", err)
+	if err := c.pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".chaos_writes WHERE NOT held").Scan(&f.Unheld); err != nil {
+		return fmt.Errorf("chaos check: %w", err)
 	}
+	return nil
+}
 
+// takeovers times the takeover of each one-slot lock held by a worker
+// that was killed or paused.
+func (c *checker) takeovers(ctx context.Context) error {
+	q, f := c.q, c.f
 	// Takeovers: the one-slot locks a worker held when it was killed or
 	// paused, and the next grant of each.
 	// (next: the earliest grant of a greater token, a running minimum as
@@ -188,7 +224,7 @@ SELECT f.kind, f.at, n.at
   JOIN next n ON n.lock = h.lock AND n.token = h.token
  WHERE f.kind IN ('kill', 'pause')`
 	var kills, pauses []time.Duration
-	if err := collect(ctx, pool, takeover, func(r pgx.Rows) error {
+	if err := collect(ctx, c.pool, takeover, func(r pgx.Rows) error {
 		var kind string
 		var at time.Time
 		var next *time.Time
@@ -205,10 +241,15 @@ SELECT f.kind, f.at, n.at
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	f.KillTakeover, f.PauseTakeover = distOf(kills), distOf(pauses)
+	return nil
+}
 
+// handoffs times each hand-over of a one-slot lock to a waiter.
+func (c *checker) handoffs(ctx context.Context) error {
+	q, f := c.q, c.f
 	// Handoffs: a release of a one-slot lock and the next grant, to a caller
 	// that asked before the release.
 	handoff := `
@@ -219,16 +260,16 @@ SELECT h.released, n.acquired
                  WHERE n.lock = h.lock AND n.token > h.token ORDER BY n.token LIMIT 1) n ON true
  WHERE h.released IS NOT NULL AND n.acquired - n.waited < h.released`
 	var hs []time.Duration
-	if err := collect(ctx, pool, handoff, func(r pgx.Rows) error {
+	if err := collect(ctx, c.pool, handoff, func(r pgx.Rows) error {
 		var rel, acq time.Time
 		err := r.Scan(&rel, &acq)
 		hs = append(hs, max(0, acq.Sub(rel)))
 		return err
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	f.Handoff = distOf(hs)
-	return f, nil
+	return nil
 }
 
 func collect(ctx context.Context, pool *pgxpool.Pool, sql string, row func(pgx.Rows) error, args ...any) error {

@@ -26,6 +26,50 @@ var _ = register("demo", "run ex_sleeplock's walk-through: tasks share a lock wi
 // i+1 start. So the queue order is the Queued order, and the Lock lines,
 // printed from the lock's events in grant order, follow it (FIFO).
 func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
+	cfg, err := parseDemo(args, errOut)
+	if err != nil {
+		return err
+	}
+	d := newDemo(cfg, out)
+	locks := sleeplock.New(nil, sleeplock.WithNotifier(sleeplock.NotifierFunc(d.notify)))
+	defer func() { _ = locks.Close() }()
+	d.say("%d tasks take turns on the lock %q, which has %s: at most %d work at once,",
+		cfg.tasks, demoLock, slotCount(cfg.slots), min(cfg.slots, cfg.tasks))
+	d.say("the others wait in line and get a slot in the order they queued (FIFO).")
+	if err := locks.Define(ctx, demoLock, cfg.slots); err != nil {
+		return err
+	}
+	results, err := d.runTasks(ctx, locks)
+	if err != nil {
+		return err
+	}
+	st, err := locks.State(ctx, demoLock)
+	if err != nil {
+		return err
+	}
+	if cfg.events {
+		if err := locks.Close(); err != nil { // delivers every event
+			return err
+		}
+		d.printEvents()
+	}
+	d.say("Each task returned its number; Execute gave them back in task order:")
+	d.say("%v", results)
+	d.say("%s: slots %d, running %d, waiting %d", demoLock, st.Slots, st.Running, st.Waiting)
+	return nil
+}
+
+// The demo's lock, and the prefix of its tasks' refs ("task-3").
+const demoLock, demoRefPrefix = "test_sleepwalk", "task-"
+
+// demoConfig is the demo's flags.
+type demoConfig struct {
+	tasks, slots int
+	work, jitter time.Duration
+	events       bool
+}
+
+func parseDemo(args []string, errOut io.Writer) (demoConfig, error) {
 	fs := flags("demo", errOut, "[flags]")
 	tasks := fs.Int("tasks", 6, "number of tasks")
 	slots := fs.Int("slots", 2, "slots of the lock")
@@ -33,134 +77,144 @@ func runDemo(ctx context.Context, args []string, out, errOut io.Writer) error {
 	jitter := fs.Duration("jitter", 100*time.Millisecond, "up to this much random extra work per task")
 	events := fs.Bool("events", false, "also print the lock's events, in the order the store made them (by Seq)")
 	if err := parse(fs, args); err != nil {
-		return err
+		return demoConfig{}, err
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected arguments %q", fs.Args())
-	}
+	cfg := demoConfig{tasks: *tasks, slots: *slots, work: *work, jitter: *jitter, events: *events}
 	switch {
-	case *tasks < 1 || *tasks > 10000:
-		return usagef("--tasks must be between 1 and 10000, got %d", *tasks)
-	case *slots < 1 || *slots > store.MaxSlots:
-		return usagef("--slots must be between 1 and %d, got %d", store.MaxSlots, *slots)
-	case *work < 0 || *jitter < 0:
-		return usagef("--work and --jitter must not be negative")
+	case fs.NArg() > 0:
+		return cfg, usagef("unexpected arguments %q", fs.Args())
+	case cfg.tasks < 1 || cfg.tasks > 10000:
+		return cfg, usagef("--tasks must be between 1 and 10000, got %d", cfg.tasks)
+	case cfg.slots < 1 || cfg.slots > store.MaxSlots:
+		return cfg, usagef("--slots must be between 1 and %d, got %d", store.MaxSlots, cfg.slots)
+	case cfg.work < 0 || cfg.jitter < 0:
+		return cfg, usagef("--work and --jitter must not be negative")
 	}
-	var mu sync.Mutex // keeps lines whole
-	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(out, format+"\n", args...)
+	return cfg, nil
+}
+
+// demoRun is one run of the demo. Its lines come from the lock's events,
+// which are delivered one at a time in the store's order: "Queued [i]"
+// when task i joins the queue (or, for a task that gets a slot at once,
+// just before its Lock line), "Lock [i]" when it is granted a slot.
+// joined[i] is closed after task i+1's Queued line, locked[i] after its
+// Lock line.
+type demoRun struct {
+	cfg    demoConfig
+	out    io.Writer
+	mu     sync.Mutex // keeps lines whole
+	joined []chan struct{}
+	locked []chan struct{}
+	// Only the notifier touches these (seen: until the locks are closed).
+	queuedSaid []bool
+	seen       []sleeplock.Event
+}
+
+func newDemo(cfg demoConfig, out io.Writer) *demoRun {
+	d := &demoRun{cfg: cfg, out: out, joined: make([]chan struct{}, cfg.tasks),
+		locked: make([]chan struct{}, cfg.tasks), queuedSaid: make([]bool, cfg.tasks)}
+	for i := range d.joined {
+		d.joined[i], d.locked[i] = make(chan struct{}), make(chan struct{})
 	}
-	const name, refPrefix = "test_sleepwalk", "task-"
-	// The lines come from the lock's events, which are delivered one at a
-	// time in the store's order: "Queued [i]" when task i joins the queue
-	// (or, for a task that gets a slot at once, just before its Lock line),
-	// "Lock [i]" when it is granted a slot. joined[i] is closed after
-	// task i+1's Queued line, locked[i] after its Lock line.
-	joined := make([]chan struct{}, *tasks)
-	locked := make([]chan struct{}, *tasks)
-	for i := range joined {
-		joined[i], locked[i] = make(chan struct{}), make(chan struct{})
+	return d
+}
+
+func (d *demoRun) say(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	fmt.Fprintf(d.out, format+"\n", args...)
+}
+
+// notify prints the Queued and Lock lines from the lock's events.
+func (d *demoRun) notify(e sleeplock.Event) {
+	if d.cfg.events {
+		d.seen = append(d.seen, e)
 	}
-	queuedSaid := make([]bool, *tasks) // only the notifier touches it
-	var seen []sleeplock.Event         // with -events; only the notifier touches it until wg.Wait
-	notifier := sleeplock.NotifierFunc(func(e sleeplock.Event) {
-		if *events {
-			seen = append(seen, e)
-		}
-		if e.Lock != name || (e.Type != sleeplock.EventAcquired && e.Type != sleeplock.EventWaiting) {
-			return
-		}
-		n, err := strconv.Atoi(strings.TrimPrefix(e.Ref, refPrefix))
-		if err != nil || n < 1 || n > len(joined) {
-			return
-		}
-		if !queuedSaid[n-1] {
-			queuedSaid[n-1] = true
-			say("Queued  [%d] at: %s.", n, now())
-			close(joined[n-1])
-		}
-		if e.Type == sleeplock.EventAcquired {
-			say("Lock    [%d] at: %s.", n, now())
-			close(locked[n-1])
-		}
-	})
-	locks := sleeplock.New(nil, sleeplock.WithNotifier(notifier))
-	defer func() { _ = locks.Close() }()
-	say("%d tasks take turns on the lock %q, which has %s: at most %d work at once,",
-		*tasks, name, slotCount(*slots), min(*slots, *tasks))
-	say("the others wait in line and get a slot in the order they queued (FIFO).")
-	if err := locks.Define(ctx, name, *slots); err != nil {
-		return err
+	if e.Lock != demoLock || (e.Type != sleeplock.EventAcquired && e.Type != sleeplock.EventWaiting) {
+		return
 	}
-	results := make([]int, *tasks)
-	errs := make([]error, *tasks)
+	n, err := strconv.Atoi(strings.TrimPrefix(e.Ref, demoRefPrefix))
+	if err != nil || n < 1 || n > len(d.joined) {
+		return
+	}
+	if !d.queuedSaid[n-1] {
+		d.queuedSaid[n-1] = true
+		d.say("Queued  [%d] at: %s.", n, now())
+		close(d.joined[n-1])
+	}
+	if e.Type == sleeplock.EventAcquired {
+		d.say("Lock    [%d] at: %s.", n, now())
+		close(d.locked[n-1])
+	}
+}
+
+// runTasks starts the tasks one at a time, each once the one before has
+// joined the queue, so that the queue order is the task order, and
+// returns their results once all have ended.
+func (d *demoRun) runTasks(ctx context.Context, locks *sleeplock.Locks) ([]int, error) {
+	results := make([]int, d.cfg.tasks)
+	errs := make([]error, d.cfg.tasks)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	// Start the tasks one at a time, each once the one before has joined
-	// the queue: the queue order is the task order.
-	for i := range *tasks {
-		idx := i + 1
+	for i := range d.cfg.tasks {
 		done := make(chan struct{})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(done)
-			results[i], errs[i] = sleeplock.Execute(ctx, locks, name, func(ctx context.Context) (int, error) {
-				select { // work after the Lock line is out
-				case <-locked[i]:
-				case <-ctx.Done():
-					return 0, context.Cause(ctx)
-				}
-				d := *work
-				if *jitter > 0 {
-					d += rand.N(*jitter)
-				}
-				select {
-				case <-time.After(d):
-				case <-ctx.Done():
-					return 0, context.Cause(ctx)
-				}
-				say("Release [%d] at: %s.", idx, now())
-				return idx, nil
-			}, sleeplock.Ref(refPrefix+strconv.Itoa(idx)))
+			results[i], errs[i] = sleeplock.Execute(ctx, locks, demoLock, func(ctx context.Context) (int, error) {
+				return d.work(ctx, i)
+			}, sleeplock.Ref(demoRefPrefix+strconv.Itoa(i+1)))
 		}()
 		select {
-		case <-joined[i]:
+		case <-d.joined[i]:
 		case <-done: // finished, or failed before it joined
 			if errs[i] != nil {
-				return errs[i]
+				return nil, errs[i]
 			}
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return nil, context.Cause(ctx)
 		}
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	st, err := locks.State(ctx, name)
-	if err != nil {
-		return err
+	return results, nil
+}
+
+// work is task i's work while it holds a slot: it starts after its Lock
+// line is out, lasts the work time plus jitter, and returns the task's
+// number.
+func (d *demoRun) work(ctx context.Context, i int) (int, error) {
+	select {
+	case <-d.locked[i]:
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
 	}
-	if *events {
-		if err := locks.Close(); err != nil { // delivers every event
-			return err
-		}
-		// Events are delivered off the lock path; Seq is the store's order.
-		slices.SortFunc(seen, func(a, b sleeplock.Event) int { return cmp.Compare(a.Seq, b.Seq) })
-		say("The lock's events, in the order the store made them:")
-		for _, e := range seen {
-			say("  event %3d %-8s %-8s running %d, waiting %d", e.Seq, e.Type, e.Ref, e.Running, e.Waiting)
-		}
+	t := d.cfg.work
+	if d.cfg.jitter > 0 {
+		t += rand.N(d.cfg.jitter)
 	}
-	say("Each task returned its number; Execute gave them back in task order:")
-	say("%v", results)
-	say("%s: slots %d, running %d, waiting %d", name, st.Slots, st.Running, st.Waiting)
-	return nil
+	select {
+	case <-time.After(t):
+	case <-ctx.Done():
+		return 0, context.Cause(ctx)
+	}
+	d.say("Release [%d] at: %s.", i+1, now())
+	return i + 1, nil
+}
+
+// printEvents prints the events seen, in the store's order (Seq): they are
+// delivered off the lock path, so arrival order may differ.
+func (d *demoRun) printEvents() {
+	slices.SortFunc(d.seen, func(a, b sleeplock.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	d.say("The lock's events, in the order the store made them:")
+	for _, e := range d.seen {
+		d.say("  event %3d %-8s %-8s running %d, waiting %d", e.Seq, e.Type, e.Ref, e.Running, e.Waiting)
+	}
 }
 
 func now() string { return time.Now().UTC().Format("2006-01-02 15:04:05.000Z") }
