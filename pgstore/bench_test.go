@@ -215,40 +215,42 @@ func BenchmarkSlots(b *testing.B) {
 	}
 }
 
-// BenchmarkHotLock: 32 clients trying one lock that another holds: every
-// try is refused.
+// BenchmarkHotLock: 8 and 32 clients trying one lock that another holds:
+// every try is refused.
 func BenchmarkHotLock(b *testing.B) {
-	b.Run("store", func(b *testing.B) {
-		e := newBenchEnv(b, false)
-		ctx := context.Background()
-		define(b, e.s, "hot", 1)
-		_, err := e.s.Acquire(ctx, req("holder", time.Hour, "hot"))
-		must(b, err)
-		parallel(b, 32, func(c int) error {
-			_, err := e.s.Acquire(ctx, req("r"+strconv.Itoa(c), time.Minute, "hot"))
-			if !errors.Is(err, store.ErrUnavailable) {
-				return fmt.Errorf("not refused: %w", err)
-			}
-			return nil
+	for _, clients := range []int{8, 32} {
+		b.Run(fmt.Sprintf("clients=%d/store", clients), func(b *testing.B) {
+			e := newBenchEnv(b, false)
+			ctx := context.Background()
+			define(b, e.s, "hot", 1)
+			_, err := e.s.Acquire(ctx, req("holder", time.Hour, "hot"))
+			must(b, err)
+			parallel(b, clients, func(c int) error {
+				_, err := e.s.Acquire(ctx, req("r"+strconv.Itoa(c), time.Minute, "hot"))
+				if !errors.Is(err, store.ErrUnavailable) {
+					return fmt.Errorf("not refused: %w", err)
+				}
+				return nil
+			})
 		})
-	})
-	b.Run("upsert", func(b *testing.B) {
-		e := newBenchEnv(b, false)
-		ctx := context.Background()
-		ok, err := e.peerTry(ctx, "hot", "holder")
-		if err != nil || !ok {
-			b.Fatal(ok, err)
-		}
-		_, err = e.pool.Exec(ctx, "UPDATE "+e.ident+".peer SET expires = now() + interval '1 hour'")
-		must(b, err)
-		parallel(b, 32, func(c int) error {
-			ok, err := e.peerTry(ctx, "hot", "r"+strconv.Itoa(c))
-			if err != nil || ok {
-				return fmt.Errorf("not refused: %v %w", ok, err)
+		b.Run(fmt.Sprintf("clients=%d/upsert", clients), func(b *testing.B) {
+			e := newBenchEnv(b, false)
+			ctx := context.Background()
+			ok, err := e.peerTry(ctx, "hot", "holder")
+			if err != nil || !ok {
+				b.Fatal(ok, err)
 			}
-			return nil
+			_, err = e.pool.Exec(ctx, "UPDATE "+e.ident+".peer SET expires = now() + interval '1 hour'")
+			must(b, err)
+			parallel(b, clients, func(c int) error {
+				ok, err := e.peerTry(ctx, "hot", "r"+strconv.Itoa(c))
+				if err != nil || ok {
+					return fmt.Errorf("not refused: %v %w", ok, err)
+				}
+				return nil
+			})
 		})
-	})
+	}
 }
 
 // BenchmarkRows: one client's latency with 1,000, 100,000 and 1,000,000
