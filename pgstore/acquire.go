@@ -11,7 +11,7 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// arow is one result row of acquire_one_v2(), check_one_v2() and acquire(), with
+// arow is one result row of acquire_one(), check_one() and acquire(), with
 // the event's Seq.
 type arow struct {
 	ev                      string
@@ -26,7 +26,7 @@ type arow struct {
 	seq                     int64
 }
 
-// scanAcquire runs q, a call of check_one_v2() or (withFast) acquire_one_v2(),
+// scanAcquire runs q, a call of check_one() or (withFast) acquire_one(),
 // whose last column says whether the lock's row is fast after a grant.
 func (s *Store) scanAcquire(ctx context.Context, q string, args []any, withFast bool) (rows []arow, fast bool, err error) {
 	err = s.c.query(ctx, q, args, func(scan func(...any) error) error {
@@ -58,7 +58,10 @@ type acquisition struct {
 }
 
 // Acquire implements store.Store. A try, a grant and a refusal are one
-// statement each, and so is every check of a waiting caller. A waiter is
+// statement each, and so is every check of a waiting caller; when the
+// store's hint of the lock is stale (it saw the lock fast, and the bare
+// UPDATE finds it held, queued or spilled) the first step is two: the bare
+// UPDATE, which changes nothing, then acquire_one() (see fastHints). A waiter is
 // woken by a notification when its lock may have a slot for it (see
 // WithListenDSN), and checks again on a timer: its node's heads of queue
 // every DefaultListenPoll or at the next expiry of a blocking lease, every
@@ -95,7 +98,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 
 // firstTry sends an acquisition's first statement: for one lock without
 // StaleAfter, the bare UPDATE when the lock was last seen fast and then,
-// when that granted nothing, acquire_one_v2(); otherwise check_one_v2()
+// when that granted nothing, acquire_one(); otherwise check_one()
 // without a ticket.
 func (s *Store) firstTry(ctx context.Context, a *acquisition) ([]arow, error) {
 	if len(a.names) > 1 || a.req.StaleAfter > 0 {
@@ -141,14 +144,14 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 	if req.Weighted() {
 		return s.acquireWeighted(ctx, a)
 	}
-	if s.fast.isHeavy(req.Name) {
+	if s.fast.isWeightedInRow(req.Name) {
 		// (a load, not a store, on the hot path: no cache line shared by
 		// every caller written each time)
-		s.fast.setHeavy(req.Name, false)
+		s.fast.setWeightedInRow(req.Name, false)
 	}
 	many := s.fast.isMany(req.Name)
 	// (an event of a slot in the arrays needs the lock's counts:
-	// acquire_one_v2(), which grants there too)
+	// acquire_one(), which grants there too)
 	if many && req.Events != nil {
 		return nil, nil
 	}
@@ -214,12 +217,12 @@ func (s *Store) acquireWeighted(ctx context.Context, a *acquisition) ([]arow, er
 		})
 	})
 	if err == nil && len(rows) > 0 {
-		s.fast.setHeavy(req.Name, true)
+		s.fast.setWeightedInRow(req.Name, true)
 	}
 	return rows, err
 }
 
-// acquireOne sends acquire_one_v2(), which settles every case of one lock,
+// acquireOne sends acquire_one(), which settles every case of one lock,
 // and notes what it says of the lock's row for the next call.
 func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) {
 	req := a.req
@@ -242,7 +245,7 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 		s.fast.set(req.Name, fast)
 		if r.ev == "granted" {
 			// a weighted grant that leaves the row fast is its scalar holder
-			s.fast.setHeavy(req.Name, fast && req.Weighted())
+			s.fast.setWeightedInRow(req.Name, fast && req.Weighted())
 		}
 	}
 	if r := &rows[0]; r.slots > 0 {
@@ -251,7 +254,7 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 	return rows, nil
 }
 
-// checkOneArgs are the arguments of a's check_one_v2(): ticket 0 for its
+// checkOneArgs are the arguments of a's check_one(): ticket 0 for its
 // first call, its place in the queue for the checks of its waiter.
 func (s *Store) checkOneArgs(a *acquisition, ticket int64) checkOneArgs {
 	req := a.req
@@ -436,7 +439,7 @@ func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store
 		emit(req.Events, store.Event{Type: store.EventRefused, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
 			Waiting: int(r.waiting), Holder: e.Kind, Weight: req.WeightOf(int(r.idx) - 1), Time: fromMicros(r.at)})
 		return store.Grant{}, e
-	case "heavy":
+	case "too_heavy":
 		// More slots asked than the lock has: at once, or for a waiter
 		// (ticket) after a Resize; its place in the queue is gone.
 		return store.Grant{}, &store.WeightError{Lock: r.lock, Weight: req.WeightOf(int(r.idx) - 1), Slots: int(r.slots),

@@ -14,8 +14,9 @@
 //	err := pgstore.Migrate(ctx, pool)       // *pgxpool.Pool
 //	err := pgstore.MigrateSQL(ctx, db)      // *sql.DB
 //
-// The schema is numbered DDL migrations (migrations/001_init.sql, …:
-// tables, sequences, indexes, the view holding), applied once each, and
+// The schema is numbered DDL migrations (migrations/001_init.sql, the
+// only one before the first release: tables, sequences, indexes, the view
+// holding), applied once each and never edited once released, and
 // the functions of sql/*.sql (one definition of each, grouped by concern),
 // applied with CREATE OR REPLACE at every Migrate. Migrate runs in one
 // transaction under a transaction-scoped advisory lock, so several nodes
@@ -26,7 +27,9 @@
 // ("run `sleeplock migrate`"). A schema made by a pre-release version
 // cannot be upgraded: the error matches ErrPreRelease and says how to
 // recreate it. docs/schema.md describes the tables and functions, and the
-// rule that keeps a rolling upgrade safe.
+// rule that keeps a rolling upgrade safe from the first release on. No
+// function for tests is in a production schema: advance(), which expires
+// every lease, is installed only by the tests themselves.
 //
 // # The schema
 //
@@ -44,7 +47,7 @@
 //     are taken at once). The slot number is unique per lock, so the
 //     database never lets a lock have more holders than slots. A holder
 //     row has the weight of its hold and a queue row the weight its waiter
-//     asks (schema 2).
+//     asks.
 //   - waiters: waiting callers, in ticket order (a global sequence, so
 //     waiters for several locks never deadlock), each with its whole
 //     request so that a release can grant it on its behalf.
@@ -63,7 +66,7 @@
 // it sends the bare UPDATE of the lock's row (queries/acquire_fast.sql,
 // acquire_slot.sql, acquire_weighted.sql, release_fast.sql,
 // release_slot.sql), for the others
-// the function that settles every case (acquire_one_v2(), release_one_v2()). A
+// the function that settles every case (acquire_one(), release_one()). A
 // lock seen fast that has since become slow or full takes a second
 // statement, once. A lock the store saw contended stays slow until it has
 // seen it fast 16 times, so a lock taken in turns across stores does not
@@ -83,7 +86,7 @@
 // row fast and holding nothing, granted and released by one bare UPDATE
 // each as a weight-1 hold is (queries/acquire_weighted.sql, then
 // release_fast.sql), else one holder row. Any other case is one statement
-// of the function (acquire_one_v2(), check_one_v2() for several locks),
+// of the function (acquire_one(), check_one() for several locks),
 // which spills a fast row to holder rows, weights kept, when it grants
 // beside its holders or queues behind them. Free
 // slots are the slots less the holders' weights, and a waiter is granted

@@ -27,14 +27,14 @@ func blocked(t *testing.T, e *env, fn string) int32 {
 	return pid
 }
 
-// lateAcquire sends, in the background, a waiting acquire_one_v2() of lock
+// lateAcquire sends, in the background, a waiting acquire_one() of lock
 // for ref "late" with acquisition op (TTL ttl µs), and returns its answer
 // (r_ev, or the error's text).
 func lateAcquire(ctx context.Context, e *env, lock string, op, ttl int64) <-chan string {
 	got := make(chan string, 1)
 	go func() {
 		var ev string
-		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+".acquire_one_v2($1::text, 'late', '', "+
+		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+".acquire_one($1::text, 'late', '', "+
 			"$2::bigint, 0, false, true, $3::bigint, 10000000, ARRAY[$1::text], $2::bigint, 0, 78, 1)", lock, ttl, op).Scan(&ev)
 		if err != nil {
 			ev = err.Error()
@@ -190,10 +190,10 @@ func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
 	q := pgx.Identifier{e.schema}.Sanitize()
 	for i, wait := range []bool{false, true} {
 		op := int64(4242 + i)
-		_, err := e.pool.Exec(ctx, "SELECT * FROM "+q+".undo_v2('{late}', 'gone', $1)", op)
+		_, err := e.pool.Exec(ctx, "SELECT * FROM "+q+".undo('{late}', 'gone', $1)", op)
 		must(t, err)
 		var ev string
-		must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_one_v2('late', 'gone', '', 60000000, 0, false, $1, $2, "+
+		must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_one('late', 'gone', '', 60000000, 0, false, $1, $2, "+
 			"10000000, '{late}', 60000000, 0, 0, 1)", wait, op).Scan(&ev))
 		if ev != "cancelled" {
 			t.Fatalf("late acquisition (wait %v) after its undo: %s", wait, ev)
@@ -205,8 +205,8 @@ func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
 }
 
 // TestQueueingAfterUndoUnderRowQueuesNothing: an acquisition that waits for
-// its lock's row while undo_v2() abandons it queues nothing once it has the
-// row (acquire_one_v2()'s queueing behind others checks for the tombstone
+// its lock's row while undo() abandons it queues nothing once it has the
+// row (acquire_one()'s queueing behind others checks for the tombstone
 // under the row).
 func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
 	e := newEnv(t)
@@ -242,8 +242,8 @@ func TestQueueingAfterUndoUnderRowQueuesNothing(t *testing.T) {
 }
 
 // TestWaitingAcquisitionBehindUndoOfIdleRow: a waiting acquisition whose
-// statement reaches the server while undo_v2() abandons it, and waits for the
-// lock's row that undo_v2() holds, finds the row deleted (undo_v2() forgets an
+// statement reaches the server while undo() abandons it, and waits for the
+// lock's row that undo() holds, finds the row deleted (undo() forgets an
 // idle row) once it has it: it is answered 'cancelled', and nothing is
 // granted (a grant with no TTL would never end).
 func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
@@ -259,7 +259,7 @@ func TestWaitingAcquisitionBehindUndoOfIdleRow(t *testing.T) {
 	must(t, err)
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	const op = 4343
-	_, err = tx.Exec(ctx, "SELECT * FROM "+q+".undo_v2('{idle}', 'late', $1)", op)
+	_, err = tx.Exec(ctx, "SELECT * FROM "+q+".undo('{idle}', 'late', $1)", op)
 	must(t, err)
 	got := lateAcquire(ctx, e, "idle", op, 0)
 	waitingIn(t, e, "acquire_one", "Lock")

@@ -11,8 +11,8 @@ import (
 // releaseFast). Those statements settle nothing for a lock that is held,
 // queued or has several slots held: the store would then need a second
 // statement. So the store sends them only for a lock it saw fast, and
-// otherwise the function that settles every case (acquire_one_v2(),
-// release_one_v2()); a lock it has not seen counts as slow. A wrong hint costs
+// otherwise the function that settles every case (acquire_one(),
+// release_one()); a lock it has not seen counts as slow. A wrong hint costs
 // one round trip more, never a wrong answer.
 //
 // A lock that was contended (a caller of this store queued for it, or a
@@ -30,10 +30,10 @@ type fastHints struct {
 	// are then in its row's slot arrays, which acquireSlot and releaseSlot
 	// grant and free).
 	many [1024]atomic.Bool
-	// heavy: the store last granted the lock a weighted hold in its row
-	// (acquire_weighted.sql), which its release frees by the scalar
-	// statement (releaseWeighted) whatever many says.
-	heavy [1024]atomic.Bool
+	// weightedInRow: the store last granted the lock a weighted hold in
+	// its row (acquire_weighted.sql), which its release frees by the
+	// scalar statement (releaseWeighted) whatever many says.
+	weightedInRow [1024]atomic.Bool
 }
 
 // contendedSightings is how many times a contended lock must be seen fast
@@ -54,13 +54,15 @@ func (h *fastHints) isMany(name string) bool { return h.many[h.index(name)].Load
 // setMany records whether name has several slots.
 func (h *fastHints) setMany(name string, many bool) { h.many[h.index(name)].Store(many) }
 
-// isHeavy reports whether the store last granted name a weighted hold in
+// isWeightedInRow reports whether the store last granted name a weighted hold in
 // its row.
-func (h *fastHints) isHeavy(name string) bool { return h.heavy[h.index(name)].Load() }
+func (h *fastHints) isWeightedInRow(name string) bool { return h.weightedInRow[h.index(name)].Load() }
 
-// setHeavy records whether the store last granted name a weighted hold in
+// setWeightedInRow records whether the store last granted name a weighted hold in
 // its row.
-func (h *fastHints) setHeavy(name string, heavy bool) { h.heavy[h.index(name)].Store(heavy) }
+func (h *fastHints) setWeightedInRow(name string, weighted bool) {
+	h.weightedInRow[h.index(name)].Store(weighted)
+}
 
 // is reports whether name was last seen fast.
 func (h *fastHints) is(name string) bool { return h.entry(name).Load() > 0 }

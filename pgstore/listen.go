@@ -513,7 +513,7 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 // waiters of one lock that no call of this store waits for. They come
 // back when a dequeue is lost: a waiter's grant, or its leaving, committed
 // on a primary that then failed over to a standby it had not reached, or
-// committed with soft() before a crash. Such a place lives as long as the
+// committed with set_async_commit() before a crash. Such a place lives as long as the
 // node, so at the head of a queue it would block the lock for good, even
 // past an expired holder. It runs after a heartbeat that failed, when the
 // listener connects, and every sweep.
@@ -546,6 +546,7 @@ func (d *dispatcher) heartbeat(ctx context.Context) {
 		}
 		if beats++; beats%20 == 0 {
 			var n int64
+			_ = queryOne(ctx, d.s.c, d.s.q.sweepNodes, nil, &n)
 			_ = queryOne(ctx, d.s.c, d.s.q.sweep, nil, &n)
 			d.resync.Store(true) // at the next beat, here or the listener's
 		}

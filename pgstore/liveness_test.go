@@ -316,7 +316,7 @@ func TestReleaseHandsOnlyToFreshWaiters(t *testing.T) {
 }
 
 // nodeWaiter queues ref on lock as a waiter of node (its
-// row carries owned(), its lease is the node's), the node's row having
+// row carries node_lease_sentinel(), its lease is the node's), the node's row having
 // left of a 10 s waiter lease (long, so that a slow machine does not turn
 // a fresh node stale under the test). It returns the waiter's ticket.
 func nodeWaiter(t *testing.T, e *env, lock, ref string, node, op int64, left string) int64 {
@@ -329,7 +329,7 @@ func nodeWaiter(t *testing.T, e *env, lock, ref string, node, op int64, left str
 	var ticket int64
 	must(t, e.pool.QueryRow(ctx, `WITH w AS (
 		INSERT INTO `+q+`.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
-		VALUES (nextval('`+q+`.tickets'), $4, $2, '', ARRAY[$1::text], 60000000, 0, false, now(), `+q+`.owned(), 10000000, $3)
+		VALUES (nextval('`+q+`.tickets'), $4, $2, '', ARRAY[$1::text], 60000000, 0, false, now(), `+q+`.node_lease_sentinel(), 10000000, $3)
 		RETURNING ticket)
 		INSERT INTO `+q+`.queue (lock, ticket) SELECT $1::text, ticket FROM w RETURNING ticket`, lock, ref, node, op).Scan(&ticket))
 	return ticket
@@ -375,7 +375,7 @@ func TestWaitersLiveAsTheirNode(t *testing.T) {
 	_, err := e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = expires - interval '3 seconds' WHERE id = 101")
 	must(t, err)
 	_, err = e.pool.Exec(ctx, "UPDATE "+q+".waiters SET expires = expires - interval '3 seconds' "+
-		"WHERE node = 101 AND expires <> "+q+".owned()")
+		"WHERE node = 101 AND expires <> "+q+".node_lease_sentinel()")
 	must(t, err)
 	wantState(t, e.s, "late", 0, 0)
 	g, err := e.s.Acquire(ctx, req("try", time.Minute, "late"))
@@ -410,7 +410,7 @@ func TestLateNodeKeepsItsWaiters(t *testing.T) {
 	ticket := nodeWaiter(t, e, "pause", "paused", 200, 600, "2 seconds")
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	var owned bool
-	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".owned() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
+	must(t, e.pool.QueryRow(ctx, "SELECT expires = "+q+".node_lease_sentinel() FROM "+q+".waiters WHERE ticket = $1", ticket).Scan(&owned))
 	if !owned {
 		t.Fatal("the waiter of a late node was reaped")
 	}
@@ -421,7 +421,7 @@ func TestLateNodeKeepsItsWaiters(t *testing.T) {
 	var n int64
 	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 10000000, '{}', '{}', '{}')").Scan(&n))
 	var ev string
-	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".check_one_v2('{pause}', 'paused', '', 60000000, 0, false, true, 600, $1, "+
+	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".check_one('{pause}', 'paused', '', 60000000, 0, false, true, 600, $1, "+
 		"10000000, 0, 200, false, '{1}')", ticket).Scan(&ev))
 	if n != 1 || ev != "granted" {
 		t.Fatalf("after the node's heartbeat (%d rows) its waiter's check: %s, want granted", n, ev)
@@ -588,7 +588,7 @@ func TestQueueCountsMatchTheQueue(t *testing.T) {
 		rows, err := e.pool.Query(ctx, "SELECT l.name, l.queued, l.unowned, "+
 			"(SELECT count(*) FROM "+q+".queue x WHERE x.lock = l.name)::int, "+
 			"(SELECT count(*) FROM "+q+".queue x JOIN "+q+".waiters w ON w.ticket = x.ticket "+
-			"  WHERE x.lock = l.name AND (NOT x.own OR w.expires <> "+q+".owned()))::int, "+
+			"  WHERE x.lock = l.name AND (NOT x.own OR w.expires <> "+q+".node_lease_sentinel()))::int, "+
 			"(SELECT count(*) FROM "+q+".queue x WHERE x.lock = l.name AND NOT x.own)::int "+
 			"FROM "+q+".locks l")
 		must(t, err)

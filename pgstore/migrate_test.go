@@ -126,3 +126,31 @@ func TestMigrateDSN(t *testing.T) {
 		t.Fatalf("MigrateDSN of a bad DSN: %v", err)
 	}
 }
+
+// TestOlderMigrateRefused: the Migrate of a build that lacks a migration
+// the schema has (an older release's, run by mistake on a newer schema) is
+// refused with a *SchemaError and changes nothing: the functions stay
+// those the schema had.
+func TestOlderMigrateRefused(t *testing.T) {
+	pool := newPool(t, nil)
+	schema := newSchema(t, pool)
+	ctx := context.Background()
+	q := pgx.Identifier{schema}.Sanitize()
+	must(t, pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
+	// The newer release: one migration more, and a function of its own.
+	_, err := pool.Exec(ctx, "INSERT INTO "+q+".migrations (version, name, checksum) VALUES ($1::integer + 1, 'newer', 'x')",
+		pgstore.SchemaVersion)
+	must(t, err)
+	_, err = pool.Exec(ctx, "CREATE FUNCTION "+q+".newer() RETURNS int LANGUAGE sql AS 'SELECT 1'")
+	must(t, err)
+	err = pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema))
+	var se *pgstore.SchemaError
+	if !errors.Is(err, pgstore.ErrSchemaMissing) || !errors.As(err, &se) || se.Have != pgstore.SchemaVersion+1 {
+		t.Fatalf("an older Migrate on a newer schema: %v", err)
+	}
+	var n int
+	must(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_proc WHERE pronamespace = $1::regnamespace AND proname = 'newer'", q).Scan(&n))
+	if n != 1 {
+		t.Fatal("the refused Migrate dropped the newer release's function")
+	}
+}

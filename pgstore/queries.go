@@ -24,8 +24,10 @@ var (
 )
 
 // queries are the store's statements, with the schema filled in. A query
-// that calls a function of sql/ has its name (acquireOne calls
-// acquire_one_v2()); a bare statement is named like its file in queries/.
+// that calls a function of sql/ calls that one function and is named like
+// it (acquireOne calls acquire_one(), sweepNodes sweep_nodes());
+// TestQueryNamesAreFunctionNames checks it. A bare statement is named like
+// its file in queries/.
 type queries struct {
 	// bare statements of one lock (queries/)
 	acquireFast, acquireFastEvents, acquireSlot string
@@ -37,7 +39,8 @@ type queries struct {
 	acquireOne, checkOne, releaseOne, release, undo string
 	keepOne, keep, held, spillHeld                  string
 	states, define, resize, stats                   string
-	nodeBeat, nodeWaiters, dropWaiter, sweep        string
+	nodeBeat, nodeWaiters, dropWaiter               string
+	sweepNodes, sweep                               string
 	// other statements
 	undefined, nodeDown, listen, guard, isolation string
 }
@@ -53,17 +56,17 @@ type fn struct {
 // The functions the store calls with more than a few arguments. Their
 // arguments are the structs below, whose values() follow params.
 var (
-	acquireOneFn = fn{"acquire_one_v2", []string{"p_name text", "p_ref text", "p_kind text", "p_ttl bigint",
+	acquireOneFn = fn{"acquire_one", []string{"p_name text", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_wttl bigint", "p_pats text[]",
 		"p_lease bigint", "p_back bigint", "p_node bigint", "p_weight integer"}}
-	checkOneFn = fn{"check_one_v2", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
+	checkOneFn = fn{"check_one", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_ticket bigint", "p_wttl bigint",
 		"p_stale bigint", "p_node bigint", "p_whole boolean", "p_weights integer[]"}}
-	releaseOneFn = fn{"release_one_v2", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
+	releaseOneFn = fn{"release_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
 		"p_pats text[]", "p_node bigint"}}
-	releaseFn = fn{"release_v2", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
+	releaseFn = fn{"release", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
 		"p_events boolean"}}
-	undoFn    = fn{"undo_v2", []string{"p_names text[]", "p_ref text", "p_op bigint"}}
+	undoFn    = fn{"undo", []string{"p_names text[]", "p_ref text", "p_op bigint"}}
 	keepOneFn = fn{"keep_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_ttl bigint", "p_hold bigint",
 		"p_lease bigint", "p_back bigint"}}
 	keepFn      = fn{"keep", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_ttl bigint", "p_hold bigint"}}
@@ -108,7 +111,7 @@ func (f fn) call(s string) string {
 // file of queries/ does.
 func (f fn) tag() string { return "/* sleeplock " + f.name + " */ " }
 
-// acquireOneArgs are acquire_one_v2()'s arguments.
+// acquireOneArgs are acquire_one()'s arguments.
 type acquireOneArgs struct {
 	name, ref, kind string
 	ttl, hold       int64 // µs
@@ -125,7 +128,7 @@ func (a *acquireOneArgs) values() []any {
 		a.weight}
 }
 
-// checkOneArgs are check_one_v2()'s arguments.
+// checkOneArgs are check_one()'s arguments.
 type checkOneArgs struct {
 	names, ref, kind string // names: textArray
 	ttl, hold        int64
@@ -141,7 +144,7 @@ func (a *checkOneArgs) values() []any {
 		a.weights}
 }
 
-// releaseOneArgs are release_one_v2()'s arguments.
+// releaseOneArgs are release_one()'s arguments.
 type releaseOneArgs struct {
 	name   string
 	token  int64
@@ -155,7 +158,7 @@ func (a *releaseOneArgs) values() []any {
 	return []any{a.name, a.token, a.ref, a.events, a.pats, a.node}
 }
 
-// releaseArgs are release_v2()'s arguments.
+// releaseArgs are release()'s arguments.
 type releaseArgs struct {
 	names, tokens, ref string // textArray, intArray
 	stale              any    // nil: Release; µs: ReleaseStale
@@ -228,7 +231,7 @@ func newQueries(schema string) queries {
 		releaseSlot: statement(releaseSlotSQL, schema),
 		// The release of a hold the store granted by acquire_weighted.sql:
 		// release_fast.sql, with the hold's weight (see
-		// migrations/002_weights.sql) before the slots and Seq.
+		// locks.weight in migrations/001_init.sql) before the slots and Seq.
 		releaseWeighted: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted",
 			"0, 0::bigint", rowWeight+", 0, 0::bigint"),
 		releaseWeightedEvents: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted_events",
@@ -252,14 +255,12 @@ func newQueries(schema string) queries {
 		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
 			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +
 			"CASE WHEN r_created AND r_old IS NOT NULL THEN nextval(" + seqs + ") ELSE 0 END FROM " + defineFn.call(s),
-		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
-		// Waiter leases are soft state: the beat commits asynchronously
-		// (soft()), so the listener's connection, which runs it between
-		// notifications, never waits for a WAL flush.
-		nodeBeat:    "SELECT n FROM (SELECT " + s + ".soft()) x, " + nodeBeatFn.call(s) + " n",
+		resize:      "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
+		nodeBeat:    "SELECT " + nodeBeatFn.call(s),
 		nodeWaiters: "SELECT " + nodeWaitersFn.call(s),
 		dropWaiter:  "SELECT " + dropWaiterFn.call(s) + "::bigint",
-		sweep:       "SELECT (" + s + ".sweep_nodes(64) + " + s + ".sweep(64))::bigint",
+		sweepNodes:  "SELECT " + s + ".sweep_nodes(64)::bigint",
+		sweep:       "SELECT " + s + ".sweep(64)::bigint",
 
 		// The first name of $1 that no definition covers.
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
@@ -296,7 +297,7 @@ func withColumns(stmt, name, variant, zeros, cols string) string {
 }
 
 // rowWeight is the weight of the scalar holder of lock row l (see
-// migrations/002_weights.sql).
+// locks.weight in migrations/001_init.sql).
 const rowWeight = "CASE WHEN l.wacqs = l.acqs THEN l.weight ELSE 1 END"
 
 // statement renders a query file without its comment lines.

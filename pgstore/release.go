@@ -25,7 +25,7 @@ type rrow struct {
 	seq                     int64
 }
 
-// scanRelease runs q, a call of release_one_v2(), release_v2() or undo_v2().
+// scanRelease runs q, a call of release_one(), release() or undo().
 func (s *Store) scanRelease(ctx context.Context, q string, args []any) ([]rrow, error) {
 	var out []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
@@ -58,18 +58,18 @@ func (s *Store) releaseSingle(ctx context.Context, h *store.Handle, events bool)
 // nothing changed.
 func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
 	ref := h.Ref.String()
-	heavy := s.fast.isHeavy(h.Name)
-	many := s.fast.isMany(h.Name) && !heavy
+	inRow := s.fast.isWeightedInRow(h.Name)
+	many := s.fast.isMany(h.Name) && !inRow
 	// (an event of a slot in the arrays needs the lock's counts:
-	// release_one_v2(), which frees it there too)
+	// release_one(), which frees it there too)
 	if !s.fast.is(h.Name) || (many && events) {
 		return nil, nil
 	}
 	q, args := s.q.releaseFast, []any{h.Name, h.Token, ref}
 	switch {
-	case heavy && events:
+	case inRow && events:
 		q, args = s.q.releaseWeightedEvents, append(args, patterns(h.Name))
-	case heavy:
+	case inRow:
 		q = s.q.releaseWeighted
 	case many:
 		q = s.q.releaseSlot
@@ -80,7 +80,7 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref, weight: 1})
 		r := &rows[len(rows)-1]
-		if heavy {
+		if inRow {
 			return scan(&r.kind, &r.token, &r.at, &r.dur, &r.weight, &r.slots, &r.seq)
 		}
 		return scan(&r.kind, &r.token, &r.at, &r.dur, &r.slots, &r.seq)
@@ -93,7 +93,7 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	return rows, err
 }
 
-// releaseOne sends release_one_v2(), which settles every case of one lock and
+// releaseOne sends release_one(), which settles every case of one lock and
 // hands the freed slot to the head waiters, and notes what it says of the
 // lock's row for the next call.
 func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
@@ -161,7 +161,10 @@ func (s *Store) undefined(ctx context.Context, h *store.Handle) error {
 	return store.NotFound(name)
 }
 
-// Release implements store.Store in one statement.
+// Release implements store.Store in one statement, or two when the
+// store's hint of the lock is stale: the bare UPDATE of a lock it saw
+// fast, which finds the lock's row spilled and changes nothing, then
+// release_one() (see fastHints).
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
 	if err := s.check(ctx); err != nil {
 		return err

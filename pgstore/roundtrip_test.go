@@ -188,11 +188,11 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	must(t, err)
 	for _, call := range []string{
 		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false, '{1}')",
-		"acquire_one_v2('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0, 1)",
-		"acquire_one_v2('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 1)",
-		"acquire_one_v2('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 2)",
-		"acquire_one_v2('hot4', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot4}', 60000000, 0, 0, 2)",
-		"acquire_one_v2('heavy', 'other', '', 60000000, 0, false, false, 1, 10000000, '{heavy}', 60000000, 0, 0, 2)",
+		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0, 1)",
+		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 1)",
+		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 2)",
+		"acquire_one('hot4', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot4}', 60000000, 0, 0, 2)",
+		"acquire_one('heavy', 'other', '', 60000000, 0, false, false, 1, 10000000, '{heavy}', 60000000, 0, 0, 2)",
 		"acquire('{heavy}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false, '{-1}')",
 	} {
 		var ev string

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -119,4 +120,59 @@ func TestCallsMatchFunctions(t *testing.T) {
 			t.Errorf("%s(): called with (%s), defined with (%s)", c.name, strings.Join(c.params, ", "), strings.Join(got, ", "))
 		}
 	}
+}
+
+// TestQueryNamesAreFunctionNames: a query that calls a function of sql/
+// (SELECT f(…), or SELECT … FROM f(…)) calls one, and is named like it in
+// camel case (acquireOne calls acquire_one()), so that a reader finds the
+// SQL of a Go query by its name.
+func TestQueryNamesAreFunctionNames(t *testing.T) {
+	defined := map[string]bool{}
+	for _, f := range functionFiles {
+		for _, m := range createFunction.FindAllStringSubmatch(f.sql, -1) {
+			defined[m[1]] = true
+		}
+	}
+	called := regexp.MustCompile(`(?:SELECT|FROM)\s+(?:\*\s+FROM\s+)?"sleeplock"\.([a-z_0-9]+)\(`)
+	q := reflect.ValueOf(newQueries("sleeplock"))
+	checked := 0
+	for i := range q.NumField() {
+		field, text := q.Type().Field(i).Name, q.Field(i).String()
+		if _, ok := bareStatements[field]; ok {
+			continue // queries/: one UPDATE or read of the lock's row
+		}
+		var fns []string
+		for _, m := range called.FindAllStringSubmatch(text, -1) {
+			if defined[m[1]] {
+				fns = append(fns, m[1])
+			}
+		}
+		if len(fns) == 0 {
+			continue
+		}
+		checked++
+		if len(fns) != 1 || camel(fns[0]) != field {
+			t.Errorf("query %s calls %v: a query calls one function and is named like it", field, fns)
+		}
+	}
+	if checked < 10 {
+		t.Fatalf("only %d queries call a function: the pattern no longer matches them", checked)
+	}
+}
+
+// bareStatements are the queries that send a file of queries/, and its
+// variants.
+var bareStatements = map[string]struct{}{"acquireFast": {}, "acquireFastEvents": {}, "acquireSlot": {},
+	"acquireWeighted": {}, "acquireWeightedEvents": {}, "releaseFast": {}, "releaseFastEvents": {},
+	"releaseSlot": {}, "releaseWeighted": {}, "releaseWeightedEvents": {}, "heldOne": {}}
+
+// camel is a SQL name in Go's camel case: acquire_one → acquireOne.
+func camel(name string) string {
+	parts := strings.Split(name, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
 }

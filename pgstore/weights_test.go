@@ -211,7 +211,7 @@ func wantSent(t *testing.T, tr *recorderTracer, what string, want ...string) {
 // TestWeightedOneRoundTrip: a weighted TryAcquire of a lock whose row is
 // fast and free, and its Release, are one bare UPDATE of the row each
 // (acquire_weighted.sql, release_fast.sql with the weight), as a weight-1
-// pair is; the first, on a lock with no row, is acquire_one_v2(), which
+// pair is; the first, on a lock with no row, is acquire_one(), which
 // makes the row with the hold in it. A weighted refusal is one statement
 // once the store has seen the lock held (a stale hint costs one more, as
 // for weight 1).
@@ -225,7 +225,7 @@ func TestWeightedOneRoundTrip(t *testing.T) {
 		g, err := s.Acquire(ctx, weighted(req("w", time.Minute, "gpu"), 3))
 		must(t, err)
 		if i == 0 {
-			wantSent(t, tr, "a weighted grant of a lock with no row", "acquire_one_v2")
+			wantSent(t, tr, "a weighted grant of a lock with no row", "acquire_one")
 		} else {
 			wantSent(t, tr, fmt.Sprintf("run %d: a weighted grant", i+1), "acquire_weighted")
 		}
@@ -244,15 +244,15 @@ func TestWeightedOneRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			if j == 0 {
-				wantSent(t, tr, "a weighted refusal on a stale hint", "acquire_weighted", "acquire_one_v2")
+				wantSent(t, tr, "a weighted refusal on a stale hint", "acquire_weighted", "acquire_one")
 			} else {
-				wantSent(t, tr, "a weighted refusal", "acquire_one_v2")
+				wantSent(t, tr, "a weighted refusal", "acquire_one")
 			}
 		}
-		// The hint is slow after the refusal: release_one_v2(), which
+		// The hint is slow after the refusal: release_one(), which
 		// leaves the row fast; then a pair of bare statements.
 		must(t, s.Release(ctx, g.Handle(), nil))
-		wantSent(t, tr, "a weighted release on a slow hint", "release_one_v2")
+		wantSent(t, tr, "a weighted release on a slow hint", "release_one")
 		g, err = s.Acquire(ctx, weighted(req("w", time.Minute, "gpu"), 3))
 		must(t, err)
 		must(t, s.Release(ctx, g.Handle(), nil))
@@ -343,33 +343,33 @@ func TestWeightedInRowCounts(t *testing.T) {
 	}
 }
 
-// TestWeightedInRowReleasedByOldStatements: the weight of the row's
+// TestWeightedInRowReleasedByWeightOneStatements: the weight of the row's
 // holder is that of the holder the weighted grant made, and of no other:
-// the bare statements of 0.1.0 (queries/acquire_fast.sql and
-// release_fast.sql, unchanged), which know no weight, release a weighted
-// holder of the row and grant the row again, and the new holder is of
-// weight 1.
-func TestWeightedInRowReleasedByOldStatements(t *testing.T) {
+// the weight-1 bare statements (queries/acquire_fast.sql and
+// release_fast.sql, sent as they are), which write no weight, release a
+// weighted holder of the row and grant the row again, and the new holder
+// is of weight 1.
+func TestWeightedInRowReleasedByWeightOneStatements(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	define(t, e.s, "gpu", 4)
 	q := pgx.Identifier{e.schema}.Sanitize()
-	old := func(file string) string {
+	bare := func(file string) string {
 		b, err := os.ReadFile("queries/" + file)
 		must(t, err)
 		return strings.ReplaceAll(string(b), "{{schema}}", q)
 	}
-	acquireFast, releaseFast := old("acquire_fast.sql"), old("release_fast.sql")
-	for i, release := range []string{"store", "0.1.0"} {
+	acquireFast, releaseFast := bare("acquire_fast.sql"), bare("release_fast.sql")
+	for i, release := range []string{"store", "release_fast.sql"} {
 		w, err := e.s.Acquire(ctx, weighted(req("w", time.Minute, "gpu"), 3))
 		must(t, err)
 		if mode, rows := rowMode(t, e, "gpu"); mode != "scalar" || rows != 0 {
 			t.Fatalf("%s: row %s with %d holder rows; want scalar, none", release, mode, rows)
 		}
-		// 0.1.0's grant does not take a held row.
+		// acquire_fast.sql does not take a held row.
 		if tag, err := e.pool.Exec(ctx, acquireFast, "gpu", "old", "", int64(60e6), int64(0), int64(1), int64(60e6),
 			int64(0)); err != nil || tag.RowsAffected() != 0 {
-			t.Fatalf("%s: 0.1.0 acquire_fast of a row with a weighted holder: %v %v", release, tag, err)
+			t.Fatalf("%s: acquire_fast of a row with a weighted holder: %v %v", release, tag, err)
 		}
 		wantState(t, e.s, "gpu", 3, 0)
 		if i == 0 {
@@ -379,17 +379,17 @@ func TestWeightedInRowReleasedByOldStatements(t *testing.T) {
 			var token, at, dur, slots, seq int64
 			must(t, e.pool.QueryRow(ctx, releaseFast, "gpu", int64(0), "w").Scan(&kind, &token, &at, &dur, &slots, &seq))
 			if token != w.Token {
-				t.Fatalf("0.1.0 release_fast released token %d, want %d", token, w.Token)
+				t.Fatalf("release_fast released token %d, want %d", token, w.Token)
 			}
 		}
 		if tag, err := e.pool.Exec(ctx, acquireFast, "gpu", "old", "", int64(60e6), int64(0), int64(1), int64(60e6),
 			int64(0)); err != nil || tag.RowsAffected() != 1 {
-			t.Fatalf("after a %s release: 0.1.0 acquire_fast of the free row: %v %v", release, tag, err)
+			t.Fatalf("after a %s release: acquire_fast of the free row: %v %v", release, tag, err)
 		}
 		st, err := e.s.State(ctx, "gpu", true)
 		must(t, err)
 		if st.Running != 1 || len(st.Holders) != 1 || st.Holders[0].Ref != "old" || st.Holders[0].Weight != 1 {
-			t.Fatalf("after a %s release, 0.1.0's grant: state %+v, want 1 slot in use by old, of weight 1", release, st)
+			t.Fatalf("after a %s release, acquire_fast's grant: state %+v, want 1 slot in use by old, of weight 1", release, st)
 		}
 		// three weight-1 slots are left; a spill carries weight 1
 		var more []store.Grant
@@ -399,7 +399,7 @@ func TestWeightedInRowReleasedByOldStatements(t *testing.T) {
 			more = append(more, g)
 		}
 		if hw := holderWeight(t, e, "gpu", "old"); hw != 1 {
-			t.Fatalf("0.1.0's holder spilled: weight %d, want 1", hw)
+			t.Fatalf("acquire_fast's holder spilled: weight %d, want 1", hw)
 		}
 		wantState(t, e.s, "gpu", 4, 0)
 		for _, g := range more {

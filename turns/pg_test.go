@@ -54,6 +54,9 @@ func pgNodes(t *testing.T, n int) ([]*sleeplock.Locks, func(time.Duration), bool
 	ctx := context.Background()
 	admin, schema := pgtest.Schema(t, "turns_test_")
 	must(t, pgstore.Migrate(ctx, admin, pgstore.WithSchema(schema)))
+	// advance(), which only tests have
+	_, err := admin.Exec(ctx, pgtest.TestFunctions(schema))
+	must(t, err)
 	var locks []*sleeplock.Locks
 	for range n {
 		pool := pgPool(t)

@@ -6,9 +6,11 @@ package pgtest
 import (
 	"context"
 	"crypto/rand"
+	_ "embed"
 	"encoding/hex"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +115,17 @@ func Schema(t testing.TB, prefix string) (*pgxpool.Pool, string) {
 		}
 	})
 	return pool, schema
+}
+
+//go:embed sql/testing.sql
+var testingSQL string
+
+// TestFunctions is the SQL that creates, in a pgstore schema (quoted as an
+// identifier here), the functions only tests use: advance(), which dates
+// every lease and waiter back as if time had passed on the database's
+// clock. It expires every lease, so no production schema has it: Migrate
+// never installs it, and a later Migrate drops it (a function no file of
+// pgstore/sql defines). Tests execute it themselves.
+func TestFunctions(schema string) string {
+	return strings.ReplaceAll(testingSQL, "{{schema}}", pgx.Identifier{schema}.Sanitize())
 }

@@ -1,11 +1,17 @@
--- sleeplock schema 0.1.0: tables, sequences, indexes and views.
+-- sleeplock schema, version 1: tables, sequences, indexes and views.
 --
--- A released migration is never edited (pgstore/migrations.sum holds its
+-- A released migration is never edited (migrations.sum holds its
 -- checksum); a change of tables is a new numbered file. Functions live in
 -- pgstore/sql/ and are applied at every Migrate.
 --
 -- {{schema}} is replaced by the quoted schema name and {{unlogged}} by
--- UNLOGGED (pgstore.Unlogged) or nothing.
+-- UNLOGGED (pgstore.WithUnlogged) or nothing.
+--
+-- Weights: a hold takes weight of its lock's slots; a waiter asks weight
+-- of each lock it queues for (-1: every slot, as many as the lock has when
+-- it is granted). A weighted hold lives in a holder row, or as the one
+-- holder of a fast row in scalar mode that it found entirely free
+-- (queries/acquire_weighted.sql); a slot of slot mode is of weight 1.
 
 -- Definitions: a lock, or a family ("chat/*") whose members ("chat/42")
 -- exist once used.
@@ -46,7 +52,7 @@ CREATE SEQUENCE {{schema}}.seqs AS bigint NO CYCLE;
 --     statements (ref IS NULL, ref = $ref) never match the row.
 -- A row that is not fast keeps its holders in holders and its waiters in
 -- queue; spill() turns a fast row into that. queued and unowned count its
--- queue rows, and those whose waiter has no node (trigger queue_count).
+-- queue rows, and those whose waiter has no node (trigger track_queue_counts).
 -- fillfactor 50 and no index on a changing column: grants and releases
 -- are HOT updates.
 --
@@ -91,7 +97,15 @@ CREATE {{unlogged}} TABLE {{schema}}.locks (
     wb        bigint[],
     holds     bigint NOT NULL DEFAULT 0,
     hold_us   bigint NOT NULL DEFAULT 0,
-    hb        bigint[]
+    hb        bigint[],
+    -- The weight of the holder of the row in scalar mode: weight, granted
+    -- with wacqs = the row's acqs after that grant. Every grant in the row
+    -- counts in acqs, also those of the weight-1 statements, which do not
+    -- write these columns (and so cost no more than before weights), so
+    -- weight is that holder's only while acqs = wacqs, and a weight-1
+    -- holder's is 1 with no reset when a weighted holder is released.
+    weight    integer NOT NULL DEFAULT 1,
+    wacqs     bigint
 ) WITH (fillfactor = 50);
 
 -- One row per (lock, holder) of a lock whose row is not fast.
@@ -110,14 +124,16 @@ CREATE {{unlogged}} TABLE {{schema}}.holders (
     op       bigint,                 -- the acquisition that made (or last counted) it
     handed   bigint[],               -- a release granted it to a waiter: the grant's event
     node     bigint,                 -- that waiter's node, until the node confirms it
+    weight   integer     NOT NULL DEFAULT 1, -- the slots the hold takes
     PRIMARY KEY (lock, ref),
     UNIQUE (lock, slot)
 );
 
 -- Waiting callers, in ticket order, each with its whole request (a release
 -- grants it on the waiter's behalf). A waiter of one lock has a node and
--- expires = owned(): its lease is its node's row. A waiter of several
--- locks keeps a lease of its own (expires, wttl), renewed by its store.
+-- expires = node_lease_sentinel(): its lease is its node's row. A waiter
+-- of several locks keeps a lease of its own (expires, wttl), renewed by
+-- its store.
 CREATE {{unlogged}} TABLE {{schema}}.waiters (
     ticket  bigint      PRIMARY KEY,
     op      bigint      NOT NULL,
@@ -139,6 +155,7 @@ CREATE {{unlogged}} TABLE {{schema}}.queue (
     lock   text    NOT NULL,
     ticket bigint  NOT NULL,
     own    boolean NOT NULL DEFAULT false,
+    weight integer NOT NULL DEFAULT 1,   -- the slots asked, -1: every slot
     PRIMARY KEY (lock, ticket)
 );
 CREATE INDEX queue_ticket ON {{schema}}.queue (ticket);
@@ -162,14 +179,15 @@ CREATE {{unlogged}} TABLE {{schema}}.nodes (
 -- scalar mode, and the slots of a fast row in slot mode. Readers that take
 -- no row lock (a refused try) read this.
 CREATE VIEW {{schema}}.holding AS
-SELECT h.lock, h.ref, h.kind, h.token, h.slot, h.count, h.acquired, h.renewed, h.expires, h.ttl, h.hold, h.op
+SELECT h.lock, h.ref, h.kind, h.token, h.slot, h.count, h.acquired, h.renewed, h.expires, h.ttl, h.hold, h.op, h.weight
   FROM {{schema}}.holders h
 UNION ALL
-SELECT l.name, l.ref, l.kind, l.token, 1, 1, l.acquired, l.renewed, l.expires, l.ttl, l.hold, l.op
+SELECT l.name, l.ref, l.kind, l.token, 1, 1, l.acquired, l.renewed, l.expires, l.ttl, l.hold, l.op,
+       CASE WHEN l.wacqs = l.acqs THEN l.weight ELSE 1 END
   FROM {{schema}}.locks l
  WHERE l.fast AND l.ref IS NOT NULL AND l.xref IS NULL
 UNION ALL
-SELECT l.name, s.ref, s.kind, s.token, s.slot::integer, 1, s.acquired, s.renewed, s.expires, s.ttl, s.hold, s.op
+SELECT l.name, s.ref, s.kind, s.token, s.slot::integer, 1, s.acquired, s.renewed, s.expires, s.ttl, s.hold, s.op, 1
   FROM {{schema}}.locks l
  CROSS JOIN LATERAL unnest(l.xref, l.xkind, l.xtoken, l.xacquired, l.xrenewed, l.xexpires, l.xttl, l.xhold, l.xop)
        WITH ORDINALITY s(ref, kind, token, acquired, renewed, expires, ttl, hold, op, slot)

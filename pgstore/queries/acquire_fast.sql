@@ -1,7 +1,7 @@
 /* sleeplock acquire_fast */
 -- Grants one lock whose row is fast and free: one UPDATE of the row (a HOT
 -- update), which draws the token once the row is ours. No row: not
--- granted, nothing changed; the store then sends acquire_one_v2(). The grant
+-- granted, nothing changed; the store then sends acquire_one(). The grant
 -- is dated at the statement's start, one value for acquired, renewed and
 -- expires. With an event, the store sends it with the slots of the lock's
 -- definition and the Seq added to its RETURNING list (withEvents).

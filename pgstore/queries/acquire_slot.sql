@@ -3,7 +3,7 @@
 -- mode: one UPDATE of the row's arrays at the first free slot, which draws
 -- the token once the row is ours. No row: nothing changed (the row is in
 -- scalar mode or slow, every slot is taken, or the caller holds one); the
--- store then sends acquire_one_v2(). A racing grant of the same slot makes
+-- store then sends acquire_one(). A racing grant of the same slot makes
 -- PostgreSQL evaluate the statement again on the row's latest version
 -- (READ COMMITTED): it takes the next free slot, or none. Without an event.
 -- $1 … $8 as acquire_fast.sql. Returns the token, acquired and expires (µs).

@@ -3,11 +3,11 @@
 -- row is fast and holds nothing: one UPDATE of the row (a HOT update),
 -- which makes it scalar mode (the slot arrays, all free, NULL) with the
 -- caller as its holder of weight k (locks.weight, and wacqs = acqs: see
--- migrations/002_weights.sql). k is need($10, the slots of the name's
+-- migrations/001_init.sql). k is need($10, the slots of the name's
 -- definition), which must not be more than those slots. The token is
 -- drawn once the row is ours, as acquire_fast.sql draws it. No row: not
 -- granted, nothing changed (the row is held, slow, or missing, or k is
--- too heavy); the store then sends acquire_one_v2(). Its release is
+-- too heavy); the store then sends acquire_one(). Its release is
 -- release_fast.sql. With an event, the store sends it with the slots and
 -- the Seq added to its RETURNING list (withEvents).
 -- $1 … $8 as acquire_fast.sql, $9 the name's patterns, $10 the weight.

@@ -1,7 +1,7 @@
 /* sleeplock release_fast */
 -- Releases one lock whose holder is in its fast row: one UPDATE of the row,
 -- which leaves it free. No row: nothing changed; the store then sends
--- release_one_v2(). Without an event the slots and Seq are 0; with one, the
+-- release_one(). Without an event the slots and Seq are 0; with one, the
 -- store sends it with them in their place (withEvents).
 -- $1 name, $2 token (0: any), $3 ref. Returns the holder's kind and token,
 -- the release's time and the hold's length (µs), the slots and the Seq.

@@ -1,7 +1,7 @@
 /* sleeplock release_slot */
 -- Releases a slot of a lock whose row is fast, in slot mode: one UPDATE of
 -- the row, which frees the caller's slot. No row: nothing changed; the
--- store then sends release_one_v2(). The slot is found on the statement's
+-- store then sends release_one(). The slot is found on the statement's
 -- snapshot and checked again on the row it updates: slots do not move
 -- while the row is fast (a spill clears fast). Without an event.
 -- $1 … $3 as release_fast.sql; returns the same columns.

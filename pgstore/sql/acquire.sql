@@ -4,9 +4,9 @@
 -- as regclass literals, {{channel}} the NOTIFY channel. A signature is a
 -- contract (docs/schema.md): change one by adding a new name.
 --
--- acquire_one_v2() is the path of one lock; acquire() the general one (several
+-- acquire_one() is the path of one lock; acquire() the general one (several
 -- locks, re-entry, takeover, StaleAfter, a waiter's grant), which
--- check_one_v2() runs for a waiter.
+-- check_one() runs for a waiter.
 
 -- acquire_one: a request for one lock without StaleAfter, in every case
 -- (the store sends it when the bare UPDATE of acquire_fast.sql granted
@@ -32,13 +32,13 @@
 -- locks.weight and wacqs), else in a holder row (step 5 spills a fast row
 -- first); step 1, which grants a slot of the row's arrays, is for holds
 -- of one slot. k larger than
--- the lock's slots is refused at once ('heavy'), unless the ref holds the
+-- the lock's slots is refused at once ('too_heavy'), unless the ref holds the
 -- lock (re-entry, at the weight it holds). Free slots are the slots less
 -- the weights of the holders; the queue's count of waiters stands for the
 -- slots they ask where it only decides to queue (each asks one at least).
 -- The rows are acquire()'s, with the event's Seq and r_fast: whether the
 -- lock's row is fast after a grant (the store's hint).
-CREATE OR REPLACE FUNCTION {{schema}}.acquire_one_v2(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
     p_node bigint, p_weight integer)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
@@ -67,7 +67,7 @@ DECLARE
     r        record;
 BEGIN
     IF v_need > v_slots AND NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref = p_ref) THEN
-        RETURN QUERY SELECT 'heavy'::text, 1, p_name, v_slots, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint, 0::bigint,
+        RETURN QUERY SELECT 'too_heavy'::text, 1, p_name, v_slots, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint, 0::bigint,
             0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
         RETURN;
     END IF;
@@ -142,8 +142,8 @@ BEGIN
         v_found := FOUND;
         v_slow := v_found AND NOT q.fast;
     END IF;
-    -- Checked after the row is ours: the tombstone of an undo_v2() that had
-    -- the row before us (undo_v2() takes it) is seen now.
+    -- Checked after the row is ours: the tombstone of an undo() that had
+    -- the row before us (undo() takes it) is seen now.
     IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
             {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
@@ -312,14 +312,14 @@ BEGIN
                a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
           FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
                                   p_wttl, 0::bigint, false, ARRAY[p_weight]) a;
-    IF p_wait AND {{schema}}.own(p_op, p_node, p_wttl) THEN
+    IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
         -- Queued: its node's, soft state only.
-        PERFORM {{schema}}.soft();
+        PERFORM {{schema}}.set_async_commit();
     END IF;
 END
 $sleeplock$;
 
--- enqueue: queues a caller of one lock (acquire_one_v2() holds the lock's
+-- enqueue: queues a caller of one lock (acquire_one() holds the lock's
 -- row), its lease its node's; p_running and p_waiting are the lock's
 -- counts before, p_weight the slots it asks. Soft state: commits without
 -- waiting for the WAL.
@@ -335,10 +335,10 @@ DECLARE
 BEGIN
     PERFORM {{schema}}.node_up(p_node, p_wttl, p_now);
     INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
-    VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, p_now, {{schema}}.owned(),
+    VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, p_now, {{schema}}.node_lease_sentinel(),
             p_wttl, p_node);
     INSERT INTO {{schema}}.queue (lock, ticket, own, weight) VALUES (p_name, v_ticket, true, p_weight);
-    PERFORM {{schema}}.soft();
+    PERFORM {{schema}}.set_async_commit();
     RETURN QUERY SELECT 'queued'::text, 1, p_name, p_slots, p_running, p_waiting + 1, p_ref, p_kind, 0::bigint,
         {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint, p_weight,
         nextval({{seqs}}), false;
@@ -360,7 +360,7 @@ $sleeplock$;
 -- r_expires the earliest expiry of the leases that block it. Rows (r_ev):
 -- notfound, refused, queued (one per lock), waiting, gone (the waiter row
 -- expired), cancelled, expired (a lease taken over), granted / reentered
--- (one per lock, in the caller's order), heavy (a lock has fewer slots
+-- (one per lock, in the caller's order), too_heavy (a lock has fewer slots
 -- than asked: refused, or a waiter that a resize left too heavy, dequeued).
 -- Weights: p_weights[i] is the slots asked of lock i (1 when NULL; -1:
 -- every slot). Slots in use and free are counted with the holders' weights,
@@ -533,7 +533,7 @@ BEGIN
                     DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
                     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u;
                 END IF;
-                r_ev := 'heavy'; r_idx := i; r_lock := v_name; r_slots := a_slots[i]; r_ticket := p_ticket;
+                r_ev := 'too_heavy'; r_idx := i; r_lock := v_name; r_slots := a_slots[i]; r_ticket := p_ticket;
                 r_weight := coalesce(p_weights[i], 1);
                 RETURN NEXT;
                 RETURN;
@@ -755,7 +755,7 @@ $sleeplock$;
 -- acquire()'s, after reaping (p_whole: re-entry only as a whole, see
 -- acquire()). p_weights: the weight asked of each lock. Rows: acquire()'s,
 -- with the event's Seq.
-CREATE OR REPLACE FUNCTION {{schema}}.check_one_v2(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[])
+CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[])
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint)
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -800,7 +800,7 @@ BEGIN
             IF NOT f.mine AND f.live >= v_slots
                AND EXISTS (SELECT 1 FROM {{schema}}.waiters w
                             WHERE w.ticket = p_ticket AND w.op = p_op AND w.node = p_node
-                              AND w.expires = {{schema}}.owned())
+                              AND w.expires = {{schema}}.node_lease_sentinel())
                AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q
                                 WHERE q.ticket = p_ticket AND q.lock = p_names[1] AND q.weight > v_slots) THEN
                 RETURN QUERY SELECT 'waiting'::text, 1, p_names[1], v_slots, 0, 0, ''::text, ''::text, 0::bigint,
@@ -821,10 +821,10 @@ BEGIN
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
           FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
                                   p_stale, p_whole, p_weights) a;
-    IF {{schema}}.own(p_op, p_node, p_wttl)
+    IF {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.
-        PERFORM {{schema}}.soft();
+        PERFORM {{schema}}.set_async_commit();
     END IF;
 END
 $sleeplock$;

@@ -2,7 +2,7 @@
 -- (defs_key()) exclusively for their transaction, and end by spilling the
 -- rows in slot mode whose arrays no longer have their lock's slots
 -- (respill()). A grant that turns a row to slot mode takes the same lock
--- shared before the row (acquire_one_v2()), so it never sizes the arrays by a
+-- shared before the row (acquire_one()), so it never sizes the arrays by a
 -- definition that is changing.
 
 -- define: creates the lock or family p_name (p_family: a name "x/*").

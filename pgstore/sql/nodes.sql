@@ -1,10 +1,10 @@
 -- Waiter liveness: a store's waiters of one lock live as long as its row in
 -- nodes, renewed by node_beat(); the waiters of a node whose lease ran out
 -- are reaped (reap()) by the statements that meet them, or swept. The
--- queue's counts in the lock's row are kept by the trigger queue_count.
+-- queue's counts in the lock's row are kept by the trigger track_queue_counts.
 
 -- drop_waiter: gives up the place in the queue of acquisition p_op, whose
--- caller abandoned it but whose undo_v2() could not reach the database: its
+-- caller abandoned it but whose undo() could not reach the database: its
 -- store's heartbeat runs this until it can. Only the place goes (and a
 -- tombstone stops a statement of it still running): a slot it may have
 -- been granted is left to its TTL, as the caller was told. Returns the
@@ -38,7 +38,9 @@ $sleeplock$;
 -- leases of p_several, the acquisitions of its waiters of several locks;
 -- p_locks and p_refs are the (lock, ref) of the grants its waiters took
 -- since the last beat, which stop being the node's. Returns the rows
--- written.
+-- written. Waiter leases are soft state: the beat commits asynchronously
+-- (set_async_commit()), so the listener's connection, which runs it
+-- between notifications, never waits for a WAL flush.
 CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_several bigint[], p_locks text[], p_refs text[])
  RETURNS bigint
  LANGUAGE plpgsql
@@ -49,6 +51,7 @@ DECLARE
     v_n   bigint := 0;
     v_k   bigint;
 BEGIN
+    PERFORM {{schema}}.set_async_commit();
     SELECT n.expires INTO v_old FROM {{schema}}.nodes n WHERE n.id = p_node;
     IF v_old IS NULL OR v_old < v_now + (p_wttl * 6 / 10) * interval '1 microsecond' THEN
         INSERT INTO {{schema}}.nodes (id, expires, wttl)
@@ -78,7 +81,7 @@ $sleeplock$;
 -- node_waiters: the acquisitions of node p_node's waiters of one lock,
 -- whose places live as long as the node. Its store gives up those it no
 -- longer waits for: a dequeue lost in a crash or an asynchronous failover
--- (commits made with soft(), or not replicated) brings back a place that
+-- (commits made with set_async_commit(), or not replicated) brings back a place that
 -- nobody takes, which would block its queue for as long as the node lives.
 CREATE OR REPLACE FUNCTION {{schema}}.node_waiters(p_node bigint)
  RETURNS bigint[]
@@ -86,7 +89,7 @@ CREATE OR REPLACE FUNCTION {{schema}}.node_waiters(p_node bigint)
  STABLE
 AS $sleeplock$
     SELECT coalesce(array_agg(w.op), '{}') FROM {{schema}}.waiters w
-     WHERE w.node = p_node AND w.expires = {{schema}}.owned()
+     WHERE w.node = p_node AND w.expires = {{schema}}.node_lease_sentinel()
 $sleeplock$;
 
 -- node_up: makes sure node p_node has a row that is not stale, before a
@@ -121,9 +124,9 @@ BEGIN
 END
 $sleeplock$;
 
--- own: whether acquisition p_op is queued; a waiter of one lock queued by
+-- attach_waiter_to_node: whether acquisition p_op is queued; a waiter of one lock queued by
 -- acquire() becomes its node's. The caller holds the lock's row.
-CREATE OR REPLACE FUNCTION {{schema}}.own(p_op bigint, p_node bigint, p_wttl bigint)
+CREATE OR REPLACE FUNCTION {{schema}}.attach_waiter_to_node(p_op bigint, p_node bigint, p_wttl bigint)
  RETURNS boolean
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -136,7 +139,7 @@ BEGIN
     END IF;
     IF w.node IS NULL AND w.n = 1 AND p_node <> 0 THEN
         PERFORM {{schema}}.node_up(p_node, p_wttl, clock_timestamp());
-        UPDATE {{schema}}.waiters x SET node = p_node, expires = {{schema}}.owned(), wttl = p_wttl
+        UPDATE {{schema}}.waiters x SET node = p_node, expires = {{schema}}.node_lease_sentinel(), wttl = p_wttl
          WHERE x.ticket = w.ticket;
         UPDATE {{schema}}.queue q SET own = true WHERE q.ticket = w.ticket;
     END IF;
@@ -144,8 +147,8 @@ BEGIN
 END
 $sleeplock$;
 
--- owned: the expires of a waiter row whose lease is its node's.
-CREATE OR REPLACE FUNCTION {{schema}}.owned()
+-- node_lease_sentinel: the expires of a waiter row whose lease is its node's.
+CREATE OR REPLACE FUNCTION {{schema}}.node_lease_sentinel()
  RETURNS timestamp with time zone
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
@@ -153,12 +156,12 @@ AS $sleeplock$
     SELECT timestamptz '9999-12-31 00:00:00+00'
 $sleeplock$;
 
--- queue_count: the trigger on queue that keeps locks.queued and
+-- track_queue_counts: the trigger on queue that keeps locks.queued and
 -- locks.unowned, and the invariant of fast (a lock with a queue row is not
 -- fast): every statement that queues has spilled the lock's row already; a
 -- queue row written by anything else spills it here. Every writer of a
 -- lock's queue holds the lock's row, so this update waits for nobody.
-CREATE OR REPLACE FUNCTION {{schema}}.queue_count()
+CREATE OR REPLACE FUNCTION {{schema}}.track_queue_counts()
  RETURNS trigger
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -184,14 +187,14 @@ BEGIN
     RETURN NULL;
 END
 $sleeplock$;
-CREATE OR REPLACE TRIGGER queue_count AFTER INSERT OR DELETE OR UPDATE OF own ON {{schema}}.queue
-    FOR EACH ROW EXECUTE FUNCTION {{schema}}.queue_count();
+CREATE OR REPLACE TRIGGER track_queue_counts AFTER INSERT OR DELETE OR UPDATE OF own ON {{schema}}.queue
+    FOR EACH ROW EXECUTE FUNCTION {{schema}}.track_queue_counts();
 
--- queue_counts: the live and the dead waiters of lock n: from the lock's
+-- waiter_counts: the live and the dead waiters of lock n: from the lock's
 -- row while no node is stale and every waiter in its queue is a node's;
 -- else a count of the queue, each waiter judged by its own lease or its
 -- node's.
-CREATE OR REPLACE FUNCTION {{schema}}.queue_counts(n text, p_now timestamp with time zone, OUT r_live integer, OUT r_dead integer)
+CREATE OR REPLACE FUNCTION {{schema}}.waiter_counts(n text, p_now timestamp with time zone, OUT r_live integer, OUT r_dead integer)
  RETURNS record
  LANGUAGE plpgsql
  STABLE
@@ -215,7 +218,7 @@ BEGIN
     END IF;
     SELECT (count(*) FILTER (WHERE x.live))::int, (count(*) FILTER (WHERE NOT x.live))::int
       INTO r_live, r_dead
-      FROM (SELECT w.expires > p_now AND (w.expires <> {{schema}}.owned() OR d.expires > p_now) AS live
+      FROM (SELECT w.expires > p_now AND (w.expires <> {{schema}}.node_lease_sentinel() OR d.expires > p_now) AS live
               FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
               LEFT JOIN {{schema}}.nodes d ON d.id = w.node
              WHERE q.lock = n) x;
@@ -246,7 +249,7 @@ BEGIN
                   FROM {{schema}}.queue q
                   JOIN {{schema}}.waiters x ON x.ticket = q.ticket
                   LEFT JOIN {{schema}}.nodes n ON n.id = x.node
-                 WHERE q.lock = p_name AND x.node IS NOT NULL AND x.expires = {{schema}}.owned()
+                 WHERE q.lock = p_name AND x.node IS NOT NULL AND x.expires = {{schema}}.node_lease_sentinel()
                    AND (n.id IS NULL OR n.expires <= p_now)) v
          WHERE w.ticket = v.ticket
         RETURNING w.ticket)
@@ -284,11 +287,11 @@ BEGIN
 END
 $sleeplock$;
 
--- soft: makes the calling transaction commit without waiting for its WAL
+-- set_async_commit: makes the calling transaction commit without waiting for its WAL
 -- to be flushed: for statements that change only soft state (a place in
 -- the queue, a waiter's lease), whose loss in a crash costs the waiter its
 -- place and nothing else.
-CREATE OR REPLACE FUNCTION {{schema}}.soft()
+CREATE OR REPLACE FUNCTION {{schema}}.set_async_commit()
  RETURNS void
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -315,7 +318,7 @@ BEGIN
         (SELECT DISTINCT q.lock FROM {{schema}}.waiters w
            JOIN {{schema}}.queue q ON q.ticket = w.ticket
            LEFT JOIN {{schema}}.nodes n ON n.id = w.node
-          WHERE w.node IS NOT NULL AND w.expires = {{schema}}.owned() AND (n.id IS NULL OR n.expires <= v_now)
+          WHERE w.node IS NOT NULL AND w.expires = {{schema}}.node_lease_sentinel() AND (n.id IS NULL OR n.expires <= v_now)
           LIMIT p_limit)
         UNION
         (SELECT DISTINCT h.lock FROM {{schema}}.holders h
@@ -335,7 +338,7 @@ BEGIN
      WHERE n.id IN (SELECT x.id FROM {{schema}}.nodes x
                      WHERE x.expires <= v_now
                        AND NOT EXISTS (SELECT 1 FROM {{schema}}.waiters w
-                                        WHERE w.node = x.id AND w.expires = {{schema}}.owned())
+                                        WHERE w.node = x.id AND w.expires = {{schema}}.node_lease_sentinel())
                        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h
                                         WHERE h.node = x.id AND (h.expires IS NULL OR h.expires > x.expires))
                      LIMIT p_limit)
@@ -354,6 +357,6 @@ CREATE OR REPLACE FUNCTION {{schema}}.waiter_live(p_expires timestamp with time 
  STABLE
 AS $sleeplock$
     SELECT p_expires > p_now
-       AND (p_expires <> {{schema}}.owned()
+       AND (p_expires <> {{schema}}.node_lease_sentinel()
             OR EXISTS (SELECT 1 FROM {{schema}}.nodes n WHERE n.id = p_node AND n.expires > p_now))
 $sleeplock$;

@@ -1,6 +1,6 @@
--- Release and handover: release_one_v2() is the path of one lock, release_v2()
+-- Release and handover: release_one() is the path of one lock, release()
 -- the general one (several locks, ReleaseStale, counted holds); both hand
--- freed slots to the head waiters (hand_over()). undo_v2() abandons an
+-- freed slots to the head waiters (hand_over()). undo() abandons an
 -- acquisition.
 
 -- release_one: the release of one lock in every case, which hands the
@@ -17,11 +17,11 @@
 --   3. The lock's only hold, nobody queued: deleted, the row fast again.
 --   4. Other holders or waiters: the hold deleted; the stale nodes'
 --      waiters reaped, the dead dropped, the heads granted.
---   5. Everything else (a counted hold, not held, no definition): release_v2().
+--   5. Everything else (a counted hold, not held, no definition): release().
 -- p_events: the event's slots are wanted; p_pats: the name's patterns.
 -- r_running counts slots (the holders' weights); r_weight is the released
 -- hold's.
-CREATE OR REPLACE FUNCTION {{schema}}.release_one_v2(p_name text, p_token bigint, p_ref text, p_events boolean,
+CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
     p_pats text[], p_node bigint)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
     r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer, r_seq bigint)
@@ -66,7 +66,7 @@ BEGIN
         END IF;
     END IF;
     -- 2. The handover to nodes' waiters: the queue's count is its live
-    -- waiters (queue_counts()), and none is to be reaped or dropped.
+    -- waiters (waiter_counts()), and none is to be reaped or dropped.
     IF v_found AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
         v_now := clock_timestamp();
         IF NOT {{schema}}.nodes_stale(v_now) THEN
@@ -122,8 +122,8 @@ BEGIN
                 PERFORM {{schema}}.reap(p_name, v_now, true);
             END IF;
             SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-            -- The live and the dead waiters (see queue_counts()).
-            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.queue_counts(p_name, v_now) c;
+            -- The live and the dead waiters (see waiter_counts()).
+            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.waiter_counts(p_name, v_now) c;
             IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
                 IF v_run = 0 THEN
                     UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
@@ -134,7 +134,7 @@ BEGIN
                 RETURN;
             END IF;
             -- Waiters: hand the slot over (their dead go first, a bounded
-            -- number, as release_v2() does).
+            -- number, as release() does).
             IF v_dead > 0 THEN
                 PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
             END IF;
@@ -150,10 +150,10 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- 5. release_v2().
+    -- 5. release().
     RETURN QUERY
         SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.release_v2(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
+          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
 END
 $sleeplock$;
 
@@ -235,7 +235,7 @@ BEGIN
         -- The head: the one before it was granted and left the queue.
         SELECT x.ticket, x.op, x.ref, x.kind, x.locks, x.ttl, x.hold, x.since, x.node,
                {{schema}}.need(q.weight, p_slots) AS need,
-               CASE WHEN x.expires = {{schema}}.owned()
+               CASE WHEN x.expires = {{schema}}.node_lease_sentinel()
                     THEN coalesce(n.expires > p_now + (n.wttl * 3 / 10) * interval '1 microsecond', false)
                     ELSE {{schema}}.micros(x.expires) - {{schema}}.micros(p_now)
                            > coalesce(x.wttl, {{schema}}.micros(x.expires) - {{schema}}.micros(x.since)) * 3 / 10
@@ -307,7 +307,7 @@ $sleeplock$;
 -- notfound, or released / decremented / notheld, one per lock in the
 -- caller's order; none when a stale release found the first lock not
 -- stale.
-CREATE OR REPLACE FUNCTION {{schema}}.release_v2(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
+CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -399,7 +399,7 @@ $sleeplock$;
 -- undo: gives up acquisition p_op after taking and spilling the rows: its
 -- place in the queue goes, a grant it got is released, and a tombstone
 -- (cancelled) stops a statement of it still running.
-CREATE OR REPLACE FUNCTION {{schema}}.undo_v2(p_names text[], p_ref text, p_op bigint)
+CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer)
  LANGUAGE plpgsql
 AS $sleeplock$

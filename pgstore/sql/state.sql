@@ -155,13 +155,13 @@ BEGIN
 END
 $sleeplock$;
 
--- waiting_of: the live waiters of lock n (see queue_counts()).
+-- waiting_of: the live waiters of lock n (see waiter_counts()).
 CREATE OR REPLACE FUNCTION {{schema}}.waiting_of(n text, p_now timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
  STABLE
 AS $sleeplock$
 BEGIN
-    RETURN ({{schema}}.queue_counts(n, p_now)).r_live;
+    RETURN ({{schema}}.waiter_counts(n, p_now)).r_live;
 END
 $sleeplock$;

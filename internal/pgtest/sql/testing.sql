@@ -1,5 +1,8 @@
--- For tests only (of the store, or of code that uses it), which must make
--- a TTL pass without waiting. No operation of the store calls these.
+-- For tests only (of pgstore, or of code that uses it), which must make a
+-- TTL pass without waiting. No operation of the store calls these, and
+-- Migrate never installs them: advance() expires every lease, so it has no
+-- place in a production schema. Tests execute this file themselves
+-- (pgtest.TestFunctions), after Migrate, which would drop them.
 
 -- advance: dates every lease and waiter of the schema back by p_us
 -- microseconds, as if that much time had passed on the database's clock.
