@@ -30,9 +30,10 @@ import (
 // the word is the whole record of a grant of one slot. A grant of k > 1
 // slots (a weighted plain lease) adds k-1 to extra, and its release, which
 // knows k (its lease's Lock is the view of that weight), takes it back;
-// the grant writes k, by its token, to the lock's heavy table right after
-// its compare-and-swap, for freeze to find (see heavyTable). Weighted
-// grants that would take extra past fastMaxExtra go the mutex path: extra
+// the grant writes k, by its token, to the lock's token-weight table
+// right after its compare-and-swap, for freeze to find (see
+// tokenWeights). Weighted grants that would take extra past fastMaxExtra
+// go the mutex path: extra
 // is kept small so that the window stays long (a holder older than it
 // freezes the lock, more often the shorter it is).
 //
@@ -112,8 +113,8 @@ func (lk *lock) tryFastWeighted(weight int) (int, int64, bool) {
 		return 0, 0, false
 	}
 	// The word was made (thaw) after lk.st was set for good: a defined
-	// lock's stats never change, and its heavy table is reached lock-free.
-	tab := lk.st.heavyTable()
+	// lock's stats never change, and its token-weight table is reached lock-free.
+	tab := lk.st.tokenWeights()
 	for {
 		if w&fastFrozen != 0 {
 			return 0, 0, false
@@ -191,7 +192,7 @@ func (lk *lock) releaseFast1(t int64) bool {
 	}
 }
 
-// heavyTable is where a defined lock's fast grants of more than one slot
+// tokenWeights is where a defined lock's fast grants of more than one slot
 // say their weight, for freeze: entry T%fastWindow holds T<<fastSlotBits
 // | k while the grant of token T, of k slots, is on the fast word (an
 // entry whose token is not T is another grant's, of a token out of the
@@ -202,27 +203,27 @@ func (lk *lock) releaseFast1(t int64) bool {
 // fastMaxSlots (see view), found without the mutex. Made on the first
 // weighted grant of the lock, kept with its stats (not in the lock
 // record, which most locks keep small).
-type heavyTable struct {
+type tokenWeights struct {
 	entries [fastWindow]atomic.Uint64
-	views   [fastMaxSlots - 1]atomic.Pointer[heavyLock]
+	views   [fastMaxSlots - 1]atomic.Pointer[weightedLock]
 }
 
-// heavyTable returns st's heavy table, made on first use.
-func (st *lockStats) heavyTable() *heavyTable {
-	if tab := st.heavy.Load(); tab != nil {
+// tokenWeights returns st's token-weight table, made on first use.
+func (st *lockStats) tokenWeights() *tokenWeights {
+	if tab := st.byToken.Load(); tab != nil {
 		return tab
 	}
-	st.heavy.CompareAndSwap(nil, new(heavyTable))
-	return st.heavy.Load()
+	st.byToken.CompareAndSwap(nil, new(tokenWeights))
+	return st.byToken.Load()
 }
 
-func (tab *heavyTable) set(t int64, k int) {
+func (tab *tokenWeights) set(t int64, k int) {
 	tab.entries[t%fastWindow].Store(uint64(t)<<fastSlotBits | uint64(k))
 }
 
 // weight returns the weight its entry gives the fast grant of token t, or
 // 1 (no entry: a grant of one slot, or one that has not written it yet).
-func (tab *heavyTable) weight(t int64) int {
+func (tab *tokenWeights) weight(t int64) int {
 	if e := tab.entries[t%fastWindow].Load(); e>>fastSlotBits == uint64(t) {
 		return int(e & fastMaxSlots)
 	}
@@ -231,12 +232,12 @@ func (tab *heavyTable) weight(t int64) int {
 
 // view returns lk's view for need slots (2 to fastMaxSlots), made on
 // first use.
-func (tab *heavyTable) view(lk *lock, need int) *heavyLock {
+func (tab *tokenWeights) view(lk *lock, need int) *weightedLock {
 	p := &tab.views[need-2]
 	if v := p.Load(); v != nil {
 		return v
 	}
-	p.CompareAndSwap(nil, &heavyLock{lk, need})
+	p.CompareAndSwap(nil, &weightedLock{lk, need})
 	return p.Load()
 }
 
@@ -329,9 +330,9 @@ func (lk *lock) freeze() {
 			lk.token = t
 			win := w >> fastWinShift & fastWinMask
 			extra := int(w >> fastExtraShift & fastMaxExtra)
-			var tab *heavyTable
+			var tab *tokenWeights
 			if extra > 0 {
-				tab = lk.st.heavyTable()
+				tab = lk.st.tokenWeights()
 			}
 			var light [fastWindow]*holder // the records of weight 1 so far
 			n := 0

@@ -54,9 +54,9 @@ func TestWeightedGrantOnTheFastWord(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk := s.load("h")
-	heavy, tok, err := (*plainStore)(s).AcquireWeighted(ctx, "h", 3, false)
-	if err != nil || heavy.Weight() != 3 {
-		t.Fatalf("weight 3: %v, weight %d", err, heavy.Weight())
+	weighted, tok, err := (*plainStore)(s).AcquireWeighted(ctx, "h", 3, false)
+	if err != nil || weighted.Weight() != 3 {
+		t.Fatalf("weight 3: %v, weight %d", err, weighted.Weight())
 	}
 	if w := lk.fast.Load(); w&fastFrozen != 0 || w>>fastExtraShift&fastMaxExtra != 2 {
 		t.Fatalf("word %#x: want unfrozen, with 2 extra slots", w)
@@ -84,7 +84,7 @@ func TestWeightedGrantOnTheFastWord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := heavy.Release(tok); err != nil {
+	if err := weighted.Release(tok); err != nil {
 		t.Fatal(err)
 	}
 	if st, _ := s.State(ctx, "h", false); st.Running != 0 {
@@ -107,7 +107,7 @@ func TestFreezeWaitsForAWeightedGrantsEntry(t *testing.T) {
 	if !ok {
 		t.Fatal("no fast grant on an idle lock")
 	}
-	tab := lk.st.heavyTable()
+	tab := lk.st.tokenWeights()
 	w := lk.fast.Load()
 	tok := int64(w>>fastTokShift) + 1
 	win := w >> fastWinShift & fastWinMask
@@ -133,7 +133,7 @@ func TestFreezeWaitsForAWeightedGrantsEntry(t *testing.T) {
 	if st.Running != 4 || len(st.Holders) != 2 || st.Holders[0].Token != t1 || st.Holders[0].Weight != 1 || st.Holders[1].Weight != 3 {
 		t.Fatalf("state: %+v, want token %d of weight 1 and %d of weight 3", st, t1, tok)
 	}
-	if err := (&heavyLock{lk, 3}).Release(tok); err != nil {
+	if err := (&weightedLock{lk, 3}).Release(tok); err != nil {
 		t.Fatal(err)
 	}
 	if err := lk.Release(t1); err != nil {

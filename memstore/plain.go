@@ -28,7 +28,7 @@ type plainStore Store
 var (
 	_ plain.Store = (*plainStore)(nil)
 	_ plain.Lock  = (*lock)(nil)
-	_ plain.Lock  = (*heavyLock)(nil)
+	_ plain.Lock  = (*weightedLock)(nil)
 )
 
 // Name implements plain.Lock.
@@ -43,19 +43,19 @@ func (lk *lock) Ref(t int64) store.Ref { return lk.plainRef(t) }
 // Weight implements plain.Lock: a plain lease through lk takes one slot.
 func (lk *lock) Weight() int { return 1 }
 
-// heavyLock is lk as the plain leases of weight w see it (their Lock):
+// weightedLock is lk as the plain leases of weight w see it (their Lock):
 // the lease of a weighted grant is a Lock and a token, as a plain lease
 // is, with its weight in the view. Everything else is lk's.
-type heavyLock struct {
+type weightedLock struct {
 	*lock
 	w int
 }
 
 // Weight implements plain.Lock.
-func (v *heavyLock) Weight() int { return v.w }
+func (v *weightedLock) Weight() int { return v.w }
 
 // Release implements plain.Lock: the grant of token is of v.w slots.
-func (v *heavyLock) Release(token int64) error {
+func (v *weightedLock) Release(token int64) error {
 	if v.releaseFast(token, v.w) {
 		return nil
 	}
@@ -67,25 +67,25 @@ func (v *heavyLock) Release(token int64) error {
 const keptViews = 64
 
 // view returns lk as a plain lease of need slots sees it: lk itself for
-// one slot, else a view of lk kept with its heavy table (a defined lock
+// one slot, else a view of lk kept with its token-weight table (a defined lock
 // that may grant the weight on its fast word) or its queue. lk.mu is held.
 func (lk *lock) view(need int) plain.Lock {
 	if need == 1 {
 		return lk
 	}
 	if lk.defined && need <= fastMaxSlots {
-		return lk.st.heavyTable().view(lk, need)
+		return lk.st.tokenWeights().view(lk, need)
 	}
 	if need > keptViews {
-		return &heavyLock{lk, need}
+		return &weightedLock{lk, need}
 	}
 	q := lk.waitQueue()
 	if len(q.views) < need-1 {
-		q.views = append(q.views, make([]*heavyLock, need-1-len(q.views))...)
+		q.views = append(q.views, make([]*weightedLock, need-1-len(q.views))...)
 	}
 	v := q.views[need-2]
 	if v == nil {
-		v = &heavyLock{lk, need}
+		v = &weightedLock{lk, need}
 		q.views[need-2] = v
 	}
 	return v
@@ -163,7 +163,7 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 				return s.undoFast(lk, t)
 			}
 			if !s.closed.Load() {
-				return lk.st.heavyTable().view(lk, need), t, nil
+				return lk.st.tokenWeights().view(lk, need), t, nil
 			}
 			lk.releaseFast(t, need)
 			return nil, 0, store.ErrClosed

@@ -200,7 +200,7 @@ type waitQueue struct {
 	// views are the lock's views for the plain leases of 2, 3, …
 	// slots (see view): kept here, with the queue weighted grants often
 	// have, so that the lock record does not grow.
-	views []*heavyLock
+	views []*weightedLock
 	// refs are the refs of plain waiters (a waiter's ref names it in
 	// State's queue): drawn under the lock's mutex, with no write to
 	// memory that other locks share.

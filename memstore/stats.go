@@ -41,7 +41,7 @@ type lockStats struct {
 	refused, expired, lost uint64
 	waits, holds           store.Histogram
 
-	heavy atomic.Pointer[heavyTable] // a defined lock's, once it grants a weight (see heavyTable)
+	byToken atomic.Pointer[tokenWeights] // a defined lock's, once it grants a weight (see tokenWeights)
 }
 
 // store returns the store lk is in (nil for a record made by hand).
