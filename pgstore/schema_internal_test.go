@@ -176,3 +176,24 @@ func camel(name string) string {
 	}
 	return strings.Join(parts, "")
 }
+
+// TestFunctionsAreShort: no function of sql/ is longer than 150 lines,
+// from its CREATE to the end of its body, so that each can be reviewed.
+func TestFunctionsAreShort(t *testing.T) {
+	const most = 150
+	for _, f := range functionFiles {
+		lines := strings.Split(f.sql, "\n")
+		for i := 0; i < len(lines); i++ {
+			m := createFunction.FindStringSubmatch(lines[i])
+			if m == nil {
+				continue
+			}
+			start := i
+			for i++; i < len(lines) && !strings.HasPrefix(strings.TrimSpace(lines[i]), bodyTag+";"); i++ {
+			}
+			if n := i - start + 1; n > most {
+				t.Errorf("%s: %s() is %d lines, more than %d: split it by concern", f.name, m[1], n, most)
+			}
+		}
+	}
+}

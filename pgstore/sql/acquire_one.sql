@@ -1,0 +1,421 @@
+-- Acquisition of one lock: acquire_one() and the steps it takes, each a
+-- function of its own. Functions of sql/ are applied at every Migrate with
+-- CREATE OR REPLACE; each is defined once, in one of these files.
+-- {{schema}} is the quoted schema, {{tokens}}, {{tickets}} and {{seqs}}
+-- the sequences as regclass literals. A signature is a contract
+-- (docs/schema.md): change one by adding a new name.
+--
+-- Every function here returns acquire_one()'s rows: acquire()'s, with the
+-- event's Seq and r_fast, whether the lock's row is fast after a grant
+-- (the store's hint); no row means "not settled here, go on".
+
+-- acquire_one: a request for one lock without StaleAfter, in every case
+-- (the store sends it when the bare UPDATE of acquire_fast.sql granted
+-- nothing, or first for a lock it last saw slow). Cheapest case first:
+--   1. A lock of several slots whose row is fast (or new): a free slot of
+--      the row's arrays, under the row (grant_slot_in_row()).
+--   2. A caller that will wait behind a slow lock whose waiters are all
+--      their nodes' (unowned = 0), no node stale: queued under the row on
+--      a few reads (enqueue_if_blocked()).
+--   3. A lock with no row: its row is made fast, holding the caller; a
+--      fast free row is granted as acquire_fast.sql grants it, and a
+--      weighted request a fast row with no holder (scalar mode, or slot
+--      mode with every slot free) as acquire_weighted.sql does
+--      (grant_in_row()).
+--   4. A try of a lock full of unexpired holders, nobody queued: refused
+--      on a plain read of holding (no write, no row lock); or
+--   5. another slot number of a held lock, under the row, spilled to
+--      holder rows (refuse_or_take_free_slot()); or queueing, under the
+--      row (enqueue_if_blocked()).
+--   6. Everything else (re-entry, takeover, a grant to a waiter, dead
+--      waiters): acquire(), after reaping.
+-- A weight (p_weight k > 1, or -1: every slot) takes k slots as one hold:
+-- in the lock's row in scalar mode when the row has no holder (step 3,
+-- locks.weight and wacqs), else in a holder row (step 5 spills a fast row
+-- first); step 1, which grants a slot of the row's arrays, is for holds
+-- of one slot. k larger than the lock's slots is refused at once
+-- ('too_heavy'), unless the ref holds the lock (re-entry, at the weight it
+-- holds). Free slots are the slots less the weights of the holders; the
+-- queue's count of waiters stands for the slots they ask where it only
+-- decides to queue (each asks one at least).
+CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
+    p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
+    p_node bigint, p_weight integer)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_slots  integer := {{schema}}.slots_in(p_pats);
+    v_need   integer := {{schema}}.need(p_weight, v_slots);
+    v_found  boolean := false;
+    v_slow   boolean := false; -- the row is ours (step 2) and not fast
+    v_new    boolean := false;
+    v_free   boolean;
+    v_empty  boolean;
+    q        record;
+BEGIN
+    IF v_need > v_slots AND NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref = p_ref) THEN
+        RETURN QUERY SELECT 'too_heavy'::text, 1, p_name, v_slots, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint, 0::bigint,
+            0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+        RETURN;
+    END IF;
+    -- 1. A slot in the row's arrays.
+    IF v_slots > 1 AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+        RETURN QUERY SELECT * FROM {{schema}}.grant_slot_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_pats,
+                                                                p_lease, p_back);
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
+
+    -- 2. Queueing behind a slow lock on a few reads. A caller that will
+    -- wait takes the lock's row first: it queues under it, or the steps
+    -- below decide under it (a slow row taken here needs no spill()).
+    IF p_wait THEN
+        SELECT x.fast, x.queued, x.unowned INTO q FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+        v_found := FOUND;
+        v_slow := v_found AND NOT q.fast;
+    END IF;
+    -- Checked after the row is ours: the tombstone of an undo() that had
+    -- the row before us (undo() takes it) is seen now.
+    IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+        RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
+            {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
+            p_weight, 0::bigint, false;
+        RETURN;
+    END IF;
+    IF v_found THEN
+        IF NOT q.fast AND q.queued > 0 AND q.unowned = 0 AND v_slots IS NOT NULL
+           AND NOT {{schema}}.nodes_stale(clock_timestamp()) THEN
+            RETURN QUERY SELECT * FROM {{schema}}.enqueue_if_blocked(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted,
+                p_op, p_wttl, p_node, v_slots, p_weight, q.queued, clock_timestamp());
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+
+    IF v_slots IS NOT NULL THEN
+        -- 3. A new row, or a fast free one. A read first: an insert that
+        -- meets the row would wait for a transaction changing it.
+        SELECT x.fast AND x.ref IS NULL,
+               x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
+                           OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
+          INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
+        IF NOT FOUND THEN
+            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+            v_new := FOUND;
+        END IF;
+        RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
+            v_slots, v_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
+        IF FOUND THEN
+            RETURN;
+        END IF;
+        IF (NOT v_new OR v_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            -- 4. and 5.
+            RETURN QUERY SELECT * FROM {{schema}}.refuse_or_take_free_slot(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait,
+                p_op, p_lease, p_back, v_slots, v_need, p_weight, v_slow);
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+    IF p_wait AND v_slots IS NOT NULL THEN
+        -- The lock is held or queued: queue the caller under the row, by
+        -- acquire()'s rule.
+        IF (v_slow OR {{schema}}.spill(p_name))
+           AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+            RETURN QUERY SELECT * FROM {{schema}}.enqueue_if_blocked(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted,
+                p_op, p_wttl, p_node, v_slots, p_weight, {{schema}}.waiting_of(p_name, clock_timestamp()),
+                clock_timestamp());
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END IF;
+    END IF;
+
+    -- 6. acquire(), which reads holding and spills the row it takes, after
+    -- reaping the queue of stale nodes' waiters.
+    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
+    RETURN QUERY
+        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
+               a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
+          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
+                                  p_wttl, 0::bigint, false, ARRAY[p_weight]) a;
+    IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
+        -- Queued: its node's, soft state only.
+        PERFORM {{schema}}.set_async_commit();
+    END IF;
+END
+$sleeplock$;
+
+-- grant_slot_in_row: step 1 of acquire_one(), a request of one slot of a
+-- lock of several slots: a free slot of its fast row's arrays, under the
+-- row (a new row is made fast; a free row in scalar mode is turned to slot
+-- mode first). A read first: a try of a full lock takes no row lock.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_slot_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_op bigint, p_pats text[], p_lease bigint, p_back bigint)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_slots integer := {{schema}}.slots_in(p_pats);
+    v_now   timestamptz;
+    v_exp   timestamptz;
+    v_tok   bigint;
+    v_k     integer;
+    v_run   integer;
+    v_turn  boolean;
+    l       record;
+BEGIN
+    SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name;
+    IF NOT FOUND THEN
+        INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+        IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+            -- A new row: nothing holds or queues; it is ours.
+            UPDATE {{schema}}.locks x SET fast = true, freed = clock_timestamp() WHERE x.name = p_name
+            RETURNING x.fast, x.ref, x.xref INTO l;
+        END IF;
+    END IF;
+    -- A free row in scalar mode turns to slot mode with the lock's slots
+    -- as a change of definition in flight leaves them (see defs_key();
+    -- taken before the row, as resize() and define() take rows after it).
+    v_turn := coalesce(l.fast AND l.xref IS NULL AND l.ref IS NULL, false);
+    IF v_turn THEN
+        PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
+        v_slots := {{schema}}.slots_in(p_pats);
+    END IF;
+    IF (l.fast AND ((l.xref IS NULL AND l.ref IS NULL)
+                    OR (l.xref IS NOT NULL AND array_position(l.xref, NULL) IS NOT NULL
+                        AND array_position(l.xref, p_ref) IS NULL))) IS NOT TRUE THEN
+        RETURN; -- full, slow, or the ref holds a slot
+    END IF;
+    -- Take the row, then decide again on what it holds now.
+    SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+    IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+        RETURN;
+    END IF;
+    v_now := clock_timestamp();
+    v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+    IF v_turn AND l.fast AND l.xref IS NULL AND l.ref IS NULL AND v_slots > 1 THEN
+        -- Free, in scalar mode: to slot mode.
+        UPDATE {{schema}}.locks x
+           SET ref = '', xref = array_fill(NULL::text, ARRAY[v_slots]), xkind = array_fill(NULL::text, ARRAY[v_slots]),
+               xtoken = array_fill(NULL::bigint, ARRAY[v_slots]),
+               xacquired = array_fill(NULL::timestamptz, ARRAY[v_slots]),
+               xrenewed = array_fill(NULL::timestamptz, ARRAY[v_slots]),
+               xexpires = array_fill(NULL::timestamptz, ARRAY[v_slots]),
+               xttl = array_fill(NULL::bigint, ARRAY[v_slots]), xhold = array_fill(NULL::bigint, ARRAY[v_slots]),
+               xop = array_fill(NULL::bigint, ARRAY[v_slots])
+         WHERE x.name = p_name;
+        l.xref := array_fill(NULL::text, ARRAY[v_slots]);
+    END IF;
+    v_k := array_position(l.xref, NULL);
+    IF l.fast AND cardinality(l.xref) = v_slots AND v_k IS NOT NULL AND array_position(l.xref, p_ref) IS NULL THEN
+        UPDATE {{schema}}.locks x
+           SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = {{schema}}.next_token(),
+               xacquired[v_k] = v_now, xrenewed[v_k] = v_now - p_back * interval '1 microsecond',
+               xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op,
+               acqs = x.acqs + 1
+         WHERE x.name = p_name
+        RETURNING x.xtoken[v_k], cardinality(array_remove(x.xref, NULL)) INTO v_tok, v_run;
+        RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_run, 0, p_ref, p_kind, v_tok,
+            {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+            1, nextval({{seqs}}), true;
+    END IF;
+END
+$sleeplock$;
+
+-- grant_in_row: step 3 of acquire_one(), the grant of a lock whose whole
+-- state stays in its row: a new row (p_new, made by the caller: nothing
+-- holds or queues) gets the caller as its scalar holder, of any weight
+-- (locks.weight and wacqs); a fast free row (p_free) a holder of weight 1,
+-- as acquire_fast.sql grants it; a fast row with no holder (p_empty, in
+-- scalar or slot mode) a weighted holder in scalar mode, as
+-- acquire_weighted.sql does.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer, p_new boolean,
+    p_free boolean, p_empty boolean)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    v_exp timestamptz := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+    v_tok bigint;
+BEGIN
+    IF p_new THEN
+        IF p_need > p_slots OR EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+            RETURN;
+        END IF;
+        UPDATE {{schema}}.locks x
+           SET fast = true, ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
+               renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+               hold = p_hold, op = p_op, acqs = x.acqs + 1, weight = p_need, wacqs = x.acqs + 1
+         WHERE x.name = p_name
+        RETURNING x.token INTO v_tok;
+        RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, p_need, 0, p_ref, p_kind, v_tok,
+            {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+            p_need, nextval({{seqs}}), p_slots <= 1 OR p_need > 1;
+    ELSIF p_free AND p_need = 1 THEN
+        -- (the store's hint was stale, or a release freed it meanwhile)
+        UPDATE {{schema}}.locks x
+           SET ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
+               renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+               hold = p_hold, op = p_op, acqs = x.acqs + 1
+         WHERE x.name = p_name AND x.fast AND x.ref IS NULL
+        RETURNING x.token INTO v_tok;
+        IF FOUND THEN
+            RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, 1, 0, p_ref, p_kind, v_tok,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                1, nextval({{seqs}}), p_slots <= 1;
+        END IF;
+    ELSIF p_empty AND p_need > 1 AND p_need <= p_slots THEN
+        UPDATE {{schema}}.locks x
+           SET ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
+               renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
+               hold = p_hold, op = p_op, acqs = x.acqs + 1, weight = p_need, wacqs = x.acqs + 1,
+               xref = NULL, xkind = NULL, xtoken = NULL, xacquired = NULL, xrenewed = NULL, xexpires = NULL,
+               xttl = NULL, xhold = NULL, xop = NULL
+         WHERE x.name = p_name AND x.fast
+           AND ((x.xref IS NULL AND x.ref IS NULL)
+                OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
+        RETURNING x.token INTO v_tok;
+        IF FOUND THEN
+            RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, p_need, 0, p_ref, p_kind, v_tok,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+                p_need, nextval({{seqs}}), true;
+        END IF;
+    END IF;
+END
+$sleeplock$;
+
+-- refuse_or_take_free_slot: steps 4 and 5 of acquire_one(), for a lock
+-- with nobody queued. 4: a try (not p_wait) of a lock whose live holders
+-- leave fewer than p_need slots is refused on one read of holding (one
+-- statement, so one snapshot: the counts and the oldest unexpired holder
+-- are of the same moment, wherever the holders are; no write, no row
+-- lock). 5: when a slot number is free (the lock's row free, or another
+-- slot of a multi-slot lock), the row is taken (spilled, unless p_slow:
+-- the caller holds it already, slow) and, decided again on fresh reads of
+-- the holder rows, the caller gets a holder row of p_need slots.
+CREATE OR REPLACE FUNCTION {{schema}}.refuse_or_take_free_slot(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
+    p_weight integer, p_slow boolean)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    v_exp timestamptz;
+    v_tok bigint;
+    r     record;
+    f     record;
+BEGIN
+    SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
+      FROM (SELECT coalesce(sum(h.weight), 0)::int AS n,
+                   coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
+                   coalesce(bool_or(h.ref = p_ref), false) AS mine
+              FROM {{schema}}.holding h WHERE h.lock = p_name) c
+      LEFT JOIN LATERAL (
+            SELECT h.ref, h.kind, h.expires FROM {{schema}}.holding h
+             WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
+             ORDER BY h.token LIMIT 1) o ON true;
+    IF NOT p_wait AND NOT r.mine AND r.live + p_need > p_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
+        RETURN QUERY SELECT 'refused'::text, 1, p_name, p_slots, r.n, 0, r.ref, r.kind, 0::bigint,
+            {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
+            0::bigint, p_weight, 0::bigint, false;
+        RETURN;
+    END IF;
+    IF r.mine OR r.n + p_need > p_slots THEN
+        RETURN;
+    END IF;
+    IF NOT (p_slow OR {{schema}}.spill(p_name)) OR EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(sum(h.weight), 0)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
+           (SELECT s FROM generate_series(1, p_slots) s
+             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
+             ORDER BY s LIMIT 1) AS slot
+      INTO f
+      FROM {{schema}}.holders h WHERE h.lock = p_name;
+    IF f.mine OR f.n + p_need > p_slots OR f.slot IS NULL THEN
+        RETURN;
+    END IF;
+    v_now := clock_timestamp();
+    v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+    INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op,
+                                    weight)
+    VALUES (p_name, p_ref, p_kind, {{schema}}.next_token(), f.slot, 1, v_now, v_now - p_back * interval '1 microsecond',
+            v_exp, p_ttl, p_hold, p_op, p_need)
+    ON CONFLICT DO NOTHING
+    RETURNING token INTO v_tok;
+    IF v_tok IS NOT NULL THEN
+        PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL);
+        RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, f.n + p_need, 0, p_ref, p_kind,
+            v_tok, {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint,
+            p_ttl, p_hold, p_need, nextval({{seqs}}), f.n = 0 AND p_slots <= 1;
+    END IF;
+END
+$sleeplock$;
+
+-- enqueue_if_blocked: queues a caller of one lock (acquire_one() holds the
+-- lock's row, slow) when its live holders and the p_waiting waiters
+-- queued (each asks one slot at least) leave fewer than the slots it asks
+-- (need(p_weight)) and its ref holds no slot of it: enqueue().
+CREATE OR REPLACE FUNCTION {{schema}}.enqueue_if_blocked(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_weight integer,
+    p_waiting integer, p_now timestamptz)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    f record;
+BEGIN
+    SELECT coalesce(sum(h.weight), 0)::int AS n,
+           coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > p_now), 0)::int AS live,
+           coalesce(bool_or(h.ref = p_ref), false) AS mine
+      INTO f
+      FROM {{schema}}.holders h WHERE h.lock = p_name;
+    IF NOT f.mine AND p_waiting + {{schema}}.need(p_weight, p_slots) > p_slots - f.live THEN
+        RETURN QUERY SELECT * FROM {{schema}}.enqueue(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+            p_wttl, p_node, p_slots, f.n, p_waiting, p_now, p_weight);
+    END IF;
+END
+$sleeplock$;
+
+-- enqueue: queues a caller of one lock (acquire_one() holds the lock's
+-- row), its lease its node's; p_running and p_waiting are the lock's
+-- counts before, p_weight the slots it asks. Soft state: commits without
+-- waiting for the WAL.
+CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
+    p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_running integer,
+    p_waiting integer, p_now timestamptz, p_weight integer)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    v_ticket bigint := nextval({{tickets}});
+BEGIN
+    PERFORM {{schema}}.node_up(p_node, p_wttl, p_now);
+    INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
+    VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, p_now, {{schema}}.node_lease_sentinel(),
+            p_wttl, p_node);
+    INSERT INTO {{schema}}.queue (lock, ticket, own, weight) VALUES (p_name, v_ticket, true, p_weight);
+    PERFORM {{schema}}.set_async_commit();
+    RETURN QUERY SELECT 'queued'::text, 1, p_name, p_slots, p_running, p_waiting + 1, p_ref, p_kind, 0::bigint,
+        {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint, p_weight,
+        nextval({{seqs}}), false;
+END
+$sleeplock$;
