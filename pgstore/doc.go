@@ -188,15 +188,19 @@
 //
 // # UNLOGGED tables
 //
-// Migrate with WithUnlogged() creates the lease and queue tables UNLOGGED: a
-// grant or release then writes no WAL and waits for no fsync, several times
-// faster. The price: after a crash of the database server, or a failover to
-// a replica, every lease and waiter is gone (the tables come back empty), so
-// two holders may overlap across the crash. Definitions and the token
-// sequence stay durable (and a promotion raises tokens, see above), so
-// fencing tokens still only grow: with Guard, or a
-// resource that checks tokens, a write by a holder from before the crash is
-// still rejected.
+// Migrate with WithUnlogged() creates the lease and queue tables UNLOGGED
+// (or turns them so): a grant or release then writes no WAL and waits for
+// no fsync, several times faster. The price: after a crash of the database
+// server, or a failover to a replica, every lease and waiter is gone (the
+// tables come back empty), so a lock is free at once and two holders may
+// overlap across the crash. Definitions, counters folded into them, and
+// the token sequence stay logged (and a promotion raises tokens, see
+// above), so fencing tokens never repeat and only grow: with Guard, or a
+// resource that checks tokens, a write by a holder from before the crash
+// is still rejected. Migrate with WithLogged() turns the tables back to
+// logged ones (each rewritten under an exclusive lock); Migrate with
+// neither leaves them as they are, and Store.Unlogged reports which they
+// are (sleeplock migrate and state print it).
 //
 // # Fencing with Guard
 //

@@ -78,3 +78,27 @@ func ExampleMigrateDSN() {
 	locks := sleeplock.New(st)
 	defer locks.Close()
 }
+
+// UNLOGGED tables for speed, and back to durable ones: Migrate with
+// WithUnlogged, then with WithLogged; Unlogged says which they are.
+func ExampleWithLogged() {
+	ctx := context.Background()
+	dsn := "postgres://localhost/app"
+	// Fast, but every lease vanishes if PostgreSQL crashes (tokens never
+	// repeat): sleeplock migrate --unlogged.
+	if err := pgstore.MigrateDSN(ctx, dsn, pgstore.WithUnlogged()); err != nil {
+		log.Fatal(err)
+	}
+	// Durable again: sleeplock migrate --logged.
+	if err := pgstore.MigrateDSN(ctx, dsn, pgstore.WithLogged()); err != nil {
+		log.Fatal(err)
+	}
+	st, err := pgstore.Open(ctx, dsn)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer st.Close()
+	if unlogged, err := st.Unlogged(ctx); err == nil && !unlogged {
+		fmt.Println("leases survive a crash of PostgreSQL")
+	}
+}

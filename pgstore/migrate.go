@@ -112,7 +112,9 @@ var SchemaVersion = len(migrations)
 // contain it.
 const bodyTag = "$sleeplock$"
 
-// unloggedTables are the tables that WithUnlogged makes UNLOGGED.
+// unloggedTables are the tables that WithUnlogged makes UNLOGGED (and
+// WithLogged logged again). The sequences, whose tokens must never repeat,
+// and the definitions are never among them.
 var unloggedTables = []string{"locks", "holders", "waiters", "queue", "cancelled", "nodes"}
 
 // preReleaseTable is the version table of the pre-release schemas (versions
@@ -162,7 +164,8 @@ func render(text, schema string, unlogged bool) string {
 // the schema's functions that this build does not define. It is safe to
 // run from several nodes at once (they take turns on a transaction-scoped
 // advisory lock). With WithUnlogged the lease and queue tables are created
-// UNLOGGED (or made so).
+// UNLOGGED (or made so), with WithLogged they are made logged again; with
+// neither they are left as they are.
 //
 // A schema whose applied migrations differ from this build's is refused
 // with a *ChecksumError, one made by a newer build with a *SchemaError, and
@@ -260,7 +263,7 @@ func migrate(ctx context.Context, c conn, cfg config) error {
 			return err
 		}
 		for _, m := range migrations[len(have):] {
-			if err := tx.exec(ctx, render(m.sql, cfg.schema, cfg.unlogged)); err != nil {
+			if err := tx.exec(ctx, render(m.sql, cfg.schema, cfg.tables == tablesUnlogged)); err != nil {
 				return fmt.Errorf("pgstore: migration %s: %w", m.name, err)
 			}
 			if err := tx.exec(ctx, "INSERT INTO "+ident+".migrations (version, name, checksum) VALUES ($1::integer, $2::text, $3::text)",
@@ -268,8 +271,8 @@ func migrate(ctx context.Context, c conn, cfg config) error {
 				return err
 			}
 		}
-		if cfg.unlogged {
-			if err := setUnlogged(ctx, tx, ident); err != nil {
+		if cfg.tables != tablesAsTheyAre {
+			if err := setPersistence(ctx, tx, ident, cfg.tables == tablesUnlogged); err != nil {
 				return err
 			}
 		}
@@ -321,21 +324,48 @@ func appliedMigrations(ctx context.Context, c conn, schema string) ([]string, er
 	return have, err
 }
 
-// setUnlogged makes the lease and queue tables UNLOGGED.
-func setUnlogged(ctx context.Context, c conn, ident string) error {
+// setPersistence makes the lease and queue tables UNLOGGED, or logged
+// when unlogged is false; a table already so is left alone.
+func setPersistence(ctx context.Context, c conn, ident string, unlogged bool) error {
+	want, set := "p", "LOGGED"
+	if unlogged {
+		want, set = "u", "UNLOGGED"
+	}
 	for _, t := range unloggedTables {
 		var p string
 		if err := queryOne(ctx, c, "SELECT relpersistence::text FROM pg_class WHERE oid = to_regclass($1::text)",
 			[]any{ident + "." + quoteIdent(t)}, &p); err != nil {
 			return err
 		}
-		if p != "u" {
-			if err := c.exec(ctx, "ALTER TABLE "+ident+"."+quoteIdent(t)+" SET UNLOGGED"); err != nil {
+		if p != want {
+			if err := c.exec(ctx, "ALTER TABLE "+ident+"."+quoteIdent(t)+" SET "+set); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// Unlogged reports whether the lease and queue tables of the store's
+// schema are UNLOGGED (WithUnlogged): then every lease and waiter vanishes
+// if the database crashes or fails over, while definitions and fencing
+// tokens are kept (tokens never repeat). It is true when any of them is,
+// as Migrate leaves them all one way.
+func (s *Store) Unlogged(ctx context.Context) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	tables := make([]string, len(unloggedTables))
+	for i, t := range unloggedTables {
+		tables[i] = quoteIdent(s.cfg.schema) + "." + quoteIdent(t)
+	}
+	var unlogged bool
+	err := queryOne(ctx, s.c, "SELECT coalesce(bool_or(c.relpersistence = 'u'), false) FROM pg_class c "+
+		"WHERE c.oid IN (SELECT to_regclass(t) FROM unnest($1::text::text[]) t)", []any{textArray(tables)}, &unlogged)
+	if err != nil {
+		return false, fmt.Errorf("pgstore: reading the tables of schema %q: %w", s.cfg.schema, err)
+	}
+	return unlogged, nil
 }
 
 // applyFunctions creates or replaces every function of sql/, drops the

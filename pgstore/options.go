@@ -31,11 +31,20 @@ type config struct {
 	schema    string
 	poll      time.Duration
 	waiterTTL time.Duration
-	unlogged  bool
+	tables    tableMode
 	listen    listenMode
 	listenDSN string
 	options.Errs
 }
+
+// tableMode is what Migrate makes of the lease and queue tables.
+type tableMode uint8
+
+const (
+	tablesAsTheyAre tableMode = iota // logged when created; otherwise left as they are
+	tablesUnlogged                   // WithUnlogged
+	tablesLogged                     // WithLogged
+)
 
 // listenMode says where a store listens for wake-ups.
 type listenMode uint8
@@ -104,9 +113,26 @@ func WithWaiterTTL(d time.Duration) Option {
 // turn existing ones UNLOGGED). Grants and releases then skip the WAL and
 // its fsync, several times faster, but every lease and waiter vanishes when
 // the database crashes or fails over to a replica. Definitions and the
-// fencing-token sequence stay durable, so tokens still only grow. New
-// ignores it: the tables are what they were made.
-func WithUnlogged() Option { return func(c *config) { c.unlogged = true } }
+// fencing-token sequence stay durable (logged), so tokens never repeat,
+// also across a crash. WithLogged undoes it; a Migrate with neither leaves
+// the tables as they are, and Store.Unlogged tells which they are. New
+// ignores it: the tables are what Migrate made them.
+func WithUnlogged() Option { return func(c *config) { c.setTables(tablesUnlogged, "WithUnlogged") } }
+
+// WithLogged makes Migrate turn the lease and queue tables back to logged
+// (durable) tables if WithUnlogged made them UNLOGGED: leases then survive
+// a crash of the database. Each table is rewritten under an exclusive lock,
+// so the store's calls wait for it. New ignores it.
+func WithLogged() Option { return func(c *config) { c.setTables(tablesLogged, "WithLogged") } }
+
+// setTables records what Migrate makes of the tables; asking both is an
+// error that names the two options.
+func (c *config) setTables(m tableMode, name string) {
+	if c.tables != tablesAsTheyAre && c.tables != m {
+		c.Fail(store.Invalid(store.ErrInvalidConfig, name, "WithLogged and WithUnlogged contradict each other"))
+	}
+	c.tables = m
+}
 
 func newConfig(opts []Option) (config, error) {
 	c := config{schema: DefaultSchema, poll: DefaultPollInterval, waiterTTL: DefaultWaiterTTL}

@@ -13,7 +13,7 @@ var pgFuncs = map[string]any{
 	"ConfigurePool": pgstore.ConfigurePool, "Migrate": pgstore.Migrate, "MigrateSQL": pgstore.MigrateSQL,
 	"MigrateDSN": pgstore.MigrateDSN,
 	"New":        pgstore.New, "NewSQL": pgstore.NewSQL, "Open": pgstore.Open,
-	"WithUnlogged": pgstore.WithUnlogged, "WithPollInterval": pgstore.WithPollInterval,
+	"WithUnlogged": pgstore.WithUnlogged, "WithLogged": pgstore.WithLogged, "WithPollInterval": pgstore.WithPollInterval,
 	"WithSchema": pgstore.WithSchema, "WithWaiterTTL": pgstore.WithWaiterTTL,
 	"WithListenDSN": pgstore.WithListenDSN, "WithoutListen": pgstore.WithoutListen,
 }

@@ -49,6 +49,7 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *stats {
 		show = showStats
 	}
+	show = withTablesMode(s, show)
 	if !*watch {
 		return show(ctx, locks, names, *asJSON, out)
 	}

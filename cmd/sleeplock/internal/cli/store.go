@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
 	"github.com/sleeplock/sleeplock/sqlitestore"
 	"github.com/sleeplock/sleeplock/store"
@@ -121,19 +122,23 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs := flags("migrate", errOut, "[flags]")
 	sf := addStoreFlags(fs)
 	unlogged := fs.Bool("unlogged", false, "PostgreSQL: make the lease and queue tables UNLOGGED: faster, but leases vanish if the database crashes or fails over")
+	logged := fs.Bool("logged", false, "PostgreSQL: make UNLOGGED lease and queue tables logged (durable) again; with neither flag they stay as they are")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return usagef("unexpected arguments %q", fs.Args())
 	}
+	if *unlogged && *logged {
+		return usagef("--logged and --unlogged contradict each other: give one")
+	}
 	kind, dsn, err := sf.target()
 	if err != nil {
 		return err
 	}
 	if kind == sqliteStore {
-		if *unlogged {
-			return usagef("--unlogged is for PostgreSQL stores")
+		if *unlogged || *logged {
+			return usagef("--unlogged and --logged are for PostgreSQL stores")
 		}
 		v, err := sqlitestore.Migrate(ctx, dsn)
 		if err != nil {
@@ -152,14 +157,60 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 	}
 	defer pool.Close()
 	opts := []pgstore.Option{pgstore.WithSchema(*sf.schema)}
-	if *unlogged {
+	switch {
+	case *unlogged:
 		opts = append(opts, pgstore.WithUnlogged())
+	case *logged:
+		opts = append(opts, pgstore.WithLogged())
 	}
 	if err := pgstore.Migrate(ctx, pool, opts...); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "schema %q is at version %d\n", *sf.schema, pgstore.SchemaVersion)
+	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(*sf.schema), pgstore.WithoutListen())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	mode, err := tablesMode(ctx, s)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "schema %q is at version %d, %s\n", *sf.schema, pgstore.SchemaVersion, mode)
 	return nil
+}
+
+// tablesMode says whether a PostgreSQL schema's lease and queue tables
+// are logged or UNLOGGED, and what that means.
+func tablesMode(ctx context.Context, s *pgstore.Store) (string, error) {
+	unlogged, err := s.Unlogged(ctx)
+	switch {
+	case err != nil:
+		return "", err
+	case unlogged:
+		return "tables UNLOGGED: leases and waiters vanish if PostgreSQL crashes or fails over " +
+			"(fencing tokens never repeat); \"sleeplock migrate --logged\" makes them durable", nil
+	}
+	return "tables logged: leases survive a crash of PostgreSQL", nil
+}
+
+// withTablesMode makes show, a drawing of state, end with the mode of a
+// PostgreSQL schema's tables (tablesMode) unless it draws JSON.
+func withTablesMode(s store.Store, show func(context.Context, *sleeplock.Locks, []string, bool, io.Writer) error) func(context.Context, *sleeplock.Locks, []string, bool, io.Writer) error {
+	ps, ok := s.(*pgstore.Store)
+	if !ok {
+		return show
+	}
+	return func(ctx context.Context, locks *sleeplock.Locks, names []string, asJSON bool, out io.Writer) error {
+		if err := show(ctx, locks, names, asJSON, out); err != nil || asJSON {
+			return err
+		}
+		mode, err := tablesMode(ctx, ps)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "schema %q: %s\n", ps.Schema(), mode)
+		return nil
+	}
 }
 
 // redactDSN hides a password in a DSN (URL or key=value).
