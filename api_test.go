@@ -26,6 +26,7 @@ var apiPackages = []struct{ dir, file string }{
 	{"memstore", "memstore.txt"},
 	{"sqlitestore", "sqlitestore.txt"},
 	{"pgstore", "pgstore.txt"},
+	{"redisstore", "redisstore.txt"},
 	{"turns", "turns.txt"},
 	{"otelevents", "otelevents.txt"},
 	{"promevents", "promevents.txt"},

@@ -1,0 +1,81 @@
+// Package redisstore keeps sleeplock's locks in Redis (7 or later), shared
+// by every node that uses the same server and key prefix. Leases expire on
+// the server's clock, so the clocks of the nodes do not matter.
+//
+//	s, err := redisstore.Open(ctx, "redis://127.0.0.1:6379/0")
+//	locks := sleeplock.New(s)
+//
+// or, on a client of the caller's (a *redis.Client, a *redis.ClusterClient
+// or a failover client of github.com/redis/go-redis/v9):
+//
+//	s, err := redisstore.New(ctx, client, redisstore.WithPrefix("app:locks:"))
+//
+// # One round trip per operation
+//
+// Every operation is one Lua script (lua/*.lua, embedded; each is
+// lua/common.lua followed by the operation's body), run atomically on the
+// server, on the server's clock (TIME): acquire (grant, refuse, or queue),
+// release with hand-over to the waiters, keep, held, state, define and
+// resize. A refused try writes nothing: no key changes, nothing is appended
+// to the AOF, nothing is replicated. List and Stats run one script per
+// root in one pipeline.
+//
+// # Keys
+//
+// The keys of a lock share the hash tag of its root: the name up to its
+// first "/" (written in hex when it has a brace), so that a lock and every
+// family that may cover it ("a/b/c", "a/b/*", "a/*") live in one Redis
+// Cluster slot. With prefix P and root R:
+//
+//	P{R}:d        hash: definition → slots (field "": the last token drawn)
+//	P{R}:l:NAME   string: the lock's holders and queue (MessagePack)
+//	P{R}:u        set: names with a record
+//	P{R}:q        set: names with waiters
+//	P{R}:s        hash: definition → counters (MessagePack)
+//	P{R}:n        hash: node → until when its waiters count as alive
+//	Proots        set: the roots with definitions (for List and Stats)
+//
+// Operations on one lock, or on several locks of one root, work on Redis
+// Cluster. An AcquireAll or DefineAll naming locks of several roots needs
+// one server (or names sharing a root): Cluster refuses a script whose keys
+// are in several slots.
+//
+// # Waiting
+//
+// A waiter's place in a queue holds its whole request. The script that
+// frees a slot grants it to the head waiter(s) that fit, in the same
+// script, and publishes the grant to the waiter's node: each store
+// subscribes to a channel of its own (P + "node:" + id). Waiters do not
+// poll. A waiter checks again only when told to (it became the head of a
+// queue; the subscription was renewed after a reconnect, when a grant may
+// have been lost), when a holder ahead of it becomes takeable (its
+// expiry), or when the heartbeat finds that its node had been taken for
+// dead. Each store beats four times per waiter TTL (WithWaiterTTL, 1s)
+// under the roots where it has waiters; a heartbeat takes the waiters of
+// nodes that stopped beating out of the queues, so the waiters of a dead
+// process stop blocking others within the waiter TTL.
+//
+// # Fencing tokens
+//
+// A token is the server's clock in microseconds when it was drawn, raised
+// past the last token drawn under the lock's root when two grants share a
+// microsecond. Tokens grow with every grant and are never reused. They
+// also grow across a restart that lost the data (no persistence) and
+// across a failover to a replica that missed the last writes: the new
+// primary's clock is past every token its old primary drew, as long as the
+// servers' clocks differ by less than the time the failover takes and no
+// clock is stepped back by more than that. docs/guarantees.md says what
+// holds with each persistence setting.
+//
+// # Fenced writes
+//
+// Redis cannot join a transaction of the caller's: Guard (Lease.Guard)
+// takes a *Tx, a batch of writes that it runs in the same script as the
+// check that the lease is still held, or not at all.
+//
+// # Server settings
+//
+// Open (and Check) refuse a server whose maxmemory-policy is not
+// noeviction, or that is a replica, and warn (Warnings) when it keeps
+// nothing on disk.
+package redisstore

@@ -1,0 +1,414 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Define implements store.Store.
+func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	created, err := s.DefineAll(ctx, []store.Definition{{Name: name, Slots: slots}}, ev)
+	if err != nil {
+		return false, err
+	}
+	return created[0], nil
+}
+
+// DefineAll implements store.Store in one script: all or nothing. On
+// Redis Cluster, the definitions of one call must share a root (see
+// KeyTag).
+func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if len(defs) == 0 {
+		return []bool{}, nil
+	}
+	keys := make([]string, 0, len(defs))
+	args := []any{len(defs)}
+	roots := make([]any, 0, len(defs))
+	for _, d := range defs {
+		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
+			return nil, err
+		}
+		keys = append(keys, s.rootKey(root(d.Name), "d"))
+		roots = append(roots, root(d.Name))
+		args = append(args, d.Name)
+	}
+	for _, d := range defs {
+		args = append(args, d.Slots)
+	}
+	if err := s.c.SAdd(ctx, s.rootsKey(), roots...).Err(); err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	r, err := s.run(ctx, scriptDefine, ev, keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	if r.status == "conflict" {
+		return nil, &store.ConflictError{Name: str(r.arg(0)), Slots: int(integer(r.arg(1))), Requested: int(integer(r.arg(2)))}
+	}
+	flags := list(r.arg(0))
+	created := make([]bool, len(defs))
+	for i := range created {
+		created[i] = i < len(flags) && integer(flags[i]) == 1
+	}
+	return created, nil
+}
+
+// Resize implements store.Store.
+func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emitter) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := store.CheckDefinition(name, slots); err != nil {
+		return err
+	}
+	r, err := s.run(ctx, scriptResize, ev, []string{s.rootKey(root(name), "d")}, name, slots)
+	if err != nil {
+		return err
+	}
+	if r.status == "notfound" {
+		return store.NotResizable(name)
+	}
+	return nil
+}
+
+func (s *Store) fail(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, redis.ErrClosed) {
+		return store.ErrClosed
+	}
+	return fmt.Errorf("redisstore: %w", err)
+}
+
+// acquireArgs returns the keys and arguments of lua/acquire.lua.
+func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) ([]string, []any) {
+	names := req.Names()
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = s.lockKey(n)
+	}
+	args := make([]any, 0, 12+2*len(names))
+	args = append(args, wid, mode, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
+		micros(req.StaleAfter), b2i(req.Counted), b2i(req.ReenterAll), micros(s.cfg.waiterTTL), len(names))
+	for _, n := range names {
+		args = append(args, n)
+	}
+	for i := range names {
+		args = append(args, req.WeightOf(i))
+	}
+	return keys, args
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Acquire implements store.Store: one script grants, refuses or queues;
+// a queued caller waits for its grant, pushed by the release that makes it
+// (see wait).
+func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Grant{}, err
+	}
+	if err := store.CheckNames(req.Names()); err != nil {
+		return store.Grant{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Grant{}, err
+	}
+	if s.closed.Load() {
+		return store.Grant{}, store.ErrClosed
+	}
+	mode, wid := "try", ""
+	var w *waiter
+	if req.Wait {
+		mode = "wait"
+		if w = s.addWaiter(&req); w == nil {
+			return store.Grant{}, store.ErrClosed
+		}
+		defer s.removeWaiter(w)
+		wid = w.id
+	}
+	keys, args := s.acquireArgs(&req, mode, wid)
+	r, err := s.run(ctx, scriptAcquire, req.Events, keys, args...)
+	if err != nil {
+		return store.Grant{}, err
+	}
+	g, queued, err := s.outcome(&req, &r)
+	if err != nil || !queued {
+		return g, err
+	}
+	return s.wait(ctx, &req, w, r.now, integer(r.arg(0)))
+}
+
+// outcome reads the answer of lua/acquire.lua and emits its events.
+func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, queued bool, err error) {
+	switch r.status {
+	case "granted":
+		return grantOf(req, list(r.arg(0))), false, nil
+	case "queued":
+		return store.Grant{}, true, nil
+	case "notfound":
+		return store.Grant{}, false, store.NotFound(str(r.arg(0)))
+	case "heavy":
+		return store.Grant{}, false, &store.WeightError{Lock: str(r.arg(0)), Weight: int(integer(r.arg(1))),
+			Slots: int(integer(r.arg(2))), Resized: integer(r.arg(3)) == 1}
+	case "busy":
+		s.mu.Lock()
+		s.refusals[str(r.arg(5))]++
+		s.mu.Unlock()
+		return store.Grant{}, false, &store.BusyError{Lock: str(r.arg(0)), Kind: str(r.arg(1)), Ref: str(r.arg(2)),
+			Expires: fromMicros(integer(r.arg(3))), Queued: integer(r.arg(4)) == 1}
+	}
+	return store.Grant{}, false, fmt.Errorf("redisstore: unexpected answer %q", r.status)
+}
+
+// grantOf reads a grant: {reentered, kind, ttl, hold, {name, token,
+// acquired, expires, weight}...}.
+func grantOf(req *store.AcquireRequest, a []any) store.Grant {
+	g := store.Grant{Ref: req.Ref}
+	if len(a) < 5 {
+		return g
+	}
+	g.Reentered, g.Kind = integer(a[0]) == 1, str(a[1])
+	g.TTL, g.Hold = durMicros(integer(a[2])), durMicros(integer(a[3]))
+	for i, x := range a[4:] {
+		l := list(x)
+		if len(l) < 5 {
+			continue
+		}
+		lock := store.Lock{Name: str(l[0]), Token: integer(l[1])}
+		exp := fromMicros(integer(l[3]))
+		if i == 0 {
+			g.Lock, g.Acquired, g.Expires, g.Weight = lock, fromMicros(integer(l[2])), exp, int(integer(l[4]))
+			continue
+		}
+		g.More = append(g.More, lock)
+		if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
+			g.Expires = exp
+		}
+	}
+	return g
+}
+
+// handleArgs returns the keys of h's locks and its names and tokens.
+func (s *Store) handleArgs(h *store.Handle) ([]string, []any) {
+	var keys []string
+	var names, tokens []any
+	h.Each(func(l store.Lock) {
+		keys = append(keys, s.lockKey(l.Name))
+		names = append(names, l.Name)
+		tokens = append(tokens, l.Token)
+	})
+	return keys, append(append([]any{len(names)}, names...), tokens...)
+}
+
+// Release implements store.Store.
+func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := checkHandle(&h); err != nil {
+		return err
+	}
+	keys, args := s.handleArgs(&h)
+	r, err := s.run(ctx, scriptRelease, ev, keys, append([]any{h.Ref.String(), "release", 0}, args...)...)
+	if err != nil {
+		return err
+	}
+	switch r.status {
+	case "notfound":
+		return store.NotFound(str(r.arg(0)))
+	case "notheld":
+		return store.ErrNotHeld
+	}
+	if missing := list(r.arg(0)); len(missing) > 0 {
+		q := make([]string, len(missing))
+		for i, m := range missing {
+			q[i] = strconv.Quote(str(m))
+		}
+		return fmt.Errorf("%w: %s", store.ErrNotHeld, strings.Join(q, ", "))
+	}
+	return nil
+}
+
+// ReleaseStale implements store.Store.
+func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, err
+	}
+	if err := checkHandle(&h); err != nil {
+		return false, err
+	}
+	keys, args := s.handleArgs(&h)
+	r, err := s.run(ctx, scriptRelease, ev, keys, append([]any{h.Ref.String(), "stale", micros(staleAfter)}, args...)...)
+	if err != nil {
+		return false, err
+	}
+	switch r.status {
+	case "notfound":
+		return false, store.NotFound(str(r.arg(0)))
+	case "no":
+		return false, nil
+	}
+	return true, nil
+}
+
+// Keep implements store.Store.
+func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
+	if err := s.check(ctx); err != nil {
+		return time.Time{}, err
+	}
+	if err := checkHandle(&h); err != nil {
+		return time.Time{}, err
+	}
+	keys, args := s.handleArgs(&h)
+	r, err := s.run(ctx, scriptKeep, nil, keys, append([]any{h.Ref.String(), micros(ttl), micros(hold)}, args...)...)
+	if err != nil {
+		return time.Time{}, err
+	}
+	switch r.status {
+	case "notfound":
+		return time.Time{}, store.NotFound(str(r.arg(0)))
+	case "notheld":
+		s.w.Ended(h.Name, h.Ref.String(), h.Token, lostBecause("taken over or released by another holder"))
+		return time.Time{}, store.ErrNotHeld
+	}
+	return fromMicros(integer(r.arg(0))), nil
+}
+
+// Held implements store.Store; it writes nothing.
+func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Status{}, err
+	}
+	if err := checkHandle(&h); err != nil {
+		return store.Status{}, err
+	}
+	keys, args := s.handleArgs(&h)
+	r, err := s.run(ctx, scriptHeld, nil, keys, append([]any{h.Ref.String()}, args...)...)
+	if err != nil {
+		return store.Status{}, err
+	}
+	if r.status == "notfound" {
+		return store.Status{}, store.NotFound(str(r.arg(0)))
+	}
+	return store.Status{Held: integer(r.arg(0)) == 1, Expired: integer(r.arg(1)) == 1, Now: fromMicros(r.now),
+		Renewed: fromMicros(integer(r.arg(2))), Expires: fromMicros(integer(r.arg(3)))}, nil
+}
+
+// State implements store.Store; it writes nothing.
+func (s *Store) State(ctx context.Context, name string, detail bool) (store.State, error) {
+	if err := s.check(ctx); err != nil {
+		return store.State{}, err
+	}
+	if err := store.CheckDefinition(name, 1); err != nil { // a lock or a family
+		return store.State{}, err
+	}
+	var r reply
+	err := s.look(func() (err error) {
+		r, err = s.exec(ctx, scriptState, nil, []string{s.lockKey(name)}, name, b2i(detail))
+		return err
+	})
+	if err != nil {
+		return store.State{}, err
+	}
+	if r.status == "notfound" {
+		return store.State{}, store.NotFound(name)
+	}
+	return stateOf(list(r.arg(0)), r.now), nil
+}
+
+// stateOf reads a state of lua/common.lua's state().
+func stateOf(a []any, now int64) store.State {
+	if len(a) < 9 {
+		return store.State{}
+	}
+	st := store.State{Name: str(a[0]), Slots: int(integer(a[1])), Family: integer(a[2]) == 1,
+		Running: int(integer(a[3])), Expired: int(integer(a[4])), Leases: int(integer(a[5])),
+		Waiting: int(integer(a[6])), Now: fromMicros(now)}
+	for _, x := range list(a[7]) {
+		h := list(x)
+		if len(h) < 8 {
+			continue
+		}
+		st.Holders = append(st.Holders, store.Holder{Ref: str(h[0]), Kind: str(h[1]), Token: integer(h[2]),
+			Count: int(integer(h[3])), Weight: int(integer(h[4])), Acquired: fromMicros(integer(h[5])),
+			Renewed: fromMicros(integer(h[6])), Expires: fromMicros(integer(h[7]))})
+	}
+	for _, x := range list(a[8]) {
+		q := list(x)
+		if len(q) < 5 {
+			continue
+		}
+		w := store.Waiter{Ref: str(q[0]), Kind: str(q[1]), Since: fromMicros(integer(q[2])), Weight: int(integer(q[3]))}
+		for _, n := range list(q[4]) {
+			w.Locks = append(w.Locks, str(n))
+		}
+		st.Queue = append(st.Queue, w)
+	}
+	return st
+}
+
+// roots returns the roots that have definitions.
+func (s *Store) allRoots(ctx context.Context) ([]string, error) {
+	roots, err := s.c.SMembers(ctx, s.rootsKey()).Result()
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	sort.Strings(roots)
+	return roots, nil
+}
+
+// List implements store.Store: one script per root, in one pipeline.
+func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	roots, err := s.allRoots(ctx)
+	if err != nil || len(roots) == 0 {
+		return []store.State{}, err
+	}
+	calls := make([]call, len(roots))
+	for i, r := range roots {
+		calls[i] = call{keys: []string{s.rootKey(r, "d")}, args: []any{r, b2i(detail)}}
+	}
+	var replies []reply
+	err = s.look(func() (err error) {
+		replies, err = s.runEach(ctx, scriptList, calls)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := []store.State{}
+	for _, r := range replies {
+		for _, x := range list(r.arg(0)) {
+			out = append(out, stateOf(list(x), r.now))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

@@ -1,0 +1,237 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sleeplock/sleeplock/internal/endwatch"
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// Store keeps locks in Redis. It implements store.Store and
+// store.StatsReader; Guard (store.Guarder) runs a Tx's writes only while
+// a lease is held. Make it with New or Open; it is safe for concurrent
+// use.
+type Store struct {
+	c     redis.UniversalClient
+	owned bool // Open made c: Close closes it
+	cfg   config
+	id    string // this node: its waiters' channel and heartbeat
+
+	closed  atomic.Bool
+	closing chan struct{}
+	once    sync.Once
+	bg      sync.WaitGroup // listener and heartbeat
+	waits   sync.WaitGroup // callers waiting in Acquire
+
+	w     endwatch.Set // watchers of this node's holds
+	order sync.RWMutex // scripts that change (read) and their events; State, List, Stats (write)
+
+	mu       sync.Mutex
+	shut     bool               // Close began: no new waiter
+	waiters  map[string]*waiter // by waiter id
+	roots    map[string]int     // roots of the waiters: heartbeat there
+	refusals map[string]uint64  // by definition: refused tries write nothing
+	warnings []string
+
+	ps    *redis.PubSub
+	ready chan struct{} // closed once subscribed
+}
+
+// New returns a store on client, a *redis.Client, a *redis.ClusterClient
+// or a failover client. It subscribes to its node's channel before it
+// returns. The client stays the caller's: Close does not close it. New
+// does not check the server's settings (Check and Open do).
+func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*Store, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
+	if client == nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "client", "is nil")
+	}
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	s := &Store{c: client, cfg: cfg, id: hex.EncodeToString(b[:]), closing: make(chan struct{}),
+		waiters: map[string]*waiter{}, roots: map[string]int{}, refusals: map[string]uint64{},
+		ready: make(chan struct{})}
+	if err := client.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	s.ps = client.Subscribe(ctx, s.channel())
+	if _, err := s.ps.Receive(ctx); err != nil {
+		_ = s.ps.Close()
+		return nil, fmt.Errorf("redisstore: subscribe: %w", err)
+	}
+	s.bg.Add(2)
+	go s.listen()
+	go s.heartbeat()
+	return s, nil
+}
+
+// Open connects to the server of url (redis://, rediss:// or unix://, as
+// redis.ParseURL reads them), checks its settings (see Check) and returns
+// a store on it; Close closes the connection. Open refuses a server whose
+// maxmemory-policy is not noeviction (an evicted key drops a lock) or that
+// is a replica, with an error matching ErrUnsafeServer, unless
+// WithoutSafetyChecks is given; a server that keeps nothing on disk is
+// accepted with a warning (Warnings): its locks vanish when it restarts.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "Redis URL", "cannot be parsed: "+err.Error())
+	}
+	cfg, err := configure(opts)
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(o)
+	warnings, err := Check(ctx, c)
+	if err != nil && !(cfg.unsafe && errors.Is(err, ErrUnsafeServer)) {
+		_ = c.Close()
+		return nil, err
+	}
+	if err != nil {
+		warnings = append(warnings, err.Error())
+	}
+	s, err := New(ctx, c, opts...)
+	if err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	s.owned, s.warnings = true, warnings
+	return s, nil
+}
+
+var (
+	errNilContext = store.Invalid(store.ErrInvalidConfig, "nil", "a context is required")
+	errNoStore    = store.Invalid(store.ErrInvalidConfig, "a nil or zero *redisstore.Store", "a Store comes from redisstore.New or Open")
+)
+
+// check reports a store or a context that cannot be used.
+func (s *Store) check(ctx context.Context) error {
+	switch {
+	case s == nil || s.c == nil:
+		return errNoStore
+	case ctx == nil:
+		return errNilContext
+	}
+	return nil
+}
+
+// checkHandle reports a handle naming no lock or an invalid name.
+func checkHandle(h *store.Handle) error {
+	var err error
+	h.Each(func(l store.Lock) {
+		if err == nil {
+			err = store.CheckName(l.Name)
+		}
+	})
+	return err
+}
+
+// Warnings returns what Open found wrong with the server's settings
+// without refusing it (no persistence; with WithoutSafetyChecks, what it
+// would have refused).
+func (s *Store) Warnings() []string {
+	if s == nil {
+		return nil
+	}
+	return append([]string(nil), s.warnings...)
+}
+
+// Prefix returns the store's key prefix.
+func (s *Store) Prefix() string {
+	if s == nil {
+		return ""
+	}
+	return s.cfg.prefix
+}
+
+// Client returns the store's Redis client.
+func (s *Store) Client() redis.UniversalClient {
+	if s == nil {
+		return nil
+	}
+	return s.c
+}
+
+func (s *Store) channel() string { return s.cfg.prefix + "node:" + s.id }
+
+// Close implements store.Store: callers waiting in Acquire return
+// ErrClosed, and this node's waiters leave the queues before Close
+// returns. Leases are not released.
+func (s *Store) Close() error {
+	if s == nil || s.c == nil {
+		return errNoStore
+	}
+	var err error
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.shut = true
+		roots := make([]string, 0, len(s.roots))
+		for r := range s.roots {
+			roots = append(roots, r)
+		}
+		s.mu.Unlock()
+		close(s.closing)
+		s.waits.Wait()
+		err = s.leaveRoots(context.Background(), roots)
+		s.closed.Store(true)
+		_ = s.ps.Close()
+		s.bg.Wait()
+		if s.owned {
+			if cerr := s.c.Close(); err == nil {
+				err = cerr
+			}
+		}
+	})
+	return err
+}
+
+// leaveRoots takes this node's waiters out of the queues of roots.
+func (s *Store) leaveRoots(ctx context.Context, roots []string) error {
+	if len(roots) == 0 {
+		return nil
+	}
+	calls := make([]call, len(roots))
+	for i, r := range roots {
+		calls[i] = call{keys: []string{s.rootKey(r, "d")}, args: []any{r}}
+	}
+	_, err := s.runEach(ctx, scriptClose, calls)
+	return err
+}
+
+// Watch implements store.Watcher: f is called when the hold of h's first
+// lock ends, at once if this store saw that already. The script that ends
+// a hold (a release, a takeover, a release by another caller) sends the
+// end to the holder's node, on this process or another, so a holder learns
+// of a loss at once, not only at its next renewal.
+func (s *Store) Watch(h store.Handle, f func(reason error)) {
+	if s == nil || s.c == nil || f == nil {
+		return
+	}
+	s.w.Watch(h.Name, h.Ref.String(), h.Token, f)
+}
+
+func lostBecause(why string) error { return fmt.Errorf("%w: %s", store.ErrLeaseLost, why) }
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Watcher = (*Store)(nil)
+)

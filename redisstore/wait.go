@@ -1,0 +1,352 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// A waiter is a caller of Acquire waiting in the queues. Its grant is
+// pushed: the script that frees a slot grants it to the head waiter and
+// publishes the grant to the waiter's node channel, whose listener hands it
+// to the waiter. A waiter checks again by itself only when told to (a "c"
+// message: it became the head of a queue, or the channel was subscribed
+// again after a reconnect), when a holder ahead of it becomes takeable, or
+// when the heartbeat found its node taken for dead.
+type waiter struct {
+	id    string
+	roots []string
+	ch    chan string // messages, newest kept when full
+}
+
+func (s *Store) addWaiter(req *store.AcquireRequest) *waiter {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	w := &waiter{id: hex.EncodeToString(b[:]), ch: make(chan string, 4)}
+	seen := map[string]bool{}
+	for _, n := range req.Names() {
+		if r := root(n); !seen[r] {
+			seen[r] = true
+			w.roots = append(w.roots, r)
+		}
+	}
+	s.mu.Lock()
+	if s.shut {
+		s.mu.Unlock()
+		return nil
+	}
+	s.waits.Add(1)
+	s.waiters[w.id] = w
+	for _, r := range w.roots {
+		s.roots[r]++
+	}
+	s.mu.Unlock()
+	return w
+}
+
+func (s *Store) removeWaiter(w *waiter) {
+	if w == nil {
+		return
+	}
+	defer s.waits.Done()
+	s.mu.Lock()
+	delete(s.waiters, w.id)
+	for _, r := range w.roots {
+		if s.roots[r]--; s.roots[r] <= 0 {
+			delete(s.roots, r)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// tell hands message m to waiter id, if it still waits.
+func (s *Store) tell(id, m string) {
+	s.mu.Lock()
+	w := s.waiters[id]
+	s.mu.Unlock()
+	if w == nil {
+		return
+	}
+	select {
+	case w.ch <- m:
+	default:
+		// Full: a check is pending anyway; a grant must get through.
+		if strings.HasPrefix(m, "g\t") || strings.HasPrefix(m, "h\t") {
+			select {
+			case <-w.ch:
+			default:
+			}
+			select {
+			case w.ch <- m:
+			default:
+			}
+		}
+	}
+}
+
+// tellAll asks every waiter (under roots, when given) to check again.
+func (s *Store) tellAll(roots map[string]bool) {
+	s.mu.Lock()
+	var ids []string
+	for id, w := range s.waiters {
+		for _, r := range w.roots {
+			if roots == nil || roots[r] {
+				ids = append(ids, id)
+				break
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.tell(id, "c\t"+id)
+	}
+}
+
+// listen delivers the node channel's messages to the waiters. After a
+// reconnect (go-redis subscribes again and reports it) every waiter checks
+// again: a grant published meanwhile was lost.
+func (s *Store) listen() {
+	defer s.bg.Done()
+	first := true
+	for {
+		v, err := s.ps.Receive(context.Background())
+		if err != nil {
+			if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
+				return
+			}
+			select {
+			case <-s.closing:
+				if s.closed.Load() {
+					return
+				}
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		switch m := v.(type) {
+		case *redis.Subscription:
+			if !first {
+				s.tellAll(nil)
+			}
+			first = false
+		case *redis.Message:
+			for _, line := range strings.Split(m.Payload, "\n") {
+				s.deliver(line)
+			}
+		}
+	}
+}
+
+// deliver hands a message of a script to its waiter or watchers: "g"
+// (a grant), "h" (too heavy after a resize), "c" (check again), "a"
+// (every waiter checks again), "e" (a hold of this node ended).
+func (s *Store) deliver(line string) {
+	f := strings.Split(line, "\t")
+	switch {
+	case len(f) < 2:
+	case f[0] == "a":
+		s.tellAll(nil)
+	case f[0] == "e":
+		if len(f) == 6 {
+			var reason error = store.ErrReleased
+			if f[5] != "" {
+				reason = lostBecause(f[5])
+			}
+			s.w.Ended(f[2], f[3], atoi64(f[4]), reason)
+		}
+	default:
+		s.tell(f[1], line)
+	}
+}
+
+// heartbeat keeps this node's waiters alive in the queues, four times per
+// waiter TTL, and takes dead nodes' waiters out on the way.
+func (s *Store) heartbeat() {
+	defer s.bg.Done()
+	t := time.NewTicker(s.cfg.waiterTTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.closing:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		calls := make([]call, 0, len(s.roots))
+		for r := range s.roots {
+			calls = append(calls, call{keys: []string{s.rootKey(r, "d")}, args: []any{micros(s.cfg.waiterTTL), r}})
+		}
+		s.mu.Unlock()
+		if len(calls) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.waiterTTL)
+		replies, err := s.runEach(ctx, scriptHeartbeat, calls)
+		cancel()
+		if err != nil {
+			continue
+		}
+		lapsed := map[string]bool{}
+		for _, r := range replies {
+			for _, x := range list(r.arg(0)) {
+				lapsed[str(x)] = true
+			}
+		}
+		if len(lapsed) > 0 {
+			s.tellAll(lapsed)
+		}
+	}
+}
+
+// wait waits for w's grant: pushed by a release, or found by a check.
+// wake is when (server µs) a holder ahead becomes takeable (0: never).
+func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, now, wake int64) (store.Grant, error) {
+	keys, args := s.acquireArgs(req, "check", w.id)
+	for {
+		var timer <-chan time.Time
+		if wake > 0 {
+			t := time.NewTimer(max(0, durMicros(wake-now)) + time.Millisecond)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-ctx.Done():
+			return store.Grant{}, s.leave(ctx, req, w)
+		case <-s.closing:
+			return store.Grant{}, store.ErrClosed
+		case m := <-w.ch:
+			switch {
+			case strings.HasPrefix(m, "g\t"):
+				g, evs, err := parseGrant(req, m)
+				if err != nil {
+					break // a check below finds the grant
+				}
+				if ctx.Err() != nil {
+					return store.Grant{}, s.leave(ctx, req, w)
+				}
+				emitEvents(req.Events, evs)
+				return g, nil
+			case strings.HasPrefix(m, "h\t"):
+				f := strings.Split(m, "\t")
+				if len(f) == 5 {
+					wt, _ := strconv.Atoi(f[3])
+					sl, _ := strconv.Atoi(f[4])
+					return store.Grant{}, &store.WeightError{Lock: f[2], Weight: wt, Slots: sl, Resized: true}
+				}
+			}
+		case <-timer:
+		}
+		r, err := s.run(context.WithoutCancel(ctx), scriptAcquire, req.Events, keys, args...)
+		if err != nil {
+			if errors.Is(err, store.ErrClosed) {
+				return store.Grant{}, err
+			}
+			if ctx.Err() != nil {
+				return store.Grant{}, s.leave(ctx, req, w)
+			}
+			_ = s.leave(context.WithoutCancel(ctx), req, w)
+			return store.Grant{}, err
+		}
+		g, queued, err := s.outcome(req, &r)
+		if err != nil {
+			return store.Grant{}, err
+		}
+		if !queued {
+			if ctx.Err() != nil {
+				return store.Grant{}, s.leave(ctx, req, w)
+			}
+			return g, nil
+		}
+		now, wake = r.now, integer(r.arg(0))
+	}
+}
+
+// leave takes a waiter whose caller gave up out of the queues (and gives
+// back a grant made meanwhile), and returns the caller's error.
+func (s *Store) leave(ctx context.Context, req *store.AcquireRequest, w *waiter) error {
+	names := req.Names()
+	keys := make([]string, len(names))
+	args := []any{w.id, len(names)}
+	for i, n := range names {
+		keys[i] = s.lockKey(n)
+		args = append(args, n)
+	}
+	_, err := s.run(context.WithoutCancel(ctx), scriptLeave, req.Events, keys, args...)
+	if errors.Is(err, store.ErrClosed) {
+		return store.ErrClosed
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// parseGrant reads a grant message of lua/common.lua's grantmsg: "g",
+// waiter, reentered, kind, ttl, hold, n, n × (name, token, acquired,
+// expires, weight), m, m × event (14 fields).
+func parseGrant(req *store.AcquireRequest, m string) (store.Grant, []store.Event, error) {
+	f := strings.Split(m, "\t")
+	bad := errors.New("redisstore: malformed grant message")
+	if len(f) < 7 {
+		return store.Grant{}, nil, bad
+	}
+	n := atoi(f[6])
+	if len(f) < 8+5*n {
+		return store.Grant{}, nil, bad
+	}
+	a := []any{atoi64(f[2]), f[3], atoi64(f[4]), atoi64(f[5])}
+	for i := range n {
+		x := f[7+5*i : 12+5*i]
+		a = append(a, []any{x[0], atoi64(x[1]), atoi64(x[2]), atoi64(x[3]), atoi64(x[4])})
+	}
+	g := grantOf(req, a)
+	rest := f[7+5*n:]
+	k := atoi(rest[0])
+	if len(rest) < 1+14*k {
+		return store.Grant{}, nil, bad
+	}
+	now := g.Acquired.UnixMicro()
+	var evs []store.Event
+	for i := range k {
+		x := rest[1+14*i : 15+14*i]
+		e := make([]any, 14)
+		for j, v := range x {
+			if j == 1 || j == 5 || j == 6 || j == 11 || j == 13 {
+				e[j] = v
+			} else {
+				e[j] = atoi64(v)
+			}
+		}
+		if ev, ok := toEvent(e, now); ok {
+			evs = append(evs, ev)
+		}
+	}
+	return g, evs, nil
+}
+
+func emitEvents(ev store.Emitter, evs []store.Event) {
+	if ev == nil {
+		return
+	}
+	for _, e := range evs {
+		ev.Emit(e)
+	}
+}
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+func atoi64(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
