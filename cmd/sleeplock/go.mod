@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sync v0.25.0 // indirect
@@ -42,6 +43,7 @@ require (
 	github.com/sleeplock/sleeplock/internal/pgtest v0.0.0-00010101000000-000000000000
 	github.com/sleeplock/sleeplock/pgstore v0.0.0-00010101000000-000000000000
 	github.com/sleeplock/sleeplock/promevents v0.0.0-00010101000000-000000000000
+	github.com/sleeplock/sleeplock/redisstore v0.0.0-00010101000000-000000000000
 	github.com/sleeplock/sleeplock/sqlitestore v0.0.0-00010101000000-000000000000
 )
 
@@ -50,5 +52,6 @@ replace (
 	github.com/sleeplock/sleeplock/internal/pgtest => ../../internal/pgtest
 	github.com/sleeplock/sleeplock/pgstore => ../../pgstore
 	github.com/sleeplock/sleeplock/promevents => ../../promevents
+	github.com/sleeplock/sleeplock/redisstore => ../../redisstore
 	github.com/sleeplock/sleeplock/sqlitestore => ../../sqlitestore
 )

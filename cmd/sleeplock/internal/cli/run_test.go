@@ -458,6 +458,8 @@ func TestStoreTargets(t *testing.T) {
 		"host=127.0.0.1 dbname=test":          postgresStore,
 		"  dbname=test user=postgres":         postgresStore,
 		"user=postgres password='a b' dbname": postgresStore,
+		"redis://h:6379/0":                    redisStore,
+		"rediss://u:p@h":                      redisStore,
 	} {
 		sf := storeFlags{dsn: &dsn}
 		kind, _, err := sf.target()
@@ -465,7 +467,7 @@ func TestStoreTargets(t *testing.T) {
 			t.Errorf("%q: %v %v, want %v", dsn, kind, err, want)
 		}
 	}
-	for _, dsn := range []string{"sqlite:", "mysql://x", "/tmp/x.db", "redis://h"} {
+	for _, dsn := range []string{"sqlite:", "mysql://x", "/tmp/x.db", "memcached://h"} {
 		_, errOut, code := run(t, "state", "--store", dsn)
 		if code != 2 || errOut == "" {
 			t.Errorf("%q: exit %d %q; want a usage error", dsn, code, errOut)

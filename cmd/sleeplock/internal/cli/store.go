@@ -14,6 +14,7 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/redisstore"
 	"github.com/sleeplock/sleeplock/sqlitestore"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -26,9 +27,9 @@ type storeFlags struct {
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
-		dsn: fs.String("store", "", "the `STORE`: sqlite:PATH, postgres://… or host=… dbname=… "+
+		dsn: fs.String("store", "", "the `STORE`: sqlite:PATH, postgres://…, host=… dbname=… or redis://… "+
 			"(default $SLEEPLOCK_STORE, else sqlite:$XDG_STATE_HOME/sleeplock/locks.db)"),
-		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables"),
+		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables (Redis: its keys start with SCHEMA:)"),
 	}
 }
 
@@ -38,6 +39,7 @@ type storeKind int
 const (
 	sqliteStore storeKind = iota + 1
 	postgresStore
+	redisStore
 )
 
 // keyValueDSN matches the start of a libpq key=value connection string.
@@ -77,8 +79,10 @@ func (f storeFlags) target() (storeKind, string, error) {
 		return sqliteStore, path, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"), keyValueDSN.MatchString(dsn):
 		return postgresStore, dsn, nil
+	case strings.HasPrefix(dsn, "redis://"), strings.HasPrefix(dsn, "rediss://"):
+		return redisStore, dsn, nil
 	default:
-		return 0, "", usagef("unknown store %q: want sqlite:PATH, postgres://… or host=… dbname=…", redactDSN(dsn))
+		return 0, "", usagef("unknown store %q: want sqlite:PATH, postgres://…, host=… dbname=… or redis://…", redactDSN(dsn))
 	}
 }
 
@@ -102,12 +106,15 @@ func (f storeFlags) open(ctx context.Context) (store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if kind == sqliteStore {
+	switch kind {
+	case sqliteStore:
 		s, err := sqlitestore.Open(ctx, dsn)
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
+	case redisStore:
+		return f.openRedis(ctx, dsn)
 	}
 	s, err := pgstore.Open(ctx, dsn, pgstore.WithSchema(*f.schema))
 	if err != nil {
@@ -135,6 +142,18 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 	kind, dsn, err := sf.target()
 	if err != nil {
 		return err
+	}
+	if kind == redisStore {
+		if *unlogged || *logged {
+			return usagef("--unlogged and --logged are for PostgreSQL stores")
+		}
+		s, err := sf.openRedis(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = s.Close() }()
+		fmt.Fprintf(out, "Redis keys %s*: nothing to migrate\n", s.Prefix())
+		return nil
 	}
 	if kind == sqliteStore {
 		if *unlogged || *logged {
@@ -211,6 +230,24 @@ func withTablesMode(s store.Store, show func(context.Context, *sleeplock.Locks, 
 		fmt.Fprintf(out, "schema %q: %s\n", ps.Schema(), mode)
 		return nil
 	}
+}
+
+// openRedis opens a Redis store (its keys start with "SCHEMA:" when
+// --schema is given) and prints what Open found wrong with the server's
+// settings.
+func (f storeFlags) openRedis(ctx context.Context, dsn string) (*redisstore.Store, error) {
+	var opts []redisstore.Option
+	if *f.schema != pgstore.DefaultSchema {
+		opts = append(opts, redisstore.WithPrefix(*f.schema+":"))
+	}
+	s, err := redisstore.Open(ctx, dsn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range s.Warnings() {
+		fmt.Fprintln(os.Stderr, "sleeplock: warning:", w)
+	}
+	return s, nil
 }
 
 // redactDSN hides a password in a DSN (URL or key=value).

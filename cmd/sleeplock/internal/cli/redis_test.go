@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/redisstore"
+)
+
+// testRedisURL is SLEEPLOCK_TEST_REDIS_URL or the local Redis.
+func testRedisURL() string {
+	if u := os.Getenv("SLEEPLOCK_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// TestRedisStoreEveryCommand: --store redis://… works in every command
+// that takes a store, with --schema as the key prefix.
+func TestRedisStoreEveryCommand(t *testing.T) {
+	ctx := t.Context()
+	dsn := testRedisURL()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "clitest" + hex.EncodeToString(b[:])
+	s, err := redisstore.Open(ctx, dsn, redisstore.WithPrefix(schema+":"), redisstore.WithoutSafetyChecks())
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("Redis at %s unreachable (CI is set): %v", dsn, err)
+		}
+		t.Skipf("Redis at %s unreachable: %v", dsn, err)
+	}
+	t.Cleanup(func() {
+		c := s.Client()
+		iter := c.Scan(context.Background(), 0, schema+":*", 1000).Iterator()
+		for iter.Next(context.Background()) {
+			c.Del(context.Background(), iter.Val())
+		}
+		_ = s.Close()
+	})
+	locks := sleeplock.New(s)
+	defer func() { _ = locks.Close() }()
+	r := func(args ...string) (string, string) {
+		t.Helper()
+		out, errOut, code := run(t, append(args, "--store", dsn, "--schema", schema)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d %q %q", args, code, out, errOut)
+		}
+		return out, errOut
+	}
+	if out, _ := r("migrate"); !strings.Contains(out, "nothing to migrate") {
+		t.Fatalf("migrate: %q", out)
+	}
+	r("define", "jobs", "2")
+	good := filepath.Join(t.TempDir(), "locks.yaml")
+	if err := os.WriteFile(good, []byte("locks:\n  - name: reports\n    slots: 4\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r("apply", good)
+	if _, err := locks.Acquire(ctx, "jobs", sleeplock.Ref("worker-1"), sleeplock.Kind("job"), sleeplock.TTL(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := r("state"); !strings.Contains(out, "jobs") || !strings.Contains(out, "reports") {
+		t.Fatalf("state: %q", out)
+	}
+	if out, _ := r("state", "--json"); !strings.Contains(out, `"worker-1"`) {
+		t.Fatalf("state --json: %q", out)
+	}
+	r("run", "reports", "--", os.Args[0], "test-child-exit", "0")
+	if out, _ := r("release", "jobs", "--ref", "worker-1"); !strings.Contains(out, "released") {
+		t.Fatalf("release: %q", out)
+	}
+	st, err := locks.State(ctx, "jobs")
+	if err != nil || st.Running != 0 {
+		t.Fatalf("jobs after release: %+v %v", st, err)
+	}
+	if _, errOut, code := run(t, "state", "--store", "redis://127.0.0.1:1/0"); code == 0 || errOut == "" {
+		t.Fatalf("an unreachable Redis: exit %d %q", code, errOut)
+	}
+}
