@@ -63,7 +63,7 @@ func within(t *testing.T, ctx context.Context, what, predicate string) time.Dura
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(sctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingMutation())); err != nil {
-		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("locks").innerText`))
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("count").textContent + " " + document.querySelectorAll(".lock").length + "\n" + document.getElementById("locks").innerText.slice(0, 300)`))
 		t.Fatalf("the page did not show %s: %v\npage:\n%s", what, err, html)
 	}
 	return time.Since(start)
@@ -120,12 +120,17 @@ func TestBrowser(t *testing.T) {
 }
 
 // scene gives the page something to show besides the lock under test:
-// holders of several kinds, a family, and a few grants that waited (for
-// the wait-time chart).
+// holders of several kinds, a family, a lock of 1,000,000 slots with 3
+// holders, and a few grants that waited (for the wait-time chart).
 func scene(t *testing.T, e *env) {
 	t.Helper()
 	ctx := context.Background()
 	must(t, e.locks.Define(ctx, "payments", 3))
+	must(t, e.locks.Define(ctx, "pool", 1_000_000))
+	for _, ref := range []string{"a", "b", "c"} {
+		_, err := e.locks.Acquire(ctx, "pool", sleeplock.Ref("pool-"+ref), sleeplock.Kind("worker"))
+		must(t, err)
+	}
 	must(t, e.locks.Define(ctx, "chat/*", 1))
 	must(t, e.locks.Define(ctx, "batch", 1))
 	for _, h := range []struct {

@@ -23,8 +23,9 @@ const recentEvents = 100
 type Hub struct {
 	mu      sync.Mutex
 	clients map[*client]struct{}
-	recent  []sleeplock.Event // ring of the last recentEvents events
+	recent  []item // ring of the last recentEvents events
 	next    int
+	own     owned               // this process's recent events, which the poll must not tell again
 	dirty   map[string]struct{} // locks changed since the last refresh
 	wake    chan struct{}       // a lock became dirty (capacity 1)
 	dropped atomic.Int64
@@ -46,25 +47,60 @@ type client struct {
 	lagged atomic.Int64
 }
 
+// item is one entry of the feed: an event of this process, an event of
+// another process that the poll derived from the store's data, or a count
+// of other processes' grants and releases the poll saw only in the
+// counters.
+type item struct {
+	e      sleeplock.Event
+	polled bool    // derived by the poll (e.Waited is known only when waited)
+	waited bool    // polled acquired: e.Waited is known
+	missed *missed // a count, not an event
+}
+
+// json is the item's stream message.
+func (it item) json() []byte {
+	if it.missed != nil {
+		return message("missed", it.missed.json())
+	}
+	return message("event", eventJSON(it))
+}
+
 // Notify implements sleeplock.Notifier.
 func (h *Hub) Notify(e sleeplock.Event) {
 	h.mu.Lock()
-	if len(h.recent) < recentEvents {
-		h.recent = append(h.recent, e)
-	} else {
-		h.recent[h.next] = e
-		h.next = (h.next + 1) % recentEvents
-	}
-	if len(h.clients) > 0 {
-		if e.Type != sleeplock.EventRefused && e.Type != sleeplock.EventLost {
-			h.dirty[e.Lock] = struct{}{}
-		}
-		h.sendLocked(e.Lock, message("event", eventJSON(e)))
+	h.own.add(e)
+	h.addLocked(item{e: e})
+	if len(h.clients) > 0 && e.Type != sleeplock.EventRefused && e.Type != sleeplock.EventLost {
+		h.dirty[e.Lock] = struct{}{}
 	}
 	h.mu.Unlock()
 	select {
 	case h.wake <- struct{}{}:
 	default:
+	}
+}
+
+// addLocked keeps it among the recent items and sends it to the streams
+// that watch its lock.
+func (h *Hub) addLocked(it item) {
+	if len(h.recent) < recentEvents {
+		h.recent = append(h.recent, it)
+	} else {
+		h.recent[h.next] = it
+		h.next = (h.next + 1) % recentEvents
+	}
+	if len(h.clients) > 0 {
+		h.sendLocked(it.e.Lock, it.json())
+	}
+}
+
+// publish adds the items the poll derived, in order.
+func (h *Hub) publish(items []item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, it := range items {
+		h.addLocked(it)
 	}
 }
 
@@ -98,9 +134,9 @@ func (h *Hub) subscribe(prefix string) (*client, [][]byte) {
 	h.clients[c] = struct{}{}
 	var past [][]byte
 	for i := range h.recent {
-		e := h.recent[(h.next+i)%len(h.recent)]
-		if strings.HasPrefix(e.Lock, prefix) {
-			past = append(past, message("event", eventJSON(e)))
+		it := h.recent[(h.next+i)%len(h.recent)]
+		if strings.HasPrefix(it.e.Lock, prefix) {
+			past = append(past, it.json())
 		}
 	}
 	return c, past
@@ -149,12 +185,21 @@ type eventView struct {
 	Reason   string `json:"reason,omitempty"`
 	Time     string `json:"time"`
 	Seq      uint64 `json:"seq,omitempty"`
+	// Seen is "poll" for another process's event, derived by the poll
+	// from the store's holders and queues: its time is the store's time of
+	// a grant or a wait, and the time of the poll that saw a hold end
+	// (held_ms is then the most it lasted).
+	Seen string `json:"seen,omitempty"`
 }
 
-func eventJSON(e sleeplock.Event) []byte {
+func eventJSON(it item) []byte {
+	e := it.e
 	v := eventView{Type: e.Type.String(), Lock: e.Lock, Slots: e.Slots, Running: e.Running, Waiting: e.Waiting,
 		Ref: e.Ref, Kind: e.Kind, Token: e.Token, Holder: e.Holder, Seq: e.Seq}
-	if e.Type == sleeplock.EventAcquired {
+	if it.polled {
+		v.Seen = "poll"
+	}
+	if e.Type == sleeplock.EventAcquired && (!it.polled || it.waited) {
 		ms := e.Waited.Milliseconds()
 		v.WaitedMS = &ms
 	}

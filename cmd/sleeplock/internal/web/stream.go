@@ -18,11 +18,15 @@ import (
 const writeTimeout = 10 * time.Second
 
 // events serves GET /api/events[?prefix=P]: a Server-Sent Events stream.
-// Messages: "hello" (server settings), "event" (an event of these Locks:
-// the recent ones first), "lock" (a lock's new state, the JSON of GET
-// /api/locks/{name}), "gone" (a lock no longer listed: a family member no
-// longer in use) and "lagged" (the stream fell behind and lost messages:
-// reload the locks).
+// Messages: "hello" (server settings: allow_release; poll_ms, how often
+// other processes' changes are read, 0 when none can share the store;
+// counters, whether the store counts what no poll sees), "event" (an
+// event: of these Locks, or of another process with "seen":"poll"; the
+// recent ones first), "missed" (grants and ended holds of other processes
+// that only the store's counters showed: holds shorter than the poll),
+// "lock" (a lock's new state, the JSON of GET /api/locks/{name}), "gone" (a
+// lock no longer listed: a family member no longer in use) and "lagged"
+// (the stream fell behind and lost messages: reload the locks).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
@@ -45,12 +49,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	c, past := s.cfg.Hub.subscribe(prefix)
 	defer s.cfg.Hub.unsubscribe(c)
+	if s.cfg.Poll > 0 {
+		s.pollOnce(true) // what the page loads after hello is what the next poll compares with
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	hello, _ := json.Marshal(map[string]any{"allow_release": s.cfg.AllowRelease, "poll_ms": s.cfg.Poll.Milliseconds()})
+	hello, _ := json.Marshal(map[string]any{"allow_release": s.cfg.AllowRelease, "poll_ms": s.cfg.Poll.Milliseconds(),
+		"counters": s.counters})
 	write := func(msgs ...[]byte) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		for _, m := range msgs {
@@ -167,7 +175,8 @@ func (s *Server) sendState(st store.State, force bool) {
 	s.cfg.Hub.send(st.Name, message("lock", b))
 }
 
-// poll diffs List every cfg.Poll, to see what other processes change.
+// poll reads the store every cfg.Poll while a stream is open, to show
+// what other processes change.
 func (s *Server) poll() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.cfg.Poll)
@@ -178,27 +187,82 @@ func (s *Server) poll() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		states, err := s.cfg.Locks.List(ctx)
-		cancel()
-		if err != nil {
-			continue
+		s.pollOnce(false)
+	}
+}
+
+// pollOnce reads the store's locks (and counters) and sends what changed
+// since the last poll: the locks' new states and the events they imply.
+// The first poll after no stream was open (prime) only records what it
+// read. With no stream open it reads nothing and forgets.
+func (s *Server) pollOnce(prime bool) {
+	s.pollMu.Lock()
+	defer s.pollMu.Unlock()
+	if s.cfg.Hub.streams() == 0 {
+		s.watch = watch{}
+		return
+	}
+	if prime && s.watch.primed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var stats []store.Stats
+	if s.counters {
+		// Before List: a change between the two reads is seen in the
+		// list before it is counted, never counted before it is seen.
+		var err error
+		if stats, err = s.cfg.Locks.Stats(ctx); err != nil {
+			return
 		}
-		live := make(map[string]struct{}, len(states))
+	}
+	states, err := s.cfg.Locks.List(ctx)
+	if err != nil {
+		return
+	}
+	primed := s.watch.primed
+	s.sendStates(states, primed)
+	if !primed {
+		s.watch = watch{primed: true, locks: make(map[string]snapshot, len(states)), stats: make(map[string]store.Stats, len(stats))}
 		for _, st := range states {
-			live[st.Name] = struct{}{}
-			s.sendState(st, false)
-		}
-		var gone []string
-		s.mu.Lock()
-		for name := range s.seen {
-			if _, ok := live[name]; !ok {
-				gone = append(gone, name)
-				delete(s.seen, name)
+			if !st.Family {
+				s.watch.locks[st.Name] = snapshotOf(st)
 			}
 		}
-		s.mu.Unlock()
-		for _, name := range gone {
+		for _, st := range stats {
+			s.watch.stats[st.Name] = st
+		}
+		return
+	}
+	s.cfg.Hub.publish(s.derive(states, stats))
+}
+
+// sendStates sends the states that changed since last seen, and "gone"
+// for the locks no longer listed; unless send is false, when it only
+// records them.
+func (s *Server) sendStates(states []store.State, send bool) {
+	live := make(map[string]struct{}, len(states))
+	for _, st := range states {
+		live[st.Name] = struct{}{}
+		if send {
+			s.sendState(st, false)
+		} else {
+			s.mu.Lock()
+			s.seen[st.Name] = fingerprint(st)
+			s.mu.Unlock()
+		}
+	}
+	var gone []string
+	s.mu.Lock()
+	for name := range s.seen {
+		if _, ok := live[name]; !ok {
+			gone = append(gone, name)
+			delete(s.seen, name)
+		}
+	}
+	s.mu.Unlock()
+	for _, name := range gone {
+		if send {
 			b, _ := json.Marshal(map[string]string{"name": name})
 			s.cfg.Hub.send(name, message("gone", b))
 		}

@@ -28,6 +28,10 @@ import (
 //go:embed static
 var staticFiles embed.FS
 
+// DefaultPoll is serve's Config.Poll unless told otherwise: another
+// process's change shows on the page within it.
+const DefaultPoll = 500 * time.Millisecond
+
 // Config configures a Server.
 type Config struct {
 	// Locks are the locks served. Required.
@@ -38,7 +42,9 @@ type Config struct {
 	// Metrics serves GET /metrics; nil: 404.
 	Metrics http.Handler
 	// Poll is the period of the List diff that finds changes made by other
-	// processes sharing the store (database stores); 0: no diff (memory).
+	// processes sharing the store (database stores), and derives their
+	// events; it reads the store only while a stream is open. 0: no diff
+	// (memory).
 	Poll time.Duration
 	// Refresh is how long lock changes are gathered before their new
 	// states are sent to the streams (default 100 ms).
@@ -67,6 +73,10 @@ type Server struct {
 
 	mu   sync.Mutex
 	seen map[string]string // lock → fingerprint of the state last sent or polled
+
+	counters bool       // the store keeps counters (store.StatsReader)
+	pollMu   sync.Mutex // one poll at a time
+	watch    watch      // what the last poll saw (under pollMu)
 }
 
 // New returns a Server and starts its refresh (and poll) goroutines.
@@ -87,6 +97,10 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), done: make(chan struct{}), seen: map[string]string{}}
+	_, s.counters = cfg.Locks.Store().(store.StatsReader)
+	if cfg.Poll > 0 {
+		cfg.Hub.track()
+	}
 	s.token = sha256.Sum256([]byte(cfg.Token))
 	static, _ := fs.Sub(staticFiles, "static")
 	s.mux.Handle("GET /", http.FileServerFS(static))

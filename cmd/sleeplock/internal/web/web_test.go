@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"reflect"
 	"strings"
 	"sync"
@@ -22,9 +23,15 @@ import (
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
 	"github.com/sleeplock/sleeplock/memstore"
+	"github.com/sleeplock/sleeplock/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if path := os.Getenv(otherProcessEnv); path != "" {
+		os.Exit(otherProcess(path))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func must(t testing.TB, err error) {
 	t.Helper()
@@ -49,7 +56,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 	return newEnvOn(t, memstore.New(), cfg)
 }
 
-func newEnvOn(t testing.TB, st *memstore.Store, cfg Config) *env {
+func newEnvOn(t testing.TB, st store.Store, cfg Config) *env {
 	t.Helper()
 	e := &env{hub: NewHub(), log: &bytes.Buffer{}}
 	e.locks = sleeplock.New(st, sleeplock.WithNotifier(e.hub))
@@ -380,7 +387,7 @@ func (e *env) flush() {
 		e.hub.mu.Lock()
 		found := false
 		for _, ev := range e.hub.recent {
-			found = found || ev.Lock == name
+			found = found || ev.e.Lock == name
 		}
 		e.hub.mu.Unlock()
 		if found {

@@ -4,12 +4,14 @@
   const PAGE = 100;          // locks shown per "page"
   const MAX_CELLS = 32;      // slot cells drawn per lock
   const FEED = 60;           // events kept in the feed
+  const STATS_ROWS = 15;     // rows of the counters table
   const $ = (id) => document.getElementById(id);
   let prefix = "", limit = PAGE, names = [], total = 0, allowRelease = false, es = null;
   const views = new Map();   // name → {v: lock view, t0: local time it was received}
   const waits = [];          // recent wait times, ms
 
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+  const num = (n) => n.toLocaleString("en-US");
   function dur(ms) {
     if (ms == null) return "";
     const neg = ms < 0; ms = Math.abs(ms);
@@ -22,9 +24,16 @@
   }
 
   let loading = null, pending = [];
+  // load fetches the locks after any load in flight (the last one wins).
   function load() {
-    loading = fetchLocks().finally(() => { loading = null; const p = pending; pending = []; for (const f of p) f(); });
-    return loading;
+    const p = (loading || Promise.resolve()).catch(() => {}).then(fetchLocks);
+    loading = p;
+    p.finally(() => {
+      if (loading !== p) return;
+      loading = null;
+      const q = pending; pending = []; for (const f of q) f();
+    });
+    return p;
   }
   // later runs f now, or after the load in flight.
   const later = (f) => (loading ? pending.push(f) : f());
@@ -33,9 +42,16 @@
 
   async function fetchLocks() {
     const q = new URLSearchParams({ prefix, limit: String(limit) });
-    const res = await fetch("/api/locks?" + q);
-    if (!res.ok) { $("locks").innerHTML = '<p class="empty">' + esc((await res.json()).error) + "</p>"; return; }
-    const list = await res.json();
+    let res, list;
+    try {
+      res = await fetch("/api/locks?" + q);
+      list = await res.json();
+    } catch (err) {
+      if (!names.length) $("locks").innerHTML = '<p class="empty">cannot load the locks: ' + esc(err.message) + "</p>";
+      return;
+    }
+    if (!res.ok) { $("locks").innerHTML = '<p class="empty">' + esc(list.error) + "</p>"; return; }
+    $("locks").removeAttribute("aria-busy");
     total = Number(res.headers.get("Sleeplock-Total") || list.length);
     names = list.map((v) => v.name);
     views.clear();
@@ -70,11 +86,13 @@
     el.classList.toggle("busy", v.running > 0);
     el.classList.toggle("queued", v.waiting > 0);
     let h = '<div class="head"><span class="name">' + esc(v.name) + "</span>" +
-      '<span class="nums">' + v.slots + " slot" + (v.slots === 1 ? "" : "s") + (v.family ? " each (family)" : "") +
+      '<span class="nums">' + num(v.slots) + " slot" + (v.slots === 1 ? "" : "s") + (v.family ? " each (family)" : "") +
       " · " + v.running + " running" + (v.leases > 0 && v.leases !== v.running + v.expired ? " (" + v.leases + " holders)" : "") +
       " · " + v.waiting + " waiting</span></div><div class=\"cells\">";
     let drawn = 0;
     if (v.family) h += '<span class="muted">a family: each member (' + esc(v.name.slice(0, -1)) + '…) is a lock of its own, listed while in use</span>';
+    const gauged = !v.family && v.slots > MAX_CELLS;
+    if (gauged) h += gauge(v);
     for (const ho of v.holders) {
       if (drawn++ >= MAX_CELLS) break;
       const k = ho.kind ? " k-" + esc(ho.kind) : "";
@@ -86,10 +104,11 @@
         '<div class="t">held <span data-up="' + (ho.age_ms ?? "") + '">' + dur(ho.age_ms) + "</span>" +
         (ho.left_ms == null ? " · no expiry" : ' · left <span data-down="' + ho.left_ms + '">' + dur(ho.left_ms) + "</span>") + "</div></div>";
     }
-    const free = v.family ? 0 : Math.max(0, v.slots - v.running);
+    const free = v.family || gauged ? 0 : Math.max(0, v.slots - v.running);
     const freeCells = Math.min(free, Math.max(0, MAX_CELLS - drawn));
     for (let i = 0; i < freeCells; i++) h += '<div class="cell free">free</div>';
-    if (v.holders.length + free > drawn + freeCells) h += '<span class="morecells">+' + (v.holders.length + free - drawn - freeCells) + " more slots</span>";
+    if (gauged && v.holders.length > MAX_CELLS) h += '<span class="morecells">+' + num(v.holders.length - MAX_CELLS) + " more holders</span>";
+    else if (v.holders.length + free > drawn + freeCells) h += '<span class="morecells">+' + (v.holders.length + free - drawn - freeCells) + " more slots</span>";
     h += "</div>";
     if (v.queue.length) {
       h += '<ol class="queue">';
@@ -103,6 +122,18 @@
     }
     el.innerHTML = h;
     el.dataset.t0 = entry.t0;
+  }
+
+  // gauge draws a lock of more slots than cells: the share in use (and
+  // held past expiry) as a bar, with the numbers.
+  function gauge(v) {
+    const pct = (n) => (100 * n) / v.slots;
+    const live = Math.max(0, v.running - v.expired);
+    const bar = (n, cls) => (n > 0 ? '<div class="' + cls + '" style="width:' + pct(n) + '%"></div>' : "");
+    return '<div class="gauge" role="meter" aria-valuemin="0" aria-valuemax="' + v.slots + '" aria-valuenow="' + v.running + '">' +
+      bar(live, "used") + bar(v.expired, "used expired") + "</div>" +
+      '<div class="gaugetext">' + num(v.running) + " of " + num(v.slots) + " slots in use (" + (v.running ? pct(v.running).toPrecision(2) : "0") + "%)" +
+      (v.expired ? " · " + num(v.expired) + " expired" : "") + " · " + num(Math.max(0, v.slots - v.running)) + " free</div>";
   }
 
   // tick moves the clocks of the holders and waiters without a request.
@@ -149,19 +180,51 @@
   }
 
   function feed(e) {
-    const li = document.createElement("li");
-    const t = new Date(e.time);
     let what = esc(e.lock);
     if (e.ref) what += " · " + esc(short(e.ref)) + (e.kind ? " (" + esc(e.kind) + ")" : "");
     if (e.waited_ms != null) what += " · waited " + dur(e.waited_ms);
-    if (e.held_ms != null) what += " · held " + dur(e.held_ms);
+    if (e.held_ms != null) what += " · held " + (e.seen ? "≤ " : "") + dur(e.held_ms);
     if (e.holder) what += " · held by " + esc(e.holder);
     if (e.reason) what += " · " + esc(e.reason);
-    li.innerHTML = "<span>" + t.toTimeString().slice(0, 8) + '</span><span class="ty ty-' + esc(e.type) + '">' + esc(e.type) + "</span><span>" + what + "</span>";
+    const by = e.seen ? '<span class="by" title="another process: read from the store by the poll">↻</span>' : "";
+    item(e.time, e.type, by + what, e.seen ? "polled" : "");
+    if (e.type === "acquired" && e.waited_ms != null) wait(e.waited_ms);
+  }
+
+  // missed tells the grants and ended holds of other processes that only
+  // the store's counters showed.
+  function missed(m) {
+    let what = esc(m.lock) + " · ";
+    const parts = [];
+    if (m.acquired) parts.push(m.acquired + " grant" + (m.acquired === 1 ? "" : "s"));
+    if (m.ended) parts.push(m.ended + " hold" + (m.ended === 1 ? "" : "s") + " ended");
+    what += parts.join(", ") + " between two polls (counted, not seen)";
+    if (m.acquired && m.waited_ms) what += " · waited " + dur(m.waited_ms) + (m.acquired > 1 ? " in all" : "");
+    item(m.time, "others", what, "polled");
+    if (m.acquired === 1) wait(m.waited_ms);
+  }
+
+  function item(time, type, html, cls) {
+    const li = document.createElement("li");
+    if (cls) li.className = cls;
+    li.innerHTML = "<span>" + new Date(time).toTimeString().slice(0, 8) + '</span><span class="ty ty-' + esc(type) + '">' + esc(type) + "</span><span>" + html + "</span>";
     const f = $("feed");
     f.insertBefore(li, f.firstChild);
     while (f.children.length > FEED) f.lastChild.remove();
-    if (e.type === "acquired" && e.waited_ms != null) { waits.push(e.waited_ms); if (waits.length > 60) waits.shift(); chart(); }
+  }
+
+  function wait(ms) { waits.push(ms); if (waits.length > 60) waits.shift(); chart(); }
+
+  // notes says, where the events are listed, what of other processes the
+  // store lets the page see.
+  function notes(h) {
+    const every = dur(h.poll_ms);
+    $("feednote").hidden = !h.poll_ms;
+    $("feednote").textContent = h.poll_ms ? "Live: this server's events. ↻ other processes': their grants, waits and ended holds, read from the store every " + every +
+      (h.counters ? "; shorter holds are counted, not named." : "; this store keeps no counters, so holds shorter than that are not shown.") +
+      " Their refused tries are not listed." : "";
+    $("waitnote").hidden = !h.poll_ms || h.counters;
+    $("waitnote").textContent = "Other processes' waits: only those seen in the queue (this store keeps no counters).";
   }
 
   function chart() {
@@ -183,14 +246,18 @@
   function connect() {
     if (es) es.close();
     es = new EventSource("/api/events?" + new URLSearchParams({ prefix }));
+    $("feed").textContent = ""; // the stream sends the recent events again
     es.addEventListener("hello", (m) => {
-      allowRelease = JSON.parse(m.data).allow_release;
+      const h = JSON.parse(m.data);
+      allowRelease = h.allow_release;
+      notes(h);
       $("conn").className = "conn on"; $("conn").textContent = "live";
       load(); // (re)load after (re)connecting: nothing missed in between
     });
     es.addEventListener("lock", (m) => later(() => upsert(JSON.parse(m.data))));
     es.addEventListener("gone", (m) => later(() => gone(JSON.parse(m.data).name)));
     es.addEventListener("event", (m) => feed(JSON.parse(m.data)));
+    es.addEventListener("missed", (m) => missed(JSON.parse(m.data)));
     es.addEventListener("lagged", (m) => { feed({ type: "lagged", lock: "stream", time: new Date().toISOString(), reason: JSON.parse(m.data).dropped + " messages dropped; reloaded" }); load(); });
     es.onerror = () => { $("conn").className = "conn off"; $("conn").textContent = "reconnecting"; };
   }
@@ -218,15 +285,28 @@
   async function stats() {
     const res = await fetch("/api/stats");
     if (!res.ok) return;
-    const rows = (await res.json()).filter((s) => s.name.startsWith(prefix));
-    let h = "<tr><th>lock</th><th>acquired</th><th>released</th><th>refused</th><th>expired</th><th>lost</th><th>mean wait</th></tr>";
+    let rows = (await res.json()).filter((s) => s.name.startsWith(prefix));
+    const all = rows.length;
+    if (all > STATS_ROWS) rows = rows.sort((a, b) => b.acquisitions + b.refusals - a.acquisitions - a.refusals).slice(0, STATS_ROWS);
+    let h = '<colgroup><col class="c-name"><col span="5"><col class="c-wait"></colgroup>' +
+      '<tr><th>lock</th><th title="acquired">acq.</th><th title="released">rel.</th><th title="refused">ref.</th><th title="expired">exp.</th><th>lost</th><th title="mean wait of the grants">wait</th></tr>';
+    const n = (x) => '<td title="' + x + '">' + compact(x) + "</td>";
     for (const s of rows) {
-      h += `<tr><td>${esc(s.name)}</td><td>${s.acquisitions}</td><td>${s.releases}</td><td>${s.refusals}</td><td>${s.expiries}</td><td>${s.losses}</td><td>${s.acquisitions ? dur(s.wait_ms / s.acquisitions) : ""}</td></tr>`;
+      h += '<tr><td title="' + esc(s.name) + '">' + esc(s.name) + "</td>" + n(s.acquisitions) + n(s.releases) + n(s.refusals) + n(s.expiries) + n(s.losses) +
+        "<td>" + (s.acquisitions ? dur(s.wait_ms / s.acquisitions) : "") + "</td></tr>";
     }
+    if (all > rows.length) h += '<tr><td colspan="7" class="muted">the ' + rows.length + " busiest of " + num(all) + ' · all: <a href="/api/stats">/api/stats</a></td></tr>';
     $("stats").innerHTML = h;
+  }
+  // compact writes a count in at most 5 characters (12.3k, 4.5M).
+  function compact(x) {
+    if (x < 10000) return String(x);
+    for (const [d, u] of [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) if (x >= d) return parseFloat((x / d).toPrecision(3)) + u;
+    return String(x);
   }
   setInterval(stats, 2000);
   stats();
   setInterval(tick, 250);
+  load(); // at once, not after the stream connects (hello loads again)
   connect();
 })();
