@@ -136,7 +136,7 @@ func TestServeTokenIsNotTheFencingToken(t *testing.T) {
 	if err := os.WriteFile(file, []byte("0123456789abcdef0123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if tok, err := serveToken(true, file); err != nil || tok != "0123456789abcdef0123" {
+	if tok, err := serveToken(true, file, ""); err != nil || tok != "0123456789abcdef0123" {
 		t.Errorf("--token-file: %q %v", tok, err)
 	}
 }

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,7 +32,8 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on (loopback by default: the API shows holder refs)")
 	allow := fs.Bool("allow-release", false, "allow POST /api/locks/NAME/release?ref=REF with the bearer token")
 	tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token for release; without it the token is the value of $"+serveTokenEnv)
-	poll := fs.Duration("poll", time.Second, "how often to diff the store's locks, to show changes made by other processes")
+	newToken := fs.String("new-token-file", "", "write a new random bearer token for release to `FILE` (created, mode 0600; never overwritten) and use it")
+	poll := fs.Duration("poll", web.DefaultPoll, "while a page or stream is open, how often to read the store's locks and counters, to show what other processes do")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -39,7 +43,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *poll <= 0 {
 		return usagef("--poll %v: want a positive duration", *poll)
 	}
-	token, err := serveToken(*allow, *tokenFile)
+	token, err := serveToken(*allow, *tokenFile, *newToken)
 	if err != nil {
 		return err
 	}
@@ -60,10 +64,34 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 // SLEEPLOCK_TOKEN, the fencing token sleeplock run gives its command.
 const serveTokenEnv = "SLEEPLOCK_SERVE_TOKEN"
 
+func init() {
+	extraHelp["serve"] = `Other processes sharing the store (SQLite, PostgreSQL) show on the page
+too: each --poll, while a page is open, serve reads the store's holders,
+queues and counters, and derives their grants, waits and ended holds;
+holds shorter than the poll are counted, not named, and their refused
+tries are not listed.
+
+A release token is at least 16 random bytes. Make one with
+  sleeplock serve --allow-release --new-token-file ~/.sleeplock-serve-token
+(it writes a new token to the file, readable by you alone, and serves),
+then restart with --token-file ~/.sleeplock-serve-token to keep it; or
+  (umask 077; openssl rand -hex 16 > FILE)
+`
+}
+
 // serveToken reads the release token: required with --allow-release,
-// refused without it (a token that does nothing is a mistake).
-func serveToken(allow bool, file string) (string, error) {
+// refused without it (a token that does nothing is a mistake). newFile,
+// when given, is created with a new random token.
+func serveToken(allow bool, file, newFile string) (string, error) {
 	token := os.Getenv(serveTokenEnv)
+	switch {
+	case file != "" && newFile != "":
+		return "", usagef("--token-file and --new-token-file: give one")
+	case newFile != "" && !allow:
+		return "", usagef("--new-token-file is only used with --allow-release")
+	case newFile != "":
+		return newTokenFile(newFile)
+	}
 	if file != "" {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -81,6 +109,30 @@ func serveToken(allow bool, file string) (string, error) {
 		return "", usagef("--token-file is only used with --allow-release")
 	case allow && len(token) < 16:
 		return "", usagef("the release token is %d bytes: use at least 16 random bytes", len(token))
+	}
+	return token, nil
+}
+
+// newTokenFile writes a new random token (32 hex digits) to path, which
+// must not exist, readable by its owner alone.
+func newTokenFile(path string) (string, error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand: never fails
+	token := hex.EncodeToString(b[:])
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return "", usagef("--new-token-file %s exists: use --token-file %s to keep its token, or remove it", path, path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--new-token-file: %w", err)
+	}
+	_, err = fmt.Fprintln(f, token)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(path)
+		return "", fmt.Errorf("--new-token-file: %w", err)
 	}
 	return token, nil
 }

@@ -148,18 +148,21 @@ func TestServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The stream shows the other node's holder (from the List diff).
-	for found := false; !found; {
+	// The stream shows the other node's holder (from the List diff) and
+	// its grant, an event derived by the poll.
+	for holder, grant := false, false; !holder || !grant; {
 		select {
 		case l, ok := <-lines:
 			if !ok {
 				t.Fatal("stream ended")
 			}
 			var v lockview.Lock
-			found = strings.HasPrefix(l, "data: ") && json.Unmarshal([]byte(l[6:]), &v) == nil &&
+			holder = holder || strings.HasPrefix(l, "data: ") && json.Unmarshal([]byte(l[6:]), &v) == nil &&
 				v.Name == "pay" && len(v.Holders) == 1 && v.Holders[0].Ref == "job-1"
+			grant = grant || strings.HasPrefix(l, `data: {"type":"acquired","lock":"pay"`) && strings.Contains(l, `"ref":"job-1","kind":"job"`) &&
+				strings.Contains(l, `"waited_ms":0`) && strings.Contains(l, `"seen":"poll"`)
 		case <-time.After(10 * time.Second):
-			t.Fatal("the stream did not show the other node's holder in 10 s")
+			t.Fatal("the stream did not show the other node's holder and grant in 10 s")
 		}
 	}
 
@@ -192,18 +195,7 @@ func TestServe(t *testing.T) {
 		t.Fatalf("healthz %d", code)
 	}
 
-	post := func(tok string) int {
-		req, _ := http.NewRequest("POST", base+"/api/locks/pay/release?ref=job-1", nil)
-		if tok != "" {
-			req.Header.Set("Authorization", "Bearer "+tok)
-		}
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.Body.Close()
-		return r.StatusCode
-	}
+	post := func(tok string) int { return releaseJob1(t, base, tok) }
 	if code := post("nope"); code != 401 {
 		t.Fatalf("release with a wrong token: %d", code)
 	}
@@ -236,6 +228,20 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// releaseJob1 asks serve at base to release job-1's hold of pay with the
+// bearer token tok, and returns the status.
+func releaseJob1(t *testing.T, base, tok string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/api/locks/pay/release?ref=job-1", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	return r.StatusCode
+}
+
 // syncBuf is a strings.Builder safe for concurrent use.
 type syncBuf struct {
 	mu sync.Mutex
@@ -252,4 +258,71 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestServeNewTokenFile: --new-token-file writes a new random token,
+// readable by its owner alone, and serves with it; it never overwrites a
+// file, and is a usage error without --allow-release or with
+// --token-file.
+func TestServeNewTokenFile(t *testing.T) {
+	t.Setenv("SLEEPLOCK_SERVE_TOKEN", "")
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "locks.db")
+	path := filepath.Join(dir, "token")
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan string, 1)
+	exited := make(chan int, 1)
+	errOut := &syncBuf{}
+	go func() {
+		exited <- Main(ctx, []string{"serve", "--store", db, "--addr", "127.0.0.1:0", "--allow-release", "--new-token-file", path},
+			&lineWriter{first: first}, errOut)
+	}()
+	var base string
+	select {
+	case line := <-first:
+		base = strings.TrimSuffix(strings.TrimPrefix(line, "serving the locks on "), "/")
+	case code := <-exited:
+		t.Fatalf("serve exited %d: %s", code, errOut.String())
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := strings.TrimSpace(string(b))
+	if fi.Mode().Perm() != 0o600 || len(token) != 32 || strings.Trim(token, "0123456789abcdef") != "" {
+		t.Fatalf("token file %v %q", fi.Mode(), b)
+	}
+	post := func(tok string) int { return releaseJob1(t, base, tok) }
+	if code := post(token + "x"); code != http.StatusUnauthorized {
+		t.Fatalf("a wrong token: %d", code)
+	}
+	if code := post(token); code != http.StatusNotFound { // past the token: no lock pay
+		t.Fatalf("the new token: %d", code)
+	}
+	cancel()
+	if code := <-exited; code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+
+	for _, args := range [][]string{
+		{"serve", "--store", db, "--allow-release", "--new-token-file", path}, // exists
+		{"serve", "--store", db, "--new-token-file", filepath.Join(dir, "t2")},
+		{"serve", "--store", db, "--allow-release", "--new-token-file", filepath.Join(dir, "t3"), "--token-file", path},
+	} {
+		if _, errOut, code := run(t, args...); code != 2 || !strings.Contains(errOut, "new-token-file") {
+			t.Errorf("%q: exit %d %q", args, code, errOut)
+		}
+	}
+	if b2, _ := os.ReadFile(path); string(b2) != string(b) {
+		t.Fatal("the token file was overwritten")
+	}
+	for _, f := range []string{"t2", "t3"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s written by a refused command line", f)
+		}
+	}
 }
