@@ -56,11 +56,12 @@ func browser(t *testing.T) context.Context {
 }
 
 // within bounds one step: the page must show a change within a few
-// seconds.
+// seconds (10: a deadline for a failure on a loaded machine, not a
+// measure; each step logs how long it took).
 func within(t *testing.T, ctx context.Context, what, predicate string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := chromedp.Run(sctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingMutation())); err != nil {
 		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("count").textContent + " " + document.querySelectorAll(".lock").length + "\n" + document.getElementById("locks").innerText.slice(0, 300)`))
