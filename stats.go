@@ -23,7 +23,9 @@ type Histogram = store.Histogram
 // and serve: read it at scrape time. On a database store it is one query
 // and counts every process's grants (PostgreSQL: every counter but
 // Refusals, which counts this process's refusals); a store that keeps no counters (not
-// a store.StatsReader) reports the gauges only.
+// a store.StatsReader) reports the gauges only. The memory store records
+// wait times from its first Stats read on (the first scrape); grants that
+// queued before it are counted as grants that did not wait.
 func (l *Locks) Stats(ctx context.Context) ([]Stats, error) {
 	if err := l.usable(ctx); err != nil {
 		return nil, err

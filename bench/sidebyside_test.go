@@ -209,6 +209,40 @@ func BenchmarkSideBySide(b *testing.B) {
 		})
 	}
 
+	// The weighted row (issue 21's BenchmarkWeighted, interleaved): 64
+	// goroutines on 8 slots, goroutine w asking weight 1+w%4 (ratio:
+	// throughput, as rows 2 and 3).
+	b.Run("g64-weighted-slots8", func(b *testing.B) {
+		for b.Loop() {
+			l := sleeplock.New(nil)
+			mustDefine(b, l, "gpu", 8)
+			sem := semaphore.NewWeighted(8)
+			var weights [4]sleeplock.AcquireOption
+			for i := range weights {
+				weights[i] = sleeplock.Weight(1 + i)
+			}
+			sl, pe, r := sideBySide(func(d time.Duration) int64 {
+				return parallel(64, d, func(w int, _ *rand.Rand) {
+					lease, err := l.Acquire(ctx, "gpu", weights[w%4])
+					if err != nil {
+						panic(err)
+					}
+					_ = lease.Release(ctx)
+				})
+			}, func(d time.Duration) int64 {
+				return parallel(64, d, func(w int, _ *rand.Rand) {
+					n := int64(1 + w%4)
+					if err := sem.Acquire(ctx, n); err != nil {
+						panic(err)
+					}
+					sem.Release(n)
+				})
+			}, span)
+			report(b, sl, pe, "ns/op", "throughput-ratio", 1/r)
+			_ = l.Close()
+		}
+	})
+
 	// Row 4: 64 goroutines over 10,000 distinct one-slot locks, against
 	// one semaphore per lock in a sync.Map, both looked up by name.
 	b.Run("g64-locks10000", func(b *testing.B) {

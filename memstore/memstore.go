@@ -17,6 +17,15 @@
 // Times of leases with no TTL are not recorded unless the Locks has a
 // notifier or the store was made WithTimes: reading the clock costs more than
 // the whole grant.
+//
+// Stats counts exactly (a defined lock's grants are its fencing tokens).
+// Hold times are sampled, 1 grant in HoldSampling by token. Wait times
+// are recorded from the store's first Stats read on: before it, a grant
+// that queued is counted in the wait histogram's first bucket, as one
+// that did not wait, so that a store whose Stats nobody reads reads no
+// clock when it hands a slot over (on two cores the read cost the
+// contended path a third of its throughput). A metrics package that
+// scrapes (promevents, otelevents) reads it at its first scrape.
 package memstore
 
 import (
@@ -51,6 +60,9 @@ type Store struct {
 	mu     sync.Mutex         // the store's mutex: see the package doc
 	fams   map[string]*family // under mu
 	closed atomic.Bool        // set under mu; read under a lock's mutex
+	// timeWaits: a Stats read has been made, so grants that queued are
+	// timed from now on (see waited).
+	timeWaits atomic.Bool
 
 	tmu    sync.Mutex           // guards timers; taken under a lock's mutex
 	timers map[*lock]*lockTimer // the expiry timers of locks that have one
@@ -238,17 +250,24 @@ func (o *op) clock() time.Time {
 	return o.now
 }
 
-// waited returns how long a caller that queued at t waited, without
-// making the op record times (stamp): a wait is timed for Stats alone.
-// Without the op's clock reading it reads the wait clock (waitClock),
-// once for all the grants of the operation.
+// waited returns how long a caller that queued at t waited, or -1 (not
+// timed) until the store's first Stats read: a wait is timed for Stats
+// alone, and nothing else reads it. The counts stay exact (a grant's
+// count is its token); an untimed grant is in the wait histogram's first
+// bucket, as a grant that did not wait. Without the op's clock reading
+// it reads the wait clock (waitClock), once for all the grants of the
+// operation.
 //
-// The read is made under the lock's mutex, with the grant. Made after the
-// mutex is let go instead (on the releaser's way out, once the granted
-// waiter is woken), it measured slower under contention, not faster: 64
-// goroutines on 2 slots ran at 0.54× the semaphore's throughput against
-// 0.72× (bench/README.md, "Weights, fourth round").
+// Timing the grant costs the contended path a third of its throughput on
+// two cores (bench/README.md, "Issue 30"), wherever the read is made: a
+// store whose Stats nobody reads does not pay it. The read is made under
+// the lock's mutex, with the grant: made after the mutex is let go (on
+// the releaser's way out, once the granted waiter is woken), it measured
+// slower, not faster ("Weights, fourth round").
 func (o *op) waited(t time.Time) time.Duration {
+	if !o.s.timeWaits.Load() {
+		return -1
+	}
 	if o.hasNow {
 		return since(o.now, t)
 	}

@@ -176,6 +176,9 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, err
 	}
+	if !s.timeWaits.Load() {
+		s.timeWaits.Store(true) // waits are timed from the first read on (see waited)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {

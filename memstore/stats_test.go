@@ -48,13 +48,15 @@ func TestStatsHoldSampled(t *testing.T) {
 	}
 }
 
-// A wait is timed only when the caller parked, by the store's clock; the
-// grants that did not wait are in the first bucket.
+// A wait is timed only when the caller parked, by the store's clock,
+// once Stats has been read; the grants that did not wait are in the first
+// bucket.
 func TestStatsWaitTimed(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
 	locks := sleeplock.New(s)
 	must(t, locks.Define(ctx, "w", 1))
+	statsOf(t, s, "w") // switches wait timing on
 	first, err := locks.Acquire(ctx, "w")
 	must(t, err)
 	done := make(chan error, 1)
@@ -93,6 +95,7 @@ func TestSystemClockWaits(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	locks := sleeplock.New(s)
 	must(t, locks.Define(ctx, "w", 4))
+	statsOf(t, s, "w") // switches wait timing on
 	first, err := locks.Acquire(ctx, "w", sleeplock.Weight(4))
 	must(t, err)
 	done := make(chan error, 2)
@@ -122,5 +125,49 @@ func TestSystemClockWaits(t *testing.T) {
 	got := statsOf(t, s, "w")
 	if got.Waits.Count != 3 || got.Waits.Sum == 0 || got.Waits.Sum > 2*took {
 		t.Fatalf("waits %+v: want 3 grants, two timed waits of at most %v each", got.Waits, took)
+	}
+}
+
+// Until the store's first Stats read, a grant that queued is counted
+// (exactly) but not timed: it is in the wait histogram's first bucket, as
+// a grant that did not wait. Waits that end after the first read are
+// timed, on a defined lock and on a family member alike.
+func TestStatsWaitsTimedFromFirstRead(t *testing.T) {
+	ctx := context.Background()
+	s, c := newStore(t)
+	locks := sleeplock.New(s)
+	must(t, locks.Define(ctx, "w", 1))
+	must(t, locks.Define(ctx, "f/*", 1))
+	queueOnce := func(name string) {
+		first, err := locks.Acquire(ctx, name)
+		must(t, err)
+		done := make(chan error, 1)
+		go func() {
+			l, err := locks.Acquire(ctx, name)
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			done <- err
+		}()
+		waitWaiting(t, s, name, 1)
+		c.Advance(3 * time.Second)
+		must(t, first.Release(ctx))
+		must(t, <-done)
+	}
+	queueOnce("w")
+	queueOnce("f/1")
+	for _, name := range []string{"w", "f/*"} {
+		got := statsOf(t, s, name) // the first read switches timing on
+		if got.Acquisitions != 2 || got.Waits.Count != 2 || got.Waits.Buckets[0] != 2 || got.Waits.Sum != 0 {
+			t.Fatalf("%s before the first read: %d grants, waits %+v; want 2 grants, both untimed", name, got.Acquisitions, got.Waits)
+		}
+	}
+	queueOnce("w")
+	queueOnce("f/1")
+	for _, name := range []string{"w", "f/*"} {
+		got := statsOf(t, s, name)
+		if got.Acquisitions != 4 || got.Waits.Count != 4 || got.Waits.Buckets[store.Bucket(3*time.Second)] != 1 || got.Waits.Sum != 3*time.Second {
+			t.Fatalf("%s after the first read: %d grants, waits %+v; want 4 grants, one wait of 3 s", name, got.Acquisitions, got.Waits)
+		}
 	}
 }

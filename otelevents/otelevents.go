@@ -145,7 +145,7 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 	m.exp = counter("sleeplock.expirations", "{expiration}", "Leases taken over after their TTL.")
 	m.lost = counter("sleeplock.lost", "{lease}", "Holds ended by someone other than their holder.")
 	m.timed = counter("sleeplock.holds.timed", "{hold}", "Holds whose time sleeplock.hold.time sums (sampled on the memory store).")
-	m.wait = seconds("sleeplock.wait.time", "Time grants spent in the queue, summed.")
+	m.wait = seconds("sleeplock.wait.time", "Time grants spent in the queue, summed (on the memory store, from the first collection on).")
 	m.hold = seconds("sleeplock.hold.time", "Time the timed holds lasted, summed.")
 	m.slots = gauge("sleeplock.slots", "{slot}", "Slots of the locks under the label.")
 	m.running = gauge("sleeplock.running", "{holder}", "Live holders of the locks under the label.")
