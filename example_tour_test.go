@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,9 +22,9 @@ func charge(_ context.Context, order string) (string, error) {
 }
 
 // Example_tour is the tour of README.md: the README shows this function's
-// body, and TestReadmeTourIsExample keeps the two the same.
+// body, and TestReadmeGoIsExamples keeps the two the same.
 func Example_tour() {
-	// tour:begin
+	// readme:begin
 	ctx := context.Background()
 	locks := sleeplock.New(nil) // the memory store: goroutines of one process
 	defer locks.Close()
@@ -62,7 +65,7 @@ func Example_tour() {
 	for _, lease := range leases {
 		fmt.Println(lease.Ref(), lease.Release(ctx))
 	}
-	// tour:end
+	// readme:end
 
 	// Output:
 	// receipt for order-17 <nil>
@@ -73,27 +76,92 @@ func Example_tour() {
 	// job-3 <nil>
 }
 
-// README.md shows the body of Example_tour, so that the tour compiles and
-// runs.
-func TestReadmeTourIsExample(t *testing.T) {
-	src, err := os.ReadFile("example_tour_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+// Every Go block of README.md runs as pasted: each is the text between
+// "// readme:begin" and "// readme:end" in an Example of this repository
+// (run and checked by go test in its module), one tab of indentation
+// less. A block that is no example's fails here, with the examples' text.
+func TestReadmeGoIsExamples(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, body, ok := strings.Cut(string(src), "\t// tour:begin\n")
-	body, _, ok2 := strings.Cut(body, "\t// tour:end\n")
-	if !ok || !ok2 {
-		t.Fatal("example_tour_test.go has no tour:begin/tour:end markers")
+	examples := readmeRegions(t)
+	blocks := goBlocks(string(readme))
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no Go block: the test reads it wrong")
 	}
-	var tour strings.Builder
-	for _, line := range strings.SplitAfter(body, "\n") {
-		tour.WriteString(strings.TrimPrefix(line, "\t"))
+	for _, b := range blocks {
+		if !slices.Contains(examples, b.text) {
+			t.Errorf("README.md line %d: this Go block is no example's readme:begin/readme:end region (go test runs those):\n%s\nregions:\n%s",
+				b.line, b.text, strings.Join(examples, "----\n"))
+		}
 	}
-	if !strings.Contains(string(readme), "```go\n"+tour.String()+"```\n") {
-		t.Errorf("README.md's tour is not the body of Example_tour; put this in README.md:\n```go\n%s```", tour.String())
+}
+
+// goBlock is one ```go block of a Markdown file and the line it starts on.
+type goBlock struct {
+	line int
+	text string
+}
+
+func goBlocks(md string) []goBlock {
+	var out []goBlock
+	var cur *strings.Builder
+	start := 0
+	for i, line := range strings.SplitAfter(md, "\n") {
+		switch {
+		case cur == nil && strings.TrimSpace(line) == "```go":
+			cur, start = &strings.Builder{}, i+1
+		case cur != nil && strings.TrimSpace(line) == "```":
+			out = append(out, goBlock{start, cur.String()})
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line)
+		}
 	}
+	return out
+}
+
+// readmeRegions returns the readme:begin/readme:end regions of the
+// repository's test files, one tab of indentation less.
+func readmeRegions(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rest := string(src)
+		for {
+			_, body, ok := strings.Cut(rest, "\t// readme:begin\n")
+			if !ok {
+				break
+			}
+			body, after, ok := strings.Cut(body, "\t// readme:end\n")
+			if !ok {
+				return fmt.Errorf("%s: readme:begin without readme:end", path)
+			}
+			var b strings.Builder
+			for _, line := range strings.SplitAfter(body, "\n") {
+				b.WriteString(strings.TrimPrefix(line, "\t"))
+			}
+			out = append(out, b.String())
+			rest = after
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

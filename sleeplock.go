@@ -215,8 +215,9 @@ func (l *Locks) Resize(ctx context.Context, name string, slots int) error {
 }
 
 // State is a lock's state: Slots, Running (live holders), Expired (holders
-// past their expiry that nobody took over yet) and Waiting; Holders and
-// Queue with StateDetail.
+// past their expiry that nobody took over yet), Leases and Waiting; Holders
+// and Queue only from StateDetail and List (State leaves them empty: index
+// them only after checking their length).
 type State = store.State
 
 // Holder is a holder of a lock, as State reports it.
@@ -225,13 +226,16 @@ type Holder = store.Holder
 // Waiter is a caller in a lock's queue, as State reports it.
 type Waiter = store.Waiter
 
-// State reports the slots of name and how many hold and wait.
+// State reports the slots of name and how many hold and wait (Slots,
+// Running, Expired, Leases, Waiting): counts only, read cheaply. Its
+// Holders and Queue are empty (nil); StateDetail gives them.
 func (l *Locks) State(ctx context.Context, name string) (State, error) {
 	return l.state(ctx, name, false)
 }
 
-// StateDetail reports what State does, plus the holders (ref, kind, token,
-// times) and the queue.
+// StateDetail reports what State does, plus Holders (ref, kind, token,
+// weight, times) and Queue (ref, kind, weight, locks, since), oldest
+// first. List gives the same for every lock.
 func (l *Locks) StateDetail(ctx context.Context, name string) (State, error) {
 	return l.state(ctx, name, true)
 }
@@ -325,7 +329,7 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 			// A weighted plain lease (Weight, Shared, Exclusive, NoWait
 			// and nothing else): read in place, as the rest is zero.
 			weight, waits := p.weight, p.wait
-			p.weight, p.wait, p.keepAlive = 0, false, false
+			p.weight, p.weightBy, p.wait, p.keepAlive = 0, byNone, false, false
 			configs.Put(p)
 			return l.acquireWeighted(ctx, name, weight, waits)
 		}
@@ -468,9 +472,10 @@ type acquireConfig struct {
 
 	reenterAll bool // see ReenterAll
 
-	weight  int            // see Weight, Exclusive; 0: one slot
-	weights map[string]int // see WeightFor
-	general bool           // not the plain path (it cannot grant this lock)
+	weight   int            // see Weight, Exclusive; 0: one slot
+	weightBy weightOption   // the option that set weight, to refuse a contradiction
+	weights  map[string]int // see WeightFor
+	general  bool           // not the plain path (it cannot grant this lock)
 }
 
 func (c *acquireConfig) fail(err error) {
@@ -573,14 +578,52 @@ func StaleAfter(d time.Duration) AcquireOption {
 // that error too. k must be 1 to 1,000,000. A ref that holds the lock
 // already gets its hold back at the weight it holds (Lease.Weight says
 // which): a hold never changes weight; release it and acquire again.
+// Weight, Shared and Exclusive each set the weight: two of them that ask
+// different weights (Shared with Weight(3), Exclusive then Weight(3)) are
+// refused with an *InvalidError matching ErrInvalidWeight that names both.
 func Weight(k int) AcquireOption {
 	return func(c *acquireConfig) {
 		if err := checkWeight(k); err != nil {
 			c.fail(err)
 			return
 		}
-		c.weight = k
+		c.setWeight(k, byWeight)
 	}
+}
+
+// weightOption names the option that set a config's weight.
+type weightOption uint8
+
+const (
+	byNone weightOption = iota
+	byWeight
+	byShared
+	byExclusive
+)
+
+// name is how the caller wrote the option of weight w.
+func (o weightOption) name(w int) string {
+	switch o {
+	case byShared:
+		return "Shared()"
+	case byExclusive:
+		return "Exclusive()"
+	}
+	return "Weight(" + strconv.Itoa(w) + ")"
+}
+
+// setWeight sets the weight w given by option by. Two options that ask
+// different weights (Shared and Weight(3), Exclusive and Weight(3),
+// Weight(2) and Weight(3)) contradict each other: an *InvalidError naming
+// both, rather than the last one silently winning.
+func (c *acquireConfig) setWeight(w int, by weightOption) {
+	if c.weightBy != byNone && c.weight != w {
+		first, second := c.weightBy.name(c.weight), by.name(w)
+		c.fail(store.Invalid(store.ErrInvalidWeight, first+" and "+second,
+			"the options contradict each other: give one weight option (Shared is one slot, Exclusive every slot)"))
+		return
+	}
+	c.weight, c.weightBy = w, by
 }
 
 // checkWeight validates a caller's weight: store.WeightAll is Exclusive's,
@@ -618,13 +661,15 @@ const WeightAll = store.WeightAll
 // (Shared) that arrive after it: writers are not starved. The weight is
 // the lock's slots when it is granted; a lock resized to more slots later
 // has room beside it.
-func Exclusive() AcquireOption { return func(c *acquireConfig) { c.weight = store.WeightAll } }
+func Exclusive() AcquireOption {
+	return func(c *acquireConfig) { c.setWeight(store.WeightAll, byExclusive) }
+}
 
 // Shared makes the lease take one slot (a reader): any number of readers
 // up to the lock's slots hold it together, and none while a writer
 // (Exclusive) holds it. It is the default weight, named for symmetry with
 // Exclusive.
-func Shared() AcquireOption { return func(c *acquireConfig) { c.weight = 1 } }
+func Shared() AcquireOption { return func(c *acquireConfig) { c.setWeight(1, byShared) } }
 
 // NoWait makes Acquire and AcquireAll refuse at once, like TryAcquire,
 // instead of waiting.

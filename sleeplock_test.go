@@ -135,6 +135,48 @@ func TestWeightedNoWaitRefusesAtOnce(t *testing.T) {
 	_ = lease.Release(ctx)
 }
 
+// Two weight options that ask different weights are refused, naming
+// both, on every acquisition call; two that agree are one weight.
+func TestContradictoryWeightsRefused(t *testing.T) {
+	ctx := context.Background()
+	l := sleeplock.New(nil)
+	defer l.Close()
+	if err := l.Define(ctx, "gpu", 8); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		opts []sleeplock.AcquireOption
+		both string
+	}{
+		{[]sleeplock.AcquireOption{sleeplock.Shared(), sleeplock.Weight(3)}, "Shared() and Weight(3)"},
+		{[]sleeplock.AcquireOption{sleeplock.Exclusive(), sleeplock.Weight(3)}, "Exclusive() and Weight(3)"},
+		{[]sleeplock.AcquireOption{sleeplock.Weight(3), sleeplock.Exclusive()}, "Weight(3) and Exclusive()"},
+		{[]sleeplock.AcquireOption{sleeplock.Shared(), sleeplock.Exclusive()}, "Shared() and Exclusive()"},
+		{[]sleeplock.AcquireOption{sleeplock.Weight(2), sleeplock.Weight(3)}, "Weight(2) and Weight(3)"},
+	} {
+		for name, call := range map[string]func() (sleeplock.Lease, error){
+			"TryAcquire": func() (sleeplock.Lease, error) { return l.TryAcquire(ctx, "gpu", c.opts...) },
+			"Acquire":    func() (sleeplock.Lease, error) { return l.Acquire(ctx, "gpu", c.opts...) },
+			"AcquireAll": func() (sleeplock.Lease, error) { return l.AcquireAll(ctx, []string{"gpu"}, c.opts...) },
+			"Lock":       func() (sleeplock.Lease, error) { return l.Lock("gpu").TryAcquire(ctx, c.opts...) },
+		} {
+			lease, err := call()
+			if !errors.Is(err, sleeplock.ErrInvalidWeight) || !errors.Is(err, sleeplock.ErrInvalid) || !strings.Contains(err.Error(), c.both) {
+				_ = lease.Release(ctx)
+				t.Errorf("%s with %s: %v, want ErrInvalidWeight naming both", name, c.both, err)
+			}
+		}
+	}
+	if st, err := l.StateDetail(ctx, "gpu"); err != nil || st.Running != 0 {
+		t.Fatalf("after refused options: %+v, %v; want nothing held", st, err)
+	}
+	lease, err := l.TryAcquire(ctx, "gpu", sleeplock.Shared(), sleeplock.Weight(1))
+	if err != nil || lease.Weight() != 1 {
+		t.Fatalf("Shared() with Weight(1): weight %d, %v; want 1", lease.Weight(), err)
+	}
+	_ = lease.Release(ctx)
+}
+
 func TestZeroLease(t *testing.T) {
 	var z sleeplock.Lease
 	ctx := context.Background()

@@ -174,7 +174,7 @@ func (s *Store) reenter(o *op, lk *lock, h *holder, req *store.AcquireRequest) s
 
 // refuse builds the refusal of a request of weight for lk.
 func (s *Store) refuse(o *op, lk *lock, weight int) error {
-	e := &store.BusyError{Lock: lk.name}
+	e := store.Busy(lk.name, weight, int(lk.slots), lk.used())
 	if lk.used() < int(lk.slots) && len(lk.waits()) > 0 {
 		e.Queued = true
 	}

@@ -432,12 +432,20 @@ func (s *Store) outcome(ctx context.Context, a *acquisition, rows []arow) (store
 		return store.Grant{}, store.NotFound(r.lock)
 	case "refused":
 		s.refusals.refused(r.lock)
-		e := &store.BusyError{Lock: r.lock, Queued: r.queued}
+		// A refused row carries the lock's free slots in dur; one that
+		// names the caller's own hold is a ReenterAll refusal, not about
+		// slots.
+		w := req.WeightOf(int(r.idx) - 1)
+		e := &store.BusyError{Lock: r.lock}
+		if r.ref == "" || r.ref != req.Ref.String() {
+			e = store.Busy(r.lock, w, int(r.slots), int(r.slots)-int(r.dur))
+		}
+		e.Queued = r.queued
 		if !r.queued {
 			e.Kind, e.Ref, e.Expires = r.kind, r.ref, fromMicros(r.expires)
 		}
 		emit(req.Events, store.Event{Type: store.EventRefused, Lock: r.lock, Slots: int(r.slots), Running: int(r.running),
-			Waiting: int(r.waiting), Holder: e.Kind, Weight: req.WeightOf(int(r.idx) - 1), Time: fromMicros(r.at)})
+			Waiting: int(r.waiting), Holder: e.Kind, Weight: w, Time: fromMicros(r.at)})
 		return store.Grant{}, e
 	case "too_heavy":
 		// More slots asked than the lock has: at once, or for a waiter

@@ -14,9 +14,11 @@ import (
 // read from the store's counters at each scrape, nothing runs on the lock
 // path.
 func Example() {
-	locks := sleeplock.New(nil)
+	// readme:begin
+	locks := sleeplock.New(nil) // your store; nil is the memory store
 	prometheus.MustRegister(promevents.New(locks))
 	http.Handle("/metrics", promhttp.Handler())
+	// readme:end
 
 	_ = locks.Close()
 }

@@ -701,7 +701,7 @@ func (t *txn) grantAll(req *store.AcquireRequest, locks []*lk, since int64) (sto
 
 // refuse returns the refusal of a request of weight for l and emits it.
 func (t *txn) refuse(l *lk, weight int, ev store.Emitter) error {
-	e := &store.BusyError{Lock: l.name}
+	e := store.Busy(l.name, weight, l.slots, l.used())
 	if l.used() < l.slots && len(l.queue) > 0 {
 		e.Queued = true
 	} else if len(l.holders) > 0 {

@@ -135,6 +135,12 @@ type BusyError struct {
 	Ref     string    // ref of that holder, "" when only the queue refused
 	Expires time.Time // when that holder's lease expires on the store's clock; zero: never
 	Queued  bool      // refused because others wait in the queue, not because slots are full
+	// Weight is the slots the refused request asked of Lock (the lock's
+	// slots for an exclusive request), Free the slots of Lock that no live
+	// lease held when it was refused, and Slots the slots Lock has. A
+	// weighted request may be refused with slots free: fewer than it asks.
+	// All three are 0 when the refusal is not about slots (ReenterAll).
+	Weight, Free, Slots int
 }
 
 func (e *BusyError) Error() string {
@@ -142,15 +148,36 @@ func (e *BusyError) Error() string {
 		return ErrUnavailable.Error()
 	}
 	s := "sleeplock: lock " + strconv.Quote(e.Lock) + " unavailable"
+	numbers := ""
+	if e.Slots > 0 && (e.Free > 0 || e.Weight > 1) {
+		numbers = fmt.Sprintf("%d asked, %d of %d free", e.Weight, e.Free, e.Slots)
+	}
 	switch {
 	case e.Queued && e.Ref == "":
 		s += ": others are waiting"
+		if numbers != "" {
+			s += " (" + numbers + ")"
+		}
+		return s
+	case numbers != "":
+		s += ": " + numbers
+		if e.Kind != "" {
+			s += ", held by a " + e.Kind
+		}
 	case e.Kind != "":
 		s += ": held by a " + e.Kind
 	default:
 		s += ": all slots are held"
 	}
 	return s
+}
+
+// Busy returns the refusal of a request of weight (WeightAll: every slot)
+// for a lock of slots slots of which used are taken by live leases: a
+// *BusyError with Lock, Weight, Free and Slots set. Every store uses it,
+// so that the numbers mean the same whichever store answers.
+func Busy(lock string, weight, slots, used int) *BusyError {
+	return &BusyError{Lock: lock, Weight: Need(weight, slots), Free: max(slots-used, 0), Slots: slots}
 }
 
 // Unwrap returns ErrUnavailable.

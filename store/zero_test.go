@@ -18,7 +18,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
 			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
 			"NotResizable": store.NotResizable, "NewRef": store.NewRef, "RefOf": store.RefOf,
-			"NewRefRange": store.NewRefRange, "Need": store.Need, "CheckWeight": store.CheckWeight, "Bucket": store.Bucket,
+			"NewRefRange": store.NewRefRange, "Need": store.Need, "Busy": store.Busy, "CheckWeight": store.CheckWeight, "Bucket": store.Bucket,
 		},
 		Receivers: []func() any{
 			func() any { return (*store.AcquireRequest)(nil) },

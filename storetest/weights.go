@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sleeplock/sleeplock"
@@ -406,4 +407,45 @@ var _ = add("Weight/OneByDefault", func(t *testing.T, e *env) {
 			t.Fatalf("%s event of weight %d, want 1", ev.Type, ev.Weight)
 		}
 	}
+})
+
+// A refused weighted request says what it asked and what was free, on
+// every store: "4 asked, 2 of 16 free", never "all slots are held" while
+// slots are free.
+var _ = add("Weight/RefusalSaysAskedAndFree", func(t *testing.T, e *env) {
+	l, _ := e.locks(t)
+	needWeights(t, l)
+	define(t, l, "w16", 16)
+	held, err := l.TryAcquire(ctx(t), "w16", sleeplock.Weight(14), sleeplock.Kind("build"))
+	must(t, err)
+	refused := func(err error, weight, free, slots int, text string) {
+		t.Helper()
+		b := busy(t, err)
+		if b.Weight != weight || b.Free != free || b.Slots != slots {
+			t.Fatalf("refusal %+v: want %d asked, %d of %d free", *b, weight, free, slots)
+		}
+		if !strings.Contains(b.Error(), text) || strings.Contains(b.Error(), "all slots are held") {
+			t.Fatalf("refusal %q: want it to say %q", b.Error(), text)
+		}
+	}
+	refused(tryErr(l.TryAcquire(ctx(t), "w16", sleeplock.Weight(4))), 4, 2, 16, "4 asked, 2 of 16 free, held by a build")
+	refused(tryErr(l.TryAcquire(ctx(t), "w16", sleeplock.Exclusive())), 16, 2, 16, "16 asked, 2 of 16 free")
+	must(t, held.Release(ctx(t)))
+
+	define(t, l, "w64", 64)
+	one, err := l.TryAcquire(ctx(t), "w64")
+	must(t, err)
+	refused(tryErr(l.TryAcquire(ctx(t), "w64", sleeplock.Exclusive())), 64, 63, 64, "64 asked, 63 of 64 free")
+	refused(tryErr(l.AcquireAll(ctx(t), []string{"w16", "w64"}, sleeplock.NoWait(), sleeplock.WeightFor("w64", 64))), 64, 63, 64, "64 asked, 63 of 64 free")
+	must(t, one.Release(ctx(t)))
+
+	// A plain request refused by a full lock still says so.
+	define(t, l, "w1", 1)
+	only, err := l.TryAcquire(ctx(t), "w1")
+	must(t, err)
+	b := busy(t, tryErr(l.TryAcquire(ctx(t), "w1")))
+	if b.Weight != 1 || b.Free != 0 || b.Slots != 1 || !strings.Contains(b.Error(), "all slots are held") {
+		t.Fatalf("refusal %+v (%q): want 1 asked, 0 of 1 free, \"all slots are held\"", *b, b.Error())
+	}
+	must(t, only.Release(ctx(t)))
 })

@@ -490,7 +490,8 @@ BEGIN
          ORDER BY x.token LIMIT 1;
     END IF;
     RETURN QUERY SELECT 'refused'::text, p_idx, p_name, p_slots, p_rows, p_ahead, coalesce(v_ref, ''),
-        coalesce(v_kind, ''), coalesce(v_token, 0), {{schema}}.micros(p_now), {{schema}}.micros(v_exp), 0::bigint,
+        coalesce(v_kind, ''), coalesce(v_token, 0), {{schema}}.micros(p_now), {{schema}}.micros(v_exp),
+        (p_slots - p_live)::bigint, -- r_dur of a refusal: the slots free (BusyError.Free)
         v_ref IS NULL, 0::bigint, 0::bigint, 0::bigint, p_weight;
 END
 $sleeplock$;

@@ -330,8 +330,9 @@ BEGIN
              WHERE h.lock = p_name AND (h.expires IS NULL OR h.expires > v_now)
              ORDER BY h.token LIMIT 1) o ON true;
     IF NOT p_wait AND NOT r.mine AND r.live + p_need > p_slots AND NOT {{schema}}.nodes_stale(v_now) THEN
+        -- r_dur of a refusal: the slots free (BusyError.Free).
         RETURN QUERY SELECT 'refused'::text, 1, p_name, p_slots, r.n, 0, r.ref, r.kind, 0::bigint,
-            {{schema}}.micros(v_now), {{schema}}.micros(r.expires), 0::bigint, false, 0::bigint, 0::bigint,
+            {{schema}}.micros(v_now), {{schema}}.micros(r.expires), (p_slots - r.live)::bigint, false, 0::bigint, 0::bigint,
             0::bigint, p_weight, 0::bigint, false;
         RETURN;
     END IF;

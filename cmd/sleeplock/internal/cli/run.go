@@ -362,6 +362,9 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 		if errors.Is(err, sleeplock.ErrUnavailable) {
 			if !f.quiet {
 				fmt.Fprintf(errOut, "sleeplock run: %s\n", message(err))
+				if h := refusedSharedHint(name, err); f.shared && h != "" {
+					fmt.Fprintf(errOut, "sleeplock run: %s\n", h)
+				}
 			}
 			return lease, &exitError{code: f.conflict}
 		}
@@ -390,7 +393,7 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 	} else {
 		go func() {
 			defer close(reported)
-			reportQueue(actx, locks, name, f.ref, errOut)
+			reportQueue(actx, locks, name, f.ref, f.shared, errOut)
 		}()
 	}
 	lease, err := locks.Acquire(actx, name, opts...)
@@ -441,7 +444,7 @@ func signalExit(sig os.Signal, name string, errOut io.Writer) error {
 
 // reportQueue prints the caller's place in the queue of name whenever it
 // changes, until ctx ends.
-func reportQueue(ctx context.Context, locks *sleeplock.Locks, name, ref string, errOut io.Writer) {
+func reportQueue(ctx context.Context, locks *sleeplock.Locks, name, ref string, shared bool, errOut io.Writer) {
 	t := time.NewTimer(50 * time.Millisecond)
 	defer t.Stop()
 	last := -1
@@ -463,6 +466,9 @@ func reportQueue(ctx context.Context, locks *sleeplock.Locks, name, ref string, 
 			if pos >= 0 && pos != last {
 				fmt.Fprintf(errOut, "sleeplock run: waiting for %q (%s, %d running): %d ahead of you\n",
 					name, slotCount(st.Slots), st.Running, pos)
+				if h := sharedHint(name, st.Slots); shared && last < 0 && h != "" {
+					fmt.Fprintf(errOut, "sleeplock run: %s\n", h)
+				}
 				last = pos
 			}
 		}

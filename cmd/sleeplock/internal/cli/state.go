@@ -127,9 +127,7 @@ func printStates(out io.Writer, states []sleeplock.State) {
 			if h.Kind != "" {
 				s += " (" + h.Kind + ")"
 			}
-			if h.Weight > 1 {
-				s += " weight " + strconv.Itoa(h.Weight)
-			}
+			s += weightText(h.Weight, st.Slots)
 			if !h.Acquired.IsZero() {
 				s += " age " + roundDur(st.Now.Sub(h.Acquired))
 			}
@@ -148,12 +146,7 @@ func printStates(out io.Writer, states []sleeplock.State) {
 			if w.Kind != "" {
 				s += " (" + w.Kind + ")"
 			}
-			switch {
-			case w.Weight == sleeplock.WeightAll:
-				s += " exclusive"
-			case w.Weight > 1:
-				s += " weight " + strconv.Itoa(w.Weight)
-			}
+			s += weightText(w.Weight, st.Slots)
 			if !w.Since.IsZero() {
 				s += " waited " + roundDur(st.Now.Sub(w.Since))
 			}
@@ -165,6 +158,19 @@ func printStates(out io.Writer, states []sleeplock.State) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Slots, st.Running, st.Expired, st.Waiting, orDash(holders), orDash(queue))
 	}
 	_ = tw.Flush()
+}
+
+// weightText is how the table shows a holder's or waiter's weight, the
+// same for both: " exclusive" when it takes every slot (lockview.Exclusive),
+// " weight K" for another weight above 1, else nothing.
+func weightText(weight, slots int) string {
+	switch {
+	case lockview.Exclusive(weight, slots):
+		return " exclusive"
+	case weight > 1:
+		return " weight " + strconv.Itoa(weight)
+	}
+	return ""
 }
 
 func orDash(items []string) string {

@@ -28,16 +28,19 @@ type Lock struct {
 // against the lock's Now (LeftMS is null for a lease that never expires and
 // negative for one past its expiry).
 type Holder struct {
-	Ref      string `json:"ref"`
-	Kind     string `json:"kind"`
-	Token    int64  `json:"token"`
-	Count    int    `json:"count"`
-	Weight   int    `json:"weight"` // the slots it holds
-	Acquired string `json:"acquired"`
-	Renewed  string `json:"renewed"`
-	Expires  string `json:"expires"`
-	AgeMS    *int64 `json:"age_ms"`
-	LeftMS   *int64 `json:"left_ms"`
+	Ref    string `json:"ref"`
+	Kind   string `json:"kind"`
+	Token  int64  `json:"token"`
+	Count  int    `json:"count"`
+	Weight int    `json:"weight"` // the slots it holds
+	// Exclusive: it holds every slot of the lock (Exclusive, or a weight
+	// equal to the slots), shown the same way for holders and waiters.
+	Exclusive bool   `json:"exclusive"`
+	Acquired  string `json:"acquired"`
+	Renewed   string `json:"renewed"`
+	Expires   string `json:"expires"`
+	AgeMS     *int64 `json:"age_ms"`
+	LeftMS    *int64 `json:"left_ms"`
 }
 
 // Waiter is one caller in a lock's queue, in queue order.
@@ -47,7 +50,18 @@ type Waiter struct {
 	Since    string   `json:"since"`
 	WaitedMS *int64   `json:"waited_ms"`
 	Locks    []string `json:"locks"`
-	Weight   int      `json:"weight"` // the slots it asks of this lock; -1: every slot (exclusive)
+	Weight   int      `json:"weight"` // the slots it asks of this lock (its slots for an exclusive waiter)
+	// Exclusive: it asks every slot of the lock, as a holder's Exclusive.
+	Exclusive bool `json:"exclusive"`
+}
+
+// Exclusive reports whether a hold (or request) of weight slots of a
+// lock of slots slots takes every slot (store.WeightAll does) of a lock
+// of more than one: the one test of "exclusive" for holders and waiters,
+// in JSON, table and page. On a lock of one slot every hold is, and none
+// is shown so.
+func Exclusive(weight, slots int) bool {
+	return slots > 1 && (weight == store.WeightAll || weight >= slots)
 }
 
 // Of returns the view of st.
@@ -59,7 +73,7 @@ func Of(st store.State) Lock {
 	}
 	for _, h := range st.Holders {
 		v.Holders = append(v.Holders, Holder{
-			Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: h.Weight,
+			Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: h.Weight, Exclusive: Exclusive(h.Weight, st.Slots),
 			Acquired: stamp(h.Acquired), Renewed: stamp(h.Renewed), Expires: stamp(h.Expires),
 			AgeMS: since(st.Now, h.Acquired), LeftMS: since(h.Expires, st.Now),
 		})
@@ -69,7 +83,8 @@ func Of(st store.State) Lock {
 		if locks == nil {
 			locks = []string{}
 		}
-		v.Queue = append(v.Queue, Waiter{Ref: w.Ref, Kind: w.Kind, Since: stamp(w.Since), WaitedMS: since(st.Now, w.Since), Locks: locks, Weight: w.Weight})
+		v.Queue = append(v.Queue, Waiter{Ref: w.Ref, Kind: w.Kind, Since: stamp(w.Since), WaitedMS: since(st.Now, w.Since), Locks: locks,
+			Weight: store.Need(w.Weight, st.Slots), Exclusive: Exclusive(w.Weight, st.Slots)})
 	}
 	return v
 }

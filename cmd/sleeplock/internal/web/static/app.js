@@ -12,6 +12,9 @@
 
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
   const num = (n) => n.toLocaleString("en-US");
+  // A holder's or waiter's weight, shown the same way for both (as the
+  // table of `sleeplock state`): "exclusive" when it takes every slot.
+  const weightText = (x) => (x.exclusive ? " · exclusive" : x.weight > 1 ? " · " + x.weight + " slots" : "");
   function dur(ms) {
     if (ms == null) return "";
     const neg = ms < 0; ms = Math.abs(ms);
@@ -99,7 +102,7 @@
       const expired = ho.left_ms != null && ho.left_ms < 0 ? " expired" : "";
       h += '<div class="cell held' + k + expired + '" data-ref="' + esc(ho.ref) + '">' +
         (allowRelease && !v.family ? '<button data-release="' + esc(ho.ref) + '" title="release this holder">release</button>' : "") +
-        '<div class="kind">' + esc(ho.kind || "holder") + (ho.weight > 1 ? " · " + ho.weight + " slots" : "") + "</div>" +
+        '<div class="kind">' + esc(ho.kind || "holder") + weightText(ho) + "</div>" +
         '<div class="ref" title="' + esc(ho.ref) + '">' + esc(ho.ref) + "</div>" +
         '<div class="t">held <span data-up="' + (ho.age_ms ?? "") + '">' + dur(ho.age_ms) + "</span>" +
         (ho.left_ms == null ? " · no expiry" : ' · left <span data-down="' + ho.left_ms + '">' + dur(ho.left_ms) + "</span>") + "</div></div>";
@@ -114,7 +117,7 @@
       h += '<ol class="queue">';
       for (const w of v.queue) {
         h += '<li><span class="ref">' + esc(w.ref) + "</span>" + (w.kind ? " (" + esc(w.kind) + ")" : "") +
-          (w.weight === -1 ? " · every slot" : w.weight > 1 ? " · " + w.weight + " slots" : "") +
+          weightText(w) +
           ' waited <span data-up="' + (w.waited_ms ?? "") + '">' + dur(w.waited_ms) + "</span>" +
           (w.locks.length > 1 ? " · all of " + esc(w.locks.join(", ")) : "") + "</li>";
       }

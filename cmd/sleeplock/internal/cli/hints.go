@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sleeplock/sleeplock"
+)
+
+// sharedHint explains why run --shared was refused or waits on a lock of
+// one slot, which readers cannot share (flock's shared lock has no such
+// limit): such a lock was made by a run without --shared or by define.
+// "" when slots is not 1.
+func sharedHint(name string, slots int) string {
+	if slots != 1 {
+		return ""
+	}
+	return fmt.Sprintf("lock %q has 1 slot, so readers cannot share it (it was defined with 1, by define or by a run "+
+		"without --shared); give it room for readers: sleeplock define %s %d --resize",
+		name, shellQuote(name), sharedSlots)
+}
+
+// refusedSharedHint is sharedHint for the refusal err of a --shared run.
+func refusedSharedHint(name string, err error) string {
+	var b *sleeplock.BusyError
+	if !errors.As(err, &b) {
+		return ""
+	}
+	return sharedHint(name, b.Slots)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '/' || r == '.' || r == '_' || r == '-' || r == ':') {
+			safe = false
+			break
+		}
+	}
+	if safe && s[0] != '-' {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
