@@ -165,13 +165,13 @@ func (p *configParser) parse(data []byte) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return &Config{}, nil
 		}
-		return nil, p.syntax(err)
+		return nil, p.syntax(err, data)
 	}
 	var more yaml.Node
 	switch err := dec.Decode(&more); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
-		return nil, p.syntax(err)
+		return nil, p.syntax(err, data)
 	default:
 		return nil, p.fail(&more, "a config is one YAML document; found another (remove the second \"---\")")
 	}
@@ -399,16 +399,46 @@ func describe(n *yaml.Node) string {
 	return "an unexpected YAML node"
 }
 
-// syntax reports an error of the YAML library (bad YAML) with its line.
-func (p *configParser) syntax(err error) error {
+// syntax reports an error of the YAML library (bad YAML in data) with its
+// line: the later of the library's and brokenLine's.
+func (p *configParser) syntax(err error, data []byte) error {
 	msg := err.Error()
 	ce := &ConfigError{File: p.file, Entry: -1}
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
 		ce.Line, _ = strconv.Atoi(m[1])
 		msg = msg[len(m[0]):]
 	}
+	ce.Line = max(ce.Line, brokenLine(data))
 	ce.Err = errors.New("not valid YAML: " + strings.TrimPrefix(msg, "yaml: "))
 	return ce
+}
+
+// maxBrokenLines bounds the lines brokenLine reads: a config is a few
+// dozen lines; a larger file keeps the library's line.
+const maxBrokenLines = 500
+
+// brokenLine returns the line from which data stops being YAML: the
+// first line k such that lines 1..k-1 parse and no longer prefix does (0
+// when unknown). The YAML library reports some errors at the line of the
+// collection they are in, not of the line that breaks it ("did not find
+// expected '-' indicator" on line 1 for a key mis-indented on line 3).
+func brokenLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > maxBrokenLines {
+		return 0
+	}
+	good := 0 // the longest prefix, in lines, that parses
+	for k := len(lines) - 1; k >= 0; k-- {
+		var n yaml.Node
+		if yaml.Unmarshal(bytes.Join(lines[:k], nil), &n) == nil {
+			good = k
+			break
+		}
+	}
+	if good >= len(lines) {
+		return 0
+	}
+	return good + 1
 }
 
 // suggest returns the known key that key is most likely a typo of, or "".

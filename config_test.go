@@ -65,6 +65,10 @@ func TestReadConfigNamesEntryAndLine(t *testing.T) {
 		{"two documents", "locks: []\n---\nlocks: []\n", -1, 2, nil, "one YAML document"},
 		{"bad YAML", "locks: [\n", -1, 1, nil, "not valid YAML"},
 		{"tab", "locks:\n\t- name: a\n", -1, 2, nil, "not valid YAML"},
+		// The YAML library says line 1 (its collection's): the line that
+		// breaks it is 3 (issue 29 E16).
+		{"indentation", "locks:\n  - name: a\n   slots: 2\n", -1, 3, nil, "not valid YAML"},
+		{"indentation later", "locks:\n  - name: a\n    slots: 2\n  - name: b\n     slots: 2\n", -1, 5, nil, "not valid YAML"},
 		// FuzzReadConfig found this panic in goccy/go-yaml v1.19.2.
 		{"custom tag on locks", "locks: !000 0000", -1, 1, nil, `unsupported YAML tag "!000"`},
 	}

@@ -132,7 +132,8 @@ func splitGlobal(args []string) (cmd string, rest []string, err error) {
 }
 
 // Main runs the command line args and returns the exit status: 0 on
-// success, 2 for a bad command line or a bad value, 128+N when a signal N
+// success, 2 for a bad command line, a bad value or a bad config file
+// (whatever is wrong in it), 128+N when a signal N
 // ended ctx before the command finished (130 when ctx ended otherwise), 1
 // for other errors. sleeplock run has statuses of its own (help run).
 func Main(ctx context.Context, args []string, out, errOut io.Writer) int {
@@ -182,13 +183,21 @@ func Main(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case ctx.Err() != nil:
 		fmt.Fprintf(errOut, "sleeplock %s: interrupted: %s\n", name, message(err))
 		return interruptedStatus(ctx)
-	case errors.Is(err, sleeplock.ErrInvalid):
+	case errors.Is(err, sleeplock.ErrInvalid), isConfigError(err):
 		fmt.Fprintf(errOut, "sleeplock %s: %s\n", name, message(err))
 		return 2
 	default:
 		fmt.Fprintf(errOut, "sleeplock %s: %s\n", name, message(err))
 		return 1
 	}
+}
+
+// isConfigError reports whether err is about a config file (apply's
+// FILE): a bad file is a bad value, status 2, whatever is wrong in it (an
+// unknown key as a bad slot count).
+func isConfigError(err error) bool {
+	var ce *sleeplock.ConfigError
+	return errors.As(err, &ce)
 }
 
 // help runs "sleeplock help [COMMAND]".
@@ -234,9 +243,12 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "The store (before or after the command):")
-	fmt.Fprintln(w, "  --store STORE   sqlite:PATH, postgres://…, postgresql://… or host=… dbname=…;")
-	fmt.Fprintln(w, "                  default $SLEEPLOCK_STORE, else the SQLite file")
-	fmt.Fprintln(w, "                  $XDG_STATE_HOME/sleeplock/locks.db (~/.local/state/sleeplock/locks.db)")
+	fmt.Fprintln(w, "  --store STORE   sqlite:PATH, postgres://…, postgresql://…, host=… dbname=… or redis://…;")
+	fmt.Fprintln(w, "                  default $SLEEPLOCK_STORE, else the SQLite file of this user,")
+	fmt.Fprintln(w, "                  $XDG_STATE_HOME/sleeplock/locks.db (~/.local/state/sleeplock/locks.db),")
+	fmt.Fprintln(w, "                  shared by this user's processes only; for every user of the host,")
+	fmt.Fprintln(w, "                  give them all one sqlite:PATH in a directory they may all write")
+	fmt.Fprintln(w, "                  (README, \"A store shared by the users of a host\")")
 	fmt.Fprintln(w, "  --schema NAME   PostgreSQL schema of sleeplock's tables (default sleeplock)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "sleeplock help COMMAND" for a command's flags. Flags may follow the`)
@@ -422,7 +434,7 @@ func parseSegment(fs *flag.FlagSet, args []string) ([]string, error) {
 			if errors.Is(err, flag.ErrHelp) {
 				return nil, &helpRequest{fs}
 			}
-			return nil, &usageError{err.Error()}
+			return nil, &usageError{flagMessage(err)}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -436,6 +448,20 @@ func parseSegment(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagWord matches a flag as the flag package writes it in its errors
+// ("flag provided but not defined: -wiat", "invalid value … for flag
+// -wait: …", "flag needs an argument: -wait").
+var flagWord = regexp.MustCompile(`(not defined: |for flag |needs an argument: )-{1,2}([^\s:=]+)`)
+
+// flagMessage is the flag package's error err with each flag spelled as
+// help spells it (--wait, -n), never "-wait".
+func flagMessage(err error) string {
+	return flagWord.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		sub := flagWord.FindStringSubmatch(m)
+		return sub[1] + dashed(sub[2])
+	})
 }
 
 // isFlagValue reports whether args[i] was consumed as the value of the

@@ -16,7 +16,16 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-var _ = register("demo", "run ex_sleeplock's walk-through: tasks share a lock with few slots", runDemo)
+var _ = register("demo", "the walk-through: tasks share a lock with few slots, in FIFO order", runDemo)
+
+func init() {
+	extraHelp["demo"] = `This is the walk-through of ex_sleeplock, the Elixir library of named,
+FIFO, counting locks that sleeplock began as a port of (its README shows
+the same run): tasks queue for a lock with fewer slots than tasks, each
+works about a second while it holds a slot. It uses the memory store and
+changes no store.
+`
+}
 
 // demo is ex_sleeplock's walk-through: tasks queue for a lock with fewer
 // slots than tasks, each works about a second while it holds a slot.

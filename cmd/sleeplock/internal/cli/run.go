@@ -310,7 +310,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 		if errors.Is(err, flag.ErrHelp) {
 			return "", nil, &helpRequest{fs}
 		}
-		return "", nil, &usageError{err.Error()}
+		return "", nil, &usageError{flagMessage(err)}
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -323,7 +323,7 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 			if errors.Is(err, flag.ErrHelp) {
 				return "", nil, &helpRequest{fs}
 			}
-			return "", nil, &usageError{err.Error()}
+			return "", nil, &usageError{flagMessage(err)}
 		}
 		rest = fs.Args() // fs.Parse dropped the "--" that ended them
 	} else if len(rest) > 0 && rest[0] == "--" {

@@ -28,7 +28,7 @@ type storeFlags struct {
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
 		dsn: fs.String("store", "", "the `STORE`: sqlite:PATH, postgres://…, host=… dbname=… or redis://… "+
-			"(default $SLEEPLOCK_STORE, else sqlite:$XDG_STATE_HOME/sleeplock/locks.db)"),
+			"(default $SLEEPLOCK_STORE, else this user's sqlite:$XDG_STATE_HOME/sleeplock/locks.db)"),
 		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables (Redis: its keys start with SCHEMA:)"),
 	}
 }
@@ -82,8 +82,25 @@ func (f storeFlags) target() (storeKind, string, error) {
 	case strings.HasPrefix(dsn, "redis://"), strings.HasPrefix(dsn, "rediss://"):
 		return redisStore, dsn, nil
 	default:
-		return 0, "", usagef("unknown store %q: want sqlite:PATH, postgres://…, host=… dbname=… or redis://…", redactDSN(dsn))
+		return 0, "", unknownStore(dsn)
 	}
+}
+
+// knownStores are the stores this build opens, as --store spells them.
+var knownStores = []string{"sqlite:PATH", "postgres://… (or postgresql://…, or host=… dbname=…)", "redis://… (or rediss://…)"}
+
+// urlScheme matches the scheme of a URL-like DSN ("mysql://…").
+var urlScheme = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*):`)
+
+// unknownStore is the error of a --store this build cannot open: a
+// scheme it does not know is named as such, never as a URL it could not
+// parse.
+func unknownStore(dsn string) error {
+	known := strings.Join(knownStores, ", ")
+	if m := urlScheme.FindStringSubmatch(dsn); m != nil {
+		return usagef("store %q: scheme %q is not a store this build knows; it knows %s", redactDSN(dsn), m[1], known)
+	}
+	return usagef("unknown store %q: want %s", redactDSN(dsn), known)
 }
 
 // defaultSQLitePath is $XDG_STATE_HOME/sleeplock/locks.db, else
