@@ -176,8 +176,12 @@ func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, que
 		s.mu.Lock()
 		s.refusals[str(r.arg(5))]++
 		s.mu.Unlock()
-		return store.Grant{}, false, &store.BusyError{Lock: str(r.arg(0)), Kind: str(r.arg(1)), Ref: str(r.arg(2)),
-			Expires: fromMicros(integer(r.arg(3))), Queued: integer(r.arg(4)) == 1}
+		e := &store.BusyError{Lock: str(r.arg(0))}
+		if slots := int(integer(r.arg(6))); slots > 0 { // a refusal about slots, not ReenterAll's
+			e = store.Busy(e.Lock, int(integer(r.arg(8))), slots, slots-int(integer(r.arg(7))))
+		}
+		e.Kind, e.Ref, e.Expires, e.Queued = str(r.arg(1)), str(r.arg(2)), fromMicros(integer(r.arg(3))), integer(r.arg(4)) == 1
+		return store.Grant{}, false, e
 	}
 	return store.Grant{}, false, fmt.Errorf("redisstore: unexpected answer %q", r.status)
 }

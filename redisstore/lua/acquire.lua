@@ -21,9 +21,12 @@ for j, name in ipairs(r.L) do
 end
 
 -- busy refuses the request at lock l, naming holder h (or the queue).
+-- A refusal about slots (no h given) says the lock's slots and how many
+-- are free (BusyError.Slots, Free); a ReenterAll refusal says 0, 0.
 local function busy(l, w, h)
-  local queued = 0
+  local queued, slots, nfree = 0, 0, 0
   if not h then
+    slots, nfree = l.slots, math.max(l.slots - used(l), 0)
     if used(l) < l.slots and #l.q > 0 then
       queued = 1
     elseif #l.h > 0 then
@@ -36,7 +39,7 @@ local function busy(l, w, h)
   local kind, ref, exp = '', '', 0
   if h then kind, ref, exp = h.k, h.r, h.e end
   EV[#EV + 1] = event(REFUSED, l, '', '', 0, w, 0, 0, kind, '')
-  return reply('busy', l.name, kind, ref, exp, queued, l.def)
+  return reply('busy', l.name, kind, ref, exp, queued, l.def, slots, nfree, w)
 end
 
 local function heavy(resized)

@@ -110,7 +110,7 @@ func TestUsageErrors(t *testing.T) {
 		{"state", "--every", "2s"},
 		{"state", "--json", "--every", "2s"},
 		{"demo", "extra"},
-		{"state", "--store", "redis://x"},
+		{"state", "--store", "ftp://x"},
 		{"release", "x"},
 		{"migrate", "--store", "mysql://x"},
 	} {

@@ -312,7 +312,7 @@ func TestDefineApply(t *testing.T) {
 	if _, errOut, code := pg.run(t, "apply", clash); code != 1 || !strings.Contains(errOut, clash+": lock \"payments\" has 2 slots, not 5") || strings.Contains(errOut, "Resize") {
 		t.Errorf("apply of a clashing file: exit %d %q", code, errOut)
 	}
-	if _, errOut, code := pg.run(t, "apply", filepath.Join(dir, "missing.yaml")); code != 1 || errOut == "" {
+	if _, errOut, code := pg.run(t, "apply", filepath.Join(dir, "missing.yaml")); code != 2 || errOut == "" { // a bad FILE, as a bad value
 		t.Errorf("apply of a missing file: exit %d %q", code, errOut)
 	}
 	states, err := pg.locks.List(ctx)
