@@ -22,6 +22,7 @@ var scriptAdvance = func() *redis.Script {
 
 // Advance moves every stored time of the store's locks back by d, as if d
 // had passed on the server's clock, and wakes every node's waiters.
+// Advance is exported for tests only.
 func (s *Store) Advance(ctx context.Context, d time.Duration) error {
 	if err := s.check(ctx); err != nil {
 		return err

@@ -361,3 +361,52 @@ func TestLossSignalledAcrossNodes(t *testing.T) {
 		t.Fatalf("Err = %v, want ErrLeaseLost", a.Err())
 	}
 }
+
+// TestGuardWritesOnlyWhileHeld: a Tx's writes run with the check, and
+// not at all once the lease was taken over.
+func TestGuardWritesOnlyWhileHeld(t *testing.T) {
+	c := client(t)
+	p := newPrefix(t, c)
+	s := open(t, c, p)
+	l := sleeplock.New(s)
+	defer func() { _ = l.Close() }()
+	ctx := context.Background()
+	if err := l.Define(ctx, "g", 1); err != nil {
+		t.Fatal(err)
+	}
+	key := p + "out" + redisstore.KeyTag("g")
+	a, err := l.TryAcquire(ctx, "g", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tx redisstore.Tx
+	tx.Set(key, "first", 0)
+	if err := a.Guard(ctx, &tx); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Get(ctx, key).Result(); v != "first" || len(tx.Results) != 1 {
+		t.Fatalf("after a guarded write: %q, results %v", v, tx.Results)
+	}
+	if err := s.Advance(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	b, err := l.TryAcquire(ctx, "g", sleeplock.TTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var late redisstore.Tx
+	late.Set(key, "late", 0)
+	late.Del(key)
+	if err := a.Guard(ctx, &late); !errors.Is(err, sleeplock.ErrLeaseLost) {
+		t.Fatalf("Guard after a takeover = %v, want ErrLeaseLost", err)
+	}
+	if v, _ := c.Get(ctx, key).Result(); v != "first" {
+		t.Fatalf("a lost lease wrote: %q", v)
+	}
+	if err := a.Guard(ctx, nil); !errors.Is(err, sleeplock.ErrUnsupported) {
+		t.Fatalf("Guard(nil) = %v, want ErrUnsupported", err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
