@@ -15,6 +15,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if role := os.Getenv("SLEEPLOCK_REDIS_CHILD"); role != "" {
+		child(role)
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
 

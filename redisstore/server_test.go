@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -59,14 +60,21 @@ func (s *server) start() {
 	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(s.dir, "log")}, s.args...)
 	s.cmd = exec.Command("redis-server", args...)
+	dieWithTest(s.cmd)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
 	c := s.client()
 	defer func() { _ = c.Close() }()
 	deadline := time.Now().Add(10 * time.Second)
-	for c.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
+	// Ours answers with its own pid (not a server left over on the port).
+	want := "process_id:" + strconv.Itoa(s.cmd.Process.Pid) + "\r\n"
+	for {
+		info, err := c.Info(context.Background(), "server").Result()
+		if err == nil && strings.Contains(info, want) {
+			return
+		}
+		if time.Now().After(deadline) || s.cmd.ProcessState != nil {
 			log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 			s.t.Fatalf("redis-server on %d did not start: %s", s.port, log)
 		}
@@ -90,3 +98,4 @@ func (s *server) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.p
 func (s *server) client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), MaxRetries: -1})
 }
+

@@ -66,6 +66,7 @@ local function queued()
   return reply('queued', wake)
 end
 
+-- enqueue puts the request at the back of every queue.
 local function enqueue()
   r.i, r.s = wid, NOW
   local k = tagkey(r.L[1], 'n')
@@ -78,7 +79,6 @@ local function enqueue()
     l.dirty = true
     EV[#EV + 1] = event(WAITING, l, r.r, r.k, 0, r.W[j], 0, 0, '', '')
   end
-  return queued()
 end
 
 if mode == 'check' then
@@ -98,8 +98,11 @@ if mode == 'check' then
   end
   if #g == 4 + #ls then return reply('granted', g) end
   local p = position(ls[1], wid)
-  if not p then return enqueue() end
-  r.i, r.s = wid, ls[1].q[p].s
+  if p then
+    r.i, r.s = wid, ls[1].q[p].s
+  else
+    enqueue() -- taken for dead meanwhile: back of the queue
+  end
   local name, w, slots = heavy(1)
   if name then return reply('heavy', name, w, slots, 1) end
   for _, l in ipairs(ls) do
@@ -138,4 +141,5 @@ for j, l in ipairs(ls) do
   end
 end
 if ok then return reply('granted', grant(r, EV)) end
-return enqueue()
+enqueue()
+return queued()

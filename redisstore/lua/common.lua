@@ -125,12 +125,12 @@ local function load(name)
     local o = cmsgpack.unpack(raw)
     l.h, l.q = o.h or {}, o.q or {}
   end
+  l.head0 = l.q[1] and l.q[1].i or ''
   local q = {}
   for _, w in ipairs(l.q) do
     if nodeAlive(name, w.d) then q[#q + 1] = w else l.dirty = true end
   end
   l.q = q
-  l.head0 = l.q[1] and l.q[1].i or ''
   locks[name] = l
   order[#order + 1] = name
   return l
