@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/redisstore"
 )
@@ -361,4 +360,3 @@ func TestFailoverToLaggingReplica(t *testing.T) {
 		t.Fatalf("%d token decreases, %d tokens given twice", decreases, twice)
 	}
 }
-

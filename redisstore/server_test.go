@@ -98,4 +98,3 @@ func (s *server) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.p
 func (s *server) client() *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), MaxRetries: -1})
 }
-
