@@ -309,7 +309,7 @@ func TestDefineApply(t *testing.T) {
 	if err := os.WriteFile(clash, []byte("locks:\n  - name: payments\n    slots: 5\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, errOut, code := pg.run(t, "apply", clash); code != 1 || !strings.Contains(errOut, clash+": lock \"payments\" has 2 slots, not 5") || strings.Contains(errOut, "Resize") {
+	if _, errOut, code := pg.run(t, "apply", clash); code != 1 || !strings.Contains(errOut, clash+":2: lock \"payments\" has 2 slots, not 5") || strings.Contains(errOut, "Resize") {
 		t.Errorf("apply of a clashing file: exit %d %q", code, errOut)
 	}
 	if _, errOut, code := pg.run(t, "apply", filepath.Join(dir, "missing.yaml")); code != 2 || errOut == "" { // a bad FILE, as a bad value

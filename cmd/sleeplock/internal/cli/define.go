@@ -67,9 +67,11 @@ ending in /* is a family: it covers NAME/anything, each with those slots.
       slots: 1
 
 The whole file is read and checked before the store is touched; a bad
-entry is reported with its line. A lock that exists with other slots is an
-error: change the file, or resize the lock with "sleeplock define NAME
-SLOTS --resize". Applying the same file again changes nothing.
+file (bad YAML, an unknown key, a bad value) is reported with its line and
+exits 2, changing nothing. A lock that exists with other slots is an
+error naming FILE:LINE (status 1, nothing defined): change the file, or
+resize the lock with "sleeplock define NAME SLOTS --resize". Applying the
+same file again changes nothing.
 `
 }
 
@@ -96,12 +98,22 @@ func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
 	if err := locks.Apply(ctx, cfg); err != nil {
+		// Name the file and the entry's line (FILE:LINE), as the
+		// library's *ConfigError knows it.
+		where := file
+		var ce *sleeplock.ConfigError
+		if errors.As(err, &ce) && ce.Line > 0 {
+			where = file + ":" + strconv.Itoa(ce.Line)
+		}
 		var conflict *sleeplock.ConflictError
 		if errors.As(err, &conflict) {
 			return fmt.Errorf("%s: lock %q has %s, not %d: change the file, or resize it with \"sleeplock define %s %d --resize\"",
-				file, conflict.Name, slotCount(conflict.Slots), conflict.Requested, conflict.Name, conflict.Requested)
+				where, conflict.Name, slotCount(conflict.Slots), conflict.Requested, shellQuote(conflict.Name), conflict.Requested)
 		}
-		return fmt.Errorf("%s: %w", file, err)
+		if ce != nil {
+			return err // a *ConfigError names the file and the line
+		}
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	for _, l := range cfg.Locks {
 		fmt.Fprintf(out, "%s has %s\n", l.Name, slotCount(l.Slots))

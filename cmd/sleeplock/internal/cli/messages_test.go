@@ -121,3 +121,21 @@ func TestDefaultStoreIsThisUsers(t *testing.T) {
 		}
 	}
 }
+
+// An apply that clashes with the store names the file and the entry's
+// line, FILE:LINE (issue 29 C11, "every error names file:line").
+func TestApplyConflictNamesFileLine(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "locks.db")
+	if _, errOut, code := run(t, "define", "--store", db, "gpu", "4"); code != 0 {
+		t.Fatalf("define: exit %d %q", code, errOut)
+	}
+	file := filepath.Join(dir, "locks.yaml")
+	if err := os.WriteFile(file, []byte("locks:\n  - name: a\n    slots: 1\n  - name: gpu\n    slots: 6\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := run(t, "apply", "--store", db, file)
+	if code != 1 || !strings.Contains(errOut, file+`:4: lock "gpu" has 4 slots, not 6`) {
+		t.Fatalf("apply of a clashing file: exit %d, stderr %q; want 1 and %s:4", code, errOut, file)
+	}
+}
