@@ -33,6 +33,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sleeplock/sleeplock/internal/announce"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -75,6 +76,8 @@ type Store struct {
 	floor   atomic.Int64     // the highest token of a forgotten lock: new locks start there
 
 	samples [sampleSlots]sample // timed grants: see HoldSampling
+
+	ann announce.Set // listeners of Announce
 }
 
 // New returns an empty memory store.

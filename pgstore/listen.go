@@ -14,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
+
+	"github.com/sleeplock/sleeplock/internal/announce"
 )
 
 // channelOf is the NOTIFY channel of a schema: a hash, since a channel name
@@ -91,6 +93,7 @@ type dispatcher struct {
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup // listener and heartbeat
 	active    sync.WaitGroup // waiting Acquire calls
+	ann       announce.Set   // listeners of announcements (Store.Listen)
 }
 
 func (d *dispatcher) init(s *Store) {
@@ -128,17 +131,35 @@ func (d *dispatcher) join(w *waiter) bool {
 	}
 	d.active.Add(1)
 	d.all[w.op] = w
-	if !d.started {
-		d.started = true
-		ctx, cancel := context.WithCancel(context.Background())
-		d.cancel = cancel
-		d.bg.Add(1)
-		go d.heartbeat(ctx)
-		if d.s.lcfg != nil {
-			d.bg.Add(1)
-			go d.listen(ctx)
-		}
+	d.start()
+	return true
+}
+
+// start starts the background work (d.mu held), once.
+func (d *dispatcher) start() {
+	if d.started {
+		return
 	}
+	d.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
+	d.bg.Add(1)
+	go d.heartbeat(ctx)
+	if d.s.lcfg != nil {
+		d.bg.Add(1)
+		go d.listen(ctx)
+	}
+}
+
+// startListening starts the background work for a listener of
+// announcements; false when the store is closing.
+func (d *dispatcher) startListening() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return false
+	}
+	d.start()
 	return true
 }
 
@@ -321,6 +342,9 @@ func (d *dispatcher) afterReleases(ctx context.Context, name string) {
 // the lock) or a handoff ("g …": give the grant to its waiter); unknown
 // locks and waiters are ignored.
 func (d *dispatcher) notified(payload string) {
+	if d.announced(payload) {
+		return
+	}
 	if strings.HasPrefix(payload, "g ") {
 		h, ok := parseHandoff(payload)
 		if !ok {
@@ -575,6 +599,7 @@ func (d *dispatcher) listen(ctx context.Context) {
 				d.resync.Store(true)
 				backoff = 50 * time.Millisecond
 				d.wakeAll()
+				d.ann.SendAll("") // what was announced meanwhile is lost
 				next := time.Now().Add(every)
 				for {
 					wctx, cancel := context.WithDeadline(ctx, next)

@@ -188,6 +188,9 @@ type Store struct {
 	polling bool
 	shut    bool // Close began: no new poller
 	pollWG  sync.WaitGroup
+
+	nlisten  atomic.Int32 // Listen calls not stopped: the poller reads even with no waiter near
+	listenWG sync.WaitGroup
 }
 
 var (
@@ -415,6 +418,7 @@ func (s *Store) Close() error {
 		s.bmu.Unlock()
 		close(s.closing)
 		s.pollWG.Wait()
+		s.listenWG.Wait()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.closed = true
@@ -564,7 +568,7 @@ func (s *Store) pollChanges() {
 		if stop() {
 			return
 		}
-		if s.near.Load() == 0 {
+		if s.near.Load() == 0 && s.nlisten.Load() == 0 {
 			// Every waiter here is far from the head of its queue and
 			// looks again on its own timer: nobody to wake.
 			timer.Reset(slowPoll)
@@ -580,6 +584,9 @@ func (s *Store) pollChanges() {
 			last, d = v, first
 		} else {
 			d = min(d*2, s.cfg.poll)
+		}
+		if s.near.Load() == 0 {
+			d = max(d, slowPoll) // listeners only: no waiter to hand a slot
 		}
 		timer.Reset(d)
 	}
