@@ -23,6 +23,7 @@ var apiPackages = []struct{ dir, file string }{
 	{".", "sleeplock.txt"},
 	{"store", "store.txt"},
 	{"storetest", "storetest.txt"},
+	{"election", "election.txt"},
 	{"memstore", "memstore.txt"},
 	{"sqlitestore", "sqlitestore.txt"},
 	{"pgstore", "pgstore.txt"},
