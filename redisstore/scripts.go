@@ -44,6 +44,7 @@ var (
 	scriptHeartbeat = script("heartbeat")
 	scriptClose     = script("close")
 	scriptGuard     = script("guard")
+	scriptRelabel   = script("relabel")
 )
 
 // reply is a script's answer: {status, now µs, events, messages for this

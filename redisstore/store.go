@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sleeplock/sleeplock/internal/announce"
 	"github.com/sleeplock/sleeplock/internal/endwatch"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -32,6 +33,7 @@ type Store struct {
 	waits   sync.WaitGroup // callers waiting in Acquire
 
 	w     endwatch.Set // watchers of this node's holds
+	ann   announce.Set // listeners of announcements (Listen)
 	order sync.RWMutex // scripts that change (read) and their events; State, List, Stats (write)
 
 	mu       sync.Mutex
@@ -70,7 +72,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 	if err := client.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
-	s.ps = client.Subscribe(ctx, s.channel())
+	s.ps = client.Subscribe(ctx, s.channel(), s.announceChannel())
 	if _, err := s.ps.Receive(ctx); err != nil {
 		_ = s.ps.Close()
 		return nil, fmt.Errorf("redisstore: subscribe: %w", err)

@@ -135,9 +135,14 @@ func (s *Store) listen() {
 		case *redis.Subscription:
 			if !first {
 				s.tellAll(nil)
+				s.ann.SendAll("") // what was announced meanwhile is lost
 			}
 			first = false
 		case *redis.Message:
+			if m.Channel == s.announceChannel() {
+				s.announced(m.Payload)
+				continue
+			}
 			for _, line := range strings.Split(m.Payload, "\n") {
 				s.deliver(line)
 			}
