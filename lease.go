@@ -347,6 +347,23 @@ func (x Lease) Guard(ctx context.Context, tx any) error {
 	return g.Guard(ctx, tx, x.handle())
 }
 
+// Deadline returns the lease's local deadline: Done closes at this time
+// unless a renewal succeeds before it. It is the time on this process's
+// monotonic clock just before the last renewal that succeeded (or the
+// acquisition) was sent, plus the TTL, or the Hold when shorter; the
+// store's expiry is never earlier, so nobody else can be granted the slot
+// before it. A renewal under way when it passes does not hold Done open.
+// It is zero for a lease that does not expire by itself: one without a
+// TTL, a re-entrant acquisition (the first holder's lease keeps the hold),
+// a LeaseOf handle and the zero Lease. Once the lease has ended it is the
+// deadline it had last.
+func (x Lease) Deadline() time.Time {
+	if lf := x.loadLife(); lf != nil && lf.length > 0 {
+		return lf.expiry()
+	}
+	return time.Time{}
+}
+
 // Done returns a channel that is closed when the lease ends: released
 // through a Lease of its hold, lost (taken over, released by someone else
 // naming its ref, not renewed before it expired), or — for a lease of

@@ -85,8 +85,11 @@ func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *lif
 		if g.Hold > 0 && g.Hold < lf.length {
 			lf.length = g.Hold
 		}
-		lf.deadline = start.Add(lf.length)
 		lf.known = g.Expires
+		if c.keepAlive {
+			start = lf.renewLate(start)
+		}
+		lf.deadline = start.Add(lf.length)
 		l.track(lf)
 		if c.keepAlive {
 			lf.renew.Store(true)
@@ -104,6 +107,28 @@ func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *lif
 	return lf
 }
 
+// renewLate renews at once a lease whose acquisition, sent at start, took
+// more than a third of its length (it waited in the queue): the store
+// granted it at some moment after start, unknown here, so the local
+// deadline measured from start may be near or past while the store holds
+// the lease for longer. It returns when the renewal that succeeded was
+// sent, or start when it failed (the loop then judges the lease by start).
+func (lf *life) renewLate(start time.Time) time.Time {
+	if time.Since(start) <= lf.length/3 {
+		return start
+	}
+	now := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), lf.length)
+	defer cancel()
+	exp, err := lf.l.store.Keep(ctx, lf.g.Handle(), lf.g.TTL, lf.g.Hold)
+	if err != nil {
+		lf.fail(err)
+		return start
+	}
+	lf.known = exp
+	return now
+}
+
 // expire runs when the local deadline of a lease without keep-alive
 // passes. The lease may have been kept meanwhile through another handle of
 // its ref (LeaseOf(ref).Keep, turns.KeepUser): the store says so by an
@@ -117,6 +142,7 @@ func (lf *life) expire() {
 		lf.rearm(left) // Keep moved it on
 		return
 	}
+	asked := time.Now() // the store's expiry is measured from no earlier
 	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeout)
 	st, err := lf.l.store.Held(ctx, lf.g.Handle())
 	cancel()
@@ -128,7 +154,7 @@ func (lf *life) expire() {
 		lf.mu.Lock()
 		lf.known = st.Expires
 		lf.mu.Unlock()
-		lf.extend(time.Now().Add(left))
+		lf.extend(asked.Add(left))
 		lf.rearm(left)
 		return
 	}
@@ -195,8 +221,14 @@ func (lf *life) loop(start time.Time) {
 			continue
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		// The deadline holds while the renewal is under way: a store that
+		// answers late, or never, cannot keep Done open past it.
+		late := time.AfterFunc(deadline.Sub(now), func() { lf.lose(lf.unansweredReason()) })
 		_, err := lf.l.store.Keep(ctx, lf.g.Handle(), lf.g.TTL, lf.g.Hold)
 		cancel()
+		if !late.Stop() {
+			return // lost at the deadline, whatever the renewal said
+		}
 		switch {
 		case err == nil:
 			lf.extend(now.Add(lf.length))
@@ -262,6 +294,17 @@ func (lf *life) expiredReason() error {
 	default:
 		return fmt.Errorf("%w: expired without renewal", store.ErrLeaseLost)
 	}
+}
+
+// unansweredReason is why a lease was lost at its deadline while a renewal
+// was under way.
+func (lf *life) unansweredReason() error {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	if lf.failure != nil {
+		return fmt.Errorf("%w: renewal failed until it expired: %w", store.ErrLeaseLost, lf.failure)
+	}
+	return fmt.Errorf("%w: expired while a renewal got no answer", store.ErrLeaseLost)
 }
 
 // releaseFailed stops the renewals after a release that did not reach the
