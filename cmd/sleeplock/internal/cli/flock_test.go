@@ -217,14 +217,7 @@ func flockRun(t *testing.T, flockPath, path string, c flockCase) (int, string) {
 			}
 			_ = holder.Wait()
 		}()
-		waitUntil(t, "the flock holder to run", func() bool {
-			b, err := os.ReadFile(ready)
-			if err != nil {
-				return false
-			}
-			child, err = strconv.Atoi(string(b))
-			return err == nil
-		})
+		child = waitPid(t, "the flock holder to run", ready)
 	}
 	cmd := exec.CommandContext(ctx, flockPath, replaceLock(c.args, path)...)
 	var stdout syncBuf

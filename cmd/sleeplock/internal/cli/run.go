@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,19 +49,32 @@ Exit status:
   E                 both of the above with --conflict-exit-code E, as flock -E
   125               sleeplock run failed: the store, or a lock with other slots
   126, 127          the command cannot be run, or does not exist
+  122               the lease was lost while the command ran, whatever the
+                    command returned (it was ended, unless --keep-on-loss)
   2                 a bad command line or value (nothing was run)
   128+N             signal N came while waiting: nothing was held or run
+
+The command never outlives the lease: it runs in a process group of its
+own, and while renewals fail that group gets SIGTERM when the lease's
+deadline is --grace away (default 5s, or a third of --ttl when shorter)
+and SIGKILL when a tenth of --grace is; so it has ended before the store
+can give the slot to anyone else. The deadline is measured on this host's
+monotonic clock from before the last renewal that succeeded was sent. A
+lease found lost (taken over, released by an operator), or a sleeplock
+run that was stopped past the deadline and resumes, gets it SIGKILL at
+once. --keep-on-loss lets the command run on (run still exits 122).
+
+A --ref that another process holds is refused (status 125), since one
+ref is one holder: either's release would free the hold. --reenter joins
+that hold instead.
 
 The command's environment:
   SLEEPLOCK_TOKEN   the lease's fencing token (grows with every grant)
   SLEEPLOCK_REF     the holder ref (--ref, default HOST:PID)
   SLEEPLOCK_LOCK    the lock's name
-SIGINT, SIGTERM and SIGHUP are passed on to the command.
+SIGINT, SIGTERM and SIGHUP are passed on to the command's process group.
 `
 }
-
-// killGrace is how long --kill-on-loss waits after SIGTERM before SIGKILL.
-const killGrace = 5 * time.Second
 
 // runSignals are forwarded to the command.
 var runSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
@@ -73,9 +85,11 @@ type runFlags struct {
 	noWait     bool
 	conflict   int
 	ttl        time.Duration
+	grace      time.Duration
 	ref, kind  string
 	quiet      bool
-	killOnLoss bool
+	keepOnLoss bool
+	reenter    bool
 	shell      string
 	weight     int
 	shared     bool
@@ -117,19 +131,21 @@ func (w *waitValue) Set(s string) error {
 	return nil
 }
 
-func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
+// runFlagSet is run's flags, written into f.
+func runFlagSet(errOut io.Writer, f *runFlags) (*flag.FlagSet, storeFlags) {
 	fs := flags("run", errOut, runSynopsis)
 	sf := addStoreFlags(fs)
-	var f runFlags
 	fs.IntVar(&f.slots, "slots", 0, "`N` slots: define the lock with N slots if it does not exist (default 1); an existing lock with other slots is an error")
 	fs.Var(&f.wait, "wait", "give up after waiting `DUR` (10m, or seconds as flock -w: 5), exit status 124; 0 refuses at once, as -n (default: wait as long as it takes)")
 	fs.BoolVar(&f.noWait, "no-wait", false, "do not wait: exit at once (status 1, or --conflict-exit-code) when no slot is free")
 	fs.IntVar(&f.conflict, "conflict-exit-code", 0, "exit with status `E` when refused at once or when --wait runs out, as flock -E (without it: 1 when refused, 124 when --wait runs out)")
 	fs.DurationVar(&f.ttl, "ttl", sleeplock.DefaultTTL, "lease TTL (`DUR`), renewed while sleeplock runs; bounds a hung sleeplock (a dead one gives its slot back at once)")
-	fs.StringVar(&f.ref, "ref", "", "holder `REF` that others see (default HOST:PID); a ref that holds the lock already re-enters it")
+	fs.DurationVar(&f.grace, "grace", 0, "while renewals fail, SIGTERM the command `DUR` before the lease expires, SIGKILL a tenth of DUR before (default 5s, or a third of --ttl when shorter; at most half of --ttl)")
+	fs.BoolVar(&f.keepOnLoss, "keep-on-loss", false, "let the command run on when the lease is lost or about to expire unrenewed (run still exits 122)")
+	fs.StringVar(&f.ref, "ref", "", "holder `REF` that others see (default HOST:PID); a ref that another process holds is refused, unless --reenter")
+	fs.BoolVar(&f.reenter, "reenter", false, "join the hold of another process whose --ref is the same, rather than refuse: either's release ends the hold")
 	fs.StringVar(&f.kind, "kind", "", "`KIND` of holder (\"build\", \"deploy\"), shown when others are refused")
 	fs.BoolVar(&f.quiet, "q", false, "quiet: print nothing while waiting or when refused")
-	fs.BoolVar(&f.killOnLoss, "kill-on-loss", false, "end the command (SIGTERM, SIGKILL 5s later) if the lease is lost")
 	fs.StringVar(&f.shell, "c", "", "run `COMMAND` with $SHELL -c (else /bin/sh), as flock -c")
 	fs.IntVar(&f.weight, "weight", 0, "hold `K` slots of the lock as one lease (default 1); K larger than the lock's slots is an error")
 	fs.BoolVar(&f.shared, "shared", false, "hold one slot, shared with other readers, as flock -s (a new lock gets 1000000 slots)")
@@ -141,32 +157,39 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	alias(fs, "c", "command")
 	alias(fs, "shared", "s")
 	alias(fs, "exclusive", "x", "e")
+	return fs, sf
+}
 
-	name, command, err := parseRunArgs(fs, args, &f)
-	if err != nil {
-		return err
-	}
-	set := setFlags(fs)
+// check refuses contradictory or bad values and fills in the defaults
+// that depend on others; it returns the status for --wait running out.
+func (f *runFlags) check(set map[string]bool) (timeoutCode int, err error) {
 	switch {
 	case set["slots"] && f.slots < 1:
-		return usagef("--slots %d: a lock has at least 1 slot", f.slots)
+		return 0, usagef("--slots %d: a lock has at least 1 slot", f.slots)
 	case f.noWait && f.wait.set:
-		return usagef("--wait and --no-wait exclude each other")
+		return 0, usagef("--wait and --no-wait exclude each other")
 	case f.conflict < 0 || f.conflict > 255:
-		return usagef("--conflict-exit-code %d: an exit status is 0 to 255", f.conflict)
+		return 0, usagef("--conflict-exit-code %d: an exit status is 0 to 255", f.conflict)
+	case f.conflict == exitLost:
+		return 0, usagef("--conflict-exit-code %d: %d is the status of a lease lost while the command ran", f.conflict, exitLost)
 	case f.ttl <= 0:
-		return usagef("--ttl %v: a TTL must be positive", f.ttl)
+		return 0, usagef("--ttl %v: a TTL must be positive", f.ttl)
+	case set["grace"] && (f.grace <= 0 || f.grace > f.ttl/2):
+		return 0, usagef("--grace %v: want more than 0 and at most half of --ttl %v, so that renewals are tried before the command is ended", f.grace, f.ttl)
 	case set["weight"] && f.weight < 1:
-		return usagef("--weight %d: a weight is at least 1 slot", f.weight)
+		return 0, usagef("--weight %d: a weight is at least 1 slot", f.weight)
 	case f.shared && f.exclusive, f.shared && set["weight"], f.exclusive && set["weight"]:
-		return usagef("--weight, --shared and --exclusive exclude each other")
+		return 0, usagef("--weight, --shared and --exclusive exclude each other")
 	case set["slots"] && f.weight > f.slots:
-		return usagef("--weight %d is more than --slots %d", f.weight, f.slots)
+		return 0, usagef("--weight %d is more than --slots %d", f.weight, f.slots)
 	}
 	if f.wait.set && f.wait.d == 0 {
 		f.noWait = true // as flock -w 0
 	}
-	timeoutCode := exitTimeout
+	if !set["grace"] {
+		f.grace = min(DefaultGrace, f.ttl/3)
+	}
+	timeoutCode = exitTimeout
 	if set["conflict-exit-code"] {
 		timeoutCode = f.conflict
 	} else {
@@ -175,6 +198,20 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if f.ref == "" {
 		host, _ := os.Hostname()
 		f.ref = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	return timeoutCode, nil
+}
+
+func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
+	var f runFlags
+	fs, sf := runFlagSet(errOut, &f)
+	name, command, err := parseRunArgs(fs, args, &f)
+	if err != nil {
+		return err
+	}
+	timeoutCode, err := f.check(setFlags(fs))
+	if err != nil {
+		return err
 	}
 
 	// Catch the signals from the start: one that arrives while waiting ends
@@ -202,12 +239,8 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	// From here on the lease is given back whatever happens, also when
 	// the caller's context ended (a signal that we forward).
-	bg := context.WithoutCancel(ctx)
-	release := func() {
-		rctx, cancel := context.WithTimeout(bg, 10*time.Second)
-		defer cancel()
-		_ = lease.Release(rctx)
-	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
@@ -215,42 +248,22 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"SLEEPLOCK_LOCK="+name,
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(lease.Token(), 10),
 		"SLEEPLOCK_REF="+lease.Ref())
-	started, waited := startCommand(cmd)
-	if err := <-started; err != nil {
-		release()
+	res, err := supervise(cmd, supervision{Lease: lease, Grace: f.grace, KeepOnLoss: f.keepOnLoss,
+		Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
+	if err != nil {
+		_ = lease.Release(rctx)
 		return startError(command[0], err, errOut)
 	}
-
-	lost := lease.Done()
-	var kill <-chan time.Time
-	for done := false; !done; {
-		select {
-		case sig := <-sigs:
-			_ = cmd.Process.Signal(sig)
-		case <-lost:
-			lost = nil
-			if errors.Is(lease.Err(), sleeplock.ErrReleased) {
-				continue
-			}
-			fmt.Fprintf(errOut, "sleeplock run: lost the lease of %q while the command runs: %s\n", name, message(lease.Err()))
-			if f.killOnLoss {
-				fmt.Fprintf(errOut, "sleeplock run: ending the command (--kill-on-loss)\n")
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				t := time.NewTimer(killGrace)
-				defer t.Stop()
-				kill = t.C
-			}
-		case <-kill:
-			_ = cmd.Process.Kill()
-		case werr := <-waited:
-			done = true
-			if cmd.ProcessState == nil && werr != nil {
-				fmt.Fprintf(errOut, "sleeplock run: waiting for the command: %v\n", werr)
-			}
-		}
+	rerr := lease.Release(rctx)
+	if res.Lost == nil && errors.Is(rerr, sleeplock.ErrNotHeld) && !lease.Reentered() {
+		// Gone before the command ended, unnoticed until now.
+		res.Lost = fmt.Errorf("%w: no longer held when the command ended", sleeplock.ErrLeaseLost)
+		fmt.Fprintf(errOut, "sleeplock run: lost the lease of %q while the command ran: %s\n", name, message(res.Lost))
 	}
-	release()
-	if code := exitStatus(cmd.ProcessState); code != 0 {
+	if res.Lost != nil {
+		fmt.Fprintf(errOut, "sleeplock run: the command ended with status %d; exiting %d: the lease was lost while it ran\n", exitStatus(res.State), exitLost)
+	}
+	if code := res.Status(); code != 0 {
 		return &exitError{code: code}
 	}
 	return nil
@@ -487,35 +500,4 @@ func startError(name string, err error, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "sleeplock run: %s: cannot run: %v\n", name, err)
 		return &exitError{code: exitNoExec}
 	}
-}
-
-// startCommand starts cmd on a goroutine locked to its OS thread and waits
-// for it there: the command is told to die with that thread
-// (dieWithParent), so a sleeplock killed with SIGKILL, whose slot is given
-// back at once, does not leave its command running unguarded.
-func startCommand(cmd *exec.Cmd) (started, waited <-chan error) {
-	s, w := make(chan error, 1), make(chan error, 1)
-	dieWithParent(cmd)
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := cmd.Start(); err != nil {
-			s <- err
-			return
-		}
-		s <- nil
-		w <- cmd.Wait()
-	}()
-	return s, w
-}
-
-// exitStatus is the command's exit status, 128+signal when a signal ended it.
-func exitStatus(ps *os.ProcessState) int {
-	if ps == nil {
-		return 1
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
 }

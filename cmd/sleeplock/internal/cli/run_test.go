@@ -381,24 +381,6 @@ func procGone(pid int) bool {
 	return i < 0 || strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
 
-func TestRunKillOnLoss(t *testing.T) {
-	e := newRunEnv(t)
-	cmd, ready := startHolder(t, e, "loss", "--kill-on-loss", "--ttl", "300ms", "--ref", "victim")
-	// An operator releases the lease: the holder learns at its next renewal.
-	if _, errOut, code := run(t, "release", "--store", e.store(), "--ref", "victim", "loss"); code != 0 {
-		t.Fatalf("release: exit %d %s", code, errOut)
-	}
-	err := cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
-		t.Fatalf("exit %v; want the command ended by SIGTERM (status 3)", err)
-	}
-	b, _ := os.ReadFile(ready + ".signals")
-	if !strings.Contains(string(b), "terminated") {
-		t.Fatalf("the command got %q, want SIGTERM", b)
-	}
-}
-
 // A signal while waiting ends the wait with 128+signal and leaves the
 // queue; nothing is held.
 func TestRunSignalWhileWaiting(t *testing.T) {

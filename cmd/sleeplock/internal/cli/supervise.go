@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/sleeplock/sleeplock"
+)
+
+// exitLost is the exit status of a supervised command whose lease was lost
+// while it ran, whatever the command returned: beside timeout(1)'s 124 to
+// 127, where run's other statuses of its own are (not 123, which
+// util-linux's flock tests give -E), and never 0 or the busy status
+// (--conflict-exit-code cannot be it).
+const exitLost = 122
+
+// DefaultGrace is how long before its lease's deadline a supervised
+// command gets SIGTERM while renewals fail, unless a third of the lease's
+// length is shorter.
+const DefaultGrace = 5 * time.Second
+
+// supervision says how supervise guards a command with a lease.
+type supervision struct {
+	// Lease guards the command: the command is ended before its deadline
+	// (sleeplock.Lease.Deadline) while renewals fail, and at once when it
+	// is lost.
+	Lease sleeplock.Lease
+	// Grace is how long before the deadline the command's process group
+	// gets SIGTERM; SIGKILL follows a tenth of Grace before the deadline.
+	// Zero: DefaultGrace, or a third of the lease's length when shorter.
+	Grace time.Duration
+	// KeepOnLoss lets the command run on after the lease is lost or its
+	// deadline passes (the outcome still reports the loss).
+	KeepOnLoss bool
+	// Signals are passed on to the command's process group.
+	Signals <-chan os.Signal
+	// Who prefixes the messages written to ErrOut ("sleeplock run").
+	Who    string
+	ErrOut io.Writer
+}
+
+// supervised is how a supervised command ended.
+type supervised struct {
+	State *os.ProcessState // nil when the command could not be waited for
+	// Lost is why the lease ended while the command ran (nil: it did not).
+	Lost error
+}
+
+// Status is the exit status to report: exitLost after a loss, else the
+// command's own (128+N when signal N ended it).
+func (s supervised) Status() int {
+	if s.Lost != nil {
+		return exitLost
+	}
+	return exitStatus(s.State)
+}
+
+// supervise starts cmd in a process group of its own and waits for it,
+// passing it sv.Signals and ending it before sv.Lease can be granted to
+// anyone else: while renewals fail, the group gets SIGTERM when the
+// lease's deadline is sv.Grace away and SIGKILL when a tenth of it is
+// (at once when the deadline is nearer, as after sleeplock itself was
+// stopped); a lost lease gets it SIGKILL at once. With sv.KeepOnLoss
+// the command is left to run. It returns the start error of a command
+// that could not be started.
+func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
+	group := prepareGroup(cmd)
+	started, waited := startCommand(cmd)
+	if err := <-started; err != nil {
+		return supervised{}, err
+	}
+	defer group.restore()
+	pid := cmd.Process.Pid
+	grace := sv.grace()
+	var out supervised
+	lost := sv.Lease.Done()
+	check := time.NewTimer(0)
+	defer check.Stop()
+	termed, killed := false, false
+	for {
+		select {
+		case sig := <-sv.Signals:
+			_ = signalGroup(pid, sig)
+			continue
+		case <-lost:
+			lost = nil
+			out.Lost = lossOf(sv.Lease)
+			fmt.Fprintf(sv.ErrOut, "%s: lost the lease of %q while the command runs: %s\n", sv.Who, sv.Lease.Name(), message(out.Lost))
+			if !sv.KeepOnLoss && !killed {
+				fmt.Fprintf(sv.ErrOut, "%s: killing the command (--keep-on-loss lets it run)\n", sv.Who)
+				_ = signalGroup(pid, syscall.SIGKILL)
+				killed = true
+			}
+		case <-check.C:
+		case werr := <-waited:
+			if cmd.ProcessState == nil && werr != nil {
+				fmt.Fprintf(sv.ErrOut, "%s: waiting for the command: %v\n", sv.Who, werr)
+			}
+			out.State = cmd.ProcessState
+			if out.Lost == nil && (termed || killed) {
+				out.Lost = fmt.Errorf("%w: renewals failed until the command was ended before its deadline", sleeplock.ErrLeaseLost)
+			}
+			return out, nil
+		}
+		deadline := sv.Lease.Deadline()
+		if deadline.IsZero() || sv.KeepOnLoss || killed {
+			continue
+		}
+		// The timer reads the monotonic clock: after sleeplock was
+		// stopped past the deadline it fires at once on resuming.
+		switch left := time.Until(deadline); {
+		case left <= grace/10:
+			fmt.Fprintf(sv.ErrOut, "%s: the lease of %q is about to expire unrenewed: killing the command\n", sv.Who, sv.Lease.Name())
+			_ = signalGroup(pid, syscall.SIGKILL)
+			killed = true
+		case left <= grace && !termed:
+			fmt.Fprintf(sv.ErrOut, "%s: the lease of %q was not renewed and expires in %v: ending the command (SIGTERM, then SIGKILL)\n",
+				sv.Who, sv.Lease.Name(), left.Round(time.Millisecond))
+			_ = signalGroup(pid, syscall.SIGTERM)
+			termed = true
+			check.Reset(left - grace/10)
+		case left <= grace:
+			check.Reset(left - grace/10)
+		default:
+			check.Reset(left - grace)
+		}
+	}
+}
+
+// grace is sv.Grace, or its default for the lease.
+func (sv supervision) grace() time.Duration {
+	if sv.Grace > 0 {
+		return sv.Grace
+	}
+	return defaultGrace(sv.Lease.Deadline(), time.Now())
+}
+
+// defaultGrace is DefaultGrace, or a third of the lease's length (from now
+// to its deadline, just after the grant) when shorter.
+func defaultGrace(deadline, now time.Time) time.Duration {
+	if deadline.IsZero() {
+		return DefaultGrace
+	}
+	return min(DefaultGrace, deadline.Sub(now)/3)
+}
+
+// lossOf is why the lease ended while the command ran.
+func lossOf(lease sleeplock.Lease) error {
+	err := lease.Err()
+	if errors.Is(err, sleeplock.ErrReleased) {
+		// Through another lease of its ref (--reenter): unguarded all the same.
+		return fmt.Errorf("%w: released by another holder of its ref", sleeplock.ErrLeaseLost)
+	}
+	return err
+}
+
+// startCommand starts cmd on a goroutine locked to its OS thread and waits
+// for it there: the command is told to die with that thread
+// (dieWithParent), so a sleeplock killed with SIGKILL, whose slot is given
+// back at once, does not leave its command running unguarded.
+func startCommand(cmd *exec.Cmd) (started, waited <-chan error) {
+	s, w := make(chan error, 1), make(chan error, 1)
+	dieWithParent(cmd)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			s <- err
+			return
+		}
+		s <- nil
+		w <- cmd.Wait()
+	}()
+	return s, w
+}
+
+// exitStatus is the command's exit status, 128+signal when a signal ended it.
+func exitStatus(ps *os.ProcessState) int {
+	if ps == nil {
+		return 1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
