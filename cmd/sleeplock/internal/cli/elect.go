@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"time"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/election"
+)
+
+var _ = register("elect", "run a command while leading an election (one leader at a time)", runElect)
+
+var _ = register("leader", "print the leader of an election, or follow its changes", runLeader)
+
+func init() {
+	extraHelp["elect"] = `Waits in FIFO order behind the other candidates until it leads, then runs
+the command with SLEEPLOCK_TOKEN (the term's fencing token), SLEEPLOCK_LOCK
+and SLEEPLOCK_LEADER_ID. When the command exits, it resigns: the next
+candidate leads at once. When leadership is lost (renewals failed until the
+term's deadline, or another took it over), the command's process is ended
+(SIGTERM, SIGKILL shortly after) and elect exits 122. With --again it
+campaigns again after the command exits, until interrupted.
+
+Exit status: the command's (of the last term with --again), 122 when
+leadership was lost while it ran, 125 when elect itself failed, 126/127
+when the command cannot be run, 2 for a bad command line.
+`
+}
+
+type electFlags struct {
+	id, value string
+	ttl       time.Duration
+	again     bool
+}
+
+func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flags("elect", errOut, "[flags] NAME [--] COMMAND [ARGS…]")
+	sf := addStoreFlags(fs)
+	var f electFlags
+	fs.StringVar(&f.id, "id", "", "candidate `ID` that others see (default HOST:PID)")
+	fs.StringVar(&f.value, "value", "", "`VALUE` the leader advertises (an address)")
+	fs.DurationVar(&f.ttl, "ttl", election.DefaultTTL, "term lease TTL (`DUR`): a leader that dies is replaced within it")
+	fs.BoolVar(&f.again, "again", false, "campaign again after the command exits")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 2 {
+		return usagef("give an election NAME and a COMMAND to run while leading")
+	}
+	name, command := fs.Arg(0), fs.Args()[1:]
+	if f.ttl <= 0 {
+		return usagef("--ttl %v: a TTL must be positive", f.ttl)
+	}
+	if f.id == "" {
+		host, _ := os.Hostname()
+		f.id = host + ":" + strconv.Itoa(os.Getpid())
+	}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, runSignals...)
+	defer signal.Stop(sigs)
+	s, err := sf.open(ctx)
+	if err != nil {
+		return runFailed(ctx, err)
+	}
+	locks := sleeplock.New(s)
+	defer func() { _ = locks.Close() }()
+	el, err := election.New(locks, name, election.WithTTL(f.ttl))
+	if err != nil {
+		return runFailed(ctx, err)
+	}
+	cand := election.Candidate{ID: f.id, Value: f.value}
+	for {
+		code, err := electOnce(ctx, el, cand, command, sigs, out, errOut)
+		if err != nil || !f.again || ctx.Err() != nil {
+			if err == nil && code != 0 {
+				return &exitError{code: code}
+			}
+			return err
+		}
+	}
+}
+
+// electOnce campaigns, runs the command while leading and resigns; it
+// returns the command's exit status (exitLeaderLost after a loss).
+func electOnce(ctx context.Context, el *election.Election, cand election.Candidate, command []string,
+	sigs <-chan os.Signal, out, errOut io.Writer) (int, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // a signal while waiting ends the campaign
+		select {
+		case <-sigs:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
+	term, err := el.Campaign(cctx, cand)
+	cancel()
+	if err != nil {
+		return 0, runFailed(ctx, err)
+	}
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		_ = term.Resign(rctx)
+		rcancel()
+	}()
+	cmd := exec.Command(command[0], command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
+	cmd.Env = append(os.Environ(),
+		"SLEEPLOCK_LOCK="+el.Name(),
+		"SLEEPLOCK_TOKEN="+strconv.FormatInt(term.Token(), 10),
+		"SLEEPLOCK_LEADER_ID="+term.ID())
+	end, err := superviseTerm(cmd, term.Lease(), sigs)
+	if err != nil {
+		return 0, startError(command[0], err, errOut)
+	}
+	if end.lost != nil {
+		fmt.Fprintf(errOut, "sleeplock elect: lost the leadership of %q while the command ran: %s\n", el.Name(), message(end.lost))
+		return exitLeaderLost, nil
+	}
+	return exitStatus(end.state), nil
+}
+
+func runLeader(ctx context.Context, args []string, out, errOut io.Writer) error {
+	fs := flags("leader", errOut, "[flags] NAME")
+	sf := addStoreFlags(fs)
+	watch := fs.Bool("watch", false, "follow the changes (elected, changed, vacant) until interrupted")
+	asJSON := fs.Bool("json", false, "print JSON, one object a line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("give one election NAME")
+	}
+	s, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	locks := sleeplock.New(s)
+	defer func() { _ = locks.Close() }()
+	el, err := election.New(locks, fs.Arg(0))
+	if err != nil {
+		return &usageError{message(err)}
+	}
+	if !*watch {
+		l, err := el.Leader(ctx)
+		if errors.Is(err, election.ErrNoLeader) {
+			printLeader(out, election.Event{Type: election.Vacant}, *asJSON)
+			return &exitError{code: 1}
+		}
+		if err != nil {
+			return err
+		}
+		printLeader(out, election.Event{Type: election.Elected, Leader: l, Token: l.Token}, *asJSON)
+		return nil
+	}
+	for ev := range el.Observe(ctx) {
+		printLeader(out, ev, *asJSON)
+	}
+	return ctx.Err()
+}
+
+// leaderJSON is the JSON form of an election's state or change.
+type leaderJSON struct {
+	Event   string    `json:"event"`
+	ID      string    `json:"id,omitempty"`
+	Value   string    `json:"value,omitempty"`
+	Token   int64     `json:"token,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+	Waiting int       `json:"waiting,omitempty"`
+}
+
+func printLeader(out io.Writer, ev election.Event, asJSON bool) {
+	l := ev.Leader
+	if asJSON {
+		b, _ := json.Marshal(leaderJSON{Event: ev.Type.String(), ID: l.ID, Value: l.Value, Token: ev.Token, Since: l.Since, Waiting: l.Waiting})
+		fmt.Fprintln(out, string(b))
+		return
+	}
+	if ev.Type == election.Vacant {
+		fmt.Fprintln(out, "vacant: no leader")
+		return
+	}
+	fmt.Fprintf(out, "%s: %s", ev.Type, l.ID)
+	if l.Value != "" {
+		fmt.Fprintf(out, " (%s)", l.Value)
+	}
+	fmt.Fprintf(out, " token %d", ev.Token)
+	if !l.Since.IsZero() {
+		fmt.Fprintf(out, " since %s", l.Since.Local().Format(time.RFC3339))
+	}
+	fmt.Fprintln(out)
+}
