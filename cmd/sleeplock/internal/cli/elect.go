@@ -25,8 +25,9 @@ func init() {
 the command with SLEEPLOCK_TOKEN (the term's fencing token), SLEEPLOCK_LOCK
 and SLEEPLOCK_LEADER_ID. When the command exits, it resigns: the next
 candidate leads at once. When leadership is lost (renewals failed until the
-term's deadline, or another took it over), the command's process is ended
-(SIGTERM, SIGKILL shortly after) and elect exits 122. With --again it
+term's deadline, or another took it over), the command's process group is
+ended as run ends it after a lost lease (SIGTERM before the term's
+deadline, SIGKILL at it or at once on a takeover) and elect exits 122. With --again it
 campaigns again after the command exits, until interrupted.
 
 Exit status: the command's (of the last term with --again), 122 when
@@ -89,7 +90,8 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 }
 
 // electOnce campaigns, runs the command while leading and resigns; it
-// returns the command's exit status (exitLeaderLost after a loss).
+// returns the command's exit status (exitLost after a loss): run's
+// supervision ends the command before the term's deadline.
 func electOnce(ctx context.Context, el *election.Election, cand election.Candidate, command []string,
 	sigs <-chan os.Signal, out, errOut io.Writer) (int, error) {
 	cctx, cancel := context.WithCancel(ctx)
@@ -117,15 +119,11 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		"SLEEPLOCK_LOCK="+el.Name(),
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(term.Token(), 10),
 		"SLEEPLOCK_LEADER_ID="+term.ID())
-	end, err := superviseTerm(cmd, term.Lease(), sigs)
+	res, err := supervise(cmd, supervision{Lease: term.Lease(), Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
 		return 0, startError(command[0], err, errOut)
 	}
-	if end.lost != nil {
-		fmt.Fprintf(errOut, "sleeplock elect: lost the leadership of %q while the command ran: %s\n", el.Name(), message(end.lost))
-		return exitLeaderLost, nil
-	}
-	return exitStatus(end.state), nil
+	return res.Status(), nil
 }
 
 func runLeader(ctx context.Context, args []string, out, errOut io.Writer) error {

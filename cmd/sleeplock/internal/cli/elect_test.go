@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sleeplock/sleeplock"
@@ -53,4 +55,52 @@ func TestElectAndLeader(t *testing.T) {
 	if _, _, code := run(t, "elect", "--store", st, "jobs"); code != 2 {
 		t.Fatalf("elect without a command: exit %d, want 2", code)
 	}
+}
+
+// A leader whose term is taken from it (its hold released by someone
+// else) has its command ended, and elect exits 122.
+func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "e.db")
+	codes := make(chan int, 1)
+	go func() {
+		// The command's stderr and elect's messages share a writer: one
+		// that a mutex guards, as a terminal is.
+		var out, errOut lockedBuffer
+		codes <- Main(t.Context(), []string{"elect", "--store", "sqlite:" + db, "--ttl", "900ms", "jobs", "--", "sleep", "60"}, &out, &errOut)
+	}()
+	s, err := sqlitestore.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := sleeplock.New(s)
+	defer func() { _ = locks.Close() }()
+	var ref string
+	for ref == "" {
+		st, err := locks.StateDetail(t.Context(), "jobs")
+		if err == nil && len(st.Holders) == 1 {
+			ref = st.Holders[0].Ref
+		}
+	}
+	lease, err := locks.LeaseOf(ref, []string{"jobs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-codes; code != exitLost {
+		t.Fatalf("elect exited %d after its term was taken, want %d", code, exitLost)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }
