@@ -13,13 +13,14 @@ import (
 // lease is held.
 func Example() {
 	ctx := context.Background()
-	s, err := redisstore.Open(ctx, testURL(), redisstore.WithPrefix("example:"), redisstore.WithoutSafetyChecks())
+	url := testURL() // redis://127.0.0.1:6379/0
+	// readme:begin
+	s, err := redisstore.Open(ctx, url, redisstore.WithPrefix("example:"))
 	if err != nil {
-		fmt.Println("no Redis:", err)
+		fmt.Println(err)
 		return
 	}
 	defer func() { _ = s.Close() }()
-	defer s.Client().Del(ctx, "example:report"+redisstore.KeyTag("report"))
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
 	if err := locks.Define(ctx, "report", 1); err != nil {
@@ -31,10 +32,11 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	var tx redisstore.Tx
+	var tx redisstore.Tx // written only while the lease is held
 	tx.Set("example:report"+redisstore.KeyTag("report"), "done", 0)
 	fmt.Println("guarded write:", lease.Guard(ctx, &tx))
 	fmt.Println("release:", lease.Release(ctx))
+	// readme:end
 	dropExample(ctx, s)
 	// Output:
 	// guarded write: <nil>
