@@ -27,6 +27,7 @@ var apiPackages = []struct{ dir, file string }{
 	{"memstore", "memstore.txt"},
 	{"sqlitestore", "sqlitestore.txt"},
 	{"pgstore", "pgstore.txt"},
+	{"pgstore/pgtest", "pgtest.txt"},
 	{"redisstore", "redisstore.txt"},
 	{"turns", "turns.txt"},
 	{"otelevents", "otelevents.txt"},

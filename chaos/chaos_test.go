@@ -15,7 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sleeplock/sleeplock/chaos"
-	"github.com/sleeplock/sleeplock/internal/pgtest"
+	"github.com/sleeplock/sleeplock/pgstore/pgtest"
 )
 
 var (

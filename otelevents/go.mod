@@ -14,40 +14,12 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
-	github.com/jackc/pgpassfile v1.0.0 // indirect
-	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/mattn/go-isatty v0.0.24 // indirect
-	github.com/ncruces/go-strftime v1.1.0 // indirect
-	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
-	modernc.org/libc v1.80.1 // indirect
-	modernc.org/mathutil v1.7.1 // indirect
-	modernc.org/memory v1.12.1 // indirect
-	modernc.org/sqlite v1.62.0 // indirect
 )
 
-require (
-	github.com/jackc/pgx/v5 v5.13.0
-	github.com/sleeplock/sleeplock v0.1.0
-	github.com/sleeplock/sleeplock/internal/pgtest v0.0.0-00010101000000-000000000000
-	github.com/sleeplock/sleeplock/pgstore v0.0.0-00010101000000-000000000000
-	github.com/sleeplock/sleeplock/sqlitestore v0.0.0-00010101000000-000000000000
-)
-
-replace github.com/sleeplock/sleeplock => ..
-
-replace github.com/sleeplock/sleeplock/sqlitestore => ../sqlitestore
-
-replace (
-	github.com/sleeplock/sleeplock/internal/pgtest => ../internal/pgtest
-	github.com/sleeplock/sleeplock/pgstore => ../pgstore
-)
+require github.com/sleeplock/sleeplock v0.2.0

@@ -179,20 +179,8 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	if err != nil {
 		return err
 	}
-	agg := map[*attrs]*sleeplock.Stats{}
-	var order []*attrs
-	for i := range all {
-		a := m.set.Get(all[i].Name)
-		s := agg[a]
-		if s == nil {
-			s = &sleeplock.Stats{}
-			agg[a] = s
-			order = append(order, a)
-		}
-		s.Add(&all[i])
-	}
-	for _, a := range order {
-		s := agg[a]
+	for _, sum := range m.set.Sums(all) {
+		a, s := sum.Label, &sum.Stats
 		o.ObserveInt64(m.acq, int64(s.Acquisitions), a.obs...)
 		o.ObserveInt64(m.ref, int64(s.Refusals), a.obs...)
 		o.ObserveInt64(m.rel, int64(s.Releases), a.obs...)

@@ -2,7 +2,6 @@ package otelevents_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -69,70 +68,6 @@ func setup(t *testing.T, locks *sleeplock.Locks, opts ...otelevents.Option) (*sd
 	m, err := otelevents.New(mp.Meter("test"), locks, opts...)
 	must(t, err)
 	return r, m
-}
-
-// stores are the stores the counts are checked on (more in
-// stores_test.go where the database stores' modules are available).
-// store opens sleeplock.Locks on one kind of store for a test.
-type store struct {
-	name string
-	open func(t *testing.T) *sleeplock.Locks
-}
-
-var stores = []store{
-	{"memory", func(t *testing.T) *sleeplock.Locks { return sleeplock.New(nil) }},
-}
-
-// TestInstruments: a known workload, on every store, observed at
-// collection time: counters under the lock's label (a family's members
-// under the family), gauges from the store.
-func TestInstruments(t *testing.T) {
-	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			ctx := context.Background()
-			locks := st.open(t)
-			defer locks.Close()
-			r, m := setup(t, locks)
-			must(t, locks.Define(ctx, "pay", 2))
-			must(t, locks.Define(ctx, "chat/*", 1))
-			for range 150 {
-				l, err := locks.TryAcquire(ctx, "pay")
-				must(t, err)
-				must(t, l.Release(ctx))
-			}
-			a, err := locks.Acquire(ctx, "chat/1")
-			must(t, err)
-			if _, err := locks.TryAcquire(ctx, "chat/1", sleeplock.Ref("other")); !errors.Is(err, sleeplock.ErrUnavailable) {
-				t.Fatal(err)
-			}
-			b, err := locks.Acquire(ctx, "chat/2")
-			must(t, err)
-			p, err := locks.Acquire(ctx, "pay")
-			must(t, err)
-			got := collect(t, r)
-			for _, g := range []struct {
-				name, label string
-				want        float64
-			}{
-				{"sleeplock.slots", "pay", 2}, {"sleeplock.running", "pay", 1}, {"sleeplock.waiting", "pay", 0},
-				{"sleeplock.locks", "chat/*", 2}, {"sleeplock.running", "chat/*", 2}, {"sleeplock.slots", "chat/*", 2},
-				{"sleeplock.acquisitions", "chat/*", 2}, {"sleeplock.acquisitions", "pay", 151},
-				{"sleeplock.refusals", "chat/*", 1}, {"sleeplock.releases", "chat/*", 0}, {"sleeplock.releases", "pay", 150},
-			} {
-				if v, ok := got[g.name][g.label]; !ok || v != g.want {
-					t.Errorf("%s{%s} = %v (%v), want %v", g.name, g.label, v, ok, g.want)
-				}
-			}
-			for _, l := range []sleeplock.Lease{a, b, p} {
-				must(t, l.Release(ctx))
-			}
-			got = collect(t, r)
-			if v := got["sleeplock.releases"]["chat/*"]; v != 2 {
-				t.Errorf("releases{chat/*} = %v, want 2", v)
-			}
-			must(t, m.Close())
-		})
-	}
 }
 
 // TestCardinality: 10,000 family members make one label; past the label

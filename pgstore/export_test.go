@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sleeplock/sleeplock/internal/pgtest"
+	"github.com/sleeplock/sleeplock/pgstore/pgtest"
 )
 
 // Listening reports whether the store's LISTEN connection is up.

@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/anishathalye/porcupine v1.3.1 // indirect
-	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jackc/pgx/v5 v5.13.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sync v0.25.0 // indirect
@@ -17,12 +17,4 @@ require (
 	golang.org/x/text v0.42.0 // indirect
 )
 
-require (
-	github.com/sleeplock/sleeplock v0.1.0
-	github.com/sleeplock/sleeplock/internal/pgtest v0.0.0-00010101000000-000000000000
-)
-
-replace (
-	github.com/sleeplock/sleeplock => ..
-	github.com/sleeplock/sleeplock/internal/pgtest => ../internal/pgtest
-)
+require github.com/sleeplock/sleeplock v0.2.0

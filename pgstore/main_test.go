@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
-	"github.com/sleeplock/sleeplock/internal/pgtest"
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/pgstore/pgtest"
 	"github.com/sleeplock/sleeplock/store"
 )
 

@@ -142,20 +142,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(m.descs[acquisitions], err)
 		return
 	}
-	agg := make(map[*string]*sleeplock.Stats)
-	var order []*string
-	for i := range all {
-		l := m.set.Get(all[i].Name)
-		a := agg[l]
-		if a == nil {
-			a = &sleeplock.Stats{}
-			agg[l] = a
-			order = append(order, l)
-		}
-		a.Add(&all[i])
-	}
-	for _, l := range order {
-		a := agg[l]
+	for _, sum := range m.set.Sums(all) {
+		l, a := sum.Label, &sum.Stats
 		counter := func(k int, v uint64) {
 			ch <- prometheus.MustNewConstMetric(m.descs[k], prometheus.CounterValue, float64(v), *l)
 		}

@@ -21,6 +21,4 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-require github.com/sleeplock/sleeplock v0.1.0
-
-replace github.com/sleeplock/sleeplock => ..
+require github.com/sleeplock/sleeplock v0.2.0

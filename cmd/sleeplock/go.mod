@@ -4,7 +4,7 @@ go 1.26.8
 
 require (
 	github.com/chromedp/chromedp v0.23.0
-	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jackc/pgx/v5 v5.13.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	go.uber.org/goleak v1.3.0
@@ -39,19 +39,9 @@ require (
 )
 
 require (
-	github.com/sleeplock/sleeplock v0.1.0
-	github.com/sleeplock/sleeplock/internal/pgtest v0.0.0-00010101000000-000000000000
-	github.com/sleeplock/sleeplock/pgstore v0.0.0-00010101000000-000000000000
-	github.com/sleeplock/sleeplock/promevents v0.0.0-00010101000000-000000000000
-	github.com/sleeplock/sleeplock/redisstore v0.0.0-00010101000000-000000000000
-	github.com/sleeplock/sleeplock/sqlitestore v0.0.0-00010101000000-000000000000
-)
-
-replace (
-	github.com/sleeplock/sleeplock => ../..
-	github.com/sleeplock/sleeplock/internal/pgtest => ../../internal/pgtest
-	github.com/sleeplock/sleeplock/pgstore => ../../pgstore
-	github.com/sleeplock/sleeplock/promevents => ../../promevents
-	github.com/sleeplock/sleeplock/redisstore => ../../redisstore
-	github.com/sleeplock/sleeplock/sqlitestore => ../../sqlitestore
+	github.com/sleeplock/sleeplock v0.2.0
+	github.com/sleeplock/sleeplock/pgstore v0.2.0
+	github.com/sleeplock/sleeplock/promevents v0.2.0
+	github.com/sleeplock/sleeplock/redisstore v0.2.0
+	github.com/sleeplock/sleeplock/sqlitestore v0.2.0
 )

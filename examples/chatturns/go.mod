@@ -3,7 +3,7 @@ module github.com/sleeplock/sleeplock/examples/chatturns
 go 1.26.8
 
 require (
-	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jackc/pgx/v5 v5.13.0
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 )
@@ -16,15 +16,8 @@ require (
 )
 
 require (
-	github.com/sleeplock/sleeplock v0.1.0
-	github.com/sleeplock/sleeplock/pgstore v0.0.0-00010101000000-000000000000
-	github.com/sleeplock/sleeplock/turns v0.0.0-00010101000000-000000000000
-)
-
-replace (
-	github.com/sleeplock/sleeplock => ../..
-	github.com/sleeplock/sleeplock/internal/pgtest => ../../internal/pgtest
-	github.com/sleeplock/sleeplock/pgstore => ../../pgstore
-	github.com/sleeplock/sleeplock/sqlitestore => ../../sqlitestore
-	github.com/sleeplock/sleeplock/turns => ../../turns
+	github.com/sleeplock/sleeplock v0.2.0
+	github.com/sleeplock/sleeplock/pgstore v0.2.0
+	github.com/sleeplock/sleeplock/turns v0.2.0
+	go.uber.org/goleak v1.3.0
 )

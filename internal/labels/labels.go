@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // Other is the label of the locks that came after a Set was full.
@@ -99,4 +101,28 @@ func (s *Set[T]) Len() int {
 		n++
 	}
 	return n
+}
+
+// Sum is the stats of the locks under one label.
+type Sum[T any] struct {
+	Label *T
+	Stats store.Stats
+}
+
+// Sums adds up all (one Locks.Stats) by label, in the order the labels
+// first appear.
+func (s *Set[T]) Sums(all []store.Stats) []Sum[T] {
+	at := make(map[*T]int)
+	var sums []Sum[T]
+	for i := range all {
+		l := s.Get(all[i].Name)
+		j, ok := at[l]
+		if !ok {
+			j = len(sums)
+			at[l] = j
+			sums = append(sums, Sum[T]{Label: l})
+		}
+		sums[j].Stats.Add(&all[i])
+	}
+	return sums
 }

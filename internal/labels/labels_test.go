@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sleeplock/sleeplock/store"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -47,5 +49,28 @@ func TestSet(t *testing.T) {
 	m := NewSet(func(string) string { return "all" }, 0, func(l string) *val { return &val{l} })
 	if m.Get("a").label != "all" || m.Get("b/c") != m.Get("d") {
 		t.Fatal("mapper not used")
+	}
+}
+
+// Sums adds up the stats of each label once, in the order the labels
+// first appear, whatever the order of the names.
+func TestSums(t *testing.T) {
+	s := NewSet(nil, 0, func(label string) *string { return &label })
+	sums := s.Sums([]store.Stats{
+		{Name: "chat/1", Acquisitions: 2, Running: 1},
+		{Name: "pay", Acquisitions: 5},
+		{Name: "chat/2", Acquisitions: 3, Running: 1},
+	})
+	if len(sums) != 2 {
+		t.Fatalf("%d sums, want 2", len(sums))
+	}
+	for i, want := range []struct {
+		label        string
+		acq, running int
+	}{{"chat/*", 5, 2}, {"pay", 5, 0}} {
+		got := sums[i]
+		if *got.Label != want.label || got.Stats.Acquisitions != uint64(want.acq) || got.Stats.Running != want.running {
+			t.Errorf("sum %d = %s %+v, want %+v", i, *got.Label, got.Stats, want)
+		}
 	}
 }

@@ -91,8 +91,10 @@ func interruptedStatus(ctx context.Context) int {
 	return StatusInterrupted
 }
 
-// Version is sleeplock's release.
-const Version = "0.1.0"
+// Version is sleeplock's release: the version of the cmd/sleeplock module
+// in scripts/modules (the release test checks that they agree). A binary
+// installed with go install …@version says the version it was built from.
+const Version = "0.2.0"
 
 // globalFlags take a value and may come before the command ("sleeplock
 // --store sqlite:/tmp/x.db state"); they are handed to the command.

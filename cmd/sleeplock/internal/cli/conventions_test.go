@@ -106,7 +106,7 @@ func TestInterruptedStatus(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	out, errOut, code := run(t, "version")
-	if code != 0 || !strings.HasPrefix(out, "sleeplock 0.1.0 go") {
+	if code != 0 || !strings.HasPrefix(out, "sleeplock 0.2.0 go") {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	if _, _, code := run(t, "version", "x"); code != 2 {

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"strings"
 
 	"github.com/sleeplock/sleeplock"
 )
@@ -136,12 +137,16 @@ func runVersion(_ context.Context, args []string, out, errOut io.Writer) error {
 	return nil
 }
 
-// versionLine is "sleeplock 0.1.0", then the commit when built from a
+// versionLine is "sleeplock 0.2.0" (the module's release when go install
+// built it from one: not a pseudo-version of a commit), then the commit when built from a
 // clone (vcs.revision, "+modified" with uncommitted changes), then the Go
 // version and platform.
 func versionLine(bi *debug.BuildInfo) string {
 	s := "sleeplock " + Version
 	if bi != nil {
+		if v := bi.Main.Version; strings.HasPrefix(v, "v") && !strings.ContainsAny(v, "-+") {
+			s = "sleeplock " + v[1:]
+		}
 		var rev string
 		var modified bool
 		for _, kv := range bi.Settings {

@@ -54,7 +54,7 @@ func TestHelpAsREADME(t *testing.T) {
 		t.Errorf("help help: exit %d %q %q", code, out, errOut)
 	}
 	for _, args := range [][]string{{"--version"}, {"version"}, {"-V"}} {
-		if out, errOut, code := run(t, args...); code != 0 || !strings.HasPrefix(out, "sleeplock 0.1.0 ") {
+		if out, errOut, code := run(t, args...); code != 0 || !strings.HasPrefix(out, "sleeplock 0.2.0 ") {
 			t.Errorf("%q: exit %d %q %q", args, code, out, errOut)
 		}
 	}
@@ -76,18 +76,26 @@ func TestHelpAsREADME(t *testing.T) {
 	}
 }
 
-// version prints 0.1.0 and, when built from a clone, the commit.
+// version prints 0.2.0 and, when built from a clone, the commit.
 func TestVersionLine(t *testing.T) {
-	if got := versionLine(nil); !strings.HasPrefix(got, "sleeplock 0.1.0 go") {
+	if got := versionLine(nil); !strings.HasPrefix(got, "sleeplock 0.2.0 go") {
 		t.Errorf("no build info: %q", got)
 	}
 	bi := &debug.BuildInfo{Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abcd"}, {Key: "vcs.modified", Value: "true"}}}
-	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.1.0 (commit 0123abcd+modified) go") {
+	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.2.0 (commit 0123abcd+modified) go") {
 		t.Errorf("from a clone: %q", got)
 	}
 	bi.Settings[1].Value = "false"
-	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.1.0 (commit 0123abcd) go") {
+	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.2.0 (commit 0123abcd) go") {
 		t.Errorf("from a clean clone: %q", got)
+	}
+	bi = &debug.BuildInfo{Main: debug.Module{Version: "v0.3.1"}}
+	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.3.1 go") {
+		t.Errorf("installed from a published version: %q", got)
+	}
+	bi.Main.Version = "v0.0.0-20260101000000-0123abcd0123+dirty"
+	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.2.0 go") {
+		t.Errorf("built from a commit: %q", got)
 	}
 }
 

@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sleeplock/sleeplock"
-	"github.com/sleeplock/sleeplock/internal/pgtest"
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/pgstore/pgtest"
 )
 
 // testDatabaseURL is SLEEPLOCK_TEST_DATABASE_URL or the local test database.

@@ -1,6 +1,14 @@
-// Package pgtest is what the PostgreSQL tests of every package share: the
-// test database's URL, its creation when missing, and a pool that skips the
-// test when the database cannot be reached — or fails it when CI is set.
+// Package pgtest is what tests against PostgreSQL share: the test
+// database's URL (SLEEPLOCK_TEST_DATABASE_URL), its creation when missing,
+// a pool that skips the test when the database cannot be reached (or fails
+// it when the environment variable CI is set), and a schema of the test's
+// own, dropped when the test ends.
+//
+// It lives in the pgstore module so that the tests of every module that
+// uses pgstore (pgstore's own, the command's, the cross-store tests of
+// internal/integration) share it at no cost to pgstore's users: it needs
+// nothing that pgstore does not already require. Programs should not
+// import it.
 package pgtest
 
 import (
