@@ -1,0 +1,45 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/sleeplock/sleeplock"
+)
+
+// TestCloseTakesItsWaitersOut (issue 29, A4): node 2 waits for a lock
+// node 1 holds, and closes; its waiter gets ErrClosed, and once Close has
+// returned its waiter is out of the queue: node 1's release frees the lock
+// and its TryAcquire right after gets it. The race is repeated.
+func TestCloseTakesItsWaitersOut(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	one := sleeplock.New(e.s)
+	for i := range 30 {
+		name := fmt.Sprintf("cw%d", i)
+		must(t, one.Define(ctx, name, 1))
+		h, err := one.TryAcquire(ctx, name)
+		must(t, err)
+		two := sleeplock.New(e.node(t))
+		done := make(chan error, 1)
+		go func() {
+			_, err := two.Acquire(ctx, name)
+			done <- err
+		}()
+		if i%2 == 0 {
+			waiting(t, e.s, name, 1) // else Close races the waiter's queueing
+		}
+		must(t, two.Close())
+		if err := <-done; !errors.Is(err, sleeplock.ErrClosed) && !errors.Is(err, sleeplock.ErrLeaseLost) {
+			t.Fatalf("run %d: the closed node's waiter returned %v, want ErrClosed", i, err)
+		}
+		must(t, h.Release(ctx))
+		g, err := one.TryAcquire(ctx, name)
+		if err != nil {
+			t.Fatalf("run %d: TryAcquire after the closed node's waiter left: %v", i, err)
+		}
+		must(t, g.Release(ctx))
+	}
+}
