@@ -493,8 +493,11 @@ func (c *acquireConfig) needsLife() bool {
 
 // Ref names the holder: a turn id, a job id. A caller whose ref holds
 // the lock already gets its lease back at once, with no new slot and no
-// event (re-entrancy); one release frees it unless Counted. Without Ref
-// every acquisition gets a new random 128-bit ref.
+// event (re-entrancy); one release frees it unless Counted. A ref is one
+// holder wherever it is used: another Locks value, or another process on a
+// shared store, asking with the same ref gets the hold back too, and its
+// release frees it; give each holder a ref of its own. Without Ref every
+// acquisition gets a new random 128-bit ref.
 func Ref(ref string) AcquireOption {
 	return func(c *acquireConfig) {
 		if ref == "" {

@@ -235,6 +235,34 @@ var _ = add("Reentrancy/SameRefGetsLeaseBack", func(t *testing.T, e *env) {
 	}
 })
 
+// A ref names one holder wherever it is used: a second Locks value on the
+// same store (another node where the store is shared) asking with the ref
+// gets the hold back, and its release frees the hold (issue 29, A2: the
+// library's default; sleeplock run refuses it unless --reenter).
+var _ = add("Reentrancy/SameRefAcrossLocksValues", func(t *testing.T, e *env) {
+	l, s := e.locks(t)
+	define(t, l, "rx", 1)
+	other := s
+	if e.h.Reopen != nil {
+		other = e.h.Reopen(t, s)
+		t.Cleanup(func() { _ = other.Close() })
+	}
+	two := sleeplock.New(other) // not closed: on one store, l closes it
+	a, err := l.TryAcquire(ctx(t), "rx", sleeplock.Ref("job"))
+	must(t, err)
+	b, err := two.TryAcquire(ctx(t), "rx", sleeplock.Ref("job"))
+	must(t, err)
+	if !b.Reentered() || b.Token() != a.Token() {
+		t.Fatalf("the same ref through another Locks: reentered %v, token %d, want the hold's %d", b.Reentered(), b.Token(), a.Token())
+	}
+	wantState(t, l, "rx", 1, 0)
+	must(t, b.Release(ctx(t)))
+	wantState(t, l, "rx", 0, 0)
+	if err := a.Release(ctx(t)); !errors.Is(err, sleeplock.ErrNotHeld) {
+		t.Fatalf("the first release after the other's = %v, want ErrNotHeld", err)
+	}
+})
+
 var _ = add("Reentrancy/Counted", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	define(t, l, "cnt", 1)

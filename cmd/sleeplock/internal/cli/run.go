@@ -237,6 +237,10 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return runFailed(ctx, err)
 	}
+	if lease.Reentered() && !f.reenter {
+		// Not released: the hold is the other process's.
+		return runFailed(ctx, heldByRef(ctx, locks, lease))
+	}
 	// From here on the lease is given back whatever happens, also when
 	// the caller's context ended (a signal that we forward).
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -267,6 +271,35 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// heldByRef is the error of a run whose --ref another process holds the
+// lock under already: the ref, the lock, and what the store tells of that
+// hold (its kind, since when, its token, and the pid of the default ref
+// HOST:PID).
+func heldByRef(ctx context.Context, locks *sleeplock.Locks, lease sleeplock.Lease) error {
+	what := ""
+	if st, err := locks.StateDetail(ctx, lease.Name()); err == nil {
+		for _, h := range st.Holders {
+			if h.Ref != lease.Ref() {
+				continue
+			}
+			if h.Kind != "" {
+				what += ", kind " + h.Kind
+			}
+			if !h.Acquired.IsZero() {
+				what += ", since " + h.Acquired.Local().Format(time.TimeOnly)
+			}
+			what += ", token " + strconv.FormatInt(h.Token, 10)
+		}
+	}
+	if host, pid, ok := strings.Cut(lease.Ref(), ":"); ok && host != "" {
+		if _, err := strconv.Atoi(pid); err == nil {
+			what += ", pid " + pid + " on " + host
+		}
+	}
+	return fmt.Errorf("ref %q holds lock %q already in another process (%s): give another --ref, or --reenter to join its hold",
+		lease.Ref(), lease.Name(), strings.TrimPrefix(what, ", "))
 }
 
 // runFailed gives an error of sleeplock run itself its exit status: 2 for

@@ -264,3 +264,22 @@ func TestRunGraceAndLostStatusFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesARefHeldElsewhere (issue 29, A2): a second run given the
+// --ref of a running one is refused, and changes nothing: the first's hold
+// stays (a release by the second would have freed it). --reenter joins.
+func TestRunRefusesARefHeldElsewhere(t *testing.T) {
+	e := newRunEnv(t)
+	marks := filepath.Join(e.dir, "marks")
+	first, pid := startMarked(t, e, marks, "first", "run", "--store", e.store(), "--ttl", "1m", "--ref", "job", "--kind", "build", "rf")
+	_, errOut, code := run(t, "run", "--store", e.store(), "--ref", "job", "rf", "--", os.Args[0], "test-child-exit", "0")
+	if code != exitFailed || !strings.Contains(errOut, `ref "job" holds lock "rf" already`) || !strings.Contains(errOut, "kind build") || !strings.Contains(errOut, "--reenter") {
+		t.Fatalf("a second run with the same --ref: exit %d %q; want %d naming the ref, the lock and the holder", code, errOut, exitFailed)
+	}
+	e.wantState(t, "rf", 1, 0) // the first still holds
+	if _, errOut, code := run(t, "run", "--store", e.store(), "--ref", "job", "--reenter", "rf", "--", os.Args[0], "test-child-exit", "0"); code != 0 {
+		t.Fatalf("--reenter: exit %d %q", code, errOut)
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	_ = first.Wait()
+}
