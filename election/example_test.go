@@ -12,30 +12,42 @@ import (
 // One leader at a time runs the scheduler; its work ends before it hands
 // over, and every write it makes carries its term's fencing token.
 func Example() {
-	ctx := context.Background()
 	locks := sleeplock.New(nil) // the memory store; pgstore or sqlitestore across processes
 	defer locks.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	schedule := func(ctx context.Context, token int64) error {
+		fmt.Printf("leading, token %d\n", token)
+		stop() // the work is done for this example: Run resigns and returns
+		<-ctx.Done()
+		return nil
+	}
+	fmt.Println(runScheduler(ctx, locks, "host-a", "10.0.0.1:8080", schedule))
+	// Output:
+	// leading, token 1
+	// election: no leader
+	// context canceled
+}
+
+// runScheduler is README's election example: it leads "scheduler" as
+// host, advertising addr, and runs schedule while it leads.
+func runScheduler(ctx context.Context, locks *sleeplock.Locks, host, addr string, schedule func(context.Context, int64) error) error {
+	// readme:begin
 	e, err := election.New(locks, "scheduler", election.WithTTL(15*time.Second))
 	if err != nil {
-		panic(err)
+		return err
 	}
-
-	rctx, stop := context.WithCancel(ctx)
-	err = e.Run(rctx, election.Candidate{ID: "host-a", Value: "10.0.0.1:8080"},
+	// Campaign again after each term, until ctx ends; fn's ctx ends with the
+	// term, and Run resigns only after fn has returned.
+	err = e.Run(ctx, election.Candidate{ID: host, Value: addr},
 		func(ctx context.Context, t *election.Term) error {
-			l, _ := e.Leader(ctx)
-			fmt.Printf("leading: %s at %s, token %d\n", l.ID, l.Value, t.Token())
-			stop() // the work is done for this example: Run resigns and returns
-			<-ctx.Done()
-			return nil
+			return schedule(ctx, t.Token()) // every write carries the token
 		})
-	fmt.Println(err)
-	_, err = e.Leader(ctx)
-	fmt.Println(err)
-	// Output:
-	// leading: host-a at 10.0.0.1:8080, token 1
-	// context canceled
-	// election: no leader
+	// readme:end
+	if _, lerr := e.Leader(context.Background()); lerr != nil {
+		fmt.Println(lerr) // Run resigned: nobody leads
+	}
+	return err
 }
 
 // Observe starts with the current state and reports every change.
