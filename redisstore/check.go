@@ -11,7 +11,8 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// ErrUnsafeServer: the server's settings break locks (Check, Open).
+// ErrUnsafeServer is the error of Check and Open when the server's settings
+// break locks.
 var ErrUnsafeServer = errors.New("redisstore: server settings break locks")
 
 // Check reads the settings of client's server that matter to locks. It

@@ -104,7 +104,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	c := redis.NewClient(o)
 	warnings, err := Check(ctx, c)
-	if err != nil && !(cfg.unsafe && errors.Is(err, ErrUnsafeServer)) {
+	if err != nil && (!cfg.unsafe || !errors.Is(err, ErrUnsafeServer)) {
 		_ = c.Close()
 		return nil, err
 	}

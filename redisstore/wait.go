@@ -161,7 +161,7 @@ func (s *Store) deliver(line string) {
 		s.tellAll(nil)
 	case f[0] == "e":
 		if len(f) == 6 {
-			var reason error = store.ErrReleased
+			reason := store.ErrReleased
 			if f[5] != "" {
 				reason = lostBecause(f[5])
 			}

@@ -135,7 +135,7 @@ func run(ctx context.Context, commit string, n int, sel string, copyHarness bool
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	baseDir := filepath.Join(tmp, "base")
 	if _, err := output(ctx, root, "git", "worktree", "add", "--detach", baseDir, commit); err != nil {
 		return err

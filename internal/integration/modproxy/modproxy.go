@@ -60,7 +60,7 @@ func Modules(root string) ([]Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var mods []Module
 	sc := bufio.NewScanner(f)
 	for n := 1; sc.Scan(); n++ {

@@ -30,11 +30,16 @@ func refusedSharedHint(name string, err error) string {
 	return sharedHint(name, b.Slots)
 }
 
+// shellSafe reports whether r needs no quoting in a POSIX shell word.
+func shellSafe(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-:", r)
+}
+
 // shellQuote quotes s for a POSIX shell when it needs it.
 func shellQuote(s string) string {
 	safe := s != ""
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '/' || r == '.' || r == '_' || r == '-' || r == ':') {
+		if !shellSafe(r) {
 			safe = false
 			break
 		}
