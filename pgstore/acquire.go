@@ -74,6 +74,14 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	if err := ctx.Err(); err != nil {
 		return store.Grant{}, err
 	}
+	if req.Wait {
+		// A waiting acquisition may queue: Close waits for it to end,
+		// its place in the queue taken out, before it closes the pool.
+		if !s.d.enter() {
+			return store.Grant{}, store.ErrClosed
+		}
+		defer s.d.active.Done()
+	}
 	a := &acquisition{req: &req, names: req.Names(), op: rand.Int64N(1<<62) + 1}
 	rows, err := s.firstTry(ctx, a)
 	if a.unpend != nil {

@@ -121,6 +121,20 @@ func (d *dispatcher) pend(op int64) func() {
 	}
 }
 
+// enter counts a waiting acquisition in from its first statement on, so
+// that Close waits for it (its waiter, its undo) before it closes the
+// pool; the caller calls d.active.Done when it ends. It returns false when
+// the store is closing.
+func (d *dispatcher) enter() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return false
+	}
+	d.active.Add(1)
+	return true
+}
+
 // join registers w, starting the background work on the first waiter. It
 // returns false when the store is closing.
 func (d *dispatcher) join(w *waiter) bool {
