@@ -385,25 +385,7 @@ func (s *Store) allRoots(ctx context.Context) ([]string, error) {
 
 // List implements store.Store: one script per root, in one pipeline.
 func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	roots, err := s.allRoots(ctx)
-	if err != nil || len(roots) == 0 {
-		return []store.State{}, err
-	}
-	calls := make([]call, len(roots))
-	for i, r := range roots {
-		calls[i] = call{keys: []string{s.rootKey(r, "d")}, args: []any{r, b2i(detail)}}
-	}
-	var replies []reply
-	err = s.look(func() (err error) {
-		replies, err = s.runEach(ctx, scriptList, calls)
-		return err
-	})
+	replies, err := s.perRoot(ctx, scriptList, b2i(detail))
 	if err != nil {
 		return nil, err
 	}
@@ -415,4 +397,30 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// perRoot runs sc once for every root of the store, in one pipeline,
+// each call with the root's definitions key and the root (then args): the
+// store-wide reads (List, Stats). A store with no root answers no reply.
+func (s *Store) perRoot(ctx context.Context, sc *redis.Script, args ...any) ([]reply, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	roots, err := s.allRoots(ctx)
+	if err != nil || len(roots) == 0 {
+		return nil, err
+	}
+	calls := make([]call, len(roots))
+	for i, r := range roots {
+		calls[i] = call{keys: []string{s.rootKey(r, "d")}, args: append([]any{r}, args...)}
+	}
+	var replies []reply
+	err = s.look(func() (err error) {
+		replies, err = s.runEach(ctx, sc, calls)
+		return err
+	})
+	return replies, err
 }

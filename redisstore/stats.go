@@ -11,25 +11,7 @@ import (
 // pipeline. Refusals are this process's own: a refused try writes
 // nothing. Every hold is timed (HoldSampling 1).
 func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	roots, err := s.allRoots(ctx)
-	if err != nil || len(roots) == 0 {
-		return []store.Stats{}, err
-	}
-	calls := make([]call, len(roots))
-	for i, r := range roots {
-		calls[i] = call{keys: []string{s.rootKey(r, "d")}, args: []any{r}}
-	}
-	var replies []reply
-	err = s.look(func() (err error) {
-		replies, err = s.runEach(ctx, scriptStats, calls)
-		return err
-	})
+	replies, err := s.perRoot(ctx, scriptStats)
 	if err != nil {
 		return nil, err
 	}
