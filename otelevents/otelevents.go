@@ -12,8 +12,8 @@
 // those of package promevents: observable counters sleeplock.acquisitions,
 // .refusals, .releases, .expirations and .lost; sleeplock.wait.time and
 // sleeplock.hold.time (seconds, sums) with sleeplock.holds.timed (the
-// holds that hold.time sums: every one on a database store, 1 in
-// store.Stats.HoldSampling on the memory store); gauges sleeplock.slots,
+// holds that hold.time sums: every one on SQLite and Redis, 1 in
+// store.Stats.HoldSampling on the memory and PostgreSQL stores); gauges sleeplock.slots,
 // .running, .expired, .waiting and .locks. The OpenTelemetry API has no
 // asynchronous histogram, so the wait and hold buckets are reported by
 // promevents only; the sums and counts give the means. Every measurement
@@ -144,7 +144,7 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 	m.rel = counter("sleeplock.releases", "{release}", "Holds ended by a release (by the holder or someone else).")
 	m.exp = counter("sleeplock.expirations", "{expiration}", "Leases taken over after their TTL.")
 	m.lost = counter("sleeplock.lost", "{lease}", "Holds ended by someone other than their holder.")
-	m.timed = counter("sleeplock.holds.timed", "{hold}", "Holds whose time sleeplock.hold.time sums (sampled on the memory store).")
+	m.timed = counter("sleeplock.holds.timed", "{hold}", "Holds whose time sleeplock.hold.time sums (sampled on the memory and PostgreSQL stores).")
 	m.wait = seconds("sleeplock.wait.time", "Time grants spent in the queue, summed (on the memory store, from the first collection on).")
 	m.hold = seconds("sleeplock.hold.time", "Time the timed holds lasted, summed.")
 	m.slots = gauge("sleeplock.slots", "{slot}", "Slots of the locks under the label.")

@@ -107,13 +107,15 @@ func warmUp(b *testing.B, clients int, f func(client int) error) bool {
 }
 
 // parallel runs b.N calls of f spread over clients goroutines, after
-// warmUp.
+// warmUp, and reports the WAL the server wrote per call (wal-B/op: of the
+// whole server, so exact on a server of the benchmark's own).
 func parallel(b *testing.B, clients int, f func(client int) error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	if !warmUp(b, clients, f) {
 		return
 	}
+	wal0 := walInsertLSN(b)
 	b.ResetTimer()
 	for c := range clients {
 		wg.Add(1)
@@ -130,6 +132,18 @@ func parallel(b *testing.B, clients int, f func(client int) error) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	b.ReportMetric(float64(walInsertLSN(b)-wal0)/float64(b.N), "wal-B/op")
+}
+
+// walInsertLSN is the server's WAL insert position, in bytes.
+func walInsertLSN(b *testing.B) int64 {
+	b.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL())
+	must(b, err)
+	defer func() { _ = conn.Close(context.Background()) }()
+	var lsn int64
+	must(b, conn.QueryRow(context.Background(), "SELECT (pg_current_wal_insert_lsn() - '0/0')::bigint").Scan(&lsn))
+	return lsn
 }
 
 // BenchmarkPairs: TryAcquire+Release pairs, each client on its own lock,

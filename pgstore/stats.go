@@ -73,14 +73,23 @@ func (r *refusals) fold(sts []store.Stats) {
 	}
 }
 
+// holdSampling is Stats' HoldSampling: timed() of sql/stats.sql times the
+// holds whose token is a multiple of it.
+const holdSampling = 256
+
 // Stats implements store.StatsReader in one statement (stats() of
 // sql/stats.sql), whatever the number of locks. Acquisitions, Releases,
 // Expiries, Losses, Waits and Holds count every process's holds: the
 // statements that grant and end a hold bump them in the lock's row, and
-// the sweep folds a deleted row's into its definition's. Every hold is
-// timed at its end from the acquisition time its row keeps (HoldSampling
-// 1); a grant's wait is timed from when it queued. Refusals are this
-// process's only: a refused try writes nothing to the database.
+// the sweep folds a deleted row's into its definition's. The counts are
+// exact. One hold in holdSampling (256) is timed, at its end, from the
+// acquisition time its row keeps: the holds whose fencing token is a
+// multiple of 256, so that the release of any other writes its lock row's
+// release count and no histogram. Tokens are drawn from one sequence for
+// every lock, so a lock's share of timed holds is 1 in 256 on average over
+// many grants, not exactly. A grant's wait is timed from when it queued,
+// every one. Refusals are this process's only: a refused try writes
+// nothing to the database.
 func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -97,7 +106,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 		}
 		e.Slots, e.Locks, e.Running, e.Expired, e.Waiting = int(slots), int(locks), int(running), int(expired), int(waiting)
 		e.Acquisitions, e.Releases, e.Expiries, e.Losses = uint64(c[0]), uint64(c[1]), uint64(c[2]), uint64(c[3])
-		e.HoldSampling = 1
+		e.HoldSampling = holdSampling
 		var err error
 		if e.Waits, err = histogram(wb, c[4], c[5]); err != nil {
 			return err

@@ -26,14 +26,17 @@ func statsEntry(t *testing.T, s store.StatsReader, name string) store.Stats {
 
 // TestStatsSurviveTheSweep: the counters of a lock whose row the sweep
 // deletes are folded into its definition's row (a family's members into
-// the family): they never go down. Holds are timed, every one, and a
-// multi-lock grant (the slow path) counts like a fast one.
+// the family): they never go down. A multi-lock grant (the slow path)
+// counts like a fast one. The tokens start at 256, so the first grant's
+// hold is timed (a multiple of 256) and the others are not.
 func TestStatsSurviveTheSweep(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	q := pgx.Identifier{e.schema}.Sanitize()
 	define(t, e.s, "sw", 1)
 	define(t, e.s, "swf/*", 2)
+	_, err := e.pool.Exec(ctx, "SELECT setval('"+q+".tokens', 255)")
+	must(t, err)
 	for _, names := range [][]string{{"sw"}, {"sw"}, {"swf/a"}, {"swf/b"}, {"sw", "swf/a"}} {
 		g, err := e.s.Acquire(ctx, req("me", time.Minute, names...))
 		must(t, err)
@@ -42,13 +45,14 @@ func TestStatsSurviveTheSweep(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		for _, c := range []struct {
-			name string
-			n    uint64
-		}{{"sw", 3}, {"swf/*", 3}} {
+			name  string
+			n     uint64
+			timed uint64
+		}{{"sw", 3, 1}, {"swf/*", 3, 0}} {
 			got := statsEntry(t, e.s, c.name)
-			if got.Acquisitions != c.n || got.Releases != c.n || got.Holds.Count != c.n || got.HoldSampling != 1 ||
+			if got.Acquisitions != c.n || got.Releases != c.n || got.Holds.Count != c.timed || got.HoldSampling != 256 ||
 				got.Waits.Count != c.n || got.Locks != map[bool]int{false: 1, true: 0}[got.Family] {
-				t.Fatalf("%s: %s: %+v, want %d grants, releases and timed holds", when, c.name, got, c.n)
+				t.Fatalf("%s: %s: %+v, want %d grants and releases, %d timed holds", when, c.name, got, c.n, c.timed)
 			}
 			var inBuckets uint64
 			for _, n := range got.Holds.Buckets {
@@ -60,7 +64,7 @@ func TestStatsSurviveTheSweep(t *testing.T) {
 		}
 	}
 	check("before the sweep")
-	_, err := e.pool.Exec(ctx, "UPDATE "+q+".locks SET freed = freed - interval '2 minutes'")
+	_, err = e.pool.Exec(ctx, "UPDATE "+q+".locks SET freed = freed - interval '2 minutes'")
 	must(t, err)
 	var n int64
 	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".sweep(64)").Scan(&n))
@@ -94,5 +98,53 @@ func TestRefusalsCountedInProcess(t *testing.T) {
 	got := statsEntry(t, e.s, "rf/*")
 	if got.Refusals != 6 || got.Acquisitions != 2 || got.Locks != 2 || got.Running != 2 || got.Slots != 2 {
 		t.Fatalf("family after 6 refusals of 2 members held: %+v", got)
+	}
+}
+
+// TestHoldsTimedByToken: a hold is timed exactly when its token is a
+// multiple of 256 (HoldSampling), on each way a hold ends: the fast row's
+// release (release_fast.sql), a slot of the row's arrays (release_slot.sql)
+// and holder rows (release(), after a grant of two locks at once). The
+// token sequence is set so that the first grant of each case draws 256;
+// the counts stay exact.
+func TestHoldsTimedByToken(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "fast", 1)
+	define(t, e.s, "slots", 3)
+	define(t, e.s, "pair/*", 1)
+	for _, c := range []struct {
+		what, entry string
+		names       []string
+	}{{"the fast row", "fast", []string{"fast"}}, {"a slot", "slots", []string{"slots"}},
+		{"holder rows", "pair/*", []string{"pair/a", "pair/b"}}} {
+		_, err := e.pool.Exec(ctx, "SELECT setval('"+q+".tokens', 255)")
+		must(t, err)
+		var ended, timed uint64
+		for range 2 {
+			g, err := e.s.Acquire(ctx, req("me", time.Minute, c.names...))
+			must(t, err)
+			h := g.Handle()
+			h.Each(func(l store.Lock) {
+				ended++
+				if l.Token%256 == 0 {
+					timed++
+				}
+			})
+			must(t, e.s.Release(ctx, h, nil))
+		}
+		got := statsEntry(t, e.s, c.entry)
+		if timed == 0 || got.Releases != ended || got.Holds.Count != timed || got.HoldSampling != 256 {
+			t.Fatalf("%s: %d releases, %d timed holds, sampling %d; want %d, %d (> 0), 256",
+				c.what, got.Releases, got.Holds.Count, got.HoldSampling, ended, timed)
+		}
+		var inBuckets uint64
+		for _, n := range got.Holds.Buckets {
+			inBuckets += n
+		}
+		if inBuckets != got.Holds.Count {
+			t.Fatalf("%s: %d timed holds in buckets, Count %d", c.what, inBuckets, got.Holds.Count)
+		}
 	}
 }

@@ -6,8 +6,11 @@
 -- while the row is fast (a spill clears fast). Without an event.
 -- $1 … $3 as release_fast.sql; returns the same columns.
 UPDATE {{schema}}.locks l SET xref[p.k] = NULL, freed = c.t,
-       rels = l.rels + 1, holds = l.holds + 1, hold_us = l.hold_us + greatest({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]), 0),
-       hb[{{schema}}.bucket({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]))] = coalesce(l.hb[{{schema}}.bucket({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]))], 0) + 1
+       rels = l.rels + 1, holds = l.holds + CASE WHEN {{schema}}.timed(l.xtoken[p.k]) THEN 1 ELSE 0 END,
+       hold_us = l.hold_us + CASE WHEN {{schema}}.timed(l.xtoken[p.k])
+           THEN greatest({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]), 0) ELSE 0 END,
+       hb = CASE WHEN {{schema}}.timed(l.xtoken[p.k])
+           THEN {{schema}}.bump(l.hb, {{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k])) ELSE l.hb END
   FROM (SELECT array_position(x.xref, $3::text) AS k FROM {{schema}}.locks x WHERE x.name = $1::text) p,
        (SELECT clock_timestamp() AS t) c
  WHERE l.name = $1::text AND l.fast AND l.xref[p.k] = $3::text AND ($2::bigint = 0 OR l.xtoken[p.k] = $2::bigint)

@@ -341,7 +341,7 @@ BEGIN
     FOR k IN 1 .. coalesce(cardinality(t_idx), 0) LOOP
         i := t_idx[k];
         DELETE FROM {{schema}}.holders h WHERE h.lock = p_names[i] AND h.ref = t_ref[k];
-        PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]));
+        PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]), t_token[k]);
         a_rows[i] := a_rows[i] - t_w[k];
         r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
         r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k]; r_weight := t_w[k];
@@ -398,7 +398,7 @@ BEGIN
             r_expires := {{schema}}.micros(v_exp);
             r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
             r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold; r_weight := a_need[i];
-            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL);
+            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL, 0);
             RETURN NEXT;
         END IF;
     END LOOP;

@@ -360,7 +360,7 @@ BEGIN
     ON CONFLICT DO NOTHING
     RETURNING token INTO v_tok;
     IF v_tok IS NOT NULL THEN
-        PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL);
+        PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL, 0);
         RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, f.n + p_need, 0, p_ref, p_kind,
             v_tok, {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint,
             p_ttl, p_hold, p_need, nextval({{seqs}}), f.n = 0 AND p_slots <= 1;

@@ -48,10 +48,12 @@ BEGIN
         IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
             v_now := clock_timestamp();
             UPDATE {{schema}}.locks x
-               SET xref[v_k] = NULL, freed = v_now, rels = x.rels + 1, holds = x.holds + 1,
-                   hold_us = x.hold_us + greatest({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]), 0),
-                   hb[{{schema}}.bucket({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]))] =
-                       coalesce(x.hb[{{schema}}.bucket({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]))], 0) + 1
+               SET xref[v_k] = NULL, freed = v_now, rels = x.rels + 1,
+                   holds = x.holds + CASE WHEN {{schema}}.timed(x.xtoken[v_k]) THEN 1 ELSE 0 END,
+                   hold_us = x.hold_us + CASE WHEN {{schema}}.timed(x.xtoken[v_k])
+                       THEN greatest({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]), 0) ELSE 0 END,
+                   hb = CASE WHEN {{schema}}.timed(x.xtoken[v_k])
+                       THEN {{schema}}.bump(x.hb, {{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k])) ELSE x.hb END
              WHERE x.name = p_name
             RETURNING x.xkind[v_k] AS kind, x.xtoken[v_k] AS token, x.xacquired[v_k] AS acquired,
                       cardinality(array_remove(x.xref, NULL)) AS run
@@ -74,7 +76,7 @@ BEGIN
              WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
             RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
             IF FOUND THEN
-                PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired));
+                PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.token);
                 SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
                 v_slots := {{schema}}.slots_of(p_name);
                 RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
@@ -101,7 +103,7 @@ BEGIN
         RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
         IF FOUND THEN
             v_now := clock_timestamp();
-            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired));
+            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.token);
             UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
             RETURN QUERY SELECT 'released'::text, 1, p_name,
                 CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
@@ -115,7 +117,7 @@ BEGIN
         RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
         IF FOUND THEN
             v_now := clock_timestamp();
-            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired));
+            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.token);
             v_seq := nextval({{seqs}});
             -- Waiters of nodes that stopped renewing: their node's expiry.
             IF {{schema}}.nodes_stale(v_now) THEN
@@ -271,7 +273,7 @@ BEGIN
         v_exp := CASE WHEN w.ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
         v_renew := CASE WHEN w.ttl > 0 THEN p_now - (w.ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
         v_tok := {{schema}}.next_token();
-        PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), 0, 0, 0, NULL);
+        PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), 0, 0, 0, NULL, 0);
         p_run := p_run + w.need;
         p_wait := p_wait - 1;
         WITH g AS (
@@ -358,7 +360,7 @@ BEGIN
         RETURNING h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight INTO r;
         IF FOUND THEN
             r_ev := 'released';
-            PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d);
+            PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d, r.token);
         ELSE
             UPDATE {{schema}}.holders h SET count = h.count - 1
              WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count > 1
@@ -423,7 +425,7 @@ BEGIN
             RETURNING h.lock, h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight)
         SELECT 'released', array_position(p_names, g.lock), g.lock, 0, 0, 0, p_ref, g.kind, g.token,
                {{schema}}.micros(v_now), g.d, g.weight
-          FROM gone g CROSS JOIN LATERAL {{schema}}.tally(g.lock, 0, NULL, 1, 0, 0, g.d) t;
+          FROM gone g CROSS JOIN LATERAL {{schema}}.tally(g.lock, 0, NULL, 1, 0, 0, g.d, g.token) t;
     -- What this acquisition held or where it queued may be free now.
     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
       WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);

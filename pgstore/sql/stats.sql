@@ -23,31 +23,55 @@ AS $sleeplock$
       JOIN {{schema}}.defs d ON d.name = p.pat ORDER BY p.i LIMIT 1
 $sleeplock$;
 
+-- timed: whether the hold of token p_token is one of those whose length is
+-- recorded (store.Stats.HoldSampling): one in 256, by token, so that the
+-- release of an untimed hold writes only the row's release count (see
+-- release_fast.sql). IMMUTABLE SQL, inlined in the statements; pgstore's
+-- holdSampling is the same 256.
+CREATE OR REPLACE FUNCTION {{schema}}.timed(p_token bigint)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $sleeplock$
+    SELECT p_token & 255 = 0
+$sleeplock$;
+
+-- bump: histogram h (wb, hb) with one more in the bucket of us µs.
+CREATE OR REPLACE FUNCTION {{schema}}.bump(h bigint[], us bigint)
+ RETURNS bigint[]
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $sleeplock$
+DECLARE
+    b integer := {{schema}}.bucket(greatest(us, 0));
+BEGIN
+    h[b] := coalesce(h[b], 0) + 1;
+    RETURN h;
+END
+$sleeplock$;
+
 -- tally: counts on lock p_name's row (which the caller holds) what a slow
 -- path did: p_acqs grants (p_wait: the wait of one that queued, in µs;
 -- NULL: it did not), p_rels releases or p_exps takeovers of an expired
 -- hold, p_lost of them by another's hand, p_hold the ended hold's length
--- (µs; NULL: no hold ended).
+-- (µs; NULL: no hold ended), recorded when its token p_token is timed().
 CREATE OR REPLACE FUNCTION {{schema}}.tally(p_name text, p_acqs integer, p_wait bigint, p_rels integer,
-    p_exps integer, p_lost integer, p_hold bigint)
+    p_exps integer, p_lost integer, p_hold bigint, p_token bigint)
  RETURNS void
  LANGUAGE plpgsql
 AS $sleeplock$
-DECLARE
-    w integer := {{schema}}.bucket(greatest(p_wait, 0));
-    h integer := {{schema}}.bucket(greatest(p_hold, 0));
 BEGIN
     UPDATE {{schema}}.locks l
        SET acqs = l.acqs + p_acqs, rels = l.rels + p_rels, exps = l.exps + p_exps, losses = l.losses + p_lost
      WHERE l.name = p_name;
     IF p_wait IS NOT NULL THEN
         UPDATE {{schema}}.locks l
-           SET waited = l.waited + 1, wait_us = l.wait_us + greatest(p_wait, 0), wb[w] = coalesce(l.wb[w], 0) + 1
+           SET waited = l.waited + 1, wait_us = l.wait_us + greatest(p_wait, 0), wb = {{schema}}.bump(l.wb, p_wait)
          WHERE l.name = p_name;
     END IF;
-    IF p_hold IS NOT NULL THEN
+    IF p_hold IS NOT NULL AND {{schema}}.timed(p_token) THEN
         UPDATE {{schema}}.locks l
-           SET holds = l.holds + 1, hold_us = l.hold_us + greatest(p_hold, 0), hb[h] = coalesce(l.hb[h], 0) + 1
+           SET holds = l.holds + 1, hold_us = l.hold_us + greatest(p_hold, 0), hb = {{schema}}.bump(l.hb, p_hold)
          WHERE l.name = p_name;
     END IF;
 END
