@@ -11,6 +11,8 @@
 //     every store.
 //   - turns: the behaviour of package turns, one test per sentence of its
 //     reference, on every store and on several nodes.
+//   - redispeer: the Redis store side by side with github.com/bsm/redislock
+//     against one server (benchmarks only: issue 32's speed table).
 //   - release: the release test (scripts/release's module proxy, and a
 //     program outside the repository that fetches every module from it).
 package integration

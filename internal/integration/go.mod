@@ -3,13 +3,16 @@ module github.com/sleeplock/sleeplock/internal/integration
 go 1.26.8
 
 require (
+	github.com/bsm/redislock v0.9.4
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sleeplock/sleeplock v0.2.0
 	github.com/sleeplock/sleeplock/otelevents v0.2.0
 	github.com/sleeplock/sleeplock/pgstore v0.2.0
 	github.com/sleeplock/sleeplock/promevents v0.2.0
+	github.com/sleeplock/sleeplock/redisstore v0.2.0
 	github.com/sleeplock/sleeplock/sqlitestore v0.2.0
 	github.com/sleeplock/sleeplock/turns v0.2.0
 	go.opentelemetry.io/otel v1.47.0
@@ -40,6 +43,7 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/sdk v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
