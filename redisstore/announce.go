@@ -26,7 +26,7 @@ func (s *Store) Relabel(ctx context.Context, h store.Handle, kind string) error 
 	if err := checkHandle(&h); err != nil {
 		return err
 	}
-	r, err := s.run(ctx, scriptRelabel, nil, []string{s.lockKey(h.Name)}, h.Ref.String(), kind, h.Name, h.Token)
+	r, err := s.run(ctx, fnRelabel, nil, []string{s.lockKey(h.Name)}, h.Ref.String(), kind, h.Name, h.Token)
 	if err != nil {
 		return err
 	}

@@ -12,13 +12,17 @@
 //
 // # One round trip per operation
 //
-// Every operation is one Lua script (lua/*.lua, embedded; each is
-// lua/common.lua followed by the operation's body), run atomically on the
-// server, on the server's clock (TIME): acquire (grant, refuse, or queue),
-// release with hand-over to the waiters, keep, held, state, define and
-// resize. A refused try writes nothing: no key changes, nothing is appended
-// to the AOF, nothing is replicated. List and Stats run one script per
-// root in one pipeline.
+// Every operation is one call (FCALL) of a function of one Lua library
+// (lua/*.lua, embedded: lua/common.lua, then one function per operation),
+// run atomically on the server, on the server's clock (TIME): acquire
+// (grant, refuse, or queue), release with hand-over to the waiters, keep,
+// held, state, define and resize. The store loads the library (FUNCTION
+// LOAD, on every primary of a cluster) the first time a server answers
+// that it lacks it, and again after a restart that lost it; its name
+// carries a hash of its code, so that stores of several versions can
+// share a server. A refused try writes nothing: no key changes, nothing
+// is appended to the AOF, nothing is replicated. List and Stats run one
+// call per root in one pipeline.
 //
 // # Keys
 //

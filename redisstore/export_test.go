@@ -17,7 +17,7 @@ var scriptAdvance = func() *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(string(common) + "\n" + string(body))
+	return redis.NewScript(string(common) + "\nbegin(ARGV)\n" + string(body))
 }()
 
 // Advance moves every stored time of the store's locks back by d, as if d
@@ -31,12 +31,13 @@ func (s *Store) Advance(ctx context.Context, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	calls := make([]call, len(roots))
-	for i, r := range roots {
-		calls[i] = call{keys: []string{s.rootKey(r, "d")}, args: []any{micros(d), r}}
+	for _, r := range roots {
+		err := scriptAdvance.Run(ctx, s.c, []string{s.rootKey(r, "d")}, s.cfg.prefix, s.id, micros(d), r).Err()
+		if err != nil {
+			return err
+		}
 	}
-	_, err = s.runEach(ctx, scriptAdvance, calls)
-	return err
+	return nil
 }
 
 // Root returns the hash tag root of name.

@@ -77,7 +77,7 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	for _, c := range t.cmds {
 		args = append(append(args, len(c)), c...)
 	}
-	r, err := s.run(ctx, scriptGuard, nil, append(keys, t.keys...), args...)
+	r, err := s.run(ctx, fnGuard, nil, append(keys, t.keys...), args...)
 	if err != nil {
 		return err
 	}

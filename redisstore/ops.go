@@ -53,7 +53,7 @@ func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store
 	if err := s.c.SAdd(ctx, s.rootsKey(), roots...).Err(); err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	r, err := s.run(ctx, scriptDefine, ev, keys, args...)
+	r, err := s.run(ctx, fnDefine, ev, keys, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return err
 	}
-	r, err := s.run(ctx, scriptResize, ev, []string{s.rootKey(root(name), "d")}, name, slots)
+	r, err := s.run(ctx, fnResize, ev, []string{s.rootKey(root(name), "d")}, name, slots)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		wid = w.id
 	}
 	keys, args := s.acquireArgs(&req, mode, wid)
-	r, err := s.run(ctx, scriptAcquire, req.Events, keys, args...)
+	r, err := s.run(ctx, fnAcquire, req.Events, keys, args...)
 	if err != nil {
 		return store.Grant{}, err
 	}
@@ -235,7 +235,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		return err
 	}
 	keys, args := s.handleArgs(&h)
-	r, err := s.run(ctx, scriptRelease, ev, keys, append([]any{h.Ref.String(), "release", 0}, args...)...)
+	r, err := s.run(ctx, fnRelease, ev, keys, append([]any{h.Ref.String(), "release", 0}, args...)...)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 		return false, err
 	}
 	keys, args := s.handleArgs(&h)
-	r, err := s.run(ctx, scriptRelease, ev, keys, append([]any{h.Ref.String(), "stale", micros(staleAfter)}, args...)...)
+	r, err := s.run(ctx, fnRelease, ev, keys, append([]any{h.Ref.String(), "stale", micros(staleAfter)}, args...)...)
 	if err != nil {
 		return false, err
 	}
@@ -286,7 +286,7 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 		return time.Time{}, err
 	}
 	keys, args := s.handleArgs(&h)
-	r, err := s.run(ctx, scriptKeep, nil, keys, append([]any{h.Ref.String(), micros(ttl), micros(hold)}, args...)...)
+	r, err := s.run(ctx, fnKeep, nil, keys, append([]any{h.Ref.String(), micros(ttl), micros(hold)}, args...)...)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -309,7 +309,7 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 		return store.Status{}, err
 	}
 	keys, args := s.handleArgs(&h)
-	r, err := s.run(ctx, scriptHeld, nil, keys, append([]any{h.Ref.String()}, args...)...)
+	r, err := s.run(ctx, fnHeld, nil, keys, append([]any{h.Ref.String()}, args...)...)
 	if err != nil {
 		return store.Status{}, err
 	}
@@ -330,7 +330,7 @@ func (s *Store) State(ctx context.Context, name string, detail bool) (store.Stat
 	}
 	var r reply
 	err := s.look(func() (err error) {
-		r, err = s.exec(ctx, scriptState, nil, []string{s.lockKey(name)}, name, b2i(detail))
+		r, err = s.exec(ctx, fnState, nil, []string{s.lockKey(name)}, name, b2i(detail))
 		return err
 	})
 	if err != nil {
@@ -385,7 +385,7 @@ func (s *Store) allRoots(ctx context.Context) ([]string, error) {
 
 // List implements store.Store: one script per root, in one pipeline.
 func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
-	replies, err := s.perRoot(ctx, scriptList, b2i(detail))
+	replies, err := s.perRoot(ctx, fnList, b2i(detail))
 	if err != nil {
 		return nil, err
 	}
@@ -399,10 +399,10 @@ func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 	return out, nil
 }
 
-// perRoot runs sc once for every root of the store, in one pipeline,
+// perRoot runs f once for every root of the store, in one pipeline,
 // each call with the root's definitions key and the root (then args): the
 // store-wide reads (List, Stats). A store with no root answers no reply.
-func (s *Store) perRoot(ctx context.Context, sc *redis.Script, args ...any) ([]reply, error) {
+func (s *Store) perRoot(ctx context.Context, f function, args ...any) ([]reply, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -419,7 +419,7 @@ func (s *Store) perRoot(ctx context.Context, sc *redis.Script, args ...any) ([]r
 	}
 	var replies []reply
 	err = s.look(func() (err error) {
-		replies, err = s.runEach(ctx, sc, calls)
+		replies, err = s.runEach(ctx, f, calls)
 		return err
 	})
 	return replies, err

@@ -2,9 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,37 +18,78 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// script returns the script of an operation: lua/common.lua, then
-// lua/NAME.lua. Each operation is one call of its script: one round trip,
-// atomic on the server.
-func script(name string) *redis.Script {
-	common, err := luaFiles.ReadFile("lua/common.lua")
-	if err != nil {
-		panic(err)
-	}
-	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewScript(string(common) + "\n" + string(body))
-}
+// A function of the library: the name an operation is called by (FCALL).
+type function string
+
+// library is the Lua library of every operation: lua/common.lua loaded
+// once per server (FUNCTION LOAD), then one function per operation, whose
+// body is lua/NAME.lua after begin(ARGV). Its name and its functions'
+// carry a hash of its code, so that stores of other versions on the same
+// server keep theirs. Each operation is one call of its function: one
+// round trip, atomic on the server, with no setup of the shared code per
+// call.
+var library, libraryName = build()
 
 var (
-	scriptAcquire   = script("acquire")
-	scriptRelease   = script("release")
-	scriptKeep      = script("keep")
-	scriptHeld      = script("held")
-	scriptState     = script("state")
-	scriptList      = script("list")
-	scriptStats     = script("stats")
-	scriptDefine    = script("define")
-	scriptResize    = script("resize")
-	scriptLeave     = script("leave")
-	scriptHeartbeat = script("heartbeat")
-	scriptClose     = script("close")
-	scriptGuard     = script("guard")
-	scriptRelabel   = script("relabel")
+	fnAcquire   = fn("acquire")
+	fnRelease   = fn("release")
+	fnKeep      = fn("keep")
+	fnHeld      = fn("held")
+	fnState     = fn("state")
+	fnList      = fn("list")
+	fnStats     = fn("stats")
+	fnDefine    = fn("define")
+	fnResize    = fn("resize")
+	fnLeave     = fn("leave")
+	fnHeartbeat = fn("heartbeat")
+	fnClose     = fn("close")
+	fnGuard     = fn("guard")
+	fnRelabel   = fn("relabel")
 )
+
+// operations are the functions of the library, by file name.
+var operations = []string{"acquire", "release", "keep", "held", "state", "list", "stats", "define",
+	"resize", "leave", "heartbeat", "close", "guard", "relabel"}
+
+func readLua(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// build returns the library's code and name.
+func build() (code, name string) {
+	var body strings.Builder
+	body.WriteString(readLua("common"))
+	for _, op := range operations {
+		body.WriteString("\nredis.register_function('@_" + op + "', function(KEYS, ARGV)\nbegin(ARGV)\n")
+		body.WriteString(readLua(op))
+		body.WriteString("\nend)\n")
+	}
+	sum := sha1.Sum([]byte(body.String()))
+	name = "sleeplock_" + hex.EncodeToString(sum[:8])
+	return "#!lua name=" + name + "\n" + strings.ReplaceAll(body.String(), "'@_", "'"+name+"_"), name
+}
+
+func fn(op string) function { return function(libraryName + "_" + op) }
+
+// load loads the library on the server (on every primary of a cluster).
+func (s *Store) load(ctx context.Context) error {
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.FunctionLoadReplace(ctx, library).Err()
+		})
+	}
+	return s.c.FunctionLoadReplace(ctx, library).Err()
+}
+
+// missing reports an error of a server that lacks the library (never
+// loaded there, or lost in a restart).
+func missing(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Function not found")
+}
 
 // reply is a script's answer: {status, now µs, events, messages for this
 // node, ...}.
@@ -57,21 +101,28 @@ type reply struct {
 	rest   []any
 }
 
-// run runs sc with keys and args (after the prefix and the node), then
+// run runs f with keys and args (after the prefix and the node), then
 // emits its events to ev and delivers its messages for this node, before
 // any State, List or Stats of this store runs (see order).
-func (s *Store) run(ctx context.Context, sc *redis.Script, ev store.Emitter, keys []string, args ...any) (reply, error) {
+func (s *Store) run(ctx context.Context, f function, ev store.Emitter, keys []string, args ...any) (reply, error) {
 	s.order.RLock()
 	defer s.order.RUnlock()
-	return s.exec(ctx, sc, ev, keys, args...)
+	return s.exec(ctx, f, ev, keys, args...)
 }
 
-// exec runs sc as run does, without ordering it.
-func (s *Store) exec(ctx context.Context, sc *redis.Script, ev store.Emitter, keys []string, args ...any) (reply, error) {
+// exec runs f as run does, without ordering it. A server that lacks the
+// library is given it, and f runs again.
+func (s *Store) exec(ctx context.Context, f function, ev store.Emitter, keys []string, args ...any) (reply, error) {
 	if s.closed.Load() {
 		return reply{}, store.ErrClosed
 	}
-	v, err := sc.Run(ctx, s.c, keys, append([]any{s.cfg.prefix, s.id}, args...)...).Result()
+	args = append([]any{s.cfg.prefix, s.id}, args...)
+	v, err := s.c.FCall(ctx, string(f), keys, args...).Result()
+	if missing(err) {
+		if err = s.load(ctx); err == nil {
+			v, err = s.c.FCall(ctx, string(f), keys, args...).Result()
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return reply{}, ctx.Err()
@@ -100,28 +151,37 @@ type call struct {
 	args []any
 }
 
-// runEach runs sc once per call in one pipeline (one round trip; on Redis
-// Cluster, the calls may name keys of different slots).
-func (s *Store) runEach(ctx context.Context, sc *redis.Script, calls []call) ([]reply, error) {
+// runEach runs f once per call in one pipeline (one round trip; on Redis
+// Cluster, the calls may name keys of different slots). The calls that
+// found no library run again once it is loaded.
+func (s *Store) runEach(ctx context.Context, f function, calls []call) ([]reply, error) {
+	cmds := make([]*redis.Cmd, len(calls))
+	todo := make([]int, len(calls))
+	for i := range todo {
+		todo[i] = i
+	}
 	for attempt := 0; ; attempt++ {
-		cmds := make([]*redis.Cmd, len(calls))
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for i, c := range calls {
-				cmds[i] = sc.EvalSha(ctx, p, c.keys, append([]any{s.cfg.prefix, s.id}, c.args...)...)
+			for _, i := range todo {
+				cmds[i] = p.FCall(ctx, string(f), calls[i].keys, append([]any{s.cfg.prefix, s.id}, calls[i].args...)...)
 			}
 			return nil
 		})
-		if err != nil && attempt == 0 && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			if err := sc.Load(ctx, s.c).Err(); err != nil {
-				return nil, fmt.Errorf("redisstore: %w", err)
+		var again []int
+		for _, i := range todo {
+			if missing(cmds[i].Err()) {
+				again = append(again, i)
 			}
+		}
+		if len(again) > 0 && attempt == 0 {
+			if err := s.load(ctx); err != nil {
+				return nil, s.fail(ctx, err)
+			}
+			todo = again
 			continue
 		}
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("redisstore: %w", err)
+			return nil, s.fail(ctx, err)
 		}
 		out := make([]reply, len(cmds))
 		for i, c := range cmds {

@@ -11,7 +11,7 @@ import (
 // pipeline. Refusals are this process's own: a refused try writes
 // nothing. Every hold is timed (HoldSampling 1).
 func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
-	replies, err := s.perRoot(ctx, scriptStats)
+	replies, err := s.perRoot(ctx, fnStats)
 	if err != nil {
 		return nil, err
 	}

@@ -215,7 +215,7 @@ func (s *Store) leaveRoots(ctx context.Context, roots []string) error {
 	for i, r := range roots {
 		calls[i] = call{keys: []string{s.rootKey(r, "d")}, args: []any{r}}
 	}
-	_, err := s.runEach(ctx, scriptClose, calls)
+	_, err := s.runEach(ctx, fnClose, calls)
 	return err
 }
 

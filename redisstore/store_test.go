@@ -60,7 +60,8 @@ func slot(key string) uint16 {
 	return crc16([]byte(key)) % 16384
 }
 
-// evalKeys records the keys of every script call a client makes.
+// evalKeys records the keys of every script or function call a client
+// makes.
 type evalKeys struct {
 	mu    sync.Mutex
 	calls [][]string
@@ -85,7 +86,7 @@ func (h *evalKeys) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 func (h *evalKeys) record(cmd redis.Cmder) {
 	a := cmd.Args()
-	if len(a) < 3 || !strings.HasPrefix(strings.ToLower(cmd.Name()), "eval") {
+	if name := strings.ToLower(cmd.Name()); len(a) < 3 || !strings.HasPrefix(name, "eval") && name != "fcall" {
 		return
 	}
 	n, _ := strconv.Atoi(toString(a[2]))

@@ -194,7 +194,7 @@ func (s *Store) heartbeat() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.waiterTTL)
-		replies, err := s.runEach(ctx, scriptHeartbeat, calls)
+		replies, err := s.runEach(ctx, fnHeartbeat, calls)
 		cancel()
 		if err != nil {
 			continue
@@ -249,7 +249,7 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, 
 			}
 		case <-timer:
 		}
-		r, err := s.run(context.WithoutCancel(ctx), scriptAcquire, req.Events, keys, args...)
+		r, err := s.run(context.WithoutCancel(ctx), fnAcquire, req.Events, keys, args...)
 		if err != nil {
 			if errors.Is(err, store.ErrClosed) {
 				return store.Grant{}, err
@@ -284,7 +284,7 @@ func (s *Store) leave(ctx context.Context, req *store.AcquireRequest, w *waiter)
 		keys[i] = s.lockKey(n)
 		args = append(args, n)
 	}
-	_, err := s.run(context.WithoutCancel(ctx), scriptLeave, req.Events, keys, args...)
+	_, err := s.run(context.WithoutCancel(ctx), fnLeave, req.Events, keys, args...)
 	if errors.Is(err, store.ErrClosed) {
 		return store.ErrClosed
 	}

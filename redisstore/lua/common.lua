@@ -1,6 +1,7 @@
--- common.lua: the definitions every script of redisstore shares. Each
--- script is this file followed by its own body (see scripts.go). ARGV[1]
--- is the key prefix, ARGV[2] the calling node; the clock is the server's (TIME), read once.
+-- common.lua: the definitions every function of redisstore's library
+-- shares (see scripts.go). Each function begins with begin(ARGV): ARGV[1]
+-- is the key prefix, ARGV[2] the calling node; the clock is the server's
+-- (TIME), read once per call.
 --
 -- Keys of one root R (a name up to its first "/", so that a lock and the
 -- families that cover it share it) all carry the hash tag {R}:
@@ -10,12 +11,22 @@
 --   P{R}:q  set   names with waiters
 --   P{R}:s  hash  definition name -> counters (msgpack)
 --   P{R}:n  hash  node -> µs until which its waiters count as alive
-local P = ARGV[1]
-local NODE = ARGV[2] -- the calling store's node
-local NOW
-do
+
+-- The state of one call, reset by begin.
+local P, NODE, NOW
+local defs, hws, alive, locks, order, stats
+local EV      -- events for the caller: arrays (see events.go)
+local MSG     -- node -> list of messages
+local ME      -- the calling waiter's id, if any (no message to itself)
+local MINE    -- the calling waiter's grant, when advance made it
+local LOCAL   -- messages for the calling node, in the reply
+
+local function begin(argv)
+  P, NODE = argv[1], argv[2]
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  defs, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}
+  EV, MSG, ME, MINE, LOCAL = {}, {}, '', nil, {}
 end
 
 local function num(x) return string.format('%.0f', x) end
@@ -44,7 +55,6 @@ end
 
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
-local defs = {}
 -- defof returns the definition covering name and its slots, or nil.
 local function defof(name)
   local d = defs[name]
@@ -62,7 +72,6 @@ end
 
 -- The last token or sequence number drawn under a root: both are the
 -- server's clock in µs, raised past the last one drawn.
-local hws = {}
 local function nextid(name)
   local k = tagkey(name, 'd')
   local v = hws[k]
@@ -73,7 +82,6 @@ local function nextid(name)
 end
 
 -- Node liveness, cached per script.
-local alive = {}
 local function nodeAlive(name, node)
   local k = tagkey(name, 'n')
   local c = alive[k]
@@ -92,12 +100,7 @@ local function need(w, slots)
   return w
 end
 
-local EV = {}      -- events for the caller: arrays (see events.go)
-local MSG = {}     -- node -> list of messages
-local ME = ''      -- the calling waiter's id, if any (no message to itself)
-local MINE = nil  -- the calling waiter's grant, when advance made it
 
-local LOCAL = {}   -- messages for the calling node, in the reply
 
 local function publish(node, m)
   if node == NODE then
@@ -109,8 +112,6 @@ local function publish(node, m)
   l[#l + 1] = m
 end
 
-local locks = {}
-local order = {}
 
 -- load returns the lock name with its definition, holders and live
 -- waiters, or nil when no definition covers it.
@@ -166,7 +167,6 @@ local function ahead(l, p)
 end
 
 -- Counters of definitions, flushed at the end.
-local stats = {}
 local function stat(l)
   local k = tagkey(l.name, 's')
   local byk = stats[k]
