@@ -92,13 +92,13 @@ func newPrefix(b *testing.B, c *redis.Client) string {
 }
 
 // newLocks returns sleeplock on the Redis store, under prefix, on c.
-func newLocks(b *testing.B, c *redis.Client, prefix string) *sleeplock.Locks {
+func newLocks(b *testing.B, c *redis.Client, prefix string, opts ...sleeplock.Option) *sleeplock.Locks {
 	b.Helper()
 	s, err := redisstore.New(context.Background(), c, redisstore.WithPrefix(prefix), redisstore.WithoutSafetyChecks())
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := sleeplock.New(s, sleeplock.WithTTL(ttl))
+	l := sleeplock.New(s, append([]sleeplock.Option{sleeplock.WithTTL(ttl)}, opts...)...)
 	b.Cleanup(func() { _ = l.Close() })
 	return l
 }
@@ -289,7 +289,8 @@ func BenchmarkHandOver(b *testing.B) {
 	ctx := context.Background()
 	c := newClient(b)
 	p := newPrefix(b, c)
-	la, lb := newLocks(b, c, p), newLocks(b, newClient(b), p)
+	queued := make(chan struct{}, 1)
+	la, lb := newLocks(b, c, p), newLocks(b, newClient(b), p, sleeplock.WithInlineNotifier(waiting(queued)))
 	if err := la.Define(ctx, "h", 1); err != nil {
 		b.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func BenchmarkHandOver(b *testing.B) {
 				}
 				got <- t
 			}()
-			waitFor(b, la, "h", 1)
+			<-queued
 			t0 := time.Now()
 			if err := a.Release(ctx); err != nil {
 				b.Fatal(err)
@@ -324,18 +325,13 @@ func BenchmarkHandOver(b *testing.B) {
 	}
 }
 
-// waitFor waits until name has n waiters.
-func waitFor(b *testing.B, l *sleeplock.Locks, name string, n int) {
-	for {
-		st, err := l.State(context.Background(), name)
-		if err != nil {
-			b.Fatal(err)
+// waiting is a notifier that tells ch of each caller that joins a queue.
+func waiting(ch chan<- struct{}) sleeplock.Notifier {
+	return sleeplock.NotifierFunc(func(e sleeplock.Event) {
+		if e.Type == sleeplock.EventWaiting {
+			ch <- struct{}{}
 		}
-		if st.Waiting >= n {
-			return
-		}
-		runtime.Gosched()
-	}
+	})
 }
 
 // BenchmarkDrain: 1,000 waiters on 4 stores (as 4 processes would be)
@@ -351,8 +347,9 @@ func BenchmarkDrain(b *testing.B) {
 	c := newClient(b)
 	p := newPrefix(b, c)
 	ls := make([]*sleeplock.Locks, nodes)
+	queued := make(chan struct{}, 1)
 	for i := range ls {
-		ls[i] = newLocks(b, newClient(b), p)
+		ls[i] = newLocks(b, newClient(b), p, sleeplock.WithInlineNotifier(waiting(queued)))
 	}
 	l := ls[0]
 	if err := l.Define(ctx, "d", 1); err != nil {
@@ -394,7 +391,7 @@ func BenchmarkDrain(b *testing.B) {
 					b.Error(err)
 				}
 			})
-			waitFor(b, l, "d", i+1)
+			<-queued
 		}
 		cpu0 := serverCPU(b, c)
 		t0 := time.Now()
