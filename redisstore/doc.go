@@ -32,12 +32,18 @@
 // Cluster slot. With prefix P and root R:
 //
 //	P{R}:d        hash: definition → slots (field "": the last token drawn)
-//	P{R}:l:NAME   string: the lock's holders and queue (MessagePack)
-//	P{R}:u        set: names with a record
+//	P{R}:l:NAME   string: the lock's holders (MessagePack; none: no key)
+//	P{R}:w:NAME   list: the ids of the lock's waiters, oldest first
+//	P{R}:b:NAME   hash: waiter id → its request (MessagePack)
+//	P{R}:u        set: names with holders or waiters
 //	P{R}:q        set: names with waiters
-//	P{R}:s        hash: definition → counters (MessagePack)
+//	P{R}:s        hash: "definition\tcounter" → count (HINCRBY)
 //	P{R}:n        hash: node → until when its waiters count as alive
 //	Proots        set: the roots with definitions (for List and Stats)
+//
+// An operation reads a queue from its head, as far as it needs: a
+// release that hands the lock over reads the waiters it grants and the
+// next, however long the queue. State, List and Stats read whole queues.
 //
 // Operations on one lock, or on several locks of one root, work on Redis
 // Cluster. An AcquireAll or DefineAll naming locks of several roots needs

@@ -184,10 +184,12 @@ func TestKeyLayout(t *testing.T) {
 		if !strings.HasPrefix(k, p+"{") {
 			t.Fatalf("key %q has no hash tag", k)
 		}
-		if i := strings.Index(k, "}:l:"); i >= 0 {
-			name := k[i+4:]
-			if want := p + redisstore.KeyTag(name) + ":l:" + name; k != want {
-				t.Fatalf("key %q, want %q", k, want)
+		for _, kind := range []string{":l:", ":w:", ":b:"} { // holders, queue, requests
+			if i := strings.Index(k, "}"+kind); i >= 0 {
+				name := k[i+4:]
+				if want := p + redisstore.KeyTag(name) + kind + name; k != want {
+					t.Fatalf("key %q, want %q", k, want)
+				}
 			}
 		}
 	}

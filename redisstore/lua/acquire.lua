@@ -27,7 +27,7 @@ local function busy(l, w, h)
   local queued, slots, nfree = 0, 0, 0
   if not h then
     slots, nfree = l.slots, math.max(l.slots - used(l), 0)
-    if used(l) < l.slots and #l.q > 0 then
+    if used(l) < l.slots and l.qlen > 0 then
       queued = 1
     elseif #l.h > 0 then
       h = l.h[1]
@@ -58,7 +58,8 @@ end
 local function queued()
   local wake = 0
   for _, l in ipairs(ls) do
-    if l.q[1] and l.q[1].i == r.i then
+    local head = qat(l, 1)
+    if head and head.i == r.i then
       local at = wakeat(l, r.x)
       if at > 0 and (wake == 0 or at < wake) then wake = at end
     end
@@ -74,9 +75,8 @@ local function enqueue()
     k = tagkey(l.name, 'n')
     redis.call('HSET', k, node, num(NOW + wttl))
     alive[k] = nil
-    l.q[#l.q + 1] = {i = wid, d = node, r = r.r, k = r.k, s = NOW, w = r.W[j], L = r.L, W = r.W,
-      l = r.l, o = r.o, x = r.x, c = r.c}
-    l.dirty = true
+    pushq(l, {i = wid, d = node, r = r.r, k = r.k, s = NOW, w = r.W[j], L = r.L, W = r.W,
+      l = r.l, o = r.o, x = r.x, c = r.c})
     EV[#EV + 1] = event(WAITING, l, r.r, r.k, 0, r.W[j], 0, 0, '', '')
   end
 end
@@ -133,7 +133,7 @@ for _, l in ipairs(ls) do advance(l, false) end
 local ok = true
 for j, l in ipairs(ls) do
   if not find(l, r.r, 0) then
-    local want = ahead(l, #l.q) + need(r.W[j], l.slots)
+    local want = ahead(l, l.qlen) + need(r.W[j], l.slots)
     if want > free(l, want, r.x) then
       ok = false
       if mode == 'try' then return busy(l, r.W[j], nil) end

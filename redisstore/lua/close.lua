@@ -7,10 +7,12 @@ for j = 3, #ARGV do
     local l = load(name)
     if l then
       local i = 1
+      qall(l)
       while i <= #l.q do
-        if l.q[i].d == node then
+        local w = l.q[i]
+        if w.d == node then
           table.remove(l.q, i)
-          l.dirty = true
+          dropq(l, w.i, true)
         else
           i = i + 1
         end

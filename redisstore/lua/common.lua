@@ -6,14 +6,17 @@
 -- Keys of one root R (a name up to its first "/", so that a lock and the
 -- families that cover it share it) all carry the hash tag {R}:
 --   P{R}:d  hash  definition name -> slots; field "" the last token/seq drawn
---   P{R}:l:NAME   string (msgpack) the holders and queue of lock NAME
---   P{R}:u  set   names with a record (P{R}:l:NAME)
+--   P{R}:l:NAME   string (msgpack) the holders of lock NAME
+--   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
+--   P{R}:b:NAME   hash  waiter id -> its request (msgpack)
+--   P{R}:u  set   names with holders or waiters
 --   P{R}:q  set   names with waiters
---   P{R}:s  hash  definition name -> counters (msgpack)
+--   P{R}:s  hash  "definition\tcounter" -> count
 --   P{R}:n  hash  node -> µs until which its waiters count as alive
 
 -- The state of one call, reset by begin.
 local P, NODE, NOW
+local RO      -- a call that writes nothing: dead waiters are skipped, not removed
 local defs, hws, alive, locks, order, stats
 local EV      -- events for the caller: arrays (see events.go)
 local MSG     -- node -> list of messages
@@ -27,6 +30,7 @@ local function begin(argv)
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
   defs, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}
   EV, MSG, ME, MINE, LOCAL = {}, {}, '', nil, {}
+  RO = false
 end
 
 local function num(x) return string.format('%.0f', x) end
@@ -59,9 +63,10 @@ local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' 
 local function defof(name)
   local d = defs[name]
   if d then return d[1], d[2] end
-  local k = tagkey(name, 'd')
-  for _, p in ipairs(patterns(name)) do
-    local v = redis.call('HGET', k, p)
+  local ps = patterns(name)
+  local vs = redis.call('HMGET', tagkey(name, 'd'), unpack(ps))
+  for i, p in ipairs(ps) do
+    local v = vs[i]
     if v then
       defs[name] = {p, tonumber(v)}
       return p, tonumber(v)
@@ -113,28 +118,69 @@ local function publish(node, m)
 end
 
 
--- load returns the lock name with its definition, holders and live
--- waiters, or nil when no definition covers it.
+-- load returns the lock name with its definition and holders, or nil
+-- when no definition covers it. Its queue is read lazily, from the head
+-- (loadq): l.q holds the live waiters read so far, l.qraw the entries of
+-- the list read, l.qlen the entries of the list (dead waiters not yet read
+-- included). Outside RO, the dead waiters read are removed, so that l.q is
+-- the head of the list.
 local function load(name)
   local l = locks[name]
   if l then return l end
   local def, slots = defof(name)
   if not def then return nil end
-  l = {name = name, def = def, slots = slots, h = {}, q = {}, dirty = false}
-  local raw = redis.call('GET', lockkey(name))
-  if raw then
-    local o = cmsgpack.unpack(raw)
-    l.h, l.q = o.h or {}, o.q or {}
-  end
-  l.head0 = l.q[1] and l.q[1].i or ''
-  local q = {}
-  for _, w in ipairs(l.q) do
-    if nodeAlive(name, w.d) then q[#q + 1] = w else l.dirty = true end
-  end
-  l.q = q
+  l = {name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
+    lk = lockkey(name), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
+  local raw = redis.call('GET', l.lk)
+  if raw then l.h = cmsgpack.unpack(raw) end
+  l.qlen = redis.call('LLEN', l.wk)
+  l.head0 = ''
+  if l.qlen > 0 and not RO then l.head0 = redis.call('LINDEX', l.wk, 0) end
+  l.u0, l.q0 = #l.h > 0 or l.qlen > 0, l.qlen > 0
   locks[name] = l
   order[#order + 1] = name
   return l
+end
+
+-- dropq removes waiter id from l's list (it was read: its entry is
+-- before l.qraw when read is true).
+local function dropq(l, id, read)
+  redis.call('LREM', l.wk, 1, id)
+  redis.call('HDEL', l.bk, id)
+  l.qlen = l.qlen - 1
+  if read then l.qraw = l.qraw - 1 end
+  l.dirty = true
+end
+
+-- loadq reads l's queue until k live waiters are read, or the list ends.
+local function loadq(l, k)
+  while #l.q < k and l.qraw < l.qlen do
+    local n = math.min(math.max(k - #l.q, 1), 256)
+    local ids = redis.call('LRANGE', l.wk, l.qraw, l.qraw + n - 1)
+    if #ids == 0 then break end
+    local bodies = redis.call('HMGET', l.bk, unpack(ids))
+    for j, id in ipairs(ids) do
+      local w = bodies[j] and cmsgpack.unpack(bodies[j])
+      l.qraw = l.qraw + 1
+      if w and nodeAlive(l.name, w.d) then
+        l.q[#l.q + 1] = w
+      elseif not RO then
+        dropq(l, id, true)
+      end
+    end
+  end
+end
+
+-- qat returns l's i-th live waiter, or nil.
+local function qat(l, i)
+  if i > #l.q then loadq(l, i) end
+  return l.q[i]
+end
+
+-- qall reads l's whole queue and returns it.
+local function qall(l)
+  loadq(l, math.huge)
+  return l.q
 end
 
 local function used(l)
@@ -156,28 +202,34 @@ local function position(l, wid)
   for i, w in ipairs(l.q) do
     if w.i == wid then return i end
   end
+  if l.qraw >= l.qlen then return nil end
+  local at = redis.call('LPOS', l.wk, wid)
+  if not at or at < l.qraw then return nil end
+  loadq(l, #l.q + at - l.qraw + 1)
+  for i = #l.q, 1, -1 do
+    if l.q[i].i == wid then return i end
+  end
   return nil
 end
 
 -- ahead returns the slots the first p waiters of l ask of it.
 local function ahead(l, p)
+  loadq(l, p)
   local n = 0
-  for i = 1, p do n = n + need(l.q[i].w, l.slots) end
+  for i = 1, math.min(p, #l.q) do n = n + need(l.q[i].w, l.slots) end
   return n
 end
 
--- Counters of definitions, flushed at the end.
-local function stat(l)
+-- Counters of definitions: P{R}:s, field "definition\tcounter", raised
+-- at the end (HINCRBY). Counters: 1 acquisitions, 2 releases, 3 expiries,
+-- 4 losses, 5 waited, 6 wait µs, 7 holds, 8 hold µs; wN and hN the waits
+-- and holds of bucket N.
+local function count(l, c, n)
   local k = tagkey(l.name, 's')
   local byk = stats[k]
   if not byk then byk = {}; stats[k] = byk end
-  local s = byk[l.def]
-  if not s then
-    local raw = redis.call('HGET', k, l.def)
-    if raw then s = cmsgpack.unpack(raw) else s = {0, 0, 0, 0, 0, 0, 0, 0, {}, {}} end
-    byk[l.def] = s
-  end
-  return s
+  local f = l.def .. '\t' .. c
+  byk[f] = (byk[f] or 0) + n
 end
 
 local BOUNDS = {1000, 4000, 16000, 64000, 256000, 1024000, 4096000, 16384000, 65536000, 262144000, 1048576000}
@@ -188,31 +240,25 @@ local function bucket(d)
   return #BOUNDS + 1
 end
 
--- counters: 1 acquisitions, 2 releases, 3 expiries, 4 losses, 5 waited,
--- 6 wait µs, 7 holds, 8 hold µs, 9 wait buckets, 10 hold buckets.
 local function granted(l, since)
-  local s = stat(l)
-  s[1] = s[1] + 1
+  count(l, '1', 1)
   if since > 0 then
     local w = NOW - since
     if w < 0 then w = 0 end
-    s[5] = s[5] + 1
-    s[6] = s[6] + w
-    local b = bucket(w)
-    s[9][b] = (s[9][b] or 0) + 1
+    count(l, '5', 1)
+    count(l, '6', w)
+    count(l, 'w' .. bucket(w), 1)
   end
 end
 
 local function ended(l, h, expired, lost)
-  local s = stat(l)
-  if expired then s[3] = s[3] + 1 else s[2] = s[2] + 1 end
-  if lost then s[4] = s[4] + 1 end
+  if expired then count(l, '3', 1) else count(l, '2', 1) end
+  if lost then count(l, '4', 1) end
   local held = NOW - h.a
   if held < 0 then held = 0 end
-  s[7] = s[7] + 1
-  s[8] = s[8] + held
-  local b = bucket(held)
-  s[10][b] = (s[10][b] or 0) + 1
+  count(l, '7', 1)
+  count(l, '8', held)
+  count(l, 'h' .. bucket(held), 1)
 end
 
 -- event types, as store.EventType
@@ -223,7 +269,7 @@ local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED = 1, 2, 3,
 local function event(typ, l, ref, kind, token, weight, waited, held, holder, lost)
   local seq = 0
   if typ ~= REFUSED then seq = nextid(l.name) end
-  return {typ, l.name, l.slots, used(l), #l.q, ref or '', kind or '', token or 0, weight or 0,
+  return {typ, l.name, l.slots, used(l), l.qlen, ref or '', kind or '', token or 0, weight or 0,
     waited or 0, held or 0, holder or '', seq, lost or ''}
 end
 
@@ -281,9 +327,21 @@ local function unqueue(l, wid)
   local p = position(l, wid)
   if p then
     table.remove(l.q, p)
-    l.dirty = true
+    dropq(l, wid, true)
   end
   return p
+end
+
+-- pushq puts waiter w at the back of l's queue.
+local function pushq(l, w)
+  redis.call('RPUSH', l.wk, w.i)
+  redis.call('HSET', l.bk, w.i, cmsgpack.pack(w))
+  if l.qraw == l.qlen then
+    l.q[#l.q + 1] = w
+    l.qraw = l.qraw + 1
+  end
+  l.qlen = l.qlen + 1
+  l.dirty = true
 end
 
 -- grant gives request r (fields of a waiter: r ref, k kind, l ttl, o hold,
@@ -374,6 +432,7 @@ end
 -- slots are told so and leave first.
 local function advance(l, resized)
   if resized then
+    qall(l)
     local i = 1
     while i <= #l.q do
       local w = l.q[i]
@@ -387,7 +446,7 @@ local function advance(l, resized)
   end
   local i = 1
   local before = 0
-  while i <= #l.q do
+  while qat(l, i) do
     local w = l.q[i]
     local n = before + need(w.w, l.slots)
     if n > free(l, n, w.x) then break end
@@ -406,22 +465,22 @@ local function advance(l, resized)
   end
 end
 
--- save writes l back (or deletes its record when it has nobody).
+-- save writes l's holders back (or deletes them when it has none), and
+-- keeps the sets of names in use and queued true.
 local function save(l)
-  local key = lockkey(l.name)
-  if #l.h == 0 and #l.q == 0 then
-    redis.call('DEL', key)
-    redis.call('SREM', tagkey(l.name, 'u'), l.name)
+  if #l.h == 0 then
+    redis.call('DEL', l.lk)
   else
-    redis.call('SET', key, cmsgpack.pack({h = l.h, q = l.q}))
-    redis.call('SADD', tagkey(l.name, 'u'), l.name)
+    redis.call('SET', l.lk, cmsgpack.pack(l.h))
   end
-  if #l.q > 0 then
-    redis.call('SADD', tagkey(l.name, 'q'), l.name)
-    local head = l.q[1]
-    if head.i ~= l.head0 and head.i ~= ME then publish(head.d, 'c\t' .. head.i) end
-  else
-    redis.call('SREM', tagkey(l.name, 'q'), l.name)
+  local head = qat(l, 1)
+  if head and head.i ~= l.head0 and head.i ~= ME then publish(head.d, 'c\t' .. head.i) end
+  local inuse, queued = #l.h > 0 or l.qlen > 0, l.qlen > 0
+  if inuse ~= l.u0 then
+    if inuse then redis.call('SADD', tagkey(l.name, 'u'), l.name) else redis.call('SREM', tagkey(l.name, 'u'), l.name) end
+  end
+  if queued ~= l.q0 then
+    if queued then redis.call('SADD', tagkey(l.name, 'q'), l.name) else redis.call('SREM', tagkey(l.name, 'q'), l.name) end
   end
 end
 
@@ -432,7 +491,7 @@ local function flush()
     if l.dirty then save(l) end
   end
   for k, byk in pairs(stats) do
-    for def, s in pairs(byk) do redis.call('HSET', k, def, cmsgpack.pack(s)) end
+    for f, n in pairs(byk) do redis.call('HINCRBY', k, f, n) end
   end
   for k, v in pairs(hws) do redis.call('HSET', k, '', num(v)) end
   for node, ms in pairs(MSG) do
@@ -472,6 +531,7 @@ local function state(name, detail)
     if live(h) then running = running + h.w else expired = expired + h.w end
     if detail then hs[#hs + 1] = {h.r, h.k, h.t, h.c, h.w, h.a, h.n, h.e} end
   end
+  qall(l)
   if detail then
     for _, w in ipairs(l.q) do qs[#qs + 1] = {w.r, w.k, w.s, w.w, w.L} end
   end

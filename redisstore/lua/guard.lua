@@ -2,6 +2,7 @@
 -- (past its expiry or not, as long as nobody took it over). ARGV: prefix, node,
 -- ref, n, n names, n tokens, then each write as its argument count and
 -- its arguments.
+RO = true
 local ref = ARGV[3]
 local n = tonumber(ARGV[4])
 for j = 1, n do

@@ -18,7 +18,10 @@ for j = 4, #ARGV do
   if #dead > 0 then
     for _, name in ipairs(redis.call('SMEMBERS', rootkey(r, 'q'))) do
       local l = load(name)
-      if l then advance(l, false) end
+      if l then
+        qall(l) -- takes the dead waiters out
+        advance(l, false)
+      end
     end
     redis.call('HDEL', k, unpack(dead))
   end

@@ -1,5 +1,6 @@
 -- held: whether ref holds every lock named; writes nothing. ARGV: prefix, node,
 -- ref, n, n names, n tokens. Answer: held, expired, renewed, expires.
+RO = true
 local ref = ARGV[3]
 local n = tonumber(ARGV[4])
 local held, expired, renewed, expires = 1, 0, 0, 0

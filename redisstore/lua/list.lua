@@ -1,5 +1,6 @@
 -- list: the definitions of one root and its members in use; writes
 -- nothing. ARGV: prefix, node, root, detail.
+RO = true
 local r, detail = ARGV[3], ARGV[4] == '1'
 local names, seen = {}, {}
 local d = redis.call('HGETALL', rootkey(r, 'd'))

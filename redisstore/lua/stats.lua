@@ -2,10 +2,27 @@
 -- families' members folded in; writes nothing. ARGV: prefix, node, root.
 -- Entry: {name, family, slots, locks, running, expired, waiting,
 -- {counters...}, {wait buckets}, {hold buckets}}.
+RO = true
 local r = ARGV[3]
 local d = redis.call('HGETALL', rootkey(r, 's'))
 local counters = {}
-for i = 1, #d, 2 do counters[d[i]] = cmsgpack.unpack(d[i + 1]) end
+for i = 1, #d, 2 do
+  local def, c = string.match(d[i], '^(.*)\t(.-)$')
+  local e = counters[def]
+  if not e then
+    e = {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
+    counters[def] = e
+  end
+  local n = tonumber(d[i + 1])
+  local k, b = string.sub(c, 1, 1), tonumber(string.sub(c, 2))
+  if k == 'w' then
+    e[9][b] = n
+  elseif k == 'h' then
+    e[10][b] = n
+  else
+    e[tonumber(c)] = n
+  end
+end
 local out, at = {}, {}
 d = redis.call('HGETALL', rootkey(r, 'd'))
 for i = 1, #d, 2 do
@@ -30,7 +47,7 @@ for _, m in ipairs(redis.call('SMEMBERS', rootkey(r, 'u'))) do
     for _, h in ipairs(l.h) do
       if live(h) then e[5] = e[5] + 1 else e[6] = e[6] + 1 end
     end
-    e[7] = e[7] + #l.q
+    e[7] = e[7] + #qall(l)
     if e[2] == 1 and (#l.h > 0 or #l.q > 0) then
       e[4] = e[4] + 1
       e[3] = e[3] + l.slots

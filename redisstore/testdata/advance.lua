@@ -8,13 +8,19 @@ for j = 4, #ARGV do
     local key = lockkey(name)
     local raw = redis.call('GET', key)
     if raw then
-      local o = cmsgpack.unpack(raw)
-      for _, h in ipairs(o.h or {}) do
+      local hs = cmsgpack.unpack(raw)
+      for _, h in ipairs(hs) do
         h.a, h.n = h.a - d, h.n - d
         if h.e ~= 0 then h.e = h.e - d end
       end
-      for _, w in ipairs(o.q or {}) do w.s = w.s - d end
-      redis.call('SET', key, cmsgpack.pack(o))
+      redis.call('SET', key, cmsgpack.pack(hs))
+    end
+    local bk = tagkey(name, 'b:' .. name)
+    local ws = redis.call('HGETALL', bk)
+    for i = 1, #ws, 2 do
+      local w = cmsgpack.unpack(ws[i + 1])
+      w.s = w.s - d
+      redis.call('HSET', bk, ws[i], cmsgpack.pack(w))
     end
   end
   local nodes = redis.call('HKEYS', rootkey(r, 'n'))
