@@ -29,6 +29,7 @@ var apiPackages = []struct{ dir, file string }{
 	{"pgstore", "pgstore.txt"},
 	{"pgstore/pgtest", "pgtest.txt"},
 	{"redisstore", "redisstore.txt"},
+	{"redisstore/redistest", "redistest.txt"},
 	{"turns", "turns.txt"},
 	{"otelevents", "otelevents.txt"},
 	{"promevents", "promevents.txt"},

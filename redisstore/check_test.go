@@ -16,7 +16,7 @@ import (
 func TestOpenChecksSettings(t *testing.T) {
 	ctx := context.Background()
 	durable := startServer(t, "--appendonly", "yes")
-	s, err := redisstore.Open(ctx, durable.url())
+	s, err := redisstore.Open(ctx, durable.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestOpenChecksSettings(t *testing.T) {
 	_ = s.Close()
 
 	volatile := startServer(t)
-	s, err = redisstore.Open(ctx, volatile.url())
+	s, err = redisstore.Open(ctx, volatile.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +36,11 @@ func TestOpenChecksSettings(t *testing.T) {
 	_ = s.Close()
 
 	evicting := startServer(t, "--appendonly", "yes", "--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lru")
-	if _, err := redisstore.Open(ctx, evicting.url()); !errors.Is(err, redisstore.ErrUnsafeServer) ||
+	if _, err := redisstore.Open(ctx, evicting.URL()); !errors.Is(err, redisstore.ErrUnsafeServer) ||
 		!strings.Contains(err.Error(), "allkeys-lru") {
 		t.Errorf("Open of an evicting server = %v, want ErrUnsafeServer naming the policy", err)
 	}
-	s, err = redisstore.Open(ctx, evicting.url(), redisstore.WithoutSafetyChecks())
+	s, err = redisstore.Open(ctx, evicting.URL(), redisstore.WithoutSafetyChecks())
 	if err != nil {
 		t.Fatalf("WithoutSafetyChecks: %v", err)
 	}
@@ -49,8 +49,8 @@ func TestOpenChecksSettings(t *testing.T) {
 	}
 	_ = s.Close()
 
-	replica := startServer(t, "--appendonly", "yes", "--replicaof", "127.0.0.1", strconv.Itoa(durable.port))
-	if _, err := redisstore.Open(ctx, replica.url()); !errors.Is(err, redisstore.ErrUnsafeServer) ||
+	replica := startServer(t, "--appendonly", "yes", "--replicaof", "127.0.0.1", strconv.Itoa(durable.Port()))
+	if _, err := redisstore.Open(ctx, replica.URL()); !errors.Is(err, redisstore.ErrUnsafeServer) ||
 		!strings.Contains(err.Error(), "replica") {
 		t.Errorf("Open of a replica = %v, want ErrUnsafeServer", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/redisstore"
+	"github.com/sleeplock/sleeplock/redisstore/redistest"
 )
 
 // child is a process of its own holding or waiting for lock "k" on the
@@ -51,10 +52,10 @@ func child(role string) {
 
 // startChild starts a child process of role on srv and waits for it to be
 // ready; it is killed after the test.
-func startChild(t *testing.T, srv *server, role string) *exec.Cmd {
+func startChild(t *testing.T, srv *redistest.Server, role string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SLEEPLOCK_REDIS_CHILD="+role, "SLEEPLOCK_REDIS_URL="+srv.url())
+	cmd.Env = append(os.Environ(), "SLEEPLOCK_REDIS_CHILD="+role, "SLEEPLOCK_REDIS_URL="+srv.URL())
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func startChild(t *testing.T, srv *server, role string) *exec.Cmd {
 // within the holder's TTL + the waiter TTL (1s) of the kill.
 func TestKill9HolderAndWaiter(t *testing.T) {
 	srv := startServer(t)
-	c := srv.client()
+	c := srv.Client()
 	defer func() { _ = c.Close() }()
 	s := open(t, c, "f:")
 	l := sleeplock.New(s)
@@ -133,7 +134,7 @@ func grants(t *testing.T, l *sleeplock.Locks, name string, n int) []int64 {
 // growing.
 func TestRestartAOFAlways(t *testing.T) {
 	srv := startServer(t, "--appendonly", "yes", "--appendfsync", "always")
-	c := srv.client()
+	c := srv.Client()
 	defer func() { _ = c.Close() }()
 	s := open(t, c, "r:")
 	l := sleeplock.New(s)
@@ -151,8 +152,9 @@ func TestRestartAOFAlways(t *testing.T) {
 		}
 		held = append(held, x)
 	}
-	srv.stop()
-	srv.start()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, "the store to reach the restarted server", func() bool {
 		_, err := l.State(ctx, "k")
 		return err == nil
@@ -174,7 +176,7 @@ func TestRestartAOFAlways(t *testing.T) {
 // grow.
 func TestRestartNoPersistence(t *testing.T) {
 	srv := startServer(t)
-	c := srv.client()
+	c := srv.Client()
 	defer func() { _ = c.Close() }()
 	s := open(t, c, "n:")
 	l := sleeplock.New(s)
@@ -188,8 +190,9 @@ func TestRestartNoPersistence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.stop()
-	srv.start()
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, "the store to reach the restarted server", func() bool {
 		_, err := l.List(ctx)
 		return err == nil
@@ -214,7 +217,7 @@ func TestRestartNoPersistence(t *testing.T) {
 // and every waiter, on either node, is granted in turn.
 func TestClientPause(t *testing.T) {
 	srv := startServer(t)
-	c1, c2 := srv.client(), srv.client()
+	c1, c2 := srv.Client(), srv.Client()
 	defer func() { _ = c1.Close(); _ = c2.Close() }()
 	l1, l2 := sleeplock.New(open(t, c1, "p:")), sleeplock.New(open(t, c2, "p:"))
 	defer func() { _ = l1.Close(); _ = l2.Close() }()
@@ -240,7 +243,7 @@ func TestClientPause(t *testing.T) {
 		st, err := l1.State(ctx, "k")
 		return err == nil && st.Waiting == 2
 	})
-	admin := srv.client()
+	admin := srv.Client()
 	defer func() { _ = admin.Close() }()
 	if err := admin.Do(ctx, "CLIENT", "PAUSE", "2500", "ALL").Err(); err != nil {
 		t.Fatal(err)
@@ -261,9 +264,9 @@ func TestClientPause(t *testing.T) {
 // given twice.
 func TestFailoverToLaggingReplica(t *testing.T) {
 	primary := startServer(t)
-	replica := startServer(t, "--replicaof", "127.0.0.1", fmt.Sprint(primary.port))
+	replica := startServer(t, "--replicaof", "127.0.0.1", fmt.Sprint(primary.Port()))
 	ctx := context.Background()
-	pc, rc := primary.client(), replica.client()
+	pc, rc := primary.Client(), replica.Client()
 	defer func() { _ = pc.Close(); _ = rc.Close() }()
 	lp := sleeplock.New(open(t, pc, "fo:"))
 	defer func() { _ = lp.Close() }()
@@ -310,7 +313,7 @@ func TestFailoverToLaggingReplica(t *testing.T) {
 		grant(lp, false)
 	}
 	grant(lp, true) // acknowledged, never replicated
-	primary.stop()
+	primary.Stop()
 	if err := rc.Do(ctx, "REPLICAOF", "NO", "ONE").Err(); err != nil {
 		t.Fatal(err)
 	}

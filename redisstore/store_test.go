@@ -199,7 +199,7 @@ func TestKeyLayout(t *testing.T) {
 // (busy slots, or others queued) change no key and append nothing.
 func TestRefusedTryWritesNothing(t *testing.T) {
 	srv := startServer(t, "--appendonly", "yes", "--appendfsync", "always")
-	c := srv.client()
+	c := srv.Client()
 	defer func() { _ = c.Close() }()
 	s := open(t, c, "w:", redisstore.WithWaiterTTL(time.Hour)) // no heartbeat during the test
 	l := sleeplock.New(s)

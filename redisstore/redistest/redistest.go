@@ -1,0 +1,214 @@
+// Package redistest is what tests against Redis share: the test server's
+// URL (SLEEPLOCK_TEST_REDIS_URL), a client that skips the test when the
+// server cannot be reached (or fails it when the environment variable CI
+// is set), a key prefix of the test's own, deleted when the test ends, and
+// a redis-server of a test's own (Start) for the tests that stop, restart
+// or pause their server.
+//
+// It lives in the redisstore module so that the tests of every module that
+// uses redisstore (redisstore's own, the chaos test's, the release test's)
+// share it at no cost to redisstore's users: it needs nothing that
+// redisstore does not already require. Programs should not import it.
+package redistest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultURL is the test server when SLEEPLOCK_TEST_REDIS_URL is not set.
+const DefaultURL = "redis://127.0.0.1:6379/0"
+
+// URL is the test server: SLEEPLOCK_TEST_REDIS_URL, or DefaultURL.
+func URL() string {
+	if u := os.Getenv("SLEEPLOCK_TEST_REDIS_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// Unreachable skips t because the test server cannot be used, or fails it
+// when CI is set.
+func Unreachable(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatalf("Redis at %s unreachable (CI is set): %v", URL(), err)
+	}
+	t.Skipf("Redis at %s unreachable (set SLEEPLOCK_TEST_REDIS_URL): %v", URL(), err)
+}
+
+// Client returns a client of the test server, closed when the test ends,
+// or skips the test (fails it under CI) when the server is unreachable.
+func Client(t testing.TB) *redis.Client {
+	t.Helper()
+	o, err := redis.ParseURL(URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(o)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		Unreachable(t, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Prefix returns a key prefix of the test's own ("sltest:", a random part
+// and ":"), whose keys on c are deleted when the test ends.
+func Prefix(t testing.TB, c redis.UniversalClient) string {
+	t.Helper()
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	p := "sltest:" + hex.EncodeToString(b[:]) + ":"
+	t.Cleanup(func() {
+		if err := DropPrefix(context.Background(), c, p); err != nil {
+			t.Errorf("deleting the keys of %s: %v", p, err)
+		}
+	})
+	return p
+}
+
+// DropPrefix deletes every key of c that begins with prefix.
+func DropPrefix(ctx context.Context, c redis.UniversalClient, prefix string) error {
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 1000)
+		if err := c.Del(ctx, keys[:n]...).Err(); err != nil {
+			return err
+		}
+		keys = keys[n:]
+	}
+	return nil
+}
+
+// Server is a redis-server of a test's own.
+type Server struct {
+	port int
+	dir  string
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd     // nil when stopped
+	exited chan struct{} // closed when cmd has exited
+}
+
+// Start starts a redis-server on port (bound to 127.0.0.1) in a temporary
+// directory, with no RDB snapshots and the AOF off unless args (redis.conf
+// directives as "--name", "value", …, after those) say otherwise; it is
+// killed when the test ends. The test is skipped when redis-server is not
+// installed, and fails then when CI is set.
+func Start(t testing.TB, port int, args ...string) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server not installed (CI is set): %v", err)
+		}
+		t.Skipf("redis-server not installed: %v", err)
+	}
+	s := &Server{port: port, dir: t.TempDir(), args: args}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// start starts the server and waits until it answers with its own pid
+// (not a server left over on the port).
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := filepath.Join(s.dir, "log")
+	args := append([]string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.dir,
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", log}, s.args...)
+	cmd := exec.Command("redis-server", args...)
+	dieWithParent(cmd)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _, _ = cmd.Process.Wait(); close(exited) }()
+	c := redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
+	defer func() { _ = c.Close() }()
+	want := "process_id:" + strconv.Itoa(cmd.Process.Pid) + "\r\n"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.Info(context.Background(), "server").Result()
+		if err == nil && strings.Contains(info, want) {
+			s.cmd, s.exited = cmd, exited
+			return nil
+		}
+		select {
+		case <-exited:
+		default:
+			if time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		out, _ := os.ReadFile(log)
+		return fmt.Errorf("redis-server on port %d did not start: %s", s.port, out)
+	}
+}
+
+// Stop kills the server (SIGKILL: nothing is saved on the way out, what is
+// in the AOF stays) and waits for it to exit.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exited
+	s.cmd = nil
+}
+
+// Restart kills the server if it runs and starts it again, on the same
+// port and directory with the same settings: what it had in its AOF (if
+// on) it loads again. It may be called from any goroutine.
+func (s *Server) Restart() error {
+	s.Stop()
+	return s.start()
+}
+
+// Port is the server's port.
+func (s *Server) Port() int { return s.port }
+
+// Dir is the server's directory (its log, its AOF).
+func (s *Server) Dir() string { return s.dir }
+
+// URL is the server's URL, database 0.
+func (s *Server) URL() string { return "redis://" + s.addr() + "/0" }
+
+// Client returns a new client of the server that never retries a command
+// (the caller closes it).
+func (s *Server) Client() *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: s.addr(), MaxRetries: -1})
+}
+
+func (s *Server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
