@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/mod/module"
 
 	"github.com/sleeplock/sleeplock/internal/integration/modproxy"
 	"github.com/sleeplock/sleeplock/pgstore/pgtest"
+	"github.com/sleeplock/sleeplock/redisstore"
+	"github.com/sleeplock/sleeplock/redisstore/redistest"
 )
 
 // A program of a stranger: the modules it imports (ours at their
@@ -67,6 +70,29 @@ func check(ctx context.Context, locks *sleeplock.Locks) (string, error) { return
 }
 
 func check(ctx context.Context, locks *sleeplock.Locks) (string, error) { return "postgres", nil }`,
+}, {
+	name:    "redisstore",
+	modules: []string{ours, ours + "/redisstore"},
+	imports: `"os"
+
+	"github.com/sleeplock/sleeplock/redisstore"`,
+	code: `func open(ctx context.Context) (*sleeplock.Locks, error) {
+	s, err := redisstore.Open(ctx, os.Getenv("SLEEPLOCK_TEST_REDIS_URL"), redisstore.WithPrefix(os.Getenv("PREFIX")))
+	return sleeplock.New(s), err
+}
+
+func check(ctx context.Context, locks *sleeplock.Locks) (string, error) {
+	l, err := locks.Acquire(ctx, "payments")
+	if err != nil {
+		return "", err
+	}
+	var tx redisstore.Tx
+	tx.Set(os.Getenv("PREFIX")+redisstore.KeyTag("payments")+":body", fmt.Sprint(l.Token()), 0)
+	if err := l.Guard(ctx, &tx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("redis: a fenced write (%v)", tx.Results[0]), l.Release(ctx)
+}`,
 }, {
 	name:    "turns",
 	modules: []string{ours, ours + "/turns"},
@@ -193,6 +219,7 @@ var forbidden = map[string][]string{
 	"memory":     {"github.com/jackc/pgx/v5", "modernc.org/sqlite", "go.opentelemetry.io/otel", "github.com/prometheus/client_golang", "github.com/chromedp/chromedp"},
 	"promevents": {"github.com/jackc/pgx/v5", "modernc.org/sqlite"},
 	"pgstore":    {"modernc.org/sqlite", "github.com/prometheus/", "go.opentelemetry.io/"},
+	"redisstore": {"github.com/jackc/pgx/v5", "modernc.org/sqlite", "github.com/prometheus/", "go.opentelemetry.io/"},
 }
 
 // TestStranger: every released module, fetched from a proxy of the
@@ -244,13 +271,25 @@ func TestStranger(t *testing.T) {
 			run := exec.Command(filepath.Join(dir, "prog"))
 			run.Dir = dir
 			run.Env = append(os.Environ(), "DIR="+dir)
-			if p.name == "pgstore" {
+			var rc *redis.Client
+			var prefix string
+			switch p.name {
+			case "pgstore":
 				_, schema := pgtest.Schema(t, "release_test_")
 				run.Env = append(run.Env, "SCHEMA="+schema, "SLEEPLOCK_TEST_DATABASE_URL="+pgtest.URL())
+			case "redisstore":
+				rc = redistest.Client(t)
+				prefix = redistest.Prefix(t, rc)
+				run.Env = append(run.Env, "PREFIX="+prefix, "SLEEPLOCK_TEST_REDIS_URL="+redistest.URL())
 			}
 			out, err := run.CombinedOutput()
 			if err != nil || !bytes.HasPrefix(out, []byte("ok: 1 of 2 slots were taken; ")) {
 				t.Fatalf("the program: %v\n%s", err, out)
+			}
+			if rc != nil {
+				if v, err := rc.Get(t.Context(), prefix+redisstore.KeyTag("payments")+":body").Result(); err != nil || v == "" {
+					t.Errorf("the program's fenced write: %q, %v", v, err)
+				}
 			}
 			t.Logf("%s", out)
 			names := strings.Fields(goCmd(t, dir, env, "list", "-m", "-f", "{{.Path}}", "all"))
