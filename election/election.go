@@ -258,6 +258,43 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	return v.leader, nil
 }
 
+// Status is an election as the state of its lock shows it (StatusOf).
+type Status struct {
+	// Leading reports whether a candidate leads: Leader is that candidate
+	// then. A lease past its expiry that nobody took over yet leads no
+	// more.
+	Leading bool
+	// Leader is the leader when Leading; its Waiting (the candidates
+	// waiting to lead) is set either way.
+	Leader Leader
+}
+
+// StatusOf reads an election from the state of its lock, as
+// sleeplock.Locks.List and StateDetail return it (with holders and
+// queue), and reports false when st is not an election's. An election is
+// recognised by its candidates: a lock of one slot, not a family, with at
+// least one holder or waiter, every one of them with a candidate's ref
+// (CandidateID). So a vacant election that nobody campaigns in is, in a
+// state, a free lock of one slot like any other, and a plain lock held
+// under refs made to look like a candidate's would be taken for one.
+func StatusOf(st store.State) (Status, bool) {
+	if st.Slots != 1 || st.Family || len(st.Holders)+len(st.Queue) == 0 {
+		return Status{}, false
+	}
+	for _, h := range st.Holders {
+		if _, ok := CandidateID(h.Ref); !ok {
+			return Status{}, false
+		}
+	}
+	for _, w := range st.Queue {
+		if _, ok := CandidateID(w.Ref); !ok {
+			return Status{}, false
+		}
+	}
+	v := viewOf(st)
+	return Status{Leading: v.leads, Leader: v.leader}, true
+}
+
 // view is an election's state as read or announced.
 type view struct {
 	leads  bool

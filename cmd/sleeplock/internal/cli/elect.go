@@ -22,8 +22,9 @@ var _ = register("leader", "print the leader of an election, or follow its chang
 
 func init() {
 	extraHelp["elect"] = `Waits in FIFO order behind the other candidates until it leads, then runs
-the command with SLEEPLOCK_TOKEN (the term's fencing token), SLEEPLOCK_LOCK
-and SLEEPLOCK_LEADER_ID. When the command exits, it resigns: the next
+the command with SLEEPLOCK_TOKEN (the term's fencing token), SLEEPLOCK_LOCK,
+SLEEPLOCK_LEADER_ID and SLEEPLOCK_REF (the term's lease's ref, for a fenced
+write: pgstore's Guard with the token). When the command exits, it resigns: the next
 candidate leads at once. When leadership is lost (renewals failed until the
 term's deadline, or another took it over), the command's process group is
 ended as run ends it after a lost lease (SIGTERM before the term's
@@ -118,7 +119,8 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	cmd.Env = append(os.Environ(),
 		"SLEEPLOCK_LOCK="+el.Name(),
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(term.Token(), 10),
-		"SLEEPLOCK_LEADER_ID="+term.ID())
+		"SLEEPLOCK_LEADER_ID="+term.ID(),
+		"SLEEPLOCK_REF="+term.Lease().Ref())
 	res, err := supervise(cmd, supervision{Lease: term.Lease(), Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
 		return 0, startError(command[0], err, errOut)

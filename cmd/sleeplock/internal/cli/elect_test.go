@@ -19,8 +19,8 @@ import (
 func TestElectAndLeader(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "e.db")
 	st := "sqlite:" + db
-	out, errOut, code := run(t, "elect", "--store", st, "jobs", "--id", "a", "--", "sh", "-c", `echo "token=$SLEEPLOCK_TOKEN id=$SLEEPLOCK_LEADER_ID"; exit 3`)
-	if code != 3 || !strings.Contains(out, "token=1 id=a") {
+	out, errOut, code := run(t, "elect", "--store", st, "jobs", "--id", "a", "--", "sh", "-c", `echo "token=$SLEEPLOCK_TOKEN id=$SLEEPLOCK_LEADER_ID ref=$SLEEPLOCK_REF"; exit 3`)
+	if code != 3 || !strings.Contains(out, "token=1 id=a ref=a#") {
 		t.Fatalf("elect: exit %d, out %q, err %q; want 3 and token 1", code, out, errOut)
 	}
 	out, _, code = run(t, "leader", "--store", st, "jobs")

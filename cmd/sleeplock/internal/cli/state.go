@@ -158,6 +158,41 @@ func printStates(out io.Writer, states []sleeplock.State) {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\n", st.Name, st.Slots, st.Running, st.Expired, st.Waiting, orDash(holders), orDash(queue))
 	}
 	_ = tw.Flush()
+	printElections(out, states)
+}
+
+// printElections prints, below the locks, the elections among them
+// (lockview.ElectionOf): leader, value, term token, since when, and the
+// candidates waiting. Nothing when there is none.
+func printElections(out io.Writer, states []sleeplock.State) {
+	var tw *tabwriter.Writer
+	for _, st := range states {
+		el := lockview.ElectionOf(st)
+		if el == nil {
+			continue
+		}
+		if tw == nil {
+			fmt.Fprintln(out)
+			tw = tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ELECTION\tLEADER\tVALUE\tTOKEN\tSINCE\tWAITING")
+		}
+		if el.Vacant {
+			fmt.Fprintf(tw, "%s\t(vacant)\t-\t-\t-\t%d\n", st.Name, el.Waiting)
+			continue
+		}
+		since := "-"
+		if el.AgeMS != nil {
+			since = roundDur(time.Duration(*el.AgeMS)*time.Millisecond) + " ago"
+		}
+		value := el.Value
+		if value == "" {
+			value = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\n", st.Name, el.Leader, value, el.Token, since, el.Waiting)
+	}
+	if tw != nil {
+		_ = tw.Flush()
+	}
 }
 
 // weightText is how the table shows a holder's or waiter's weight, the

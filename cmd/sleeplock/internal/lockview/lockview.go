@@ -6,6 +6,7 @@ package lockview
 import (
 	"time"
 
+	"github.com/sleeplock/sleeplock/election"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -21,6 +22,38 @@ type Lock struct {
 	Holders []Holder `json:"holders"`
 	Queue   []Waiter `json:"queue"`
 	Now     string   `json:"now,omitempty"` // the store's clock, RFC 3339 with nanoseconds
+	// Election is the election the lock is the lock of (election.StatusOf),
+	// absent for another lock.
+	Election *Election `json:"election,omitempty"`
+}
+
+// Election is an election as its lock's state shows it: who leads, with
+// the value it advertises, its term's fencing token and when the term
+// began (on the store's clock, AgeMS against the lock's Now), and how many
+// candidates wait. Vacant: nobody leads (Leader, Value, Token and Since
+// are empty).
+type Election struct {
+	Vacant  bool   `json:"vacant"`
+	Leader  string `json:"leader"` // the leader's candidate ID
+	Value   string `json:"value"`
+	Token   int64  `json:"token"`
+	Since   string `json:"since"`
+	AgeMS   *int64 `json:"age_ms"`
+	Waiting int    `json:"waiting"`
+}
+
+// ElectionOf returns the election view of st, nil when st is not an
+// election's lock.
+func ElectionOf(st store.State) *Election {
+	s, ok := election.StatusOf(st)
+	if !ok {
+		return nil
+	}
+	l := s.Leader
+	if !s.Leading {
+		return &Election{Vacant: true, Waiting: l.Waiting}
+	}
+	return &Election{Leader: l.ID, Value: l.Value, Token: l.Token, Since: stamp(l.Since), AgeMS: since(st.Now, l.Since), Waiting: l.Waiting}
 }
 
 // Holder is one holder of a lock. Times are RFC 3339 with nanoseconds on
@@ -69,7 +102,7 @@ func Of(st store.State) Lock {
 	v := Lock{
 		Name: st.Name, Slots: st.Slots, Family: st.Family, Running: st.Running, Expired: st.Expired, Leases: st.Leases, Waiting: st.Waiting,
 		Holders: make([]Holder, 0, len(st.Holders)), Queue: make([]Waiter, 0, len(st.Queue)),
-		Now: stamp(st.Now),
+		Now: stamp(st.Now), Election: ElectionOf(st),
 	}
 	for _, h := range st.Holders {
 		v.Holders = append(v.Holders, Holder{

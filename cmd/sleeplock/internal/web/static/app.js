@@ -91,7 +91,7 @@
     let h = '<div class="head"><span class="name">' + esc(v.name) + "</span>" +
       '<span class="nums">' + num(v.slots) + " slot" + (v.slots === 1 ? "" : "s") + (v.family ? " each (family)" : "") +
       " · " + v.running + " running" + (v.leases > 0 && v.leases !== v.running + v.expired ? " (" + v.leases + " holders)" : "") +
-      " · " + v.waiting + " waiting</span></div><div class=\"cells\">";
+      " · " + v.waiting + " waiting</span></div>" + election(v.election) + '<div class="cells">';
     let drawn = 0;
     if (v.family) h += '<span class="muted">a family: each member (' + esc(v.name.slice(0, -1)) + '…) is a lock of its own, listed while in use</span>';
     const gauged = !v.family && v.slots > MAX_CELLS;
@@ -125,6 +125,18 @@
     }
     el.innerHTML = h;
     el.dataset.t0 = entry.t0;
+  }
+
+  // election shows the election a lock is the lock of: who leads (its
+  // value), the term's token, since when, and the candidates waiting.
+  function election(el) {
+    if (!el) return "";
+    const waiting = " · " + el.waiting + " candidate" + (el.waiting === 1 ? "" : "s") + " waiting";
+    if (el.vacant) return '<div class="election vacant">election · <b>vacant</b>' + waiting + "</div>";
+    return '<div class="election">election · leader <b class="leader">' + esc(el.leader) + "</b>" +
+      (el.value ? ' (<span class="value">' + esc(el.value) + "</span>)" : "") +
+      ' · term <span class="token">' + el.token + "</span>" +
+      (el.age_ms == null ? "" : ' · since <span data-up="' + el.age_ms + '">' + dur(el.age_ms) + "</span>") + waiting + "</div>";
   }
 
   // gauge draws a lock of more slots than cells: the share in use (and
