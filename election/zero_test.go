@@ -15,7 +15,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 	zerocall.Run(t, zerocall.Suite{
 		Dir: ".",
 		Funcs: map[string]any{
-			"New": election.New, "WithTTL": election.WithTTL, "CandidateID": election.CandidateID,
+			"New": election.New, "WithTTL": election.WithTTL, "CandidateID": election.CandidateID, "StatusOf": election.StatusOf,
 		},
 		Receivers: []func() any{
 			func() any { return (*election.Election)(nil) },
