@@ -6,7 +6,7 @@
 -- Keys of one root R (a name up to its first "/", so that a lock and the
 -- families that cover it share it) all carry the hash tag {R}:
 --   P{R}:d  hash  definition name -> slots; field "" the last token/seq drawn
---   P{R}:l:NAME   string (msgpack) the holders of lock NAME
+--   P{R}:l:NAME   string (msgpack) the length of the queue, then the holders of lock NAME
 --   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
 --   P{R}:b:NAME   hash  waiter id -> its request (msgpack)
 --   P{R}:u  set   names with holders or waiters
@@ -17,7 +17,7 @@
 -- The state of one call, reset by begin.
 local P, NODE, NOW
 local RO      -- a call that writes nothing: dead waiters are skipped, not removed
-local defs, hws, alive, locks, order, stats
+local defs, last, hws, alive, locks, order, stats
 local EV      -- events for the caller: arrays (see events.go)
 local MSG     -- node -> list of messages
 local ME      -- the calling waiter's id, if any (no message to itself)
@@ -28,7 +28,7 @@ local function begin(argv)
   P, NODE = argv[1], argv[2]
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  defs, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}
+  defs, last, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}, {}
   EV, MSG, ME, MINE, LOCAL = {}, {}, '', nil, {}
   RO = false
 end
@@ -64,7 +64,10 @@ local function defof(name)
   local d = defs[name]
   if d then return d[1], d[2] end
   local ps = patterns(name)
-  local vs = redis.call('HMGET', tagkey(name, 'd'), unpack(ps))
+  local k = tagkey(name, 'd')
+  local vs = redis.call('HMGET', k, '', unpack(ps)) -- and the last id drawn (nextid)
+  if not last[k] then last[k] = tonumber(vs[1] or '0') end
+  table.remove(vs, 1)
   for i, p in ipairs(ps) do
     local v = vs[i]
     if v then
@@ -79,7 +82,7 @@ end
 -- server's clock in µs, raised past the last one drawn.
 local function nextid(name)
   local k = tagkey(name, 'd')
-  local v = hws[k]
+  local v = hws[k] or last[k]
   if not v then v = tonumber(redis.call('HGET', k, '') or '0') end
   if v + 1 > NOW then v = v + 1 else v = NOW end
   hws[k] = v
@@ -132,8 +135,8 @@ local function load(name)
   l = {name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
     lk = lockkey(name), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
   local raw = redis.call('GET', l.lk)
-  if raw then l.h = cmsgpack.unpack(raw) end
-  l.qlen = redis.call('LLEN', l.wk)
+  l.qlen = 0
+  if raw then l.qlen, l.h = cmsgpack.unpack(raw) end
   l.head0 = ''
   if l.qlen > 0 and not RO then l.head0 = redis.call('LINDEX', l.wk, 0) end
   l.u0, l.q0 = #l.h > 0 or l.qlen > 0, l.qlen > 0
@@ -222,8 +225,8 @@ end
 
 -- Counters of definitions: P{R}:s, field "definition\tcounter", raised
 -- at the end (HINCRBY). Counters: 1 acquisitions, 2 releases, 3 expiries,
--- 4 losses, 5 waited, 6 wait µs, 7 holds, 8 hold µs; wN and hN the waits
--- and holds of bucket N.
+-- 4 losses, 5 waited, 6 wait µs, 8 hold µs (7, the holds, is 2 + 3); wN
+-- and hN the waits and holds of bucket N.
 local function count(l, c, n)
   local k = tagkey(l.name, 's')
   local byk = stats[k]
@@ -256,7 +259,6 @@ local function ended(l, h, expired, lost)
   if lost then count(l, '4', 1) end
   local held = NOW - h.a
   if held < 0 then held = 0 end
-  count(l, '7', 1)
   count(l, '8', held)
   count(l, 'h' .. bucket(held), 1)
 end
@@ -465,13 +467,13 @@ local function advance(l, resized)
   end
 end
 
--- save writes l's holders back (or deletes them when it has none), and
+-- save writes l's record back (or deletes it when l has nobody), and
 -- keeps the sets of names in use and queued true.
 local function save(l)
-  if #l.h == 0 then
+  if #l.h == 0 and l.qlen == 0 then
     redis.call('DEL', l.lk)
   else
-    redis.call('SET', l.lk, cmsgpack.pack(l.h))
+    redis.call('SET', l.lk, cmsgpack.pack(l.qlen, l.h))
   end
   local head = qat(l, 1)
   if head and head.i ~= l.head0 and head.i ~= ME then publish(head.d, 'c\t' .. head.i) end

@@ -36,7 +36,7 @@ for i = 1, #d, 2 do
     end
     local fam, slots, nl = 0, tonumber(d[i + 1]), 1
     if isfamily(name) then fam, slots, nl = 1, 0, 0 end
-    out[#out + 1] = {name, fam, slots, nl, 0, 0, 0, {c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8]}, wb, hb}
+    out[#out + 1] = {name, fam, slots, nl, 0, 0, 0, {c[1], c[2], c[3], c[4], c[5], c[6], c[2] + c[3], c[8]}, wb, hb}
     at[name] = out[#out]
   end
 end

@@ -8,12 +8,12 @@ for j = 4, #ARGV do
     local key = lockkey(name)
     local raw = redis.call('GET', key)
     if raw then
-      local hs = cmsgpack.unpack(raw)
+      local n, hs = cmsgpack.unpack(raw)
       for _, h in ipairs(hs) do
         h.a, h.n = h.a - d, h.n - d
         if h.e ~= 0 then h.e = h.e - d end
       end
-      redis.call('SET', key, cmsgpack.pack(hs))
+      redis.call('SET', key, cmsgpack.pack(n, hs))
     end
     local bk = tagkey(name, 'b:' .. name)
     local ws = redis.call('HGETALL', bk)
