@@ -56,10 +56,11 @@
 // frees a slot grants it to the head waiter(s) that fit, in the same
 // script, and publishes the grant to the waiter's node: each store
 // subscribes to a channel of its own (P + "node:" + id). Waiters do not
-// poll. A waiter checks again only when told to (it became the head of a
-// queue; the subscription was renewed after a reconnect, when a grant may
-// have been lost), when a holder ahead of it becomes takeable (its
-// expiry), or when the heartbeat finds that its node had been taken for
+// poll. A waiter checks again only when told to (the subscription was
+// renewed after a reconnect, when a grant may have been lost), when a
+// holder ahead of it becomes takeable (its expiry: the waiter that becomes
+// the head of a queue is told when, with no call of its own), or when the
+// heartbeat finds that its node had been taken for
 // dead. Each store beats four times per waiter TTL (WithWaiterTTL, 1s)
 // under the roots where it has waiters; a heartbeat takes the waiters of
 // nodes that stopped beating out of the queues, so the waiters of a dead

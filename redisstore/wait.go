@@ -18,9 +18,10 @@ import (
 // pushed: the script that frees a slot grants it to the head waiter and
 // publishes the grant to the waiter's node channel, whose listener hands it
 // to the waiter. A waiter checks again by itself only when told to (a "c"
-// message: it became the head of a queue, or the channel was subscribed
-// again after a reconnect), when a holder ahead of it becomes takeable, or
-// when the heartbeat found its node taken for dead.
+// message: the channel was subscribed again after a reconnect), when a
+// holder ahead of it becomes takeable (the check's answer says when, and
+// so does the "c" message that tells a waiter it became the head of a
+// queue), or when the heartbeat found its node taken for dead.
 type waiter struct {
 	id    string
 	roots []string
@@ -239,6 +240,15 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, 
 				}
 				emitEvents(req.Events, evs)
 				return g, nil
+			case strings.HasPrefix(m, "c\t"):
+				// "c", waiter, wake, now: it became the head of a queue.
+				if f := strings.Split(m, "\t"); len(f) == 4 {
+					if at := atoi64(f[2]); at > 0 && (wake == 0 || at < wake) {
+						wake = at
+					}
+					now = atoi64(f[3])
+					continue
+				}
 			case strings.HasPrefix(m, "h\t"):
 				f := strings.Split(m, "\t")
 				if len(f) == 5 {

@@ -475,8 +475,11 @@ local function save(l)
   else
     redis.call('SET', l.lk, cmsgpack.pack(l.qlen, l.h))
   end
+  -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)
-  if head and head.i ~= l.head0 and head.i ~= ME then publish(head.d, 'c\t' .. head.i) end
+  if head and head.i ~= l.head0 and head.i ~= ME then
+    publish(head.d, table.concat({'c', head.i, num(wakeat(l, head.x)), num(NOW)}, '\t'))
+  end
   local inuse, queued = #l.h > 0 or l.qlen > 0, l.qlen > 0
   if inuse ~= l.u0 then
     if inuse then redis.call('SADD', tagkey(l.name, 'u'), l.name) else redis.call('SREM', tagkey(l.name, 'u'), l.name) end
