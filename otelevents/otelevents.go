@@ -22,6 +22,13 @@
 // entries are mapped by WithMapper, and at most 1000 distinct values are
 // kept (later ones are "(other)").
 //
+// Elections (package election) named by WithElections have two counters
+// more, with the attribute sleeplock.election: sleeplock.election.terms,
+// the terms begun (the grants of the election's lock: each term is a
+// change of leader, a candidate that campaigns again counting again), and
+// sleeplock.election.takeovers, the terms that ended without their leader
+// resigning, taken over after their TTL.
+//
 // For spans (WithTracer), give the Metrics to sleeplock.WithNotifier too:
 // spans are made from events.
 package otelevents
@@ -44,6 +51,9 @@ import (
 // lock).
 const LockKey = attribute.Key("sleeplock.lock")
 
+// ElectionKey is the attribute that names an election (WithElections).
+const ElectionKey = attribute.Key("sleeplock.election")
+
 // Other is the label of locks that came after the label limit was reached.
 const Other = labels.Other
 
@@ -55,6 +65,7 @@ type config struct {
 	maxLabels int
 	tracer    trace.Tracer
 	timeout   time.Duration
+	elections []string
 }
 
 // WithMapper sets the function that turns a lock name into its
@@ -81,6 +92,13 @@ func WithMaxLabels(n int) Option { return func(c *config) { c.maxLabels = n } }
 // the full lock name, the ref, the kind and the fencing token.
 func WithTracer(t trace.Tracer) Option { return func(c *config) { c.tracer = t } }
 
+// WithElections reports the elections of these names (package election;
+// each is the name of its lock) with the election counters: terms and
+// takeovers, 0 until the election's first campaign.
+func WithElections(names ...string) Option {
+	return func(c *config) { c.elections = append(c.elections, names...) }
+}
+
 // WithObserveTimeout bounds the store read of a collection (default 5 s).
 func WithObserveTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
@@ -96,6 +114,14 @@ type Metrics struct {
 	wait, hold                      metric.Float64ObservableCounter
 	slots, running, expired         metric.Int64ObservableGauge
 	waiting, count                  metric.Int64ObservableGauge
+	terms, takeovers                metric.Int64ObservableCounter
+	elections                       []election
+}
+
+// election is one election's name and measurement options, made once.
+type election struct {
+	name string
+	obs  []metric.ObserveOption
 }
 
 // attrs are one label's measurement options, made once.
@@ -152,11 +178,17 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 	m.expired = gauge("sleeplock.expired", "{holder}", "Holders past their expiry that nobody has taken over yet.")
 	m.waiting = gauge("sleeplock.waiting", "{waiter}", "Callers waiting for the locks under the label.")
 	m.count = gauge("sleeplock.locks", "{lock}", "Locks under the label (defined, or family members in use).")
+	m.terms = counter("sleeplock.election.terms", "{term}", "Terms begun: grants of the election's lock, each a change of leader (a candidate that campaigns again counts again).")
+	m.takeovers = counter("sleeplock.election.takeovers", "{term}", "Terms that ended without their leader resigning, taken over after their TTL.")
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range labels.Distinct(c.elections) {
+		m.elections = append(m.elections, election{name: n,
+			obs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(ElectionKey.String(n)))}})
+	}
 	m.reg, err = meter.RegisterCallback(m.observe, m.acq, m.ref, m.rel, m.exp, m.lost, m.timed, m.wait, m.hold,
-		m.slots, m.running, m.expired, m.waiting, m.count)
+		m.slots, m.running, m.expired, m.waiting, m.count, m.terms, m.takeovers)
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +226,16 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.expired, int64(s.Expired), a.obs...)
 		o.ObserveInt64(m.waiting, int64(s.Waiting), a.obs...)
 		o.ObserveInt64(m.count, int64(s.Locks), a.obs...)
+	}
+	if len(m.elections) > 0 {
+		names := make([]string, len(m.elections))
+		for i, e := range m.elections {
+			names[i] = e.name
+		}
+		for i, e := range labels.Elections(all, names) {
+			o.ObserveInt64(m.terms, int64(e.Terms), m.elections[i].obs...)
+			o.ObserveInt64(m.takeovers, int64(e.Takeovers), m.elections[i].obs...)
+		}
 	}
 	return nil
 }

@@ -16,6 +16,14 @@
 // store's entries are mapped by WithMapper (default Family) to at most
 // 1000 distinct labels (see WithMaxLabels), later ones reported as
 // "(other)".
+//
+// Elections (package election) named by WithElections have two counters
+// more, labelled "election": sleeplock_election_terms_total, the terms
+// begun (the grants of the election's lock: each term is a change of
+// leader, a candidate that campaigns again counting again), and
+// sleeplock_election_takeovers_total, the terms that ended without their
+// leader resigning, taken over after their TTL. Both come from the same
+// read, every process's terms included.
 package promevents
 
 import (
@@ -46,6 +54,7 @@ type config struct {
 	mapper    func(string) string
 	maxLabels int
 	timeout   time.Duration
+	elections []string
 }
 
 // WithMapper sets the function that turns a lock or family name of
@@ -63,6 +72,13 @@ func WithMapper(f func(name string) string) Option {
 // WithMaxLabels sets how many distinct "lock" labels are kept (default
 // 1000); the locks of further labels are counted under "(other)".
 func WithMaxLabels(n int) Option { return func(c *config) { c.maxLabels = n } }
+
+// WithElections reports the elections of these names (package election;
+// each is the name of its lock) with the election metrics: terms and
+// takeovers, 0 until the election's first campaign.
+func WithElections(names ...string) Option {
+	return func(c *config) { c.elections = append(c.elections, names...) }
+}
 
 // WithNamespace sets the metric name prefix (default "sleeplock").
 func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
@@ -91,6 +107,8 @@ const (
 	expired
 	waiting
 	count
+	terms
+	takeovers
 	kinds
 )
 
@@ -104,6 +122,7 @@ func New(locks *sleeplock.Locks, opts ...Option) *Metrics {
 		}
 	}
 	m := &Metrics{cfg: c, locks: locks}
+	m.cfg.elections = labels.Distinct(c.elections)
 	m.set = labels.NewSet(c.mapper, c.maxLabels, func(label string) *string { return &label })
 	desc := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", name), help, []string{"lock"}, nil)
@@ -121,6 +140,10 @@ func New(locks *sleeplock.Locks, opts ...Option) *Metrics {
 		expired:      desc("expired", "Holders past their expiry that nobody has taken over yet."),
 		waiting:      desc("waiting", "Callers waiting for the locks under the label."),
 		count:        desc("locks", "Locks under the label (defined, or family members in use)."),
+		terms: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "election", "terms_total"),
+			"Terms begun: grants of the election's lock, each a change of leader (a candidate that campaigns again counts again).", []string{"election"}, nil),
+		takeovers: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "election", "takeovers_total"),
+			"Terms that ended without their leader resigning, taken over after their TTL.", []string{"election"}, nil),
 	}
 	return m
 }
@@ -162,6 +185,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(expired, a.Expired)
 		gauge(waiting, a.Waiting)
 		gauge(count, a.Locks)
+	}
+	for _, e := range labels.Elections(all, m.cfg.elections) {
+		ch <- prometheus.MustNewConstMetric(m.descs[terms], prometheus.CounterValue, float64(e.Terms), e.Name)
+		ch <- prometheus.MustNewConstMetric(m.descs[takeovers], prometheus.CounterValue, float64(e.Takeovers), e.Name)
 	}
 }
 

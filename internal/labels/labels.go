@@ -3,6 +3,7 @@
 package labels
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -125,4 +126,43 @@ func (s *Set[T]) Sums(all []store.Stats) []Sum[T] {
 		sums[j].Stats.Add(&all[i])
 	}
 	return sums
+}
+
+// Election is the counts of one election (package election): its lock's
+// Stats read as terms and takeovers.
+type Election struct {
+	Name string
+	// Terms counts the terms begun: the grants of the election's lock
+	// (Stats.Acquisitions). Each is a change of leader, since a campaign
+	// is a candidate of its own: a candidate that campaigns again after
+	// its term ended (election.Run, sleeplock elect --again) begins a new
+	// term, with a new token, and counts again.
+	Terms uint64
+	// Takeovers counts the terms that ended without their leader
+	// resigning, taken over after their TTL (Stats.Expiries): the changes
+	// forced on a leader that stopped renewing (died, paused, cut off).
+	Takeovers uint64
+}
+
+// Elections returns the counts of the elections names, in that order,
+// from all (one Locks.Stats): 0 for an election whose lock is not
+// defined yet (nobody campaigned).
+func Elections(all []store.Stats, names []string) []Election {
+	out := make([]Election, len(names))
+	for i, n := range names {
+		out[i].Name = n
+		// all is sorted by name (store.StatsReader).
+		j, ok := slices.BinarySearchFunc(all, n, func(s store.Stats, name string) int { return strings.Compare(s.Name, name) })
+		if ok && !all[j].Family {
+			out[i].Terms, out[i].Takeovers = all[j].Acquisitions, all[j].Expiries
+		}
+	}
+	return out
+}
+
+// Distinct returns names sorted, each once.
+func Distinct(names []string) []string {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	return slices.Compact(names)
 }

@@ -74,3 +74,19 @@ func TestSums(t *testing.T) {
 		}
 	}
 }
+
+// TestElections: an election's terms are its lock's grants, its takeovers
+// its lock's expiries; an election with no lock yet counts 0; a family of
+// the same name is not it.
+func TestElections(t *testing.T) {
+	all := []store.Stats{
+		{Name: "a", Acquisitions: 9, Expiries: 1},
+		{Name: "sched", Acquisitions: 5, Expiries: 2, Releases: 3},
+		{Name: "z/*", Family: true, Acquisitions: 7},
+	}
+	got := Elections(all, Distinct([]string{"sched", "none", "sched", "z/*"}))
+	want := []Election{{Name: "none"}, {Name: "sched", Terms: 5, Takeovers: 2}, {Name: "z/*"}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Elections = %v, want %v", got, want)
+	}
+}
