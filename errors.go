@@ -8,6 +8,7 @@ var (
 	ErrUnavailable    = store.ErrUnavailable    // a try or no-wait acquisition was refused (a *BusyError)
 	ErrNotHeld        = store.ErrNotHeld        // release or renewal of a lease its ref no longer holds
 	ErrAlreadyDefined = store.ErrAlreadyDefined // Define of an existing name with other slots (a *ConflictError)
+	ErrInUse          = store.ErrInUse          // Delete of a lock that is held or waited for (an *InUseError)
 	ErrClosed         = store.ErrClosed         // the Locks or its store was closed
 	ErrLeaseLost      = store.ErrLeaseLost      // cause of a lease's context when the lease was lost
 	ErrReleased       = store.ErrReleased       // cause of a lease's context after its release
@@ -36,6 +37,11 @@ type InvalidError = store.InvalidError
 // WeightError is the error of a weight larger than the lock's slots:
 // refused at once, or ending a waiter that a Resize left too heavy.
 type WeightError = store.WeightError
+
+// InUseError is the error of a Delete refused because the lock (or a
+// member of the family) is held or waited for: it counts them. Nothing
+// changed.
+type InUseError = store.InUseError
 
 // ConflictError is the error of a Define whose name exists with other slots.
 type ConflictError = store.ConflictError

@@ -22,7 +22,7 @@ type Event = store.Event
 type EventType = store.EventType
 
 // The events: a lock created, a slot acquired, released or waited for, an
-// acquisition refused, a lease expired or lost, a lock resized. No event is sent for a
+// acquisition refused, a lease expired or lost, a lock resized or deleted. No event is sent for a
 // re-entrant acquire, a release that freed nothing or a failed renewal that
 // is retried.
 const (
@@ -34,6 +34,7 @@ const (
 	EventExpired  = store.EventExpired
 	EventLost     = store.EventLost
 	EventResized  = store.EventResized
+	EventDeleted  = store.EventDeleted
 )
 
 // Notifier receives events. Given to WithNotifier, Notify is called on a
@@ -80,7 +81,7 @@ func LogEvents(logger *slog.Logger) Notifier {
 		switch e.Type {
 		case EventExpired, EventLost:
 			level = slog.LevelWarn
-		case EventCreated, EventResized, EventRefused:
+		case EventCreated, EventResized, EventRefused, EventDeleted:
 			level = slog.LevelInfo
 		}
 		attrs := []slog.Attr{

@@ -275,6 +275,10 @@ func (x Lease) release(ctx context.Context) error {
 		// It was gone before this release: lost, not released.
 		lf.stop()
 		lf.lose(fmt.Errorf("%w: no longer held when released", store.ErrLeaseLost))
+	case errors.Is(err, store.ErrNotFound):
+		// Its lock was deleted (a forced Delete): lost, not released.
+		lf.stop()
+		lf.lose(store.DeletedHold(x.grant().Name))
 	default:
 		// Not released: the store keeps the lease until it expires.
 		lf.releasing.Store(false)
@@ -300,6 +304,8 @@ func (x Lease) Keep(ctx context.Context) error {
 			lf.kept(start, exp)
 		case errors.Is(err, store.ErrNotHeld):
 			lf.lose(fmt.Errorf("%w: not held when kept", store.ErrLeaseLost))
+		case errors.Is(err, store.ErrNotFound):
+			lf.lose(store.DeletedHold(g.Name)) // its lock was deleted
 		}
 	}
 	return err

@@ -238,6 +238,9 @@ func (lf *life) loop(start time.Time) {
 		case errors.Is(err, store.ErrNotHeld):
 			lf.lose(fmt.Errorf("%w: taken over or released by another holder", store.ErrLeaseLost))
 			return
+		case errors.Is(err, store.ErrNotFound):
+			lf.lose(store.DeletedHold(lf.g.Name)) // a forced Delete
+			return
 		default:
 			// A passing fault: try again soon, inside the safe window.
 			lf.fail(err)

@@ -214,6 +214,48 @@ func (l *Locks) Resize(ctx context.Context, name string, slots int) error {
 	return l.store.Resize(ctx, name, slots, l.emitter)
 }
 
+// Deleted is what a Delete did: the holds and waiters a forced Delete
+// ended.
+type Deleted = store.Deleted
+
+// DeleteOption adjusts one Delete.
+type DeleteOption func(*deleteConfig)
+
+type deleteConfig struct{ force bool }
+
+// Force makes a Delete of a lock in use go ahead: its holds end as
+// released by another (their Done closes, their contexts end with
+// ErrLeaseLost, as when a lease is taken over) and its waiters return an
+// error matching ErrNotFound.
+func Force() DeleteOption { return func(c *deleteConfig) { c.force = true } }
+
+// Delete removes the lock or family name: its definition and its state,
+// counters included (State, List and Stats no longer show it). Deleting a
+// family ("chat/*") deletes its members in use too. A lock that is held
+// or waited for (for a family, any member) is refused with an
+// *InUseError that counts its holders and waiters (matching ErrInUse),
+// changing nothing, unless Force is given. A name with no definition of
+// its own, a member of a family too, is ErrNotFound: delete the family,
+// or release the member. A lock defined again later (or a member used
+// again) grants fencing tokens above every one it granted before: a
+// Guard of a lease of the deleted lock never passes. Delete emits a
+// deleted event for each lock it removes.
+func (l *Locks) Delete(ctx context.Context, name string, opts ...DeleteOption) (Deleted, error) {
+	if err := l.usable(ctx); err != nil {
+		return Deleted{}, err
+	}
+	if err := store.CheckDefinition(name, 1); err != nil { // a lock or a family pattern
+		return Deleted{}, err
+	}
+	var c deleteConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return l.store.Delete(ctx, name, c.force, l.emitter)
+}
+
 // State is a lock's state: Slots, Running (live holders), Expired (holders
 // past their expiry that nobody took over yet), Leases and Waiting; Holders
 // and Queue only from StateDetail and List (State leaves them empty: index

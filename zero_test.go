@@ -23,7 +23,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"NoKeepAlive": sleeplock.NoKeepAlive, "NoWait": sleeplock.NoWait, "Weight": sleeplock.Weight, "WeightFor": sleeplock.WeightFor,
 			"Exclusive": sleeplock.Exclusive, "Shared": sleeplock.Shared, "TTL": sleeplock.TTL,
 			"Kind": sleeplock.Kind, "Ref": sleeplock.Ref, "StaleAfter": sleeplock.StaleAfter,
-			"ReenterAll": sleeplock.ReenterAll,
+			"ReenterAll": sleeplock.ReenterAll, "Force": sleeplock.Force,
 			"ReadConfig": sleeplock.ReadConfig, "LoadConfig": sleeplock.LoadConfig,
 		},
 		Receivers: []func() any{

@@ -10,7 +10,7 @@ import (
 // lookups of unrelated names rarely touch the same memory and an entry
 // costs a map slot (no boxed key, as in a sync.Map).
 //
-// Locks defined by name are never removed, so they are also kept in an
+// Locks defined by name are removed only by a Delete, so they are also kept in an
 // immutable snapshot that a lookup reads with one atomic load and no
 // write: the hot path of a defined lock touches no shared memory. A
 // snapshot is made again (in time linear in the defined locks) once the
@@ -61,7 +61,7 @@ func (n *names) Load(name string) *lock {
 }
 
 // Defined records that lk, stored under name, is now a lock defined by
-// name (it is never removed again).
+// name (until a Delete: Undefine).
 func (n *names) Defined(name string, lk *lock) {
 	n.mu.Lock()
 	if n.defs == nil {
@@ -73,6 +73,22 @@ func (n *names) Defined(name string, lk *lock) {
 		n.dirty.Add(1)
 	}
 	n.mu.Unlock()
+}
+
+// Undefine removes name, defined as lk, from the defined locks (a
+// Delete), and makes the snapshot again at once: a lookup must not find
+// the deleted record in it. The caller removes name from its shard too.
+func (n *names) Undefine(name string, lk *lock) {
+	n.mu.Lock()
+	if n.defs[name] != lk {
+		n.mu.Unlock()
+		return
+	}
+	delete(n.defs, name)
+	n.ndefs.Add(-1)
+	n.dirty.Add(1)
+	n.mu.Unlock()
+	n.promote()
 }
 
 // promote makes a new snapshot of the defined locks.

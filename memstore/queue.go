@@ -150,7 +150,12 @@ func (s *Store) cancelWait(ctx context.Context, w *waiter) error {
 			o.lock(lk)
 		}
 	} else if !o.enter(w.locks[0]) {
-		panic("memstore: a lock with a waiter was forgotten")
+		// Gone with a waiter: a Delete ended the wait (w.err) first.
+		<-w.ready
+		if w.err == nil {
+			panic("memstore: a lock with a waiter was forgotten")
+		}
+		return w.err
 	}
 	switch {
 	case w.err != nil:

@@ -39,6 +39,7 @@ type queries struct {
 	acquireOne, checkOne, releaseOne, release, undo string
 	keepOne, keep, held, spillHeld                  string
 	states, define, resize, stats                   string
+	deleteDef                                       string
 	nodeBeat, nodeWaiters, dropWaiter               string
 	sweepNodes, sweep                               string
 	// other statements
@@ -75,6 +76,7 @@ var (
 	statesFn    = fn{"states", []string{"p_name text", "p_detail boolean"}}
 	defineFn    = fn{"define", []string{"p_name text", "p_slots integer", "p_family boolean"}}
 	resizeFn    = fn{"resize", []string{"p_name text", "p_slots integer"}}
+	deleteDefFn = fn{"delete_def", []string{"p_name text", "p_force boolean"}}
 	nodeBeatFn  = fn{"node_beat", []string{"p_node bigint", "p_wttl bigint", "p_several bigint[]", "p_locks text[]",
 		"p_refs text[]"}}
 	dropWaiterFn  = fn{"drop_waiter", []string{"p_op bigint"}}
@@ -84,7 +86,7 @@ var (
 // calls lists the functions above, for the test that compares them with
 // their definitions in sql/.
 var calls = []fn{acquireOneFn, checkOneFn, releaseOneFn, releaseFn, undoFn, keepOneFn, keepFn, heldFn,
-	spillHeldFn, statesFn, defineFn, resizeFn, nodeBeatFn, dropWaiterFn, nodeWaitersFn}
+	spillHeldFn, statesFn, defineFn, resizeFn, deleteDefFn, nodeBeatFn, dropWaiterFn, nodeWaitersFn}
 
 // call returns the call of f in schema s (quoted) with named arguments
 // $1, $2, … An array goes as its text, cast on the server, which every
@@ -255,7 +257,9 @@ func newQueries(schema string) queries {
 		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
 			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +
 			"CASE WHEN r_created AND r_old IS NOT NULL THEN nextval(" + seqs + ") ELSE 0 END FROM " + defineFn.call(s),
-		resize:      "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
+		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
+		deleteDef: "SELECT d.*, CASE WHEN d.r_ev IN ('released', 'deleted') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+			deleteDefFn.call(s) + " d",
 		nodeBeat:    "SELECT " + nodeBeatFn.call(s),
 		nodeWaiters: "SELECT " + nodeWaitersFn.call(s),
 		dropWaiter:  "SELECT " + dropWaiterFn.call(s) + "::bigint",

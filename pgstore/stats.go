@@ -49,6 +49,19 @@ func (r *refusals) key(name string) string {
 	return key
 }
 
+// forget drops the counts of definition name, which was deleted, and of
+// the names it covered.
+func (r *refusals) forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.n {
+		if n == name || r.key(n) == name {
+			delete(r.n, n)
+		}
+	}
+	delete(r.defs, name)
+}
+
 // fold records the definitions of sts, moves the counts of names under
 // their definitions (dropping those of names no definition covers) and
 // sets each entry's Refusals.

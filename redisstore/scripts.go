@@ -40,6 +40,7 @@ var (
 	fnStats     = fn("stats")
 	fnDefine    = fn("define")
 	fnResize    = fn("resize")
+	fnDelete    = fn("delete")
 	fnLeave     = fn("leave")
 	fnHeartbeat = fn("heartbeat")
 	fnClose     = fn("close")
@@ -49,7 +50,7 @@ var (
 
 // operations are the functions of the library, by file name.
 var operations = []string{"acquire", "release", "keep", "held", "state", "list", "stats", "define",
-	"resize", "leave", "heartbeat", "close", "guard", "relabel"}
+	"resize", "delete", "leave", "heartbeat", "close", "guard", "relabel"}
 
 func readLua(name string) string {
 	b, err := luaFiles.ReadFile("lua/" + name + ".lua")

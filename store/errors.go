@@ -21,6 +21,9 @@ var (
 	// ErrNotHeld: the lease is not (or no longer) held by its ref. Reported
 	// by a release or renewal that changed nothing.
 	ErrNotHeld = errors.New("sleeplock: lease not held")
+	// ErrInUse: a Delete of a lock that is held or has waiters. The error
+	// is an *InUseError that counts them.
+	ErrInUse = errors.New("sleeplock: lock in use")
 	// ErrAlreadyDefined: a lock of that name exists with other slots.
 	ErrAlreadyDefined = errors.New("sleeplock: lock already defined")
 	// ErrClosed: the store (or the Locks) was closed.
@@ -76,6 +79,52 @@ func NotFound(name string) error {
 // defined lock or family, matching ErrNotFound.
 func NotResizable(name string) error {
 	return fmt.Errorf("%w: %q (only a defined lock or family can be resized)", ErrNotFound, name)
+}
+
+// NotDeletable returns the error of a Delete of a name that is not a
+// defined lock or family, matching ErrNotFound.
+func NotDeletable(name string) error {
+	return fmt.Errorf("%w: %q (only a defined lock or family can be deleted; a family member goes with its family)", ErrNotFound, name)
+}
+
+// DeletedWhileWaiting returns the error of a caller that waited for lock
+// name when a forced Delete deleted it, matching ErrNotFound. A store
+// whose waiters learn it by looking the name up again returns NotFound's
+// error instead, which matches ErrNotFound too.
+func DeletedWhileWaiting(name string) error {
+	return fmt.Errorf("%w: %q was deleted while the caller waited", ErrNotFound, name)
+}
+
+// DeletedHold returns the reason a hold of lock name ended when a forced
+// Delete deleted the lock: released by another, matching ErrLeaseLost.
+func DeletedHold(name string) error {
+	return fmt.Errorf("%w: released by another caller: lock %q was deleted", ErrLeaseLost, name)
+}
+
+// InUseError reports a Delete refused because the lock (or a member of
+// the family) is in use; nothing changed. It matches ErrInUse.
+type InUseError struct {
+	Lock    string // the lock in use (for a family, the first member in use, by name)
+	Holders int    // holds of the lock (of every member, for a family), live or past their expiry
+	Waiters int    // callers waiting for it (for every member, for a family)
+}
+
+func (e *InUseError) Error() string {
+	if e == nil {
+		return ErrInUse.Error()
+	}
+	return fmt.Sprintf("sleeplock: lock %q is in use: %d %s, %d %s (release them, or delete with force)",
+		e.Lock, e.Holders, plural(e.Holders, "holder", "holders"), e.Waiters, plural(e.Waiters, "waiter", "waiters"))
+}
+
+// Unwrap returns ErrInUse.
+func (e *InUseError) Unwrap() error { return ErrInUse }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // InvalidError reports input that was refused before anything changed. It

@@ -69,6 +69,20 @@ type Store interface {
 	// when staleAfter is 0, past its expiry. It reports whether this call
 	// released them; of concurrent callers at most one gets true.
 	ReleaseStale(ctx context.Context, h Handle, staleAfter time.Duration, ev Emitter) (bool, error)
+	// Delete removes the definition name, a lock or a family ("x/*"), with
+	// the state of its locks (a family's members in use too): holders,
+	// queue and counters; State, List and Stats no longer show them. A
+	// lock in use (a holder, live or past its expiry, or a waiter; for a
+	// family, of any member) is refused with an *InUseError that counts
+	// them, changing nothing, unless force: then its holds end as
+	// released by another (DeletedHold: watchers and renewals learn that
+	// the lease was lost) and its waiters return an error matching
+	// ErrNotFound (DeletedWhileWaiting). A name with no definition of its
+	// own, a family member too, is ErrNotFound (NotDeletable), changing
+	// nothing. A lock defined again after a Delete grants tokens above
+	// every token it granted before. It emits EventDeleted for each lock
+	// it deletes, after the released events of the holds it ended.
+	Delete(ctx context.Context, name string, force bool, ev Emitter) (Deleted, error)
 	// State reports a lock's slots, holders and waiters (holders and queue
 	// only when detail is true). A family member that is not in use reports
 	// the family's slots and nothing running.
@@ -191,6 +205,12 @@ func Need(weight, slots int) int {
 type Definition struct {
 	Name  string
 	Slots int
+}
+
+// Deleted is what a Delete did.
+type Deleted struct {
+	Holds   int // holds ended (force)
+	Waiters int // waiters ended (force)
 }
 
 // Names returns the request's locks in the caller's order.
@@ -323,9 +343,10 @@ const (
 	EventExpired                       // a lease was taken over after its TTL
 	EventLost                          // a holder learned it no longer holds its lease
 	EventResized                       // a lock's slots changed
+	EventDeleted                       // a lock (or family) was deleted
 )
 
-var eventNames = [...]string{"", "created", "acquired", "released", "waiting", "refused", "expired", "lost", "resized"}
+var eventNames = [...]string{"", "created", "acquired", "released", "waiting", "refused", "expired", "lost", "resized", "deleted"}
 
 func (t EventType) String() string {
 	if int(t) < len(eventNames) {
@@ -352,7 +373,7 @@ type Event struct {
 	Time    time.Time     // the store's clock when it knew (zero when not read)
 	// Seq orders the events of one lock: it grows strictly with every
 	// change of the lock in the store (created, acquired, released,
-	// waiting, expired, resized), across every process that shares the
+	// waiting, expired, resized, deleted), across every process that shares the
 	// store, so the events of a lock sorted by Seq replay its states
 	// (Running, Waiting) in the store's order. 0 for events that change
 	// nothing in the store (refused, lost).

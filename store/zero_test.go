@@ -17,7 +17,8 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"CheckDefinition": store.CheckDefinition, "CheckName": store.CheckName, "CheckNames": store.CheckNames,
 			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
 			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
-			"NotResizable": store.NotResizable, "NewRef": store.NewRef, "RefOf": store.RefOf,
+			"NotResizable": store.NotResizable, "NotDeletable": store.NotDeletable,
+			"DeletedWhileWaiting": store.DeletedWhileWaiting, "DeletedHold": store.DeletedHold, "NewRef": store.NewRef, "RefOf": store.RefOf,
 			"NewRefRange": store.NewRefRange, "Need": store.Need, "Busy": store.Busy, "CheckWeight": store.CheckWeight, "Bucket": store.Bucket,
 		},
 		Receivers: []func() any{
@@ -27,6 +28,8 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &store.BusyError{} },
 			func() any { return (*store.ConflictError)(nil) },
 			func() any { return &store.ConflictError{} },
+			func() any { return (*store.InUseError)(nil) },
+			func() any { return &store.InUseError{} },
 			func() any { return (*store.WeightError)(nil) },
 			func() any { return &store.WeightError{} },
 			func() any { return (*store.InvalidError)(nil) },

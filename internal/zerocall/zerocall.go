@@ -184,7 +184,7 @@ func call(t *testing.T, name string, v variant, nilRecv bool, get func() reflect
 // tell it with errors.Is.
 func typed(err error) bool {
 	for _, s := range []error{store.ErrInvalid, store.ErrNotHeld, store.ErrNotFound, store.ErrClosed,
-		store.ErrUnsupported, store.ErrUnavailable, store.ErrAlreadyDefined, store.ErrLeaseLost, store.ErrReleased, store.ErrTooHeavy} {
+		store.ErrUnsupported, store.ErrUnavailable, store.ErrAlreadyDefined, store.ErrLeaseLost, store.ErrReleased, store.ErrTooHeavy, store.ErrInUse} {
 		if errors.Is(err, s) {
 			return true
 		}
