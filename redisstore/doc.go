@@ -20,9 +20,11 @@
 // LOAD, on every primary of a cluster) the first time a server answers
 // that it lacks it, and again after a restart that lost it; its name
 // carries a hash of its code, so that stores of several versions can
-// share a server. A refused try writes nothing: no key changes, nothing
-// is appended to the AOF, nothing is replicated. List and Stats run one
-// call per root in one pipeline.
+// share a server (FUNCTION DELETE removes an old version's library once
+// none of its stores runs; the store's user needs the @scripting
+// commands, FUNCTION LOAD among them). A refused try writes nothing: no
+// key changes, nothing is appended to the AOF, nothing is replicated.
+// List and Stats run one call per root in one pipeline.
 //
 // # Keys
 //
