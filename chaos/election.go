@@ -42,6 +42,10 @@ type ElectionConfig struct {
 	// times, then exits and elect resigns (default 25 × 40ms).
 	Writes int
 	Every  time.Duration
+	// PauseElectOnly pauses the leader's elect but not its command: a
+	// negative control, whose command writes on after its term ended, so
+	// that Guard must refuse it and the checker must find the overlap.
+	PauseElectOnly bool
 	// The cluster (default 15, "elchaos", 5437).
 	ClusterVersion, ClusterName string
 	ClusterPort                 int
@@ -401,7 +405,10 @@ func (d *electDriver) inject(ctx context.Context, kind string) error {
 		d.logf("killed the leader %s (token %d)", c.id, l.Token)
 		return d.start()
 	case FaultPause:
-		cmdPid := d.commandOf(ctx, l.Token)
+		cmdPid := 0
+		if !d.cfg.PauseElectOnly {
+			cmdPid = d.commandOf(ctx, l.Token)
+		}
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGSTOP)
 		if cmdPid > 0 {
 			_ = syscall.Kill(-cmdPid, syscall.SIGSTOP)

@@ -59,9 +59,9 @@ func (l *ledgerFile) log(ev string) {
 // SLEEPLOCK_REF, SLEEPLOCK_LOCK and SLEEPLOCK_LEADER_ID, it writes its
 // token to elchaos_writes every Every, each write in a transaction fenced
 // by pgstore's Guard, Writes times, and records every step in the ledger
-// file. It stops at its first refused write (the term has ended), when
-// ctx ends (SIGTERM from elect), or when its elect has died (its parent
-// changed).
+// file. A refused write (the term has ended) does not stop it: elect
+// must. It stops after its writes, when ctx ends (SIGTERM from elect), or
+// when its elect has died (its parent changed).
 type ElectCommand struct {
 	DSN    string
 	Ledger string
@@ -117,8 +117,7 @@ func (c ElectCommand) Run(ctx context.Context) error {
 		case err == nil:
 			lg.log(evWrite)
 		case errors.Is(err, store.ErrLeaseLost):
-			lg.log(evRefused)
-			return nil
+			lg.log(evRefused) // and on, as a command that ignores it: elect must end it
 		case ctx.Err() != nil:
 			return nil
 		}

@@ -29,7 +29,9 @@ candidate leads at once. When leadership is lost (renewals failed until the
 term's deadline, or another took it over), the command's process group is
 ended as run ends it after a lost lease (SIGTERM before the term's
 deadline, SIGKILL at it or at once on a takeover) and elect exits 122. With --again it
-campaigns again after the command exits, until interrupted.
+campaigns again after the command exits, until interrupted, and after a
+campaign that failed because the store could not be reached (waiting 100ms,
+doubling up to the TTL).
 
 Exit status: the command's (of the last term with --again), 122 when
 leadership was lost while it ran, 125 when elect itself failed, 126/127
@@ -79,8 +81,25 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runFailed(ctx, err)
 	}
 	cand := election.Candidate{ID: f.id, Value: f.value}
+	wait := campaignRetry
 	for {
 		code, err := electOnce(ctx, el, cand, command, sigs, out, errOut)
+		var ce *campaignError
+		if f.again && errors.As(err, &ce) && ctx.Err() == nil {
+			// The store could not be reached (a restart, a failover):
+			// a candidate with --again stays one.
+			fmt.Fprintf(errOut, "sleeplock elect: %s; campaigning again in %v\n", message(ce.err), wait)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-sigs:
+				return ce.err
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, f.ttl)
+			continue
+		}
+		wait = campaignRetry
 		if err != nil || !f.again || ctx.Err() != nil {
 			if err == nil && code != 0 {
 				return &exitError{code: code}
@@ -88,6 +107,30 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 			return err
 		}
 	}
+}
+
+// campaignRetry is the first wait of elect --again before it campaigns
+// again after a campaign failed; it doubles up to the TTL.
+const campaignRetry = 100 * time.Millisecond
+
+// campaignError is a campaign that failed for a reason that may pass (the
+// store unreachable, restarting): elect --again campaigns again.
+type campaignError struct{ err error }
+
+func (e *campaignError) Error() string { return e.err.Error() }
+func (e *campaignError) Unwrap() error { return e.err }
+
+// mayPass reports whether a campaign's error may pass by itself: not bad
+// input, a lock of the election's name with other slots, a store that
+// cannot elect, or a closed one.
+func mayPass(err error) bool {
+	for _, permanent := range []error{sleeplock.ErrInvalid, sleeplock.ErrAlreadyDefined, sleeplock.ErrUnsupported,
+		sleeplock.ErrClosed, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, permanent) {
+			return false
+		}
+	}
+	return true
 }
 
 // electOnce campaigns, runs the command while leading and resigns; it
@@ -105,8 +148,12 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		}
 	}()
 	term, err := el.Campaign(cctx, cand)
+	interrupted := cctx.Err() != nil
 	cancel()
 	if err != nil {
+		if !interrupted && ctx.Err() == nil && mayPass(err) {
+			return 0, &campaignError{runFailed(ctx, err)}
+		}
 		return 0, runFailed(ctx, err)
 	}
 	defer func() {
