@@ -43,8 +43,8 @@
 // # Events
 //
 // A Notifier receives created, acquired, released and waiting events, each
-// with the lock's state after the change, plus refused, expired, lost and
-// resized, with durations. Given to WithNotifier it runs on a goroutine of
+// with the lock's state after the change, plus refused, expired, lost,
+// resized and deleted, with durations. Given to WithNotifier it runs on a goroutine of
 // the package's, off the lock path; given to WithInlineNotifier it runs on
 // the lock path, for cheap notifiers such as metric counters. A notifier
 // that panics is recovered and counted (Locks.NotifierPanics).

@@ -67,7 +67,7 @@ func (f NotifierFunc) Notify(e Event) {
 }
 
 // LogEvents returns a Notifier that logs each event to logger (slog.Default()
-// when logger is nil): expired and lost at level Warn; created, resized and
+// when logger is nil): expired and lost at level Warn; created, resized, deleted and
 // refused at Info; acquired, released and waiting — one or more per
 // acquisition — at Debug, so a logger at its default level (Info, as
 // slog.Default) shows the changes and refusals without a line per grant. Set
