@@ -320,6 +320,9 @@ type Report struct {
 	// RSS is the resident memory of each worker alive at the end, once
 	// ready and just before the final kill, the oldest first (Linux).
 	RSS []WorkerRSS
+	// Redis is what the resources of a Redis run hold at its end; nil for
+	// the other stores.
+	Redis *RedisFindings
 }
 
 // WorkerRSS is a worker's resident memory when it was ready (Start) and
@@ -331,16 +334,22 @@ type WorkerRSS struct {
 }
 
 // Violations is the number of safety violations the run found:
-// Findings.Violations, and in a SQLite run the tokens granted to two refs
-// too (Findings.TokensTwice): a SQLite store acknowledges a grant only once
-// it is in the file, which nothing takes away.
+// Findings.Violations, and in a SQLite or Redis run the tokens granted to
+// two refs too (Findings.TokensTwice): such a store acknowledges a grant
+// only once it is in the file, or in the server's memory (and its AOF,
+// when it has one), which the run's faults do not take away. In a Redis run
+// the writes of a one-slot resource that went back to an older token and
+// the acknowledged writes the server lost count too (RedisFindings).
 func (r *Report) Violations() int64 {
 	if r.Findings == nil {
 		return 0
 	}
 	v := r.Findings.Violations()
-	if r.Config.SQLite != "" {
+	if r.Config.SQLite != "" || r.Config.Redis != "" {
 		v += r.Findings.TokensTwice
+	}
+	if r.Redis != nil {
+		v += r.Redis.Backwards + r.Redis.Missing
 	}
 	return v
 }
@@ -384,12 +393,18 @@ func (r *Report) Write(w io.Writer) {
 	fmt.Fprintf(w, "operations: holdings=%d accepted-writes=%d %s\n", f.Holdings, f.Writes, strings.Join(ops, " "))
 	fmt.Fprintf(w, "faults: %s\n", strings.Join(faults, " "))
 	twice := ""
-	if c.SQLite != "" {
+	if c.SQLite != "" || c.Redis != "" {
 		twice = fmt.Sprintf(", tokens granted to two refs %d", f.TokensTwice)
+	}
+	if rf := r.Redis; rf != nil {
+		twice += fmt.Sprintf(", writes back to an older token %d, acknowledged writes lost %d", rf.Backwards, rf.Missing)
 	}
 	fmt.Fprintf(w, "violations: %d (overlaps %d, late writes %d, writes by a lost lease %d%s); most holders at once: %s\n",
 		r.Violations(), f.Overlaps, f.LateWrites, f.Unheld, twice, strings.Join(most, " "))
-	if c.SQLite == "" {
+	if rf := r.Redis; rf != nil {
+		fmt.Fprintf(w, "redis: %d writes in the resources' lists (the ledger has those acknowledged to their workers)\n", rf.Accepted)
+	}
+	if c.SQLite == "" && c.Redis == "" {
 		fmt.Fprintf(w, "tokens granted to two refs: %d (not a violation of this run)\n", f.TokensTwice)
 	}
 	fmt.Fprintf(w, "lost slots: %d (all grantable %v after the last kill); free after the last kill: %v\n",

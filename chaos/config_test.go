@@ -61,6 +61,11 @@ func TestConfigErrors(t *testing.T) {
 		{chaos.Config{DSN: "postgres://x", Faults: []string{chaos.FaultReadOnly}}, "readonly"},
 		{chaos.Config{DSN: "postgres://x", SQLite: "/tmp/x.db", Faults: []string{chaos.FaultTerminate}}, "terminate"},
 		{chaos.Config{DSN: "postgres://x", SQLite: "/tmp/x.db", NoGuard: true}, "NoGuard"},
+		{chaos.Config{DSN: "postgres://x", Faults: []string{chaos.FaultClientPause}}, "client-pause"},
+		{chaos.Config{DSN: "postgres://x", Redis: "redis://x", Faults: []string{chaos.FaultRestart}}, "RestartRedis"},
+		{chaos.Config{DSN: "postgres://x", Redis: "redis://x", SQLite: "/tmp/x.db"}, "Redis"},
+		{chaos.Config{DSN: "postgres://x", Redis: "redis://x", NoGuard: true}, "NoGuard"},
+		{chaos.Config{Redis: "redis://x", Faults: []string{chaos.FaultRestart}}, "DSN"},
 	} {
 		if _, err := chaos.Run(ctx, c.cfg); !errors.Is(err, sleeplock.ErrInvalidConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Run(%+v) = %v, want ErrInvalidConfig naming %s", c.cfg, err, c.want)
@@ -72,6 +77,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{[]string{"-dsn", "x", "-schema", "s", "-store", "mysql"}, "-store"},
 		{[]string{"-dsn", "x", "-schema", "s", "-store", "sqlite"}, "-ledger"},
+		{[]string{"-dsn", "x", "-schema", "s", "-store", "redis"}, "-ledger"},
 		{[]string{"-schema", "s"}, "-dsn"},
 		{[]string{"-dsn", "x", "-schema", "s", "-ttl", "soon"}, "-ttl"},
 		{[]string{"-dsn", "x", "-schema", "s", "-goroutines", "0"}, "-goroutines"},

@@ -1,10 +1,10 @@
-// Package chaos is a chaos test of sleeplock's PostgreSQL store: worker
-// processes take locks and write to guarded resources while a driver
-// kills, pauses and disconnects them (and restarts PostgreSQL, on a cluster
-// of its own), and a checker proves from the database that no lock ever had
-// more holders than slots, that no write of a holder whose lease was lost
-// was accepted, and that every lock is grantable again TTL + 1s after the
-// last worker died.
+// Package chaos is a chaos test of sleeplock's PostgreSQL store (and of
+// its SQLite and Redis stores, below): worker processes take locks and
+// write to guarded resources while a driver kills, pauses and disconnects
+// them (and restarts PostgreSQL, on a cluster of its own), and a checker
+// proves from the database that no lock ever had more holders than slots,
+// that no write of a holder whose lease was lost was accepted, and that
+// every lock is grantable again TTL + 1s after the last worker died.
 //
 // # The run
 //
@@ -81,13 +81,13 @@
 // -waiter-ttl 0 they use pgstore's default, and -waiter-bound adds an
 // allowance to the liveness check.
 //
-// # The ledger: SQLite and failover runs
+// # The ledger: SQLite, Redis and failover runs
 //
 // When the store is not a PostgreSQL database that keeps every commit, the
 // workers keep the run's record in a ledger (SetupLedger): the chaos
 // tables in the PostgreSQL database of Config.DSN, apart from the store.
-// The guarded resources stay in the store's database, fenced by Guard in
-// the same transaction, and each write the store accepted is copied into
+// The guarded resources stay in the store's database (or Redis server),
+// fenced by Guard in the same transaction (or script), and each write the store accepted is copied into
 // the ledger with its times. Check then reads the ledger.
 //
 // With Config.SQLite (command: -store sqlite:PATH) the locks and resources
@@ -98,6 +98,45 @@
 // PauseFor, a fresh worker started meanwhile. Every error sleeplock's API
 // returns to a worker must be Typed; the others are in Report.Untyped.
 // TestChaosSQLite runs 15 s (2 minutes with SLEEPLOCK_CHAOS_SQLITE_LONG=1).
+//
+// # Redis
+//
+// With Config.Redis (command: -store redis://HOST:PORT/DB) the locks are in
+// that Redis server (redisstore, on one client per worker named by its
+// connections' CLIENT SETNAME), under a key prefix of the run's own (the
+// ledger's schema and ":"; every key under it is deleted at the end), and
+// the ledger is in PostgreSQL as for SQLite: never in the Redis under
+// test, which a run may restart. A guarded resource is a Redis list beside
+// the locks, in the lock's hash slot. A write is one Lease.Guard with a
+// *redisstore.Tx of two commands, TIME and RPUSH of the holding's token:
+// both run in the script that checks the lease, or neither does. The
+// write's time is that TIME, and a holding's observed time is the
+// server's TIME read just after its grant, so every interval the checker
+// compares is on the server's clock, the clock of the grants. The faults
+// are kill (-9), pause (SIGSTOP past the TTL), terminate (CLIENT KILL of
+// every connection of a worker, its subscription included), client-pause
+// (CLIENT PAUSE ALL for PauseFor: every lease expires and no node beats
+// meanwhile; it pauses every client of the server, so it is not a default)
+// and restart (Config.RestartRedis, which TestChaosRedis sets to kill -9
+// and start its own server again).
+//
+// What Check proves for Redis: (1) no lock had more holders than slots at
+// any instant of the server's clock, a holding spanning from just after
+// its grant to its last write Guard accepted (Guard accepts a write only
+// while the holding's ref and token still hold the lock, expired or not,
+// so the real holding covers that span); (2) no write to a one-slot
+// resource was accepted after a newer token's grant was observed (late
+// writes); and, from the lists at the end (RedisFindings): (3) in the
+// order Redis accepted them, the writes to each one-slot resource never
+// went back to an older token; (4) every write Guard acknowledged to a
+// worker (and the worker copied into the ledger) is in its list: none was
+// lost, through restarts too; (5) no token was granted to two refs. Each
+// counts as a violation. With the AOF off, a restart loses every lock and
+// every list (docs/guarantees.md): TestChaosRedis restarts its server only
+// with the AOF on (appendfsync always). TestChaosRedis runs 15 s with the
+// AOF off and 15 s with it on (five minutes each with
+// SLEEPLOCK_CHAOS_REDIS_LONG=1), on a redis-server of its own on port
+// 6391.
 //
 // RunFailover (command: -failover sync|async [-stall 2s]) runs the workers
 // against a primary (port 5433) and a streaming standby (5434), clusters of

@@ -20,9 +20,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/redisstore"
 	"github.com/sleeplock/sleeplock/sqlitestore"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -35,6 +37,10 @@ const (
 	FaultRestart   = "restart"   // immediate restart of PostgreSQL: only on a cluster of the run's own
 	FaultReadOnly  = "readonly"  // the SQLite database file made read-only (chattr +i) for PauseFor: SQLite runs only
 )
+
+// In a Redis run (Config.Redis), FaultTerminate is CLIENT KILL of a
+// worker's connections, FaultRestart is Config.RestartRedis, and
+// FaultClientPause (redis.go) pauses every client.
 
 // Config is one chaos run.
 type Config struct {
@@ -81,6 +87,16 @@ type Config struct {
 	// resources: the workers use sqlitestore, and DSN is then only the
 	// PostgreSQL database of the run's records (its ledger).
 	SQLite string
+	// Redis, when set, is the URL (redis://…) of the Redis server that
+	// holds the locks and the guarded resources, under a key prefix of the
+	// run's own (its keys are deleted at its end): the workers use
+	// redisstore, and DSN is then only the PostgreSQL database of the
+	// run's ledger.
+	Redis string
+	// RestartRedis restarts the Redis server of a Redis run: the restart
+	// fault, only when set (a test passes the Restart of a server of its
+	// own, redisstore/redistest).
+	RestartRedis func(context.Context) error
 
 	// storeDSN, when set, is the PostgreSQL database of the locks and the
 	// guarded resources, DSN being the ledger's (a failover run).
@@ -118,6 +134,7 @@ func (c *Config) defaults() {
 		if c.SQLite != "" {
 			c.Faults = []string{FaultKill, FaultPause, FaultReadOnly}
 		}
+
 	}
 	if c.ClusterVersion == "" {
 		c.ClusterVersion = "15"
@@ -134,16 +151,23 @@ func (c *Config) defaults() {
 }
 
 func (c *Config) validate() error {
-	if c.DSN == "" && !slices.Contains(c.Faults, FaultRestart) {
+	if c.DSN == "" && (!slices.Contains(c.Faults, FaultRestart) || c.Redis != "") {
 		return invalid("Config.DSN is required")
+	}
+	if c.Redis != "" && (c.SQLite != "" || c.storeDSN != "") {
+		return invalid("Config.Redis is for a run of the Redis store alone, not with SQLite or a failover")
 	}
 	for _, f := range c.Faults {
 		switch f {
-		case FaultKill, FaultPause, FaultTerminate, FaultRestart, FaultReadOnly:
+		case FaultKill, FaultPause, FaultTerminate, FaultRestart, FaultReadOnly, FaultClientPause:
 		default:
-			return invalid(fmt.Sprintf("unknown fault %q (kill, pause, terminate, restart, readonly)", f))
+			return invalid(fmt.Sprintf("unknown fault %q (kill, pause, terminate, restart, readonly, client-pause)", f))
 		}
 		switch {
+		case f == FaultClientPause && c.Redis == "":
+			return invalid("the client-pause fault is for a Redis run (Config.Redis)")
+		case f == FaultRestart && c.Redis != "" && c.RestartRedis == nil:
+			return invalid("the restart fault of a Redis run needs Config.RestartRedis")
 		case f == FaultReadOnly && c.SQLite == "":
 			return invalid("the readonly fault is for a SQLite run (Config.SQLite)")
 		case (f == FaultTerminate || f == FaultRestart) && c.SQLite != "":
@@ -152,7 +176,7 @@ func (c *Config) validate() error {
 			return invalid("the restart fault is not for a failover run")
 		}
 	}
-	if c.NoGuard && (c.SQLite != "" || c.storeDSN != "") {
+	if c.NoGuard && (c.SQLite != "" || c.storeDSN != "" || c.Redis != "") {
 		return invalid("NoGuard is for a run of the PostgreSQL store without a ledger")
 	}
 	if c.Workers < 1 || c.Goroutines < 1 || c.Members < 1 || c.Writes < 1 {
@@ -213,6 +237,7 @@ type driver struct {
 	pool   *pgxpool.Pool // the run's records
 	spool  *pgxpool.Pool // the store's database (PostgreSQL store): pool, or the failover cluster's
 	cl     *cluster
+	rc     *redis.Client // the Redis server of a Redis run
 	rng    *mrand.Rand
 	rep    *Report
 
@@ -247,7 +272,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	d.schema = "chaos_" + d.run
 	d.rep.Schema = d.schema
 
-	if slices.Contains(cfg.Faults, FaultRestart) {
+	if slices.Contains(cfg.Faults, FaultRestart) && cfg.Redis == "" {
 		cl, err := createCluster(ctx, cfg.ClusterVersion, cfg.ClusterName, cfg.ClusterPort)
 		if err != nil {
 			msg := fmt.Sprintf("fault restart: no PostgreSQL cluster of our own (%v); the shared one is never restarted", err)
@@ -306,6 +331,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer sp.Close()
 		d.spool = sp
 	}
+	if cfg.Redis != "" {
+		closeRedis, err := d.connectRedis(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer closeRedis()
+	}
 	if err := d.setup(ctx); err != nil {
 		_ = DropSchema(context.Background(), pool, d.schema)
 		return nil, err
@@ -340,6 +372,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return d.rep, err
 	}
 	d.rep.Findings = f
+	if cfg.Redis != "" {
+		if d.rep.Redis, err = d.checkRedis(ctx); err != nil {
+			return d.rep, err
+		}
+	}
 	return d.rep, nil
 }
 
@@ -476,6 +513,8 @@ func (d *driver) startOnce(ctx context.Context) (*proc, error) {
 		dsn, ledger, kind = d.cfg.SQLite, d.dsn, StoreSQLite
 	case d.cfg.storeDSN != "":
 		dsn, ledger = d.cfg.storeDSN, d.dsn
+	case d.cfg.Redis != "":
+		dsn, ledger, kind = d.cfg.Redis, d.dsn, StoreRedis
 	}
 	wc := WorkerConfig{
 		DSN: dsn, Ledger: ledger, Store: kind, Schema: d.schema, Name: name, AppName: p.app, Goroutines: d.cfg.Goroutines, Members: d.cfg.Members,
@@ -701,6 +740,9 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 		if p == nil {
 			return nil
 		}
+		if d.rc != nil {
+			return d.cutRedis(ctx, p)
+		}
 		at, err := d.now(ctx)
 		if err != nil {
 			return err
@@ -714,7 +756,12 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 		return d.record(ctx, FaultTerminate, p.name, at, nil, fmt.Sprintf("%d backends", n))
 	case FaultReadOnly:
 		return d.readOnly(ctx)
+	case FaultClientPause:
+		return d.clientPause(ctx)
 	case FaultRestart:
+		if d.rc != nil {
+			return d.restartRedis(ctx)
+		}
 		at, err := d.now(ctx)
 		if err != nil {
 			return err
@@ -764,9 +811,12 @@ func (d *driver) liveness(ctx context.Context) error {
 		return err
 	}
 	var s store.Store
-	if d.cfg.SQLite != "" {
+	switch {
+	case d.cfg.SQLite != "":
 		s, err = sqlitestore.Open(ctx, d.cfg.SQLite)
-	} else {
+	case d.cfg.Redis != "":
+		s, err = redisstore.Open(ctx, d.cfg.Redis, redisstore.WithPrefix(redisPrefix(d.schema)))
+	default:
 		s, err = pgstore.New(ctx, d.spool, pgstore.WithSchema(d.schema))
 	}
 	if err != nil {
@@ -857,8 +907,9 @@ func grantable(ctx context.Context, locks *sleeplock.Locks, name string, slots i
 	return len(leases), when, nil
 }
 
-// setup makes the run's schema: in the store's database (PostgreSQL) or
-// the SQLite file, and the ledger when the records are kept apart.
+// setup makes the run's schema: in the store's database (PostgreSQL), the
+// SQLite file or the Redis server (its locks), and the ledger when the
+// records are kept apart.
 func (d *driver) setup(ctx context.Context) error {
 	switch {
 	case d.cfg.SQLite != "":
@@ -867,6 +918,11 @@ func (d *driver) setup(ctx context.Context) error {
 		}
 		if err := SetupSQLite(ctx, d.cfg.SQLite, d.cfg.Members); err != nil {
 			d.removeSQLite()
+			return err
+		}
+		return SetupLedger(ctx, d.pool, d.schema, d.cfg.Members)
+	case d.cfg.Redis != "":
+		if err := SetupRedis(ctx, d.cfg.Redis, redisPrefix(d.schema)); err != nil {
 			return err
 		}
 		return SetupLedger(ctx, d.pool, d.schema, d.cfg.Members)

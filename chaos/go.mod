@@ -10,6 +10,7 @@ require (
 )
 
 require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -18,6 +19,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	modernc.org/libc v1.80.1 // indirect
@@ -26,8 +28,10 @@ require (
 )
 
 require (
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sleeplock/sleeplock v0.2.0
 	github.com/sleeplock/sleeplock/pgstore v0.2.0
+	github.com/sleeplock/sleeplock/redisstore v0.2.0
 	github.com/sleeplock/sleeplock/sqlitestore v0.2.0
 	modernc.org/sqlite v1.62.0
 )

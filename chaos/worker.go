@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"modernc.org/sqlite"
 
@@ -54,8 +55,10 @@ type WorkerConfig struct {
 	// and accepted writes when it is not the store's (a failover run, whose
 	// store may lose commits, or a SQLite run); empty: the store's database.
 	Ledger string
-	// Store is the store's kind: StorePostgres (or empty), or StoreSQLite,
-	// DSN being then the database file, shared by every worker.
+	// Store is the store's kind: StorePostgres (or empty), StoreSQLite,
+	// DSN being then the database file, shared by every worker, or
+	// StoreRedis, DSN being then the server's URL (the keys under Schema
+	// and ":").
 	Store string
 }
 
@@ -63,6 +66,7 @@ type WorkerConfig struct {
 const (
 	StorePostgres = "postgres" // pgstore; DSN is a PostgreSQL DSN
 	StoreSQLite   = "sqlite"   // sqlitestore; DSN is the database file
+	StoreRedis    = "redis"    // redisstore; DSN is the server's URL
 )
 
 func (c *WorkerConfig) flags(fs *flag.FlagSet) {
@@ -82,7 +86,7 @@ func (c *WorkerConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.NoAcquireAll, "no-acquire-all", false, "never call AcquireAll")
 	fs.Uint64Var(&c.Seed, "seed", 1, "seed of the operation mix")
 	fs.StringVar(&c.Ledger, "ledger", "", "PostgreSQL DSN of the run's records when not the store's database")
-	fs.StringVar(&c.Store, "store", "", "the store: postgres (default) or sqlite (-dsn is then the file)")
+	fs.StringVar(&c.Store, "store", "", "the store: postgres (default), sqlite (-dsn is then the file) or redis (-dsn is then its URL)")
 }
 
 // Args returns the command-line arguments that ParseWorkerArgs turns back
@@ -137,10 +141,10 @@ func (c WorkerConfig) validate() error {
 		return invalid(fmt.Sprintf("worker: -writes %d: at least 1", c.Writes))
 	case c.AcquireTimeout <= 0:
 		return invalid(fmt.Sprintf("worker: -acquire-timeout %v: must be positive", c.AcquireTimeout))
-	case c.Store != "" && c.Store != StorePostgres && c.Store != StoreSQLite:
-		return invalid(fmt.Sprintf("worker: -store %q: postgres or sqlite", c.Store))
-	case c.Store == StoreSQLite && c.Ledger == "":
-		return invalid("worker: -store sqlite needs -ledger")
+	case c.Store != "" && c.Store != StorePostgres && c.Store != StoreSQLite && c.Store != StoreRedis:
+		return invalid(fmt.Sprintf("worker: -store %q: postgres, sqlite or redis", c.Store))
+	case (c.Store == StoreSQLite || c.Store == StoreRedis) && c.Ledger == "":
+		return invalid(fmt.Sprintf("worker: -store %s needs -ledger", c.Store))
 	case c.NoGuard && c.Ledger != "":
 		return invalid("worker: -no-guard is for a run without -ledger")
 	}
@@ -162,6 +166,7 @@ type worker struct {
 	db     *pgxpool.Pool // the run's records (the ledger, or the store's database)
 	sdb    *pgxpool.Pool // the store's database with a ledger (PostgreSQL store); nil otherwise
 	lite   *sql.DB       // the SQLite file (SQLite store)
+	rc     *redis.Client // the store's client (Redis store)
 	q      string        // quoted schema
 	offset time.Duration // database clock - local clock
 	stats  map[string]*atomic.Int64
@@ -181,9 +186,18 @@ func RunWorker(ctx context.Context, c WorkerConfig, ready func()) error {
 		return err
 	}
 	pgDSN := withParams(c.DSN, "application_name", c.AppName, "pool_max_conns", strconv.Itoa(c.Goroutines+2))
-	var s store.Store
-	var err error
-	if c.Store == StoreSQLite {
+	var (
+		s   store.Store
+		rc  *redis.Client
+		err error
+	)
+	switch c.Store {
+	case StoreRedis:
+		s, rc, err = openRedis(ctx, c)
+		if err == nil {
+			defer func() { _ = rc.Close() }()
+		}
+	case StoreSQLite:
 		var opts []sqlitestore.Option
 		if c.WaiterTTL > 0 {
 			opts = append(opts, sqlitestore.WithWaiterTTL(c.WaiterTTL))
@@ -192,7 +206,7 @@ func RunWorker(ctx context.Context, c WorkerConfig, ready func()) error {
 			opts = append(opts, sqlitestore.WithPollInterval(c.Poll))
 		}
 		s, err = sqlitestore.Open(ctx, c.DSN, opts...)
-	} else {
+	default:
 		opts := []pgstore.Option{pgstore.WithSchema(c.Schema)}
 		if c.WaiterTTL > 0 {
 			opts = append(opts, pgstore.WithWaiterTTL(c.WaiterTTL))
@@ -210,7 +224,7 @@ func RunWorker(ctx context.Context, c WorkerConfig, ready func()) error {
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(c.TTL))
 	defer func() { _ = locks.Close() }()
-	w := &worker{c: c, locks: locks, q: pgx.Identifier{c.Schema}.Sanitize(), stats: map[string]*atomic.Int64{}}
+	w := &worker{c: c, locks: locks, rc: rc, q: pgx.Identifier{c.Schema}.Sanitize(), stats: map[string]*atomic.Int64{}}
 	recDSN := pgDSN
 	if c.Ledger != "" {
 		recDSN = withParams(c.Ledger, "application_name", c.AppName+"-ledger", "pool_max_conns", strconv.Itoa(c.Goroutines+2))
@@ -225,6 +239,7 @@ func RunWorker(ctx context.Context, c WorkerConfig, ready func()) error {
 			return err
 		}
 		defer func() { _ = w.lite.Close() }()
+	case c.Store == StoreRedis: // the resources are the store's: w.rc
 	case c.Ledger != "":
 		if w.sdb, err = pgxpool.New(ctx, pgDSN); err != nil {
 			return err
@@ -361,11 +376,21 @@ func (w *worker) loop(ctx context.Context, rng *rand.Rand) {
 // Hold, and releases.
 func (w *worker) hold(ctx context.Context, lease sleeplock.Lease, op string, waited time.Duration, rng *rand.Rand) {
 	names, tokens, ref := lease.Names(), lease.Tokens(), lease.Ref()
-	// observed is the database's clock after the grant committed: the start
-	// of the holding's interval for the checker.
-	_, err := w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_holdings (lock, token, ref, worker, op, acquired, waited) "+
-		"SELECT l, t, $3, $4, $5, $6, $7 FROM unnest($1::text[], $2::bigint[]) u(l, t)",
-		names, tokens, ref, w.c.Name, op, lease.Acquired(), waited)
+	// observed is the database's clock after the grant committed (the
+	// Redis server's, read after the grant, in a Redis run): the start of
+	// the holding's interval for the checker.
+	var (
+		observed *time.Time
+		err      error
+	)
+	if w.rc != nil {
+		observed, err = w.observedRedis(ctx)
+	}
+	if err == nil {
+		_, err = w.db.Exec(ctx, "INSERT INTO "+w.q+".chaos_holdings (lock, token, ref, worker, op, acquired, waited, observed) "+
+			"SELECT l, t, $3, $4, $5, $6, $7, coalesce($8, clock_timestamp()) FROM unnest($1::text[], $2::bigint[]) u(l, t)",
+			names, tokens, ref, w.c.Name, op, lease.Acquired(), waited, observed)
+	}
 	releasing := make(chan time.Time, 1)
 	if err == nil && w.ledger() {
 		believed := make(chan struct{})
@@ -555,9 +580,12 @@ func (w *worker) writeLedger(ctx context.Context, lease sleeplock.Lease, name st
 		fromGuard bool
 		err       error
 	)
-	if w.lite != nil {
+	switch {
+	case w.lite != nil:
 		t0, t1, fromGuard, err = w.fencedSQLite(ctx, lease, name, token, ref)
-	} else {
+	case w.rc != nil:
+		t0, t1, fromGuard, err = w.fencedRedis(ctx, lease, name, token)
+	default:
 		t0, t1, fromGuard, err = w.fencedPG(ctx, lease, name, token, ref)
 	}
 	outcome := "write"
@@ -671,8 +699,9 @@ func (w *worker) untyped(op string, err error) {
 // pgstore.ErrUnreachable, sqlitestore.ErrReadOnly or a context's error, or
 // it is an I/O error of the database: a *sqlite.Error (SQLite's result
 // code: SQLITE_IOERR, SQLITE_READONLY, SQLITE_BUSY, …), a
-// *pgconn.PgError, a net.Error, an *fs.PathError, a syscall.Errno,
-// io.ErrUnexpectedEOF or io.EOF (a connection that ended).
+// *pgconn.PgError, a reply of Redis (redis.Error: LOADING, …), a closed
+// Redis client or its exhausted pool, a net.Error, an *fs.PathError, a
+// syscall.Errno, io.ErrUnexpectedEOF or io.EOF (a connection that ended).
 func Typed(err error) bool {
 	for _, e := range []error{
 		sleeplock.ErrUnavailable, sleeplock.ErrLeaseLost, sleeplock.ErrNotHeld, sleeplock.ErrReleased,
@@ -691,7 +720,7 @@ func Typed(err error) bool {
 		no syscall.Errno
 		ne net.Error
 	)
-	return errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &no) || errors.As(err, &ne)
+	return errors.As(err, &se) || errors.As(err, &pe) || errors.As(err, &fe) || errors.As(err, &no) || errors.As(err, &ne) || redisTyped(err)
 }
 
 // recordBelief records in the ledger until when the holder believed it

@@ -1,4 +1,4 @@
-// Command chaos makes a chaos run of sleeplock's PostgreSQL or SQLite store
+// Command chaos makes a chaos run of sleeplock's PostgreSQL, SQLite or Redis store
 // (package chaos) and prints its report; it exits 1 when the run found a
 // violation or a lost slot. For example, ten minutes with every fault,
 // PostgreSQL restarts included (on a cluster of the run's own, port 5433):
@@ -9,6 +9,15 @@
 // run's records in the PostgreSQL database of -dsn):
 //
 //	go run ./chaos/cmd/chaos -store sqlite:/tmp/chaos.db -duration 5m -faults kill,pause,readonly
+//
+// The Redis store, on a server of the caller's (the run's keys under a
+// prefix of its own, deleted at its end; the run's records in the
+// PostgreSQL database of -dsn). The client-pause fault pauses every client
+// of the server: only on a server of the run's own. Restarts of the server
+// are for TestChaosRedis, which starts a server of its own.
+//
+//	go run ./chaos/cmd/chaos -store redis://127.0.0.1:6379/0 -duration 5m
+//	go run ./chaos/cmd/chaos -store redis://127.0.0.1:6391/0 -duration 5m -faults kill,pause,terminate,client-pause
 //
 // A failover (clusters of the run's own on ports 5433 and 5434; root):
 //
@@ -51,8 +60,8 @@ func main() {
 	flag.IntVar(&c.Writes, "writes", 3, "guarded writes per holding")
 	flag.BoolVar(&c.NoGuard, "no-guard", false, "write without Guard (the negative control: violations expected)")
 	flag.BoolVar(&c.NoAcquireAll, "no-acquire-all", false, "workers never call AcquireAll")
-	flag.StringVar(&faults, "faults", faults, "faults in turn: kill, pause, terminate, restart, readonly (default kill,pause,terminate; kill,pause,readonly with SQLite; kill,terminate in a failover)")
-	flag.StringVar(&storeFlag, "store", storeFlag, "the store: postgres, or sqlite:PATH (a file the run creates and removes)")
+	flag.StringVar(&faults, "faults", faults, "faults in turn: kill, pause, terminate, restart, readonly, client-pause (default kill,pause,terminate; kill,pause,readonly with SQLite; kill,terminate in a failover)")
+	flag.StringVar(&storeFlag, "store", storeFlag, "the store: postgres, sqlite:PATH (a file the run creates and removes) or redis://HOST:PORT/DB (keys under a prefix of the run's own)")
 	flag.StringVar(&failover, "failover", "", "sync or async: fail a primary over to its standby mid-run (clusters of the run's own)")
 	flag.DurationVar(&stall, "stall", 0, "with -failover: stall the standby's WAL receiver this long before the primary dies")
 	flag.DurationVar(&c.FaultEvery, "fault-every", 0, "time between faults (default: the TTL)")
@@ -76,8 +85,10 @@ func main() {
 	case storeFlag == "postgres":
 	case strings.HasPrefix(storeFlag, "sqlite:") && len(storeFlag) > len("sqlite:"):
 		c.SQLite = strings.TrimPrefix(storeFlag, "sqlite:")
+	case strings.HasPrefix(storeFlag, "redis://") || strings.HasPrefix(storeFlag, "rediss://"):
+		c.Redis = storeFlag
 	default:
-		fmt.Fprintf(os.Stderr, "chaos: -store %q: postgres or sqlite:PATH\n", storeFlag)
+		fmt.Fprintf(os.Stderr, "chaos: -store %q: postgres, sqlite:PATH or redis://…\n", storeFlag)
 		os.Exit(2)
 	}
 	if *verbose {
