@@ -713,26 +713,11 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 			return err
 		}
 		d.logf("paused %s for %v", p.name, d.cfg.PauseFor)
-		d.pauses.Go(func() {
-			t := time.NewTimer(d.cfg.PauseFor)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-d.stop:
-			}
+		d.spell(FaultPause, p.name, at, func() {
 			_ = contProcess(p.cmd.Process)
 			d.mu.Lock()
 			p.paused = false
 			d.mu.Unlock()
-			rctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			until, err := d.now(rctx)
-			if err == nil {
-				err = d.record(rctx, FaultPause, p.name, at, &until, "")
-			}
-			if err != nil {
-				d.logf("recording a pause: %v", err)
-			}
 		})
 		return nil
 	case FaultTerminate:
@@ -760,23 +745,52 @@ func (d *driver) inject(ctx context.Context, kind string) error {
 		return d.clientPause(ctx)
 	case FaultRestart:
 		if d.rc != nil {
-			return d.restartRedis(ctx)
+			return d.restart(ctx, "Redis", d.cfg.RestartRedis)
 		}
-		at, err := d.now(ctx)
-		if err != nil {
-			return err
-		}
-		if err := d.cl.restart(ctx); err != nil {
-			return fmt.Errorf("chaos: %w", err)
-		}
-		until, err := d.now(ctx)
-		if err != nil {
-			return err
-		}
-		d.logf("restarted PostgreSQL in %v", until.Sub(at).Round(time.Millisecond))
-		return d.record(ctx, FaultRestart, "", at, &until, "")
+		return d.restart(ctx, "PostgreSQL", d.cl.restart)
 	}
 	return nil
+}
+
+// restart restarts the store's server (what) with f and records it.
+func (d *driver) restart(ctx context.Context, what string, f func(context.Context) error) error {
+	at, err := d.now(ctx)
+	if err != nil {
+		return err
+	}
+	if err := f(ctx); err != nil {
+		return fmt.Errorf("chaos: restarting %s: %w", what, err)
+	}
+	until, err := d.now(ctx)
+	if err != nil {
+		return err
+	}
+	d.logf("restarted %s in %v", what, until.Sub(at).Round(time.Millisecond))
+	return d.record(ctx, FaultRestart, "", at, &until, "")
+}
+
+// spell waits PauseFor (less if the run ends first) in the background,
+// then calls end and records the fault kind (of worker) from at to then.
+// The run winds down only once every spell ended.
+func (d *driver) spell(kind, worker string, at time.Time, end func()) {
+	d.pauses.Go(func() {
+		t := time.NewTimer(d.cfg.PauseFor)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-d.stop:
+		}
+		end()
+		rctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		until, err := d.now(rctx)
+		if err == nil {
+			err = d.record(rctx, kind, worker, at, &until, "")
+		}
+		if err != nil {
+			d.logf("recording a %s fault: %v", kind, err)
+		}
+	})
 }
 
 // killAll ends the pauses (resuming their workers) and kills every worker.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/sqlitestore"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // ledgerSQL turns the chaos tables made by tablesSQL into a ledger: the
@@ -109,13 +110,9 @@ func sqliteURI(path string) string {
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=busy_timeout(5000)"
 }
 
-// SetupSQLite creates a SQLite run's database file at path: sleeplock's
-// tables (sqlitestore.Open), the guarded resources and the locks.
-func SetupSQLite(ctx context.Context, path string, members int) error {
-	s, err := sqlitestore.Open(ctx, path)
-	if err != nil {
-		return fmt.Errorf("chaos: %w", err)
-	}
+// defineLocks defines the run's locks on s, and closes it: the family
+// Family/* of one slot and the lock Pool.
+func defineLocks(ctx context.Context, s store.Store) error {
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
 	if err := locks.Define(ctx, Family+"/*", 1); err != nil {
@@ -123,6 +120,19 @@ func SetupSQLite(ctx context.Context, path string, members int) error {
 	}
 	if err := locks.Define(ctx, Pool, PoolSlots); err != nil {
 		return fmt.Errorf("chaos: %w", err)
+	}
+	return nil
+}
+
+// SetupSQLite creates a SQLite run's database file at path: sleeplock's
+// tables (sqlitestore.Open), the guarded resources and the locks.
+func SetupSQLite(ctx context.Context, path string, members int) error {
+	s, err := sqlitestore.Open(ctx, path)
+	if err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	if err := defineLocks(ctx, s); err != nil {
+		return err
 	}
 	db, err := sql.Open("sqlite", sqliteURI(path))
 	if err != nil {

@@ -77,22 +77,14 @@ func openRedis(ctx context.Context, c WorkerConfig) (*redisstore.Store, *redis.C
 }
 
 // SetupRedis defines a Redis run's locks under prefix on the server at
-// rawURL: the family Family/* of one slot and the lock Pool. The guarded
-// resources need nothing: each is a list that its first write creates.
+// rawURL (defineLocks). The guarded resources need nothing: each is a list
+// that its first write creates.
 func SetupRedis(ctx context.Context, rawURL, prefix string) error {
 	s, err := redisstore.Open(ctx, rawURL, redisstore.WithPrefix(prefix))
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
-	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
-	if err := locks.Define(ctx, Family+"/*", 1); err != nil {
-		return fmt.Errorf("chaos: %w", err)
-	}
-	if err := locks.Define(ctx, Pool, PoolSlots); err != nil {
-		return fmt.Errorf("chaos: %w", err)
-	}
-	return nil
+	return defineLocks(ctx, s)
 }
 
 // observedRedis is the Redis server's clock just after a grant: the start
@@ -190,41 +182,8 @@ func (d *driver) clientPause(ctx context.Context) error {
 		return fmt.Errorf("chaos: CLIENT PAUSE: %w", err)
 	}
 	d.logf("paused every Redis client for %v", d.cfg.PauseFor)
-	d.pauses.Go(func() {
-		t := time.NewTimer(d.cfg.PauseFor)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-d.stop:
-		}
-		rctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		until, err := d.now(rctx)
-		if err == nil {
-			err = d.record(rctx, FaultClientPause, "", at, &until, "")
-		}
-		if err != nil {
-			d.logf("recording a client pause: %v", err)
-		}
-	})
+	d.spell(FaultClientPause, "", at, func() {})
 	return nil
-}
-
-// restartRedis restarts the Redis server with Config.RestartRedis.
-func (d *driver) restartRedis(ctx context.Context) error {
-	at, err := d.now(ctx)
-	if err != nil {
-		return err
-	}
-	if err := d.cfg.RestartRedis(ctx); err != nil {
-		return fmt.Errorf("chaos: restarting Redis: %w", err)
-	}
-	until, err := d.now(ctx)
-	if err != nil {
-		return err
-	}
-	d.logf("restarted Redis in %v", until.Sub(at).Round(time.Millisecond))
-	return d.record(ctx, FaultRestart, "", at, &until, "")
 }
 
 // connectRedis makes the driver's client of a Redis run's server, and
