@@ -134,7 +134,7 @@ func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) ([]stri
 	for i := range names {
 		args = append(args, req.WeightOf(i))
 	}
-	return keys, args
+	return keys, append(args, b2i(req.Events != nil))
 }
 
 func b2i(b bool) int {
@@ -257,7 +257,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		return err
 	}
 	keys, args := s.handleArgs(&h)
-	r, err := s.run(ctx, fnRelease, ev, keys, append([]any{h.Ref.String(), "release", 0}, args...)...)
+	r, err := s.run(ctx, fnRelease, ev, keys, append(append([]any{h.Ref.String(), "release", 0}, args...), b2i(ev != nil))...)
 	if err != nil {
 		return err
 	}

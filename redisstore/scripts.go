@@ -21,9 +21,10 @@ var luaFiles embed.FS
 // A function of the library: the name an operation is called by (FCALL).
 type function string
 
-// library is the Lua library of every operation: lua/common.lua loaded
-// once per server (FUNCTION LOAD), then one function per operation, whose
-// body is lua/NAME.lua after begin(ARGV). Its name and its functions'
+// library is the Lua library of every operation: lua/common.lua and
+// lua/fast.lua loaded once per server (FUNCTION LOAD), then one function
+// per operation, whose body is lua/NAME.lua after begin(ARGV) (and, for
+// acquire and release, after their fast path: see fastPaths). Its name and its functions'
 // carry a hash of its code, so that stores of other versions on the same
 // server keep theirs. Each operation is one call of its function: one
 // round trip, atomic on the server, with no setup of the shared code per
@@ -52,6 +53,10 @@ var (
 var operations = []string{"acquire", "release", "keep", "held", "state", "list", "stats", "define",
 	"resize", "delete", "leave", "heartbeat", "close", "guard", "relabel"}
 
+// fastPaths are the functions of lua/fast.lua that answer an operation's
+// uncontended case before its general path runs (nil: not that case).
+var fastPaths = map[string]string{"acquire": "fastacquire", "release": "fastrelease"}
+
 func readLua(name string) string {
 	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
 	if err != nil {
@@ -64,8 +69,13 @@ func readLua(name string) string {
 func build() (code, name string) {
 	var body strings.Builder
 	body.WriteString(readLua("common"))
+	body.WriteString(readLua("fast"))
 	for _, op := range operations {
-		body.WriteString("\nredis.register_function('@_" + op + "', function(KEYS, ARGV)\nbegin(ARGV)\n")
+		body.WriteString("\nredis.register_function('@_" + op + "', function(KEYS, ARGV)\n")
+		if f, ok := fastPaths[op]; ok {
+			body.WriteString("local fast = " + f + "(KEYS, ARGV)\nif fast then return fast end\n")
+		}
+		body.WriteString("begin(ARGV)\n")
 		body.WriteString(readLua(op))
 		body.WriteString("\nend)\n")
 	}

@@ -1,7 +1,7 @@
 -- acquire: a try ('try'), a first attempt that queues when refused
 -- ('wait'), or a queued waiter's check ('check'). ARGV: prefix, node,
 -- waiter id, mode, ref, kind, ttl µs, hold µs, staleAfter µs, counted,
--- reenterAll, waiter TTL µs, n, n names, n weights.
+-- reenterAll, waiter TTL µs, n, n names, n weights, events wanted (fast.lua).
 local node, wid, mode = ARGV[2], ARGV[3], ARGV[4]
 local r = {r = ARGV[5], k = ARGV[6], l = tonumber(ARGV[7]), o = tonumber(ARGV[8]), x = tonumber(ARGV[9]),
   c = tonumber(ARGV[10]), i = '', s = 0, d = node, L = {}, W = {}}

@@ -1,6 +1,6 @@
 -- release: frees the holds of ref ('release'), or only while the first
 -- is stale ('stale'), and hands the slots to the waiters. ARGV: prefix, node,
--- ref, mode, staleAfter µs, n, n names, n tokens.
+-- ref, mode, staleAfter µs, n, n names, n tokens, events wanted (fast.lua).
 local ref, mode, stale = ARGV[3], ARGV[4], tonumber(ARGV[5])
 local n = tonumber(ARGV[6])
 local names, tokens = {}, {}

@@ -1,0 +1,129 @@
+
+-- fast.lua: the uncontended paths of acquire and release, run before
+-- begin (see scripts.go): one lock, no queue, nothing to take over. They
+-- make only the calls and tables the answer needs, and return nil, having
+-- written nothing, for every other case, which the general path then
+-- takes from the start. The events of the caller are built only when it
+-- has an Emitter (the last argument, "1"): an event's sequence number is
+-- drawn only then.
+
+-- fastdef reads the definition covering name and the last id drawn
+-- under its root: def, slots, last, or nil.
+local function fastdef(name)
+  local ps = patterns(name)
+  local vs = redis.call('HMGET', tagkey(name, 'd'), '', unpack(ps))
+  for i = 1, #ps do
+    local v = vs[i + 1]
+    if v then return ps[i], tonumber(v), tonumber(vs[1] or '0') end
+  end
+  return nil
+end
+
+local function clock()
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- fastacquire answers a try or a first attempt ('try', 'wait') at one
+-- lock with no queue, when it grants, or when a try is refused with no
+-- lease to take over. ARGV as acquire.lua's, then the events flag.
+local function fastacquire(keys, argv)
+  if argv[13] ~= '1' or argv[4] == 'check' then return nil end
+  P, NODE = argv[1], argv[2]
+  local name, w, ref = argv[14], tonumber(argv[15]), argv[5]
+  local def, slots, last = fastdef(name)
+  if not def or (w ~= -1 and w > slots) then return nil end
+  local raw = redis.call('GET', keys[1])
+  local qlen, hs = 0, nil
+  if raw then
+    qlen, hs = cmsgpack.unpack(raw)
+    if qlen > 0 then return nil end
+  end
+  clock()
+  local used = 0
+  if hs then
+    for _, h in ipairs(hs) do
+      if h.r == ref then return nil end -- re-entry
+      used = used + h.w
+    end
+  end
+  local n = need(w, slots)
+  local evon = argv[16] == '1'
+  local kind = argv[6]
+  if used + n > slots then
+    if argv[4] ~= 'try' then return nil end
+    local stale = tonumber(argv[9])
+    local first
+    for _, h in ipairs(hs) do
+      if takeable(h, stale) then return nil end
+      if not first and live(h) then first = h end
+    end
+    first = first or hs[1]
+    local ev = {}
+    if evon then ev[1] = {REFUSED, name, slots, used, 0, '', '', 0, w, 0, 0, first.k, 0, ''} end
+    return {'busy', NOW, ev, {}, name, first.k, first.r, first.e, 0, def, slots, math.max(slots - used, 0), w}
+  end
+  local ttl, hold = tonumber(argv[7]), tonumber(argv[8])
+  local token = last + 1
+  if token < NOW then token = NOW end
+  local h = {r = ref, k = kind, t = token, c = 1, w = n, a = NOW, l = ttl, o = hold, i = '', d = NODE}
+  h.e, h.n = leasetimes(ttl, hold, NOW)
+  if hs then hs[#hs + 1] = h else hs = {h} end
+  redis.call('SET', keys[1], cmsgpack.pack(0, hs))
+  if #hs == 1 then redis.call('SADD', tagkey(name, 'u'), name) end
+  local ev, top = {}, token
+  if evon then
+    top = token + 1
+    ev[1] = {ACQUIRED, name, slots, used + n, 0, ref, kind, token, n, 0, 0, '', top, ''}
+  end
+  redis.call('HSET', tagkey(name, 'd'), '', num(top))
+  redis.call('HINCRBY', tagkey(name, 's'), def .. '\t1', 1)
+  return {'granted', NOW, ev, {}, {0, kind, ttl, hold, {name, token, NOW, h.e, n}}}
+end
+
+-- fastrelease answers the release of one hold, counted once, of this
+-- node, by its token, of a lock with no queue. ARGV as release.lua's,
+-- then the events flag.
+local function fastrelease(keys, argv)
+  if argv[4] ~= 'release' or argv[6] ~= '1' then return nil end
+  local name, token = argv[7], tonumber(argv[8])
+  if token == 0 then return nil end
+  P, NODE = argv[1], argv[2]
+  local def, slots, last = fastdef(name)
+  if not def then return nil end
+  local raw = redis.call('GET', keys[1])
+  if not raw then return nil end
+  local qlen, hs = cmsgpack.unpack(raw)
+  if qlen > 0 then return nil end
+  local ref, at = argv[3], nil
+  for i, h in ipairs(hs) do
+    if h.r == ref and h.t == token then at = i; break end
+  end
+  if not at then return nil end
+  local h = hs[at]
+  if h.c > 1 or h.d ~= NODE then return nil end
+  clock()
+  table.remove(hs, at)
+  local used = 0
+  for _, x in ipairs(hs) do used = used + x.w end
+  if #hs == 0 then
+    redis.call('DEL', keys[1])
+    redis.call('SREM', tagkey(name, 'u'), name)
+  else
+    redis.call('SET', keys[1], cmsgpack.pack(0, hs))
+  end
+  local held = NOW - h.a
+  if held < 0 then held = 0 end
+  local sk = tagkey(name, 's')
+  redis.call('HINCRBY', sk, def .. '\t2', 1)
+  redis.call('HINCRBY', sk, def .. '\t8', held)
+  redis.call('HINCRBY', sk, def .. '\th' .. bucket(held), 1)
+  local ev = {}
+  if argv[9] == '1' then
+    local seq = last + 1
+    if seq < NOW then seq = NOW end
+    redis.call('HSET', tagkey(name, 'd'), '', num(seq))
+    ev[1] = {RELEASED, name, slots, used, 0, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', seq, ''}
+  end
+  return {'ok', NOW, ev, {table.concat({'e', '', name, h.r, argv[8], ''}, '\t')}, {}}
+end
