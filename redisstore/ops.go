@@ -134,7 +134,17 @@ func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) ([]stri
 	for i := range names {
 		args = append(args, req.WeightOf(i))
 	}
-	return keys, append(args, b2i(req.Events != nil))
+	return s.fastKeys(keys, names[0]), append(args, b2i(req.Events != nil))
+}
+
+// fastKeys adds to the keys of a call on one lock those of its root that
+// lua/fast.lua writes (d, s, u), so that it builds none of them.
+func (s *Store) fastKeys(keys []string, name string) []string {
+	if len(keys) != 1 {
+		return keys
+	}
+	r := root(name)
+	return append(keys, s.rootKey(r, "d"), s.rootKey(r, "s"), s.rootKey(r, "u"))
 }
 
 func b2i(b bool) int {
@@ -257,6 +267,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		return err
 	}
 	keys, args := s.handleArgs(&h)
+	keys = s.fastKeys(keys, h.Name)
 	r, err := s.run(ctx, fnRelease, ev, keys, append(append([]any{h.Ref.String(), "release", 0}, args...), b2i(ev != nil))...)
 	if err != nil {
 		return err

@@ -224,9 +224,11 @@ local function ahead(l, p)
 end
 
 -- Counters of definitions: P{R}:s, field "definition\tcounter", raised
--- at the end (HINCRBY). Counters: 1 acquisitions, 2 releases, 3 expiries,
--- 4 losses, 5 waited, 6 wait µs, 8 hold µs (7, the holds, is 2 + 3); wN
--- and hN the waits and holds of bucket N.
+-- at the end (HINCRBY). Counters: 1 acquisitions, 3 expiries, 4 losses,
+-- 5 waited, 6 wait µs, 8 hold µs; wN and hN the waits and holds of bucket
+-- N. Releases (2) are not counted: every hold that ends is in one hold
+-- bucket, so they are the holds less the expiries (lua/stats.lua); 7, the
+-- holds, is 2 + 3.
 local function count(l, c, n)
   local k = tagkey(l.name, 's')
   local byk = stats[k]
@@ -255,7 +257,7 @@ local function granted(l, since)
 end
 
 local function ended(l, h, expired, lost)
-  if expired then count(l, '3', 1) else count(l, '2', 1) end
+  if expired then count(l, '3', 1) end
   if lost then count(l, '4', 1) end
   local held = NOW - h.a
   if held < 0 then held = 0 end

@@ -8,10 +8,10 @@
 -- drawn only then.
 
 -- fastdef reads the definition covering name and the last id drawn
--- under its root: def, slots, last, or nil.
-local function fastdef(name)
+-- under its root (dk, its P{R}:d): def, slots, last, or nil.
+local function fastdef(dk, name)
   local ps = patterns(name)
-  local vs = redis.call('HMGET', tagkey(name, 'd'), '', unpack(ps))
+  local vs = redis.call('HMGET', dk, '', unpack(ps))
   for i = 1, #ps do
     local v = vs[i + 1]
     if v then return ps[i], tonumber(v), tonumber(vs[1] or '0') end
@@ -26,12 +26,13 @@ end
 
 -- fastacquire answers a try or a first attempt ('try', 'wait') at one
 -- lock with no queue, when it grants, or when a try is refused with no
--- lease to take over. ARGV as acquire.lua's, then the events flag.
+-- lease to take over. KEYS: the lock's, then its root's d, s and u (see
+-- ops.go); ARGV as acquire.lua's, then the events flag.
 local function fastacquire(keys, argv)
-  if argv[13] ~= '1' or argv[4] == 'check' then return nil end
+  if argv[13] ~= '1' or argv[4] == 'check' or #keys ~= 4 then return nil end
   P, NODE = argv[1], argv[2]
   local name, w, ref = argv[14], tonumber(argv[15]), argv[5]
-  local def, slots, last = fastdef(name)
+  local def, slots, last = fastdef(keys[2], name)
   if not def or (w ~= -1 and w > slots) then return nil end
   local raw = redis.call('GET', keys[1])
   local qlen, hs = 0, nil
@@ -70,26 +71,26 @@ local function fastacquire(keys, argv)
   h.e, h.n = leasetimes(ttl, hold, NOW)
   if hs then hs[#hs + 1] = h else hs = {h} end
   redis.call('SET', keys[1], cmsgpack.pack(0, hs))
-  if #hs == 1 then redis.call('SADD', tagkey(name, 'u'), name) end
+  if #hs == 1 then redis.call('SADD', keys[4], name) end
   local ev, top = {}, token
   if evon then
     top = token + 1
     ev[1] = {ACQUIRED, name, slots, used + n, 0, ref, kind, token, n, 0, 0, '', top, ''}
   end
-  redis.call('HSET', tagkey(name, 'd'), '', num(top))
-  redis.call('HINCRBY', tagkey(name, 's'), def .. '\t1', 1)
+  redis.call('HSET', keys[2], '', num(top))
+  redis.call('HINCRBY', keys[3], def .. '\t1', 1)
   return {'granted', NOW, ev, {}, {0, kind, ttl, hold, {name, token, NOW, h.e, n}}}
 end
 
 -- fastrelease answers the release of one hold, counted once, of this
--- node, by its token, of a lock with no queue. ARGV as release.lua's,
--- then the events flag.
+-- node, by its token, of a lock with no queue. KEYS as fastacquire's;
+-- ARGV as release.lua's, then the events flag.
 local function fastrelease(keys, argv)
-  if argv[4] ~= 'release' or argv[6] ~= '1' then return nil end
+  if argv[4] ~= 'release' or argv[6] ~= '1' or #keys ~= 4 then return nil end
   local name, token = argv[7], tonumber(argv[8])
   if token == 0 then return nil end
   P, NODE = argv[1], argv[2]
-  local def, slots, last = fastdef(name)
+  local def, slots, last = fastdef(keys[2], name)
   if not def then return nil end
   local raw = redis.call('GET', keys[1])
   if not raw then return nil end
@@ -108,21 +109,20 @@ local function fastrelease(keys, argv)
   for _, x in ipairs(hs) do used = used + x.w end
   if #hs == 0 then
     redis.call('DEL', keys[1])
-    redis.call('SREM', tagkey(name, 'u'), name)
+    redis.call('SREM', keys[4], name)
   else
     redis.call('SET', keys[1], cmsgpack.pack(0, hs))
   end
   local held = NOW - h.a
   if held < 0 then held = 0 end
-  local sk = tagkey(name, 's')
-  redis.call('HINCRBY', sk, def .. '\t2', 1)
+  local sk = keys[3]
   redis.call('HINCRBY', sk, def .. '\t8', held)
   redis.call('HINCRBY', sk, def .. '\th' .. bucket(held), 1)
   local ev = {}
   if argv[9] == '1' then
     local seq = last + 1
     if seq < NOW then seq = NOW end
-    redis.call('HSET', tagkey(name, 'd'), '', num(seq))
+    redis.call('HSET', keys[2], '', num(seq))
     ev[1] = {RELEASED, name, slots, used, 0, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', seq, ''}
   end
   return {'ok', NOW, ev, {table.concat({'e', '', name, h.r, argv[8], ''}, '\t')}, {}}

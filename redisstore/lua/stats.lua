@@ -29,11 +29,13 @@ for i = 1, #d, 2 do
   local name = d[i]
   if name ~= '' then
     local c = counters[name] or {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
-    local wb, hb = {}, {}
+    local wb, hb, ends = {}, {}, 0
     for b = 1, #BOUNDS + 1 do
       wb[b] = c[9][b] or 0
       hb[b] = c[10][b] or 0
+      ends = ends + hb[b]
     end
+    c[2] = ends - c[3] -- every hold that ended, released or expired, is in one hold bucket
     local fam, slots, nl = 0, tonumber(d[i + 1]), 1
     if isfamily(name) then fam, slots, nl = 1, 0, 0 end
     out[#out + 1] = {name, fam, slots, nl, 0, 0, 0, {c[1], c[2], c[3], c[4], c[5], c[6], c[2] + c[3], c[8]}, wb, hb}
