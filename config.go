@@ -511,37 +511,56 @@ func clip(s string) string {
 	return s[:i] + "…"
 }
 
-// Apply defines every lock of c, all or nothing: when an entry cannot be
-// defined (invalid, or a name defined already with other slots) nothing is
-// defined, and the error names the entry, its line and the file it was
-// read from (LoadConfig). The same definition again is a no-op, so Apply
-// may run at every start-up.
-func (l *Locks) Apply(ctx context.Context, c *Config) error {
+// Apply defines every lock of c, all or nothing, in one transaction of
+// the store: when an entry cannot be defined (invalid, or a name defined
+// already with other slots) nothing changes, and the error is a
+// *ConfigError naming the entry, its line and the file it was read from
+// (LoadConfig). The same definition again is a no-op, so Apply may run at
+// every start-up. With AllowResize, a lock or family defined with other
+// slots is resized instead (holders keep their slots, waiters are granted
+// what became free). With Prune (or PruneInUse), every lock and family the
+// config does not name is deleted as Delete deletes it: one in use is
+// refused with an *InUseError (wrapped in a *ConfigError naming the lock
+// and the file, as a pruned lock has no line) and nothing changes, unless
+// PruneInUse. Applied reports what changed.
+func (l *Locks) Apply(ctx context.Context, c *Config, opts ...ApplyOption) (Applied, error) {
 	if err := l.usable(ctx); err != nil {
-		return err
+		return Applied{}, err
 	}
 	if c == nil {
-		return &ConfigError{Entry: -1, Err: errors.New("Apply needs a *Config, got nil")}
+		return Applied{}, &ConfigError{Entry: -1, Err: errors.New("Apply needs a *Config, got nil")}
+	}
+	var ac applyConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&ac)
+		}
 	}
 	defs := make([]store.Definition, len(c.Locks))
 	for i, e := range c.Locks {
 		if err := store.CheckDefinition(e.Name, e.Slots); err != nil {
-			return &ConfigError{File: c.file, Line: e.Line, Entry: i, Name: e.Name, Err: err}
+			return Applied{}, &ConfigError{File: c.file, Line: e.Line, Entry: i, Name: e.Name, Err: err}
 		}
 		defs[i] = store.Definition{Name: e.Name, Slots: e.Slots}
 	}
-	if _, err := l.store.DefineAll(ctx, defs, l.emitter); err != nil {
+	r, err := l.store.Reconcile(ctx, defs, ac.opts, l.emitter)
+	if err != nil {
 		ce := &ConfigError{File: c.file, Entry: -1, Err: err}
 		var conflict *store.ConflictError
-		if errors.As(err, &conflict) {
+		var inUse *store.InUseError
+		switch {
+		case errors.As(err, &conflict):
 			for i, e := range c.Locks {
 				if e.Name == conflict.Name && e.Slots == conflict.Requested {
 					ce.Line, ce.Entry, ce.Name = e.Line, i, e.Name
 					break
 				}
 			}
+		case errors.As(err, &inUse):
+			ce.Name = inUse.Lock // pruned: no entry, no line
+			ce.Err = fmt.Errorf("prune: %w", err)
 		}
-		return ce
+		return Applied{}, ce
 	}
-	return nil
+	return r, nil
 }

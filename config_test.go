@@ -143,11 +143,11 @@ func TestConfigNilInput(t *testing.T) {
 	}
 	l := sleeplock.New(nil)
 	defer l.Close()
-	if err := l.Apply(ctx, nil); !errors.Is(err, sleeplock.ErrInvalidConfig) {
+	if _, err := l.Apply(ctx, nil); !errors.Is(err, sleeplock.ErrInvalidConfig) {
 		t.Fatalf("Apply(ctx, nil) = %v", err)
 	}
 	var none *sleeplock.Locks
-	if err := none.Apply(ctx, &sleeplock.Config{}); !errors.Is(err, sleeplock.ErrInvalidConfig) {
+	if _, err := none.Apply(ctx, &sleeplock.Config{}); !errors.Is(err, sleeplock.ErrInvalidConfig) {
 		t.Fatalf("nil Locks: Apply = %v", err)
 	}
 	var zero sleeplock.ConfigError
@@ -168,7 +168,7 @@ func TestApplyNamesEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = l.Apply(ctx, cfg)
+	_, err = l.Apply(ctx, cfg)
 	var ce *sleeplock.ConfigError
 	if !errors.As(err, &ce) || ce.Entry != 1 || ce.Line != 4 || ce.Name != "b" || !errors.Is(err, sleeplock.ErrAlreadyDefined) {
 		t.Fatalf("Apply = %v (%+v)", err, ce)
@@ -208,7 +208,7 @@ func FuzzReadConfig(f *testing.F) {
 		ctx := context.Background()
 		l := sleeplock.New(nil)
 		defer l.Close()
-		if err := l.Apply(ctx, cfg); err != nil {
+		if _, err := l.Apply(ctx, cfg); err != nil {
 			t.Fatalf("a config that parsed does not apply: %v", err)
 		}
 	})

@@ -214,6 +214,32 @@ func (l *Locks) Resize(ctx context.Context, name string, slots int) error {
 	return l.store.Resize(ctx, name, slots, l.emitter)
 }
 
+// Applied is what an Apply changed: the entries it created and resized,
+// the locks and families it pruned, and the holds and waiters that
+// pruning ended (PruneInUse).
+type Applied = store.Reconciled
+
+// ApplyOption adjusts one Apply.
+type ApplyOption func(*applyConfig)
+
+type applyConfig struct{ opts store.ReconcileOptions }
+
+// AllowResize makes Apply resize a lock or family that the config gives
+// other slots than it has, as Resize does, in the same all-or-nothing step
+// (without it that is a conflict).
+func AllowResize() ApplyOption { return func(c *applyConfig) { c.opts.Resize = true } }
+
+// Prune makes Apply delete every lock and family that the config does not
+// name, as Delete does, in the same all-or-nothing step: one that is held
+// or waited for is refused (*InUseError) and nothing changes.
+func Prune() ApplyOption { return func(c *applyConfig) { c.opts.Prune = true } }
+
+// PruneInUse is Prune that deletes locks in use too, as Delete with Force
+// does: their holds are lost and their waiters return ErrNotFound.
+func PruneInUse() ApplyOption {
+	return func(c *applyConfig) { c.opts.Prune, c.opts.Force = true, true }
+}
+
 // Deleted is what a Delete did: the holds and waiters a forced Delete
 // ended.
 type Deleted = store.Deleted

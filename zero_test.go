@@ -24,6 +24,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"Exclusive": sleeplock.Exclusive, "Shared": sleeplock.Shared, "TTL": sleeplock.TTL,
 			"Kind": sleeplock.Kind, "Ref": sleeplock.Ref, "StaleAfter": sleeplock.StaleAfter,
 			"ReenterAll": sleeplock.ReenterAll, "Force": sleeplock.Force,
+			"AllowResize": sleeplock.AllowResize, "Prune": sleeplock.Prune, "PruneInUse": sleeplock.PruneInUse,
 			"ReadConfig": sleeplock.ReadConfig, "LoadConfig": sleeplock.LoadConfig,
 		},
 		Receivers: []func() any{

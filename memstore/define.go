@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 
@@ -64,6 +65,103 @@ func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store
 	return created, nil
 }
 
+// Reconcile implements store.Store under the store's mutex: every entry
+// and every definition to prune is checked first, then the prune, the new
+// definitions and the resizes are made.
+func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
+	if err := s.usable(ctx); err != nil {
+		return store.Reconciled{}, err
+	}
+	for _, d := range defs {
+		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
+			return store.Reconciled{}, err
+		}
+	}
+	o := op{s: s, ev: ev}
+	o.enterGlobal()
+	defer o.done()
+	if s.closed.Load() {
+		return store.Reconciled{}, store.ErrClosed
+	}
+	const (
+		keep = iota
+		create
+		resize
+	)
+	what := make([]int, len(defs))
+	seen := make(map[string]int, len(defs))
+	for i, d := range defs {
+		if have, ok := seen[d.Name]; ok {
+			if have != d.Slots {
+				return store.Reconciled{}, &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
+			}
+			continue
+		}
+		seen[d.Name] = d.Slots
+		have, ok := s.defined(d.Name)
+		switch {
+		case !ok:
+			what[i] = create
+		case have == d.Slots:
+		case opts.Resize:
+			what[i] = resize
+		default:
+			return store.Reconciled{}, &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
+		}
+	}
+	var r store.Reconciled
+	var doomed []*doomed
+	if opts.Prune {
+		var names []string
+		for name := range s.fams {
+			if _, ok := seen[name]; !ok {
+				names = append(names, name)
+			}
+		}
+		s.locks.Range(func(lk *lock) bool {
+			if _, ok := seen[lk.name]; !ok && lk.defined && !lk.gone {
+				names = append(names, lk.name)
+			}
+			return true
+		})
+		sort.Strings(names)
+		var del store.Deleted
+		inUse := ""
+		for _, name := range names {
+			d, err := s.doom(&o, name)
+			if err != nil {
+				continue // forgotten meanwhile: nothing to prune
+			}
+			var u *store.InUseError
+			if errors.As(d.count(&del), &u) && inUse == "" {
+				inUse = u.Lock
+			}
+			doomed = append(doomed, d)
+			r.Deleted = append(r.Deleted, name)
+		}
+		if inUse != "" && !opts.Force {
+			return store.Reconciled{}, &store.InUseError{Lock: inUse, Holders: del.Holds, Waiters: del.Waiters}
+		}
+		r.Holds, r.Waiters = del.Holds, del.Waiters
+	}
+	var others []*lock
+	for _, d := range doomed {
+		others = s.remove(&o, d, others)
+	}
+	s.pumpAll(&o, others)
+	for i, d := range defs {
+		switch what[i] {
+		case create:
+			s.define(&o, d.Name, d.Slots)
+			r.Created = append(r.Created, d.Name)
+		case resize:
+			_ = s.resize(&o, d.Name, d.Slots) // defined: checked above
+			r.Resized = append(r.Resized, d.Name)
+		}
+	}
+	return r, nil
+}
+
 // defined returns the slots of name's own definition (a lock or family
 // defined by that name); the store's mutex is held.
 func (s *Store) defined(name string) (int, bool) {
@@ -119,6 +217,11 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
+	return s.resize(&o, name, slots)
+}
+
+// resize changes the slots of the definition name; global.
+func (s *Store) resize(o *op, name string, slots int) error {
 	if strings.HasSuffix(name, store.FamilySuffix) {
 		f := s.fams[name]
 		if f == nil {
@@ -130,7 +233,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 			if !lk.defined && s.familyOf(lk.name) == f {
 				o.lock(lk)
 				if !lk.gone && !lk.defined {
-					s.setSlots(&o, lk, slots)
+					s.setSlots(o, lk, slots)
 				}
 			}
 			return true
@@ -145,7 +248,7 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	if !lk.defined {
 		return store.NotResizable(name)
 	}
-	s.setSlots(&o, lk, slots)
+	s.setSlots(o, lk, slots)
 	return nil
 }
 

@@ -27,51 +27,84 @@ func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Em
 	if s.closed.Load() {
 		return store.Deleted{}, store.ErrClosed
 	}
-	var locks []*lock
-	fam := s.fams[name]
+	d, err := s.doom(&o, name)
+	if err != nil {
+		return store.Deleted{}, err
+	}
+	var del store.Deleted
+	if err := d.count(&del); err != nil && !force {
+		return store.Deleted{}, err
+	}
+	s.pumpAll(&o, s.remove(&o, d, nil))
+	return del, nil
+}
+
+// doomed is a definition that a Delete (or a Reconcile's prune) removes,
+// with its locks (a family's members in use) under their mutexes.
+type doomed struct {
+	name  string
+	fam   *family
+	locks []*lock
+}
+
+// doom finds the definition name and takes its locks' mutexes; global.
+// NotDeletable when name has no definition of its own.
+func (s *Store) doom(o *op, name string) (*doomed, error) {
+	d := &doomed{name: name, fam: s.fams[name]}
 	if strings.HasSuffix(name, store.FamilySuffix) {
-		if fam == nil {
-			return store.Deleted{}, store.NotDeletable(name)
+		if d.fam == nil {
+			return nil, store.NotDeletable(name)
 		}
 		s.locks.Range(func(lk *lock) bool {
-			if !lk.defined && s.familyOf(lk.name) == fam {
+			if !lk.defined && s.familyOf(lk.name) == d.fam {
 				o.lock(lk)
 				if !lk.gone && !lk.defined {
-					locks = append(locks, lk)
+					d.locks = append(d.locks, lk)
 				}
 			}
 			return true
 		})
-		sort.Slice(locks, func(i, j int) bool { return locks[i].name < locks[j].name })
-	} else {
-		lk := s.load(name)
-		if lk == nil {
-			return store.Deleted{}, store.NotDeletable(name)
-		}
-		o.lock(lk)
-		if lk.gone || !lk.defined {
-			return store.Deleted{}, store.NotDeletable(name)
-		}
-		locks = append(locks, lk)
+		sort.Slice(d.locks, func(i, j int) bool { return d.locks[i].name < d.locks[j].name })
+		return d, nil
 	}
-	var d store.Deleted
+	lk := s.load(name)
+	if lk == nil {
+		return nil, store.NotDeletable(name)
+	}
+	o.lock(lk)
+	if lk.gone || !lk.defined {
+		return nil, store.NotDeletable(name)
+	}
+	d.locks = append(d.locks, lk)
+	return d, nil
+}
+
+// count adds d's holds and waiters to del, and returns the *InUseError
+// of d (counting del's totals) when d is in use.
+func (d *doomed) count(del *store.Deleted) error {
 	inUse := ""
-	for _, lk := range locks {
-		d.Holds += len(lk.holders)
-		d.Waiters += len(lk.waits())
+	for _, lk := range d.locks {
+		del.Holds += len(lk.holders)
+		del.Waiters += len(lk.waits())
 		if inUse == "" && len(lk.holders)+len(lk.waits()) > 0 {
 			inUse = lk.name
 		}
 	}
-	if inUse != "" && !force {
-		return store.Deleted{}, &store.InUseError{Lock: inUse, Holders: d.Holds, Waiters: d.Waiters}
+	if inUse == "" {
+		return nil
 	}
-	var others []*lock // the other locks of ended waiters for several
-	for _, lk := range locks {
-		others = s.endWaiters(&o, lk, others)
+	return &store.InUseError{Lock: inUse, Holders: del.Holds, Waiters: del.Waiters}
+}
+
+// remove deletes d: its waiters end, its holds end (released by another),
+// its records are forgotten and its definition goes. It returns others
+// with the other locks of the waiters it ended (pumpAll); global.
+func (s *Store) remove(o *op, d *doomed, others []*lock) []*lock {
+	for _, lk := range d.locks {
+		others = s.endWaiters(o, lk, others)
 		reason := store.DeletedHold(lk.name)
 		for len(lk.holders) > 0 {
-			s.releaseHolder(&o, lk, lk.holders[len(lk.holders)-1], reason)
+			s.releaseHolder(o, lk, lk.holders[len(lk.holders)-1], reason)
 		}
 		s.stopTimer(lk)
 		lk.gone = true
@@ -85,17 +118,22 @@ func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Em
 		}
 		o.emit(store.Event{Type: store.EventDeleted, Lock: lk.name, Slots: int(lk.slots)})
 	}
-	if fam != nil {
-		delete(s.fams, name)
-		o.emit(store.Event{Type: store.EventDeleted, Lock: name, Slots: fam.slots})
+	if d.fam != nil {
+		delete(s.fams, d.name)
+		o.emit(store.Event{Type: store.EventDeleted, Lock: d.name, Slots: d.fam.slots})
 	}
+	return others
+}
+
+// pumpAll grants what the ended waiters of several locks left free on
+// their other locks; global.
+func (s *Store) pumpAll(o *op, others []*lock) {
 	for _, l := range others {
 		if !l.gone {
-			s.pump(&o, l)
+			s.pump(o, l)
 			s.forget(l)
 		}
 	}
-	return d, nil
 }
 
 // endWaiters ends every waiter of lk with DeletedWhileWaiting, taking it

@@ -2,8 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -108,23 +106,19 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	var old, running, waiting int32
-	var family bool
-	var at, seq int64
+	var events []store.Event
 	err := s.retry(ctx, true, func() error {
-		return queryOne(ctx, s.c, s.q.resize, []any{name, int64(slots)}, &old, &family, &running, &waiting, &at, &seq)
+		var err error
+		events, err = s.resizeOne(ctx, s.c, name, slots)
+		return err
 	})
-	if errors.Is(err, sql.ErrNoRows) {
-		return store.NotResizable(name)
-	}
 	if err != nil {
-		return fmt.Errorf("pgstore: resize %q: %w", name, err)
+		return err
 	}
-	if family || int(old) != slots {
-		emit(ev, store.Event{Type: store.EventResized, Lock: name, Slots: slots, Running: int(running), Waiting: int(waiting),
-			Time: fromMicros(at), Seq: uint64(seq)})
+	for _, e := range events {
+		emit(ev, e)
 	}
-	if slots != int(old) {
+	if len(events) > 0 {
 		// Waiters may fit now, or be left too heavy (resize() wakes other
 		// stores' waiters).
 		s.d.wakeAll()

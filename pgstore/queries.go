@@ -44,6 +44,7 @@ type queries struct {
 	sweepNodes, sweep                               string
 	// other statements
 	undefined, nodeDown, listen, guard, isolation string
+	defNames                                      string
 }
 
 // fn is a function of sql/ and its parameters, in the order of its
@@ -269,7 +270,9 @@ func newQueries(schema string) queries {
 		// The first name of $1 that no definition covers.
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
 		nodeDown:  "DELETE FROM " + s + ".nodes WHERE id = $1::bigint",
-		listen:    "LISTEN " + quoteIdent(channelOf(schema)),
+		// Every definition, for Reconcile's prune.
+		defNames: "SELECT name FROM " + s + ".defs ORDER BY name",
+		listen:   "LISTEN " + quoteIdent(channelOf(schema)),
 		// The holds found, locked against release and takeover until the
 		// caller's transaction ends (spillHeld first makes a hold in a
 		// lock's row a holder row).

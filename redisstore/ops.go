@@ -86,6 +86,55 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	return nil
 }
 
+// Reconcile implements store.Store in one script (lua/reconcile.lua),
+// which checks everything before it writes. Its prune reads the
+// definitions of every root: like a DefineAll of several roots, it needs
+// one server (Redis Cluster refuses a script whose keys are in several
+// slots).
+func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Reconciled{}, err
+	}
+	if _, err := store.CheckDefinitions(defs); err != nil {
+		return store.Reconciled{}, err
+	}
+	keys := make([]string, 0, len(defs))
+	args := []any{b2i(opts.Resize), b2i(opts.Prune), b2i(opts.Force), len(defs)}
+	roots := make([]any, 0, len(defs))
+	for _, d := range defs {
+		keys = append(keys, s.rootKey(root(d.Name), "d"))
+		roots = append(roots, root(d.Name))
+		args = append(args, d.Name)
+	}
+	for _, d := range defs {
+		args = append(args, d.Slots)
+	}
+	if len(roots) > 0 {
+		if err := s.c.SAdd(ctx, s.rootsKey(), roots...).Err(); err != nil {
+			return store.Reconciled{}, s.fail(ctx, err)
+		}
+	}
+	r, err := s.run(ctx, fnReconcile, ev, append(keys, s.rootsKey()), args...)
+	if err != nil {
+		return store.Reconciled{}, err
+	}
+	switch r.status {
+	case "conflict":
+		return store.Reconciled{}, &store.ConflictError{Name: str(r.arg(0)), Slots: int(integer(r.arg(1))), Requested: int(integer(r.arg(2)))}
+	case "inuse":
+		return store.Reconciled{}, &store.InUseError{Lock: str(r.arg(0)), Holders: int(integer(r.arg(1))), Waiters: int(integer(r.arg(2)))}
+	}
+	names := func(v any) []string {
+		var out []string
+		for _, x := range list(v) {
+			out = append(out, str(x))
+		}
+		return out
+	}
+	return store.Reconciled{Created: names(r.arg(0)), Resized: names(r.arg(1)), Deleted: names(r.arg(2)),
+		Holds: int(integer(r.arg(3))), Waiters: int(integer(r.arg(4)))}, nil
+}
+
 // Delete implements store.Store in one script (lua/delete.lua), which
 // writes nothing when it refuses.
 func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Emitter) (store.Deleted, error) {

@@ -42,6 +42,7 @@ var (
 	fnDefine    = fn("define")
 	fnResize    = fn("resize")
 	fnDelete    = fn("delete")
+	fnReconcile = fn("reconcile")
 	fnLeave     = fn("leave")
 	fnHeartbeat = fn("heartbeat")
 	fnClose     = fn("close")
@@ -51,7 +52,7 @@ var (
 
 // operations are the functions of the library, by file name.
 var operations = []string{"acquire", "release", "keep", "held", "state", "list", "stats", "define",
-	"resize", "delete", "leave", "heartbeat", "close", "guard", "relabel"}
+	"resize", "delete", "reconcile", "leave", "heartbeat", "close", "guard", "relabel"}
 
 // fastPaths are the functions of lua/fast.lua that answer an operation's
 // uncontended case before its general path runs (nil: not that case).

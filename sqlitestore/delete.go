@@ -2,6 +2,7 @@ package sqlitestore
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strings"
 
@@ -21,72 +22,202 @@ func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Em
 	var d store.Deleted
 	err := s.do(ctx, func(t *txn) error {
 		d = store.Deleted{}
-		var slots int
-		found, err := t.queryRow("SELECT slots FROM defs WHERE name = ?", []any{name}, &slots)
+		x, err := t.doom(name, ev)
 		if err != nil {
 			return err
 		}
-		if !found {
-			return store.NotDeletable(name)
-		}
-		names := []string{name}
-		family := strings.HasSuffix(name, store.FamilySuffix)
-		if family {
-			if names, err = t.members(name); err != nil {
-				return err
-			}
-		}
-		locks := make([]*lk, 0, len(names))
-		inUse := ""
-		for _, n := range names {
-			l, err := t.load(n, ev)
-			if err != nil {
-				return err
-			}
-			locks = append(locks, l)
-			d.Holds += len(l.holders)
-			d.Waiters += len(l.queue)
-			if inUse == "" && len(l.holders)+len(l.queue) > 0 {
-				inUse = n
-			}
-		}
-		if inUse != "" && !force {
-			return &store.InUseError{Lock: inUse, Holders: d.Holds, Waiters: d.Waiters}
-		}
-		for _, l := range locks {
-			for len(l.queue) > 0 {
-				if err := t.dropWaiter(l.queue[0]); err != nil {
-					return err
-				}
-			}
-			reason := store.DeletedHold(l.name)
-			for len(l.holders) > 0 {
-				if err := t.drop(l, len(l.holders)-1, ev, store.EventReleased, reason); err != nil {
-					return err
-				}
-			}
-			delete(t.locks, l.name)
-			if l.name != name {
-				if err := t.emit(ev, store.Event{Type: store.EventDeleted, Lock: l.name, Slots: l.slots}); err != nil {
-					return err
-				}
-			}
-		}
-		if err := t.exec("DELETE FROM defs WHERE name = ?", name); err != nil {
+		if err := x.count(&d); err != nil && !force {
 			return err
 		}
-		// Its counters go with it, those this transaction counted too.
-		delete(t.stats, name)
-		if err := t.exec("DELETE FROM stats WHERE name = ?", name); err != nil {
-			return err
-		}
-		t.changed = true
-		return t.emit(ev, store.Event{Type: store.EventDeleted, Lock: name, Slots: slots})
+		return t.remove(x, ev)
 	})
 	if err != nil {
 		return store.Deleted{}, err
 	}
 	return d, nil
+}
+
+// doomed is a definition that a Delete (or a Reconcile's prune) removes,
+// with its locks (a family's members in use) as the transaction loaded
+// them.
+type doomed struct {
+	name  string
+	slots int
+	locks []*lk
+}
+
+// doom loads the definition name and its locks; NotDeletable when name
+// has no definition of its own.
+func (t *txn) doom(name string, ev store.Emitter) (*doomed, error) {
+	x := &doomed{name: name}
+	found, err := t.queryRow("SELECT slots FROM defs WHERE name = ?", []any{name}, &x.slots)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, store.NotDeletable(name)
+	}
+	names := []string{name}
+	if strings.HasSuffix(name, store.FamilySuffix) {
+		if names, err = t.members(name); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range names {
+		l, err := t.load(n, ev)
+		if err != nil {
+			return nil, err
+		}
+		x.locks = append(x.locks, l)
+	}
+	return x, nil
+}
+
+// count adds x's holds and waiters to d, and returns the *InUseError of x
+// (counting d's totals) when x is in use.
+func (x *doomed) count(d *store.Deleted) error {
+	inUse := ""
+	for _, l := range x.locks {
+		d.Holds += len(l.holders)
+		d.Waiters += len(l.queue)
+		if inUse == "" && len(l.holders)+len(l.queue) > 0 {
+			inUse = l.name
+		}
+	}
+	if inUse == "" {
+		return nil
+	}
+	return &store.InUseError{Lock: inUse, Holders: d.Holds, Waiters: d.Waiters}
+}
+
+// remove deletes x: its waiters' rows (their next poll finds no
+// definition), its holders (released by another), its definition and its
+// counters.
+func (t *txn) remove(x *doomed, ev store.Emitter) error {
+	for _, l := range x.locks {
+		for len(l.queue) > 0 {
+			if err := t.dropWaiter(l.queue[0]); err != nil {
+				return err
+			}
+		}
+		reason := store.DeletedHold(l.name)
+		for len(l.holders) > 0 {
+			if err := t.drop(l, len(l.holders)-1, ev, store.EventReleased, reason); err != nil {
+				return err
+			}
+		}
+		delete(t.locks, l.name)
+		if l.name != x.name {
+			if err := t.emit(ev, store.Event{Type: store.EventDeleted, Lock: l.name, Slots: l.slots}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.exec("DELETE FROM defs WHERE name = ?", x.name); err != nil {
+		return err
+	}
+	// Its counters go with it, those this transaction counted too.
+	delete(t.stats, x.name)
+	if err := t.exec("DELETE FROM stats WHERE name = ?", x.name); err != nil {
+		return err
+	}
+	t.changed = true
+	return t.emit(ev, store.Event{Type: store.EventDeleted, Lock: x.name, Slots: x.slots})
+}
+
+// Reconcile implements store.Store in one transaction, rolled back when
+// anything fails: the definitions to prune are checked first, then
+// deleted, then each entry is defined or resized.
+func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
+	seen, err := store.CheckDefinitions(defs)
+	if err != nil {
+		return store.Reconciled{}, err
+	}
+	var r store.Reconciled
+	err = s.do(ctx, func(t *txn) error {
+		r = store.Reconciled{}
+		err := t.reconcile(defs, seen, opts, ev, &r)
+		if err != nil {
+			t.abort = true
+		}
+		return err
+	})
+	if err != nil {
+		return store.Reconciled{}, err
+	}
+	return r, nil
+}
+
+// reconcile is Reconcile's transaction; seen are the entries' slots by
+// name.
+func (t *txn) reconcile(defs []store.Definition, seen map[string]int, opts store.ReconcileOptions, ev store.Emitter, r *store.Reconciled) error {
+	if opts.Prune {
+		var names []string
+		err := t.query("SELECT name FROM defs ORDER BY name", nil, func(scan func(...any) error) error {
+			var n string
+			if err := scan(&n); err != nil {
+				return err
+			}
+			if _, ok := seen[n]; !ok {
+				names = append(names, n)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		var xs []*doomed
+		var d store.Deleted
+		inUse := ""
+		for _, n := range names {
+			x, err := t.doom(n, ev)
+			if err != nil {
+				return err
+			}
+			var u *store.InUseError
+			if errors.As(x.count(&d), &u) && inUse == "" {
+				inUse = u.Lock
+			}
+			xs = append(xs, x)
+		}
+		if inUse != "" && !opts.Force {
+			return &store.InUseError{Lock: inUse, Holders: d.Holds, Waiters: d.Waiters}
+		}
+		for _, x := range xs {
+			if err := t.remove(x, ev); err != nil {
+				return err
+			}
+			r.Deleted = append(r.Deleted, x.name)
+		}
+		r.Holds, r.Waiters = d.Holds, d.Waiters
+	}
+	done := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		if done[d.Name] {
+			continue
+		}
+		done[d.Name] = true
+		var have int
+		found, err := t.queryRow("SELECT slots FROM defs WHERE name = ?", []any{d.Name}, &have)
+		switch {
+		case err != nil:
+			return err
+		case !found:
+			if _, err := t.define(d.Name, d.Slots, ev); err != nil {
+				return err
+			}
+			r.Created = append(r.Created, d.Name)
+		case have == d.Slots:
+		case !opts.Resize:
+			return &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
+		default:
+			if err := t.resize(d.Name, d.Slots, ev); err != nil {
+				return err
+			}
+			r.Resized = append(r.Resized, d.Name)
+		}
+	}
+	return nil
 }
 
 // members returns the locks in use (held or queued for) that family

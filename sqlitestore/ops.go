@@ -82,33 +82,36 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	if err := store.CheckDefinition(name, slots); err != nil {
 		return err
 	}
-	return s.do(ctx, func(t *txn) error {
-		var have int
-		var family bool
-		found, err := t.queryRow("SELECT slots, family FROM defs WHERE name = ?", []any{name}, &have, &family)
+	return s.do(ctx, func(t *txn) error { return t.resize(name, slots, ev) })
+}
+
+// resize sets the slots of the definition name.
+func (t *txn) resize(name string, slots int, ev store.Emitter) error {
+	var have int
+	var family bool
+	found, err := t.queryRow("SELECT slots, family FROM defs WHERE name = ?", []any{name}, &have, &family)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return store.NotResizable(name)
+	}
+	if have == slots {
+		return nil
+	}
+	if err := t.exec("UPDATE defs SET slots = ? WHERE name = ?", slots, name); err != nil {
+		return err
+	}
+	t.changed = true
+	e := store.Event{Type: store.EventResized, Lock: name, Slots: slots}
+	if !family {
+		l, err := t.load(name, ev)
 		if err != nil {
 			return err
 		}
-		if !found {
-			return store.NotResizable(name)
-		}
-		if have == slots {
-			return nil
-		}
-		if err := t.exec("UPDATE defs SET slots = ? WHERE name = ?", slots, name); err != nil {
-			return err
-		}
-		t.changed = true
-		e := store.Event{Type: store.EventResized, Lock: name, Slots: slots}
-		if !family {
-			l, err := t.load(name, ev)
-			if err != nil {
-				return err
-			}
-			e.Running, e.Waiting = l.used(), len(l.queue)
-		}
-		return t.emit(ev, e)
-	})
+		e.Running, e.Waiting = l.used(), len(l.queue)
+	}
+	return t.emit(ev, e)
 }
 
 // Acquire implements store.Store.

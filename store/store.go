@@ -31,6 +31,16 @@ type Store interface {
 	// and no event is emitted. created[i] reports whether defs[i] was
 	// created (false: the same definition existed already).
 	DefineAll(ctx context.Context, defs []Definition, ev Emitter) (created []bool, err error)
+	// Reconcile makes the store's definitions those of defs, all or
+	// nothing, in one transaction (one script): every entry is defined as
+	// DefineAll does; with opts.Resize an entry whose name is defined with
+	// other slots is resized as Resize does (holders keep their slots,
+	// waiters are granted what became free) instead of being a
+	// *ConflictError; with opts.Prune every definition whose name is not
+	// an entry is deleted as Delete does, with opts.Force as its force (a
+	// lock in use is an *InUseError). When anything fails nothing changes
+	// and no event is emitted. Reconcile with no options is DefineAll.
+	Reconcile(ctx context.Context, defs []Definition, opts ReconcileOptions, ev Emitter) (Reconciled, error)
 	// Resize changes the slots of a defined lock or family (and of the
 	// family's live members) without dropping holders; waiters are granted
 	// slots that became free. ErrNotFound when nothing has that name.
@@ -205,6 +215,23 @@ func Need(weight, slots int) int {
 type Definition struct {
 	Name  string
 	Slots int
+}
+
+// ReconcileOptions say what Reconcile may change besides creating.
+type ReconcileOptions struct {
+	Resize bool // resize an entry defined with other slots
+	Prune  bool // delete the definitions that are not entries
+	Force  bool // prune definitions in use too, as a forced Delete
+}
+
+// Reconciled is what a Reconcile did, each list in the order of defs (the
+// pruned definitions by name).
+type Reconciled struct {
+	Created []string // entries created
+	Resized []string // entries resized
+	Deleted []string // definitions pruned
+	Holds   int      // holds the pruning ended (Force)
+	Waiters int      // waiters the pruning ended (Force)
 }
 
 // Deleted is what a Delete did.

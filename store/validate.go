@@ -44,6 +44,23 @@ func CheckDefinition(name string, slots int) error {
 	return CheckSlots(slots)
 }
 
+// CheckDefinitions validates every entry of defs (CheckDefinition) and
+// refuses a name given twice with other slots: a *ConflictError naming
+// the later entry's slots as Requested. It returns each name's slots.
+func CheckDefinitions(defs []Definition) (map[string]int, error) {
+	seen := make(map[string]int, len(defs))
+	for _, d := range defs {
+		if err := CheckDefinition(d.Name, d.Slots); err != nil {
+			return nil, err
+		}
+		if have, ok := seen[d.Name]; ok && have != d.Slots {
+			return nil, &ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
+		}
+		seen[d.Name] = d.Slots
+	}
+	return seen, nil
+}
+
 // CheckSlots validates a number of slots.
 func CheckSlots(slots int) error {
 	if slots < 1 || slots > MaxSlots {

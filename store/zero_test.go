@@ -17,7 +17,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"CheckDefinition": store.CheckDefinition, "CheckName": store.CheckName, "CheckNames": store.CheckNames,
 			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
 			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
-			"NotResizable": store.NotResizable, "NotDeletable": store.NotDeletable,
+			"NotResizable": store.NotResizable, "NotDeletable": store.NotDeletable, "CheckDefinitions": store.CheckDefinitions,
 			"DeletedWhileWaiting": store.DeletedWhileWaiting, "DeletedHold": store.DeletedHold, "NewRef": store.NewRef, "RefOf": store.RefOf,
 			"NewRefRange": store.NewRefRange, "Need": store.Need, "Busy": store.Busy, "CheckWeight": store.CheckWeight, "Bucket": store.Bucket,
 		},

@@ -161,15 +161,17 @@ var _ = add("Config/ApplyCreatesLocks", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	cfg, err := sleeplock.ReadConfig(strings.NewReader("locks:\n  - name: test1\n    slots: 2\n  - name: test2\n    slots: 3\n  - name: chat/*\n    slots: 1\n"))
 	must(t, err)
-	must(t, l.Apply(ctx(t), cfg))
-	must(t, l.Apply(ctx(t), cfg)) // idempotent
+	_, err = l.Apply(ctx(t), cfg)
+	must(t, err)
+	_, err = l.Apply(ctx(t), cfg) // idempotent
+	must(t, err)
 	for name, slots := range map[string]int{"test1": 2, "test2": 3, "chat/9": 1} {
 		if st := state(t, l, name); st.Slots != slots {
 			t.Errorf("%s: slots %d, want %d", name, st.Slots, slots)
 		}
 	}
 	conflict := &sleeplock.Config{Locks: []sleeplock.LockConfig{{Name: "test1", Slots: 5, Line: 7}}}
-	err = l.Apply(ctx(t), conflict)
+	_, err = l.Apply(ctx(t), conflict)
 	var ce *sleeplock.ConfigError
 	if !errors.As(err, &ce) || ce.Line != 7 || ce.Name != "test1" || !errors.Is(err, sleeplock.ErrAlreadyDefined) {
 		t.Fatalf("Apply of a conflicting entry = %v, want a ConfigError naming test1 at line 7", err)
@@ -190,7 +192,7 @@ var _ = add("Config/ApplyAllOrNothing", func(t *testing.T, e *env) {
 		{[]sleeplock.LockConfig{{Name: "first", Slots: 1, Line: 2}, {Name: "taken", Slots: 2, Line: 4}}, 1},
 		{[]sleeplock.LockConfig{{Name: "fam/*", Slots: 1, Line: 2}, {Name: "first", Slots: 1, Line: 4}, {Name: "first", Slots: 3, Line: 6}}, 2},
 	} {
-		err := l.Apply(ctx(t), &sleeplock.Config{Locks: c.locks})
+		_, err := l.Apply(ctx(t), &sleeplock.Config{Locks: c.locks})
 		var ce *sleeplock.ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, sleeplock.ErrAlreadyDefined) || ce.Entry != c.entry || ce.Line != c.locks[c.entry].Line {
 			t.Fatalf("Apply(%+v) = %v, want a ConfigError naming entry %d", c.locks, err, c.entry)

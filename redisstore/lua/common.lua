@@ -544,3 +544,100 @@ local function state(name, detail)
   end
   return {name, l.slots, 0, running, expired, #l.h, #l.q, hs, qs}
 end
+
+-- Deletion (delete, reconcile): doom loads a definition to delete, inuse
+-- adds up its holders and waiters, remove deletes it.
+
+local DELETED = 9
+
+-- doom returns the definition name with its locks (a family's members in
+-- use), or nil when name has no definition of its own. Call it under RO:
+-- a refusal writes nothing.
+local function doom(name)
+  local slots = redis.call('HGET', tagkey(name, 'd'), name)
+  if not slots then return nil end
+  local x = {name = name, slots = tonumber(slots), ls = {}}
+  if isfamily(name) then
+    local ms = redis.call('SMEMBERS', tagkey(name, 'u'))
+    table.sort(ms)
+    for _, m in ipairs(ms) do
+      local l = load(m)
+      if l and l.def == name then x.ls[#x.ls + 1] = l end
+    end
+  else
+    x.ls[1] = load(name)
+  end
+  return x
+end
+
+-- inuse adds x's holders and waiters to t ({holders, waiters, first}),
+-- first being the first lock in use.
+local function inuse(x, t)
+  for _, l in ipairs(x.ls) do
+    t.holders = t.holders + #l.h
+    t.waiters = t.waiters + #qall(l)
+    if not t.first and #l.h + #l.q > 0 then t.first = l.name end
+  end
+end
+
+-- remove deletes x: its waiters leave every queue and are told to check
+-- again (they find no definition), its holds end (released by another;
+-- their nodes are told), its definition and counters go. The root's last
+-- token (field "" of P{R}:d) stays, so a lock defined again grants tokens
+-- above its old ones.
+local function remove(x)
+  for _, l in ipairs(x.ls) do
+    for _, w in ipairs(l.q) do
+      for _, other in ipairs(w.L) do
+        if other ~= l.name then
+          local o = load(other)
+          if o then unqueue(o, w.i) end
+        end
+      end
+      publish(w.d, 'c\t' .. w.i)
+    end
+    redis.call('DEL', l.wk, l.bk)
+    l.q, l.qraw, l.qlen = {}, 0, 0
+    local lost = 'released by another caller: lock "' .. l.name .. '" was deleted'
+    while #l.h > 0 do drop(l, #l.h, false, lost) end
+    l.dirty = true
+    if l.name ~= x.name then
+      EV[#EV + 1] = {DELETED, l.name, l.slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(l.name), ''}
+    end
+  end
+  redis.call('HDEL', tagkey(x.name, 'd'), x.name)
+  defs = {} -- the definitions cached may be the one deleted
+  local sk = tagkey(x.name, 's')
+  local byk = stats[sk] or {}
+  local fields = {}
+  for _, c in ipairs({'1', '2', '3', '4', '5', '6', '7', '8'}) do fields[#fields + 1] = x.name .. '\t' .. c end
+  for b = 1, #BOUNDS + 1 do
+    fields[#fields + 1] = x.name .. '\tw' .. b
+    fields[#fields + 1] = x.name .. '\th' .. b
+  end
+  for _, f in ipairs(fields) do byk[f] = nil end
+  redis.call('HDEL', sk, unpack(fields))
+  EV[#EV + 1] = {DELETED, x.name, x.slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(x.name), ''}
+end
+
+-- resize sets the slots of the definition name (which exists) and grants
+-- the waiters that now fit.
+local function resize(name, slots)
+  redis.call('HSET', tagkey(name, 'd'), name, num(slots))
+  defs = {}
+  if isfamily(name) then
+    for _, m in ipairs(redis.call('SMEMBERS', tagkey(name, 'u'))) do
+      local l = load(m)
+      if l and l.def == name then
+        l.slots = slots
+        advance(l, true)
+      end
+    end
+    EV[#EV + 1] = {RESIZED, name, slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(name), ''}
+  else
+    local l = load(name)
+    l.slots = slots
+    advance(l, true)
+    EV[#EV + 1] = event(RESIZED, l, '', '', 0, 0, 0, 0, '', '')
+  end
+end

@@ -7,6 +7,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,7 +56,7 @@ func runDefine(ctx context.Context, args []string, out, errOut io.Writer) error 
 	}
 }
 
-var _ = register("apply", "define the locks of a YAML config file", runApply)
+var _ = register("apply", "define the locks of a YAML config file (--resize, --prune: make the store match it)", runApply)
 
 func init() {
 	extraHelp["apply"] = `The file is YAML: a list of locks, each a name and its slots. A name
@@ -69,21 +70,42 @@ ending in /* is a family: it covers NAME/anything, each with those slots.
 
 The whole file is read and checked before the store is touched; a bad
 file (bad YAML, an unknown key, a bad value) is reported with its line and
-exits 2, changing nothing. A lock that exists with other slots is an
-error naming FILE:LINE (status 1, nothing defined): change the file, or
-resize the lock with "sleeplock define NAME SLOTS --resize". Applying the
-same file again changes nothing.
+exits 2, changing nothing. The store is changed in one step, all or
+nothing (one transaction, or one Redis script). A lock that exists with
+other slots is an error naming FILE:LINE (status 1, nothing changed),
+unless --resize: it is then resized (holders keep their slots, waiters get
+the slots that became free). --prune deletes the locks and families the
+file does not name, as "sleeplock delete" does: one that is held or
+waited for refuses the whole apply (status 1, naming the lock and the
+file), unless --force, which ends its holds and waiters. Applying the same
+file again changes nothing. It prints what it did, a line per lock.
 `
 }
 
 func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("apply", errOut, "[flags] FILE")
 	sf := addStoreFlags(fs)
+	resize := fs.Bool("resize", false, "resize the locks the file gives other slots (holders keep their slots)")
+	prune := fs.Bool("prune", false, "delete the locks and families the file does not name (refused when one is in use)")
+	force := fs.Bool("force", false, "with --prune, delete locks in use too: end their holds and waiters")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usagef("give one config FILE, got %q", fs.Args())
+	}
+	if *force && !*prune {
+		return usagef("--force goes with --prune")
+	}
+	var opts []sleeplock.ApplyOption
+	if *resize {
+		opts = append(opts, sleeplock.AllowResize())
+	}
+	switch {
+	case *force:
+		opts = append(opts, sleeplock.PruneInUse())
+	case *prune:
+		opts = append(opts, sleeplock.Prune())
 	}
 	// Read the whole file before touching the store: a bad file changes
 	// nothing.
@@ -98,7 +120,8 @@ func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	}
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
-	if err := locks.Apply(ctx, cfg); err != nil {
+	applied, err := locks.Apply(ctx, cfg, opts...)
+	if err != nil {
 		// Name the file and the entry's line (FILE:LINE), as the
 		// library's *ConfigError knows it.
 		where := file
@@ -108,15 +131,31 @@ func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		var conflict *sleeplock.ConflictError
 		if errors.As(err, &conflict) {
-			return fmt.Errorf("%s: lock %q has %s, not %d: change the file, or resize it with \"sleeplock define %s %d --resize\"",
-				where, conflict.Name, slotCount(conflict.Slots), conflict.Requested, shellQuote(conflict.Name), conflict.Requested)
+			return fmt.Errorf("%s: lock %q has %s, not %d: change the file, or give --resize",
+				where, conflict.Name, slotCount(conflict.Slots), conflict.Requested)
+		}
+		var inUse *sleeplock.InUseError
+		if errors.As(err, &inUse) {
+			// A pruned lock has no line: the lock and the file.
+			return &cliError{fmt.Sprintf("%s: lock %q is not in the file and is in use (%s, %s): nothing changed; release them, or give --force to end them",
+				file, inUse.Lock, count(inUse.Holders, "holder"), count(inUse.Waiters, "waiter")), inUse}
 		}
 		if ce != nil {
 			return err // a *ConfigError names the file and the line
 		}
 		return fmt.Errorf("%s: %w", where, err)
 	}
+	for _, name := range applied.Deleted {
+		fmt.Fprintf(out, "deleted %s\n", name)
+	}
+	if applied.Holds+applied.Waiters > 0 {
+		fmt.Fprintf(out, "ended %s and %s\n", count(applied.Holds, "hold"), count(applied.Waiters, "waiter"))
+	}
 	for _, l := range cfg.Locks {
+		if slices.Contains(applied.Resized, l.Name) {
+			fmt.Fprintf(out, "%s resized to %s\n", l.Name, slotCount(l.Slots))
+			continue
+		}
 		fmt.Fprintf(out, "%s has %s\n", l.Name, slotCount(l.Slots))
 	}
 	return nil

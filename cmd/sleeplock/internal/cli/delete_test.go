@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,5 +91,60 @@ func TestDeleteInUseAndForce(t *testing.T) {
 	}
 	if _, errOut, code := pg.run(t, "delete", "bad\x01name"); code != 2 || !strings.Contains(errOut, "invalid lock name") {
 		t.Errorf("bad name: exit %d %q", code, errOut)
+	}
+}
+
+// apply --resize reconciles the whole file in one step; --prune deletes
+// what the file does not name, refused when in use unless --force; every
+// error names the file (and the line, for an entry).
+func TestApplyResizePrune(t *testing.T) {
+	pg := newPG(t)
+	ctx := t.Context()
+	for name, slots := range map[string]int{"payments": 4, "old": 1, "stray/*": 2} {
+		if err := pg.locks.Define(ctx, name, slots); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "locks.yaml")
+	if err := os.WriteFile(file, []byte("locks:\n  - name: reports\n    slots: 1\n  - name: payments\n    slots: 6\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := pg.run(t, "apply", file); code != 1 ||
+		errOut != "sleeplock apply: "+file+":4: lock \"payments\" has 4 slots, not 6: change the file, or give --resize\n" {
+		t.Fatalf("apply of changed slots: exit %d %q", code, errOut)
+	}
+	if out, errOut, code := pg.run(t, "apply", file, "--resize"); code != 0 || out != "reports has 1 slot\npayments resized to 6 slots\n" {
+		t.Fatalf("apply --resize: exit %d %q %q", code, out, errOut)
+	}
+	lease, err := pg.locks.Acquire(ctx, "old", sleeplock.TTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := pg.run(t, "apply", file, "--prune"); code != 1 ||
+		errOut != "sleeplock apply: "+file+": lock \"old\" is not in the file and is in use (1 holder, 0 waiters): nothing changed; release them, or give --force to end them\n" {
+		t.Fatalf("apply --prune of a lock in use: exit %d %q", code, errOut)
+	}
+	if _, err := pg.locks.State(ctx, "stray/*"); err != nil {
+		t.Fatalf("a refused prune deleted stray/*: %v", err)
+	}
+	if _, errOut, code := pg.run(t, "apply", file, "--force"); code != 2 || !strings.Contains(errOut, "--force goes with --prune") {
+		t.Fatalf("--force without --prune: exit %d %q", code, errOut)
+	}
+	out, errOut, code := pg.run(t, "apply", file, "--prune", "--force")
+	if code != 0 || out != "deleted old\ndeleted stray/*\nended 1 hold and 0 waiters\nreports has 1 slot\npayments has 6 slots\n" {
+		t.Fatalf("apply --prune --force: exit %d %q %q", code, out, errOut)
+	}
+	_ = lease.Keep(ctx)
+	<-lease.Done()
+	states, err := pg.locks.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, st := range states {
+		names = append(names, st.Name)
+	}
+	if !slices.Equal(names, []string{"payments", "reports"}) {
+		t.Fatalf("locks after apply --prune: %q", names)
 	}
 }
