@@ -16,7 +16,7 @@
 // (lua/*.lua, embedded: lua/common.lua, then one function per operation),
 // run atomically on the server, on the server's clock (TIME): acquire
 // (grant, refuse, or queue), release with hand-over to the waiters, keep,
-// held, state, define and resize. The store loads the library (FUNCTION
+// held, state, define, resize, delete and reconcile (Apply). The store loads the library (FUNCTION
 // LOAD, on every primary of a cluster) the first time a server answers
 // that it lacks it, and again after a restart that lost it; its name
 // carries a hash of its code, so that stores of several versions can
@@ -48,8 +48,9 @@
 // next, however long the queue. State, List and Stats read whole queues.
 //
 // Operations on one lock, or on several locks of one root, work on Redis
-// Cluster. An AcquireAll or DefineAll naming locks of several roots needs
-// one server (or names sharing a root): Cluster refuses a script whose keys
+// Cluster. An AcquireAll or DefineAll naming locks of several roots, and
+// an Apply that prunes (it reads the definitions of every root), need one
+// server (or names sharing a root): Cluster refuses a script whose keys
 // are in several slots.
 //
 // # Waiting

@@ -74,6 +74,14 @@ var _ = add("Delete/FreeLockIsGone", func(t *testing.T, e *env) {
 	if st := state(t, l, "typo"); st.Slots != 3 {
 		t.Fatalf("slots after Delete and Define = %d, want 3", st.Slots)
 	}
+	// Its counters went with it.
+	stats, err := l.Stats(ctx(t))
+	must(t, err)
+	for _, st := range stats {
+		if st.Name == "typo" && (st.Acquisitions != 0 || st.Releases != 0 || st.Holds.Count != 0) {
+			t.Fatalf("the lock defined again has the deleted lock's counters: %+v", st)
+		}
+	}
 })
 
 var _ = add("Delete/HeldIsRefusedAndUnchanged", func(t *testing.T, e *env) {
