@@ -73,6 +73,9 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 	}
 	token, err := n.Acquire(ctx, wait)
 	if err != nil {
+		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
+			k.mem.Store(nil) // the lock may have been deleted: look it up again next time
+		}
 		return l.plainFailed(ctx, k.name, wait, err)
 	}
 	return Lease{slot: n.Lock, token: token}, nil

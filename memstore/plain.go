@@ -428,6 +428,12 @@ func (lk *lock) Acquire(ctx context.Context, wait bool) (int64, error) {
 		lk.sampled(t)
 		return t, nil
 	}
-	_, t, err := lk.store().acquireAt(ctx, lk, wait)
+	pl, t, err := lk.store().acquireAt(ctx, lk, wait)
+	if err == nil && pl != plain.Lock(lk) {
+		// lk was deleted, and the name granted by another record (a lock
+		// defined again): that grant is not this handle's to keep.
+		_ = pl.Release(t)
+		return 0, plain.ErrNotPlain
+	}
 	return t, err
 }
