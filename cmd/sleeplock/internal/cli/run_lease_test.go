@@ -283,3 +283,19 @@ func TestRunRefusesARefHeldElsewhere(t *testing.T) {
 	_ = syscall.Kill(pid, syscall.SIGTERM)
 	_ = first.Wait()
 }
+
+// TestRunEndsCommandWhenLockDeleted: delete --force of the lock a run
+// holds ends its command, and run exits with the lost status.
+func TestRunEndsCommandWhenLockDeleted(t *testing.T) {
+	e := newRunEnv(t)
+	marks := filepath.Join(e.dir, "marks")
+	holder, pid := startMarked(t, e, marks, "doomed", "run", "--store", e.store(), "--ttl", "2s", "gone")
+	out, errOut, code := run(t, "delete", "--store", e.store(), "--force", "gone")
+	if code != 0 || out != "deleted gone: ended 1 hold and 0 waiters\n" {
+		t.Fatalf("delete --force: exit %d %q %q", code, out, errOut)
+	}
+	wantExit(t, holder, exitLost)
+	if !procGone(pid) {
+		t.Fatal("the command outlived its sleeplock run")
+	}
+}
