@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,6 +213,29 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No queue: lua/fast.lua answers, with and without the caller's events.
+	var refused atomic.Int64
+	le := sleeplock.New(s, sleeplock.WithInlineNotifier(sleeplock.NotifierFunc(func(e sleeplock.Event) {
+		if e.Type == sleeplock.EventRefused {
+			refused.Add(1)
+		}
+	})))
+	defer func() { _ = le.Close() }()
+	before := persistence(t, c)
+	for _, x := range []*sleeplock.Locks{l, le} {
+		for range 100 {
+			if _, err := x.TryAcquire(ctx, "w"); !errors.Is(err, sleeplock.ErrUnavailable) {
+				t.Fatalf("TryAcquire = %v", err)
+			}
+		}
+	}
+	if after := persistence(t, c); before != after {
+		t.Fatalf("refused tries with no queue wrote: before %v, after %v", before, after)
+	}
+	if refused.Load() != 100 {
+		t.Fatalf("%d refused events, want 100", refused.Load())
+	}
+	// A queue: the general path answers.
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -222,7 +246,7 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 		st, err := l.State(ctx, "w")
 		return err == nil && st.Waiting == 1
 	})
-	before := persistence(t, c)
+	before = persistence(t, c)
 	for range 100 {
 		if _, err := l.TryAcquire(ctx, "w"); !errors.Is(err, sleeplock.ErrUnavailable) {
 			t.Fatalf("TryAcquire = %v", err)
