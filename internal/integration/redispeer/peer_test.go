@@ -24,7 +24,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,17 +221,11 @@ func infoInt(b *testing.B, c *redis.Client, section, field string) int64 {
 
 func infoField(b *testing.B, c *redis.Client, section, field string) string {
 	b.Helper()
-	s, err := c.Info(context.Background(), section).Result()
-	if err != nil {
-		b.Fatal(err)
+	v := infoFieldOr(b, c, section, field)
+	if v == "" {
+		b.Fatalf("INFO %s has no %s", section, field)
 	}
-	for line := range strings.Lines(s) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return v
-		}
-	}
-	b.Fatalf("INFO %s has no %s", section, field)
-	return ""
+	return v
 }
 
 // BenchmarkRefusedTry: 8 clients trying a lock another holds, against
