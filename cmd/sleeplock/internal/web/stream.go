@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -150,8 +151,12 @@ func (s *Server) refreshLocks(names []string) {
 	}
 	for _, name := range names {
 		st, err := s.cfg.Locks.StateDetail(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			s.gone([]string{name}) // deleted (Locks.Delete), or a member no longer in use
+			continue
+		}
 		if err != nil {
-			continue // deleted or the store is down: the next poll or event tells
+			continue // the store is down: the next poll or event tells
 		}
 		s.sendState(st, true)
 	}
@@ -257,12 +262,28 @@ func (s *Server) sendStates(states []store.State, send bool) {
 	for name := range s.seen {
 		if _, ok := live[name]; !ok {
 			gone = append(gone, name)
-			delete(s.seen, name)
 		}
 	}
 	s.mu.Unlock()
+	if send {
+		s.gone(gone)
+		return
+	}
+	s.mu.Lock()
 	for _, name := range gone {
-		if send {
+		delete(s.seen, name)
+	}
+	s.mu.Unlock()
+}
+
+// gone forgets the locks of names and sends "gone" for each that was seen.
+func (s *Server) gone(names []string) {
+	for _, name := range names {
+		s.mu.Lock()
+		_, seen := s.seen[name]
+		delete(s.seen, name)
+		s.mu.Unlock()
+		if seen {
 			b, _ := json.Marshal(map[string]string{"name": name})
 			s.cfg.Hub.send(name, message("gone", b))
 		}

@@ -488,6 +488,25 @@ func TestPoll(t *testing.T) {
 	s.next(t, func(m sse) bool { return idle(m) || m.event == "gone" && m.data == `{"name":"chat/7"}` })
 }
 
+// TestDeletedLockIsGone: a lock deleted through the page's own Locks
+// (sleeplock delete in the same process, or Locks.Delete) is "gone" on the
+// stream at its event, with no poll.
+func TestDeletedLockIsGone(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, Config{})
+	must(t, e.locks.Define(ctx, "typo", 1))
+	s := e.stream(t, "")
+	s.next(t, func(m sse) bool { return m.event == "hello" })
+	l, err := e.locks.Acquire(ctx, "typo")
+	must(t, err)
+	must(t, l.Release(ctx))
+	s.next(t, lockMsg("typo", func(v lockview.Lock) bool { return v.Running == 0 }))
+	if _, err := e.locks.Delete(ctx, "typo"); err != nil {
+		t.Fatal(err)
+	}
+	s.next(t, func(m sse) bool { return m.event == "gone" && m.data == `{"name":"typo"}` })
+}
+
 // TestClose: Close ends the open streams.
 func TestClose(t *testing.T) {
 	e := newEnv(t, Config{})
