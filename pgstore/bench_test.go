@@ -460,41 +460,9 @@ func BenchmarkWaiters1000(b *testing.B) {
 		ctx := context.Background()
 		must(b, pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
 		tr := &counter{}
-		var nodes []*pgstore.Store
 		app := "sleeplock-bench-" + schema
-		for range 4 {
-			cfg, err := pgxpool.ParseConfig(dbURL())
-			must(b, err)
-			cfg.MaxConns = 20
-			cfg.ConnConfig.Tracer = tr
-			cfg.ConnConfig.RuntimeParams["application_name"] = app // the listener's too
-			p, err := pgxpool.NewWithConfig(ctx, cfg)
-			must(b, err)
-			defer p.Close()
-			s, err := pgstore.New(ctx, p, pgstore.WithSchema(schema))
-			must(b, err)
-			defer s.Close()
-			nodes = append(nodes, s)
-		}
-		// cpu sums the CPU time of the stores' backends (the server runs on
-		// this machine): utime+stime of /proc/PID/stat, in clock ticks.
-		cpu := func() (ticks int64) {
-			rows, err := pool.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
-			must(b, err)
-			pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
-			must(b, err)
-			for _, pid := range pids {
-				raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-				if err != nil {
-					continue // gone meanwhile, or another machine
-				}
-				f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
-				u, _ := strconv.ParseInt(f[11], 10, 64)
-				st, _ := strconv.ParseInt(f[12], 10, 64)
-				ticks += u + st
-			}
-			return ticks
-		}
+		nodes := appNodes(b, schema, app, tr, 4)
+		cpu := func() int64 { return backendCPU(b, pool, app) }
 		define(b, nodes[0], "crowd", 1)
 		h, err := nodes[0].Acquire(ctx, req("holder", time.Hour, "crowd"))
 		must(b, err)
@@ -552,6 +520,52 @@ func BenchmarkWaiters1000(b *testing.B) {
 			}
 		}
 	}
+}
+
+// appNodes returns n stores on schema, each with a pool of 20 of its own
+// whose connections (the listener's too) have application_name app and
+// send their statements through tr; closed when the benchmark ends.
+func appNodes(b *testing.B, schema, app string, tr pgx.QueryTracer, n int) []*pgstore.Store {
+	b.Helper()
+	ctx := context.Background()
+	var nodes []*pgstore.Store
+	for range n {
+		cfg, err := pgxpool.ParseConfig(dbURL())
+		must(b, err)
+		cfg.MaxConns = 20
+		cfg.ConnConfig.Tracer = tr
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+		p, err := pgxpool.NewWithConfig(ctx, cfg)
+		must(b, err)
+		b.Cleanup(p.Close)
+		s, err := pgstore.New(ctx, p, pgstore.WithSchema(schema))
+		must(b, err)
+		b.Cleanup(func() { _ = s.Close() })
+		nodes = append(nodes, s)
+	}
+	return nodes
+}
+
+// backendCPU sums the CPU time of the backends whose application_name is
+// app (the server runs on this machine): utime+stime of /proc/PID/stat, in
+// clock ticks (1/100 s on Linux: ticks per second are % of a core).
+func backendCPU(b *testing.B, pool *pgxpool.Pool, app string) (ticks int64) {
+	b.Helper()
+	rows, err := pool.Query(context.Background(), "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	must(b, err)
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	must(b, err)
+	for _, pid := range pids {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // gone meanwhile, or another machine
+		}
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + st
+	}
+	return ticks
 }
 
 func compareU(a, b uint64) int {
