@@ -22,6 +22,7 @@ import (
 	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/web"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/promevents"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 var _ = register("serve", "serve the locks over HTTP: JSON API, live page, /metrics", runServe)
@@ -34,6 +35,14 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token for release; without it the token is the value of $"+serveTokenEnv)
 	newToken := fs.String("new-token-file", "", "write a new random bearer token for release to `FILE` (created, mode 0600; never overwritten) and use it")
 	poll := fs.Duration("poll", web.DefaultPoll, "while a page or stream is open, how often to read the store's locks and counters, to show what other processes do")
+	var elections []string
+	fs.Func("election", "report the election `NAME` in /metrics (terms and takeovers); may be repeated", func(name string) error {
+		if err := store.CheckName(name); err != nil {
+			return err
+		}
+		elections = append(elections, name)
+		return nil
+	})
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -56,7 +65,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	locks := sleeplock.New(s, sleeplock.WithNotifier(hub))
 	defer func() { _ = locks.Close() }()
 	return serveLocks(ctx, locks, hub, serveConfig{
-		addr: *addr, allowRelease: *allow, token: token, poll: *poll, logger: logger, out: out,
+		addr: *addr, allowRelease: *allow, token: token, poll: *poll, logger: logger, out: out, elections: elections,
 	})
 }
 
@@ -157,13 +166,14 @@ type serveConfig struct {
 	logger       *slog.Logger
 	out          io.Writer
 	ready        func(addr string) // tests: called once listening
+	elections    []string          // reported in /metrics (promevents.WithElections)
 }
 
 // serveLocks serves locks until ctx ends, then closes the streams and
 // waits for the requests in flight (5 s at most).
 func serveLocks(ctx context.Context, locks *sleeplock.Locks, hub *web.Hub, c serveConfig) error {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(promevents.New(locks))
+	reg.MustRegister(promevents.New(locks, promevents.WithElections(c.elections...)))
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Namespace: "sleeplock", Subsystem: "serve", Name: "stream_dropped_total",
 		Help: "Messages dropped for event streams that fell behind.",

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -94,4 +97,65 @@ func TestStateShowsElections(t *testing.T) {
 	if err := <-waiting; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// serve --election NAME reports the election's terms and takeovers in
+// /metrics; a bad name is a usage error.
+func TestServeElectionMetrics(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "e.db")
+	if _, _, code := run(t, "serve", "--store", "sqlite:"+db, "--election", "bad/*"); code != 2 {
+		t.Fatalf("serve --election with a family pattern: exit %d, want 2", code)
+	}
+	s, err := sqlitestore.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := sleeplock.New(s)
+	defer func() { _ = locks.Close() }()
+	el, err := election.New(locks, "sched", election.WithTTL(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	term, err := el.Campaign(t.Context(), election.Candidate{ID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = term.Resign(t.Context()) }()
+
+	ctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	first := make(chan string, 1)
+	errOut := &syncBuf{}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- Main(ctx, []string{"serve", "--store", "sqlite:" + db, "--addr", "127.0.0.1:0", "--election", "sched", "--election", "idle"},
+			&lineWriter{first: first}, errOut)
+	}()
+	var base string
+	select {
+	case line := <-first:
+		base = strings.TrimSuffix(strings.TrimPrefix(line, "serving the locks on "), "/")
+	case code := <-exited:
+		t.Fatalf("serve exited %d: %s", code, errOut.String())
+	}
+	res, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		`sleeplock_election_terms_total{election="sched"} 1`,
+		`sleeplock_election_takeovers_total{election="sched"} 0`,
+		`sleeplock_election_terms_total{election="idle"} 0`,
+	} {
+		if !strings.Contains(string(body), line+"\n") {
+			t.Errorf("/metrics has no %q", line)
+		}
+	}
+	stop()
+	<-exited
 }
