@@ -403,8 +403,9 @@ var listenPoll = func() *atomic.Int64 {
 
 // rearm sets the timer of waiter w: none when w is not at the head of this
 // node's queue (the waiters ahead wake it as they leave), the poll delay
-// while no LISTEN connection is up, else DefaultListenPoll or until the
-// next expiry of a blocking lease.
+// while no LISTEN connection is up, else until the next expiry of a
+// blocking lease, DefaultListenPoll at the most. (A heartbeat that finds a
+// stale node wakes the heads: see beat.)
 func (s *Store) rearm(t *time.Timer, w *waiter, delay, hint time.Duration) {
 	if !t.Stop() {
 		select {

@@ -146,3 +146,85 @@ func TestTookGrantsAreBounded(t *testing.T) {
 		t.Fatalf("kept %d grants, first %q, last %q", len(d.took), d.took[0].lock, d.took[len(d.took)-1].lock)
 	}
 }
+
+// beatConn answers node_beat() with written rows and a stale flag, and
+// counts the beats sent.
+type beatConn struct {
+	conn
+	written int64
+	stale   bool
+	beats   int
+}
+
+func (c *beatConn) query(_ context.Context, _ string, _ []any, each func(scan func(dest ...any) error) error) error {
+	c.beats++
+	return each(func(dest ...any) error {
+		*dest[0].(*int64), *dest[1].(*bool) = c.written, c.stale
+		return nil
+	})
+}
+
+// TestBeatSkipsAndWakesHeads: a beat that finds a stale node wakes the
+// heads of this store's queue, and no other waiter (the heads' timers are
+// long: only a check passes the dead node's waiters ahead of them). A beat
+// right after one that wrote the node's row sends nothing while no node is
+// stale and nothing is to confirm; it is sent while a node is stale, and
+// once the row has aged 40 % of the waiter TTL.
+func TestBeatSkipsAndWakesHeads(t *testing.T) {
+	var d dispatcher
+	d.init(&Store{cfg: config{waiterTTL: time.Hour}})
+	ws := map[int64]*waiter{}
+	for _, ticket := range []int64{1, 2} {
+		w := &waiter{op: ticket * 10, names: []string{"k"}, wake: make(chan struct{}, 1),
+			up: make(chan struct{}, 1), handed: make(chan handoff, 1)}
+		d.all[w.op] = w
+		d.active.Add(1)
+		d.queued(w, ticket, map[string]int{"k": 1})
+		ws[ticket] = w
+	}
+	woken := func(ticket int64) bool {
+		select {
+		case <-ws[ticket].wake:
+			return true
+		default:
+			return false
+		}
+	}
+	ctx := context.Background()
+	c := &beatConn{written: 1}
+	d.beat(ctx, c) // writes the row; no node stale
+	if c.beats != 1 || woken(1) || woken(2) {
+		t.Fatalf("first beat: %d sent, woken %v %v", c.beats, woken(1), woken(2))
+	}
+	d.beat(ctx, c) // the row is fresh (an hour's TTL): nothing sent
+	if c.beats != 1 {
+		t.Fatalf("a beat with nothing to write was sent (%d)", c.beats)
+	}
+	d.tookGrant("k", "r") // a grant to confirm: sent
+	d.beat(ctx, c)
+	if c.beats != 2 {
+		t.Fatalf("a beat with a grant to confirm was not sent (%d)", c.beats)
+	}
+	c.written, c.stale = 0, true
+	d.tookGrant("k", "r2") // sent (a grant to confirm), and finds a stale node
+	d.beat(ctx, c)
+	if c.beats != 3 || !woken(1) || woken(2) {
+		t.Fatalf("stale beat: %d sent, head woken %v, second woken %v", c.beats, woken(1), woken(2))
+	}
+	d.beat(ctx, c) // sent while a node is stale, however fresh the row
+	if c.beats != 4 || !woken(1) {
+		t.Fatalf("a beat while a node is stale: %d sent, head woken %v", c.beats, woken(1))
+	}
+	c.stale = false
+	d.beat(ctx, c) // the last stale beat
+	d.beat(ctx, c) // fresh row, no stale node: skipped
+	if c.beats != 5 {
+		t.Fatalf("after the stale node went: %d sent, want 5", c.beats)
+	}
+	d.wrote.Store(1) // the row was written long ago (since born)
+	d.s.cfg.waiterTTL = time.Nanosecond
+	d.beat(ctx, c)
+	if c.beats != 6 {
+		t.Fatalf("a beat due to renew the row was not sent (%d)", c.beats)
+	}
+}

@@ -123,8 +123,11 @@
 // commit with synchronous_commit off (a place in the queue is soft state:
 // after a crash of the server the waiter queues again). Only the heads of
 // a store's queue keep a timer: at the next expiry of a lease that blocks
-// them or every 250ms. So 1,000 waiters cost the database a few short
-// statements a second and one row update per store, not a thousand.
+// them, or after DefaultListenPoll (5s) as a safety net; the store's
+// heartbeat, which reads whether some node stopped renewing, wakes them
+// when one did (its waiters ahead of them are passed by their check). So
+// 1,000 idle waiters cost the database about four short statements a
+// second per store (the heartbeat), not a thousand.
 //
 // While the LISTEN connection is down (it reconnects with backoff, and
 // every waiter checks once when it is back, so no wake-up is missed) the

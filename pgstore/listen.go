@@ -89,6 +89,9 @@ type dispatcher struct {
 	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
 	nearly    int                        // handoffs written to early
 	listening atomic.Bool                // notifications arrive: waiters need not poll fast
+	born      time.Time                  // when the store began, for wrote
+	wrote     atomic.Int64               // when (since born) the beat that last wrote the node's row was sent; 0: never
+	stale     atomic.Bool                // the last beat found a node that stopped renewing
 	done      chan struct{}
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup // listener and heartbeat
@@ -98,6 +101,7 @@ type dispatcher struct {
 
 func (d *dispatcher) init(s *Store) {
 	d.s = s
+	d.born = time.Now()
 	d.node = rand.Int64N(1<<62) + 1
 	d.byLock = make(map[string][]*waiter)
 	d.all = make(map[int64]*waiter)
@@ -396,6 +400,31 @@ func (d *dispatcher) wakeAll() {
 	d.mu.Unlock()
 }
 
+// fresh reports whether the node's row, last written by a beat sent at
+// wrote, still has more than 60 % of its lease at now (both since born),
+// so that node_beat() would not write it (its rule: a row with less than
+// 60 % of the lease left is written). Measured from when that beat was
+// sent, the row's age is overestimated, never under.
+func (d *dispatcher) fresh(now time.Duration) bool {
+	w := d.wrote.Load()
+	return w > 0 && now-time.Duration(w) < d.s.cfg.waiterTTL*4/10
+}
+
+// wakeHeads makes the heads of this store's queue check.
+func (d *dispatcher) wakeHeads() {
+	d.mu.Lock()
+	var heads []*waiter
+	for _, w := range d.all {
+		heads = append(heads, w)
+	}
+	d.mu.Unlock()
+	for _, w := range heads {
+		if d.head(w) {
+			wakeOne(w)
+		}
+	}
+}
+
 // several returns the acquisitions of the queued waiters of several locks
 // (which keep a waiter lease of their own).
 func (d *dispatcher) several() []int64 {
@@ -519,8 +548,18 @@ const maxTook = 4096
 func (d *dispatcher) beat(ctx context.Context, c conn) {
 	defer d.retryUndos(ctx)
 	several := d.several()
+	sent := time.Since(d.born)
 	d.mu.Lock()
 	tk := d.took
+	if len(tk) == 0 && len(several) == 0 && !d.resync.Load() && !d.stale.Load() && d.fresh(sent) {
+		// node_beat() would write nothing: the node's row has more than
+		// 60 % of its lease left (it was written less than 40 % of the
+		// waiter TTL before), there is nothing to confirm or renew, and
+		// no node was stale at the last beat (while one is, every beat
+		// runs, and wakes the heads). The next beat writes the row.
+		d.mu.Unlock()
+		return
+	}
 	d.took = nil
 	d.mu.Unlock()
 	locks := make([]string, len(tk))
@@ -529,9 +568,10 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 		locks[i], refs[i] = t.lock, t.ref
 	}
 	var n int64
+	var stale bool
 	args := nodeBeatArgs{node: d.node, wttl: micros(d.s.cfg.waiterTTL), several: intArray(several),
 		locks: textArray(locks), refs: textArray(refs)}
-	err := queryOne(ctx, c, d.s.q.nodeBeat, args.values(), &n)
+	err := queryOne(ctx, c, d.s.q.nodeBeat, args.values(), &n, &stale)
 	if err != nil {
 		// (the database may have been restarted or failed over)
 		d.resync.Store(true)
@@ -541,6 +581,17 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 			d.mu.Unlock()
 		}
 		return
+	}
+	if n > 0 && len(tk) == 0 && len(several) == 0 {
+		// Nothing else to write: the count is the node's row, written.
+		d.wrote.Store(int64(sent))
+	}
+	d.stale.Store(stale)
+	if stale {
+		// A node stopped renewing: its waiters ahead of this store's
+		// heads are passed by the heads' next check, which nothing else
+		// would wake (their leases end without a notification).
+		d.wakeHeads()
 	}
 	if d.resync.Swap(false) {
 		d.resyncWaiters(ctx, c)

@@ -21,7 +21,11 @@ const (
 	DefaultWaiterTTL = time.Second
 	// DefaultListenPoll is the longest pause between two checks of a
 	// waiter at the head of this node's queue while notifications arrive.
-	DefaultListenPoll = 250 * time.Millisecond
+	// A head checks sooner when it is notified, when a lease that blocks
+	// it may expire, and when the store's heartbeat finds a node that
+	// stopped renewing (whose waiters ahead it must pass): the pause is
+	// a safety net, not how a head learns of a change.
+	DefaultListenPoll = 5 * time.Second
 )
 
 // Option configures New, NewSQL, Open, Migrate and MigrateSQL.

@@ -261,7 +261,9 @@ func newQueries(schema string) queries {
 		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
 		deleteDef: "SELECT d.*, CASE WHEN d.r_ev IN ('released', 'deleted') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			deleteDefFn.call(s) + " d",
-		nodeBeat:    "SELECT " + nodeBeatFn.call(s),
+		// node_beat() and whether some node is stale (nodes_stale()): the
+		// heads of this store's queue check then (beat).
+		nodeBeat:    "SELECT " + nodeBeatFn.call(s) + ", " + s + ".nodes_stale(clock_timestamp())",
 		nodeWaiters: "SELECT " + nodeWaitersFn.call(s),
 		dropWaiter:  "SELECT " + dropWaiterFn.call(s) + "::bigint",
 		sweepNodes:  "SELECT " + s + ".sweep_nodes(64)::bigint",
