@@ -405,11 +405,17 @@ func (d *electDriver) inject(ctx context.Context, kind string) error {
 		d.logf("killed the leader %s (token %d)", c.id, l.Token)
 		return d.start()
 	case FaultPause:
-		cmdPid := 0
-		if !d.cfg.PauseElectOnly {
-			cmdPid = d.commandOf(ctx, l.Token)
+		// Wait for the term's command to start: a pause before it would
+		// test only that an elect paused before its command starts
+		// never starts it.
+		cmdPid := d.commandOf(ctx, l.Token)
+		if cmdPid == 0 && d.cfg.PauseElectOnly {
+			return fmt.Errorf("the command of term %d did not start within the TTL", l.Token)
 		}
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGSTOP)
+		if d.cfg.PauseElectOnly {
+			cmdPid = 0 // the command runs on: the negative control
+		}
 		if cmdPid > 0 {
 			_ = syscall.Kill(-cmdPid, syscall.SIGSTOP)
 		}
@@ -440,9 +446,9 @@ func (d *electDriver) inject(ctx context.Context, kind string) error {
 }
 
 // commandOf returns the pid of the command of term token, from the
-// ledger, waiting a second for it to start (0 when it has not).
+// ledger, waiting up to the TTL for it to start (0 when it has not).
 func (d *electDriver) commandOf(ctx context.Context, token int64) int {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.TTL)
 	defer cancel()
 	for {
 		lines, _ := readLedger(d.ledger)
