@@ -12,14 +12,15 @@ import (
 )
 
 // The fast word. A defined lock with at most fastMaxSlots slots, nobody
-// waiting and no holder but plain leases keeps its holders in one word,
-// lk.fast, so that package sleeplock's plain TryAcquire and Release are one
+// waiting and no holder but plain leases (and a few bare records, see
+// below) keeps its holders in one word, lk.fast, so that package sleeplock's plain TryAcquire and Release are one
 // compare-and-swap each, with no mutex:
 //
 //	bit 0        frozen: the word holds nothing; the lock's state is in its
 //	             records, under lk.mu (the lock is "frozen")
 //	bits 1-5     the lock's slots
-//	bits 6-8     extra: the slots the held grants take beyond one each
+//	bits 6-8     extra: the slots the held grants take beyond one each,
+//	             and those of the records beside the word (see below)
 //	bits 9-23    the window: bit 9+k is set while the grant of token T-k
 //	             is held (k < fastWindow)
 //	bits 24-63   T, the lock's last fencing token
@@ -41,11 +42,21 @@ import (
 // held bits become holder records and lk.token takes T, so code under the
 // mutex sees records only. While frozen, the fast paths find the frozen
 // bit and take the mutex. The word is made again (thaw) when an operation
-// lets go of the mutex and the lock has no holder, no waiter and nothing
-// else that needs the mutex. So a queue, a holder with a TTL, a kind, a
-// watcher or a context, a holder older than the window, a family member,
-// WithTimes and a closed store all keep the lock frozen, and FIFO holds:
-// a fast grant is only made with nobody queued.
+// lets go of the mutex and the lock has no waiter and nothing else that
+// needs the mutex: no holder, or holders that are bare records (no TTL,
+// kind, watcher, context or re-entry) taking at most fastMaxExtra slots
+// and leaving one free. Such records stay beside the word, unchanged
+// until the next freeze (only code under the mutex touches them), and
+// their slots are in the word's extra from the start, so the word grants
+// only the slots they leave; they are released under the mutex (their
+// tokens are older than the word's window, whose bits are all clear when
+// it is made). So a holder older than the window, or one that waited,
+// costs the lock's other callers one freeze and thaw, not the fast word
+// for as long as it holds: on two cores, a goroutine preempted while it
+// holds a slot otherwise put every caller on the mutex until it ran
+// again. A queue, a holder with a TTL, a kind, a watcher or a context, a
+// family member, WithTimes and a closed store keep the lock frozen, and
+// FIFO holds: a fast grant is only made with nobody queued.
 //
 // A frozen word holds nothing else but one hint, changed under lk.mu:
 // fastQueued, set while the lock has a queue, so that a caller about to
@@ -329,7 +340,10 @@ func (lk *lock) freeze() {
 			t := int64(w >> fastTokShift)
 			lk.token = t
 			win := w >> fastWinShift & fastWinMask
-			extra := int(w >> fastExtraShift & fastMaxExtra)
+			// extra counts the slots of the records the word was made
+			// with (see thaw), which have not changed since: the rest
+			// are the word's weighted grants'.
+			extra := int(w>>fastExtraShift&fastMaxExtra) - lk.used()
 			var tab *tokenWeights
 			if extra > 0 {
 				tab = lk.st.tokenWeights()
@@ -398,14 +412,30 @@ func (s *Store) queuedSince(lk *lock, wait bool) time.Time {
 }
 
 // thaw makes the fast word again when lk needs no mutex: a defined lock
-// with few slots, no holder, nobody waiting, on a store that is open and
-// records no times. lk.mu is held and is let go right after (or lk is not
-// shared yet).
+// with few slots, nobody waiting, on a store that is open and records no
+// times, whose holders (if any) are bare records that leave a slot free
+// and fit in the word's extra, which counts them. lk.mu is held and is
+// let go right after (or lk is not shared yet).
 func (s *Store) thaw(lk *lock) {
-	if len(lk.holders) > 0 || !lk.defined || lk.gone || lk.multi() || len(lk.waits()) > 0 ||
+	if !lk.defined || lk.gone || lk.multi() || len(lk.waits()) > 0 ||
 		lk.slots > fastMaxSlots || !lk.plainOK() || lk.token < 0 || s.times || s.closed.Load() ||
 		lk.fast.Load()&fastFrozen == 0 {
 		return
 	}
-	lk.fast.Store(uint64(lk.token)<<fastTokShift | uint64(lk.slots)<<1)
+	used := lk.used()
+	if used > 0 && (used >= int(lk.slots) || used > fastMaxExtra || lk.nexp > 0 || lk.timed || !lk.bare()) {
+		return
+	}
+	lk.fast.Store(uint64(lk.token)<<fastTokShift | uint64(used)<<fastExtraShift | uint64(lk.slots)<<1)
+}
+
+// bare reports whether no holder of lk has more than a ref, a token and a
+// weight (no kind, TTL, watcher, context or re-entry). lk.mu is held.
+func (lk *lock) bare() bool {
+	for _, h := range lk.holders {
+		if h.x != nil {
+			return false
+		}
+	}
+	return true
 }

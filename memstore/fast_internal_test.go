@@ -193,3 +193,78 @@ func TestWeightedGrantsPastTheWordsExtra(t *testing.T) {
 		t.Fatalf("state after the releases: %+v", st)
 	}
 }
+
+// A lock whose holders are records (a freeze made them) grants on the
+// fast word again once its mutex is let go: the word's extra counts the
+// records' slots, so the word grants only the slots they leave, a record
+// is released under the mutex, tokens keep growing and State and Stats
+// count every holder, on the word or beside it.
+func TestWordBesideRecords(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	defer s.Close()
+	if _, err := s.Define(ctx, "r", 8, nil); err != nil {
+		t.Fatal(err)
+	}
+	lk := s.load("r")
+	p := (*plainStore)(s)
+	extra := func(want uint64) {
+		t.Helper()
+		if w := lk.fast.Load(); w&fastFrozen != 0 || w>>fastExtraShift&fastMaxExtra != want {
+			t.Fatalf("word %#x: want unfrozen with %d extra slots", w, want)
+		}
+	}
+	one, t1, err := p.Acquire(ctx, "r", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heavy, t2, err := p.AcquireWeighted(ctx, "r", 3, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A freeze (State takes the mutex) makes both records; the word comes
+	// back beside them with their 4 slots counted.
+	if st, err := s.State(ctx, "r", true); err != nil || st.Running != 4 || len(st.Holders) != 2 {
+		t.Fatalf("state %+v, %v", st, err)
+	}
+	extra(4)
+	var toks []int64
+	for {
+		tok, ok := lk.tryFast()
+		if !ok {
+			break
+		}
+		toks = append(toks, tok)
+	}
+	if len(toks) != 4 || toks[0] <= t2 {
+		t.Fatalf("word grants beside 4 slots of records: %v (last record token %d), want 4 above it", toks, t2)
+	}
+	st, err := s.State(ctx, "r", true)
+	if err != nil || st.Running != 8 || len(st.Holders) != 6 || st.Holders[1].Weight != 3 {
+		t.Fatalf("state %+v, %v", st, err)
+	}
+	if lk.fast.Load()&fastFrozen == 0 {
+		t.Fatal("a full lock's word was made again")
+	}
+	for _, tok := range toks {
+		if err := lk.Release(tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra(4)
+	if err := one.Release(t1); err != nil {
+		t.Fatal(err)
+	}
+	extra(3)
+	if err := heavy.Release(t2); err != nil {
+		t.Fatal(err)
+	}
+	extra(0)
+	if err := one.Release(t1); !errors.Is(err, store.ErrNotHeld) {
+		t.Fatalf("second release of a record's lease: %v, want ErrNotHeld", err)
+	}
+	stats, err := s.Stats(ctx)
+	if err != nil || len(stats) != 1 || stats[0].Acquisitions != 6 || stats[0].Releases != 6 || stats[0].Running != 0 {
+		t.Fatalf("stats %+v, %v", stats, err)
+	}
+}

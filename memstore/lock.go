@@ -12,17 +12,18 @@ import (
 // lock is a defined lock or a family member in use.
 //
 // Its holders are recorded in one of two places. While the fast word is
-// live (its frozen bit clear, see fast.go), the word is the whole record
-// of the holders and of the last token: holders is empty, token may lag
-// behind the word's, nobody waits, and plain leases are granted and
-// released on the word with no mutex. Nobody holds mu while the word is
-// live: lockMu freezes the word as soon as it has taken mu, and unlockMu
-// makes it again (thaw) only just before it lets go. While the word is
-// frozen, the fields below it are the record, guarded by mu; the queue's
-// count of waiters for several locks (multi) also by the store's mutex
-// (it changes only under both). rng and name are
-// set when the lock is made and never change; st (which names the store)
-// changes only when a family member becomes a defined lock.
+// live (its frozen bit clear, see fast.go), the word is the record of the
+// last token and of the holders it granted: token may lag behind the
+// word's, nobody waits, plain leases are granted and released on the word
+// with no mutex, and holders has only the bare records the word was made
+// beside, whose slots the word counts (they change only under mu). Nobody
+// holds mu while the word is live: lockMu freezes the word as soon as it
+// has taken mu, and unlockMu makes it again (thaw) only just before it
+// lets go. While the word is frozen, the fields below it are the record,
+// guarded by mu; the queue's count of waiters for several locks (multi)
+// also by the store's mutex (it changes only under both). rng and name
+// are set when the lock is made and never change; st (which names the
+// store) changes only when a family member becomes a defined lock.
 type lock struct {
 	fast    atomic.Uint64 // the fast word: see fast.go and above
 	mu      sync.Mutex

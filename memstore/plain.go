@@ -200,7 +200,7 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	lk.lockMu()
 	if len(lk.waits()) == 0 && int(lk.slots) > lk.used() && !lk.gone && !s.closed.Load() && lk.plainOK() {
 		h := lk.newPlainHolder(-1)
-		lk.mu.Unlock() // held: no thaw
+		s.unlockMu(lk) // the word again for the other slots, h a record beside it (see thaw)
 		return lk, h.token, nil
 	}
 	if lk.gone || lk.multi() || s.closed.Load() {

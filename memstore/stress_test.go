@@ -222,3 +222,78 @@ func TestStressAcquireAllAgainstPlain(t *testing.T) {
 		}
 	}
 }
+
+// Weighted plain leases on a lock whose state is read all the while
+// (State and Stats freeze its fast word, whose holders become records
+// that the word is made again beside): the slots held never pass the
+// lock's, State's running slots are its holders' weights, and the counts
+// come out exact.
+func TestStressWordBesideRecords(t *testing.T) {
+	s := memstore.New()
+	defer s.Close()
+	ctx := context.Background()
+	const slots = 6
+	if _, err := s.Define(ctx, "w", slots, nil); err != nil {
+		t.Fatal(err)
+	}
+	var held, granted atomic.Int64
+	deadline := time.Now().Add(stressTime)
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 3))
+			for time.Now().Before(deadline) {
+				k := 1 + rng.IntN(3)
+				l, token, err := plain.Of(s).AcquireWeighted(ctx, "w", k, rng.IntN(4) > 0)
+				if errors.Is(err, store.ErrUnavailable) {
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n := held.Add(int64(k)); n > slots {
+					t.Errorf("%d slots held of %d", n, slots)
+				}
+				held.Add(-int64(k))
+				if err := l.Release(token); err != nil {
+					t.Error(err)
+				}
+				granted.Add(1)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(deadline) {
+			st, err := s.State(ctx, "w", true)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			sum := 0
+			for _, h := range st.Holders {
+				sum += h.Weight
+			}
+			if st.Running > slots || sum != st.Running {
+				t.Errorf("state: %d running of %d slots, holders' weights %d", st.Running, slots, sum)
+			}
+			if _, err := s.Stats(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	wg.Wait()
+	st, err := s.State(ctx, "w", false)
+	if err != nil || st.Running != 0 || st.Waiting != 0 {
+		t.Fatalf("at the end: %+v %v", st, err)
+	}
+	stats, err := s.Stats(ctx)
+	if err != nil || len(stats) != 1 || stats[0].Acquisitions != uint64(granted.Load()) || stats[0].Releases != stats[0].Acquisitions {
+		t.Fatalf("stats %+v (%d granted), %v", stats, granted.Load(), err)
+	}
+	t.Logf("%d granted", granted.Load())
+}
