@@ -57,6 +57,7 @@ type results map[string]map[string]float64
 var cases = []abCase{
 	{"g64-slots2 throughput vs x/sync", "contended", "bench", "SideBySide/g64-slots2$", "1x", metric("BenchmarkSideBySide/g64-slots2", "throughput-ratio")},
 	{"g1000-slots10 throughput vs x/sync", "contended", "bench", "SideBySide/g1000-slots10$", "1x", metric("BenchmarkSideBySide/g1000-slots10", "throughput-ratio")},
+	{"g64-slots2 yielding holders vs x/sync", "queued", "bench", "SideBySide/g64-slots2-yield$", "1x", metric("BenchmarkSideBySide/g64-slots2-yield", "throughput-ratio")},
 	{"weighted 64g w1-4 8 slots vs x/sync", "weighted", "bench", "SideBySide/g64-weighted-slots8$", "1x", metric("BenchmarkSideBySide/g64-weighted-slots8", "throughput-ratio")},
 	{"uncontended handle, x/sync time / ours", "uncontended", "bench", "SideBySide/uncontended-handle$", "1x", inverse(metric("BenchmarkSideBySide/uncontended-handle", "time-ratio"))},
 	{"64g over 10,000 locks vs sync.Map", "locks", "bench", "SideBySide/g64-locks10000$", "1x", metric("BenchmarkSideBySide/g64-locks10000", "throughput-ratio")},
@@ -105,7 +106,7 @@ type build struct {
 
 func main() {
 	n := flag.Int("n", 5, "rounds: runs of each case for each build")
-	sel := flag.String("cases", "contended,weighted,uncontended,pg", "groups of cases: contended, weighted, uncontended, locks, pg")
+	sel := flag.String("cases", "contended,weighted,uncontended,pg", "groups of cases: contended, weighted, uncontended, locks, queued, pg")
 	harness := flag.String("harness", "work", "benchmark files for the base: work (the working tree's, copied) or own")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./bench/ab [flags] COMMIT")
