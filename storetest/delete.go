@@ -170,8 +170,15 @@ var _ = add("Delete/ForceEndsHoldsAndWaiters", func(t *testing.T, e *env) {
 		t.Fatal("Release of a lease of a deleted lock succeeded")
 	}
 	wantGone(t, l, "doomed")
-	evs := rec.snapshot()
-	i := slices.IndexFunc(evs, func(e sleeplock.Event) bool { return e.Type == sleeplock.EventDeleted })
+	// A notifier is called on a goroutine of its own, in order: once the
+	// deleted event has arrived, every event before it has.
+	isDeleted := func(e sleeplock.Event) bool { return e.Type == sleeplock.EventDeleted }
+	var evs []sleeplock.Event
+	waitFor(t, "the deleted event", func() bool {
+		evs = rec.snapshot()
+		return slices.ContainsFunc(evs, isDeleted)
+	})
+	i := slices.IndexFunc(evs, isDeleted)
 	if i < 0 || !slices.ContainsFunc(evs[:i], func(e sleeplock.Event) bool {
 		return e.Type == sleeplock.EventReleased && e.Lock == "doomed"
 	}) {
