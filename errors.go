@@ -45,3 +45,10 @@ type InUseError = store.InUseError
 
 // ConflictError is the error of a Define whose name exists with other slots.
 type ConflictError = store.ConflictError
+
+// ShardError is the error of a call that a store keeping locks on several
+// servers (Redis Cluster) refused because it would span them: an
+// AcquireAll, a lease of several locks or an Apply naming locks of
+// several shards, or an Apply with Prune. Nothing changed. It matches
+// ErrUnsupported.
+type ShardError = store.ShardError

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,8 +17,10 @@ import (
 // break locks.
 var ErrUnsafeServer = errors.New("redisstore: server settings break locks")
 
-// Check reads the settings of client's server that matter to locks. It
-// returns an error matching ErrUnsafeServer when they break locks:
+// Check reads the settings of client's server (of every primary of a
+// *redis.ClusterClient, each warning and refusal naming its node) that
+// matter to locks. It returns an error matching ErrUnsafeServer when they
+// break locks:
 //   - maxmemory-policy other than noeviction: Redis may evict a lock's key
 //     under memory pressure, and the lock is then free while its holder
 //     believes it holds it;
@@ -35,11 +39,45 @@ func Check(ctx context.Context, client redis.UniversalClient) (warnings []string
 	if client == nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "client", "is nil")
 	}
-	cfg, cerr := client.ConfigGet(ctx, "*").Result()
 	var bad []string
-	if cerr != nil {
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			w, b, err := checkServer(ctx, c)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, x := range w {
+				warnings = append(warnings, c.Options().Addr+": "+x)
+			}
+			for _, x := range b {
+				bad = append(bad, c.Options().Addr+": "+x)
+			}
+			return err
+		})
+		sort.Strings(warnings)
+		sort.Strings(bad)
+	} else {
+		warnings, bad, err = checkServer(ctx, client)
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		return warnings, fmt.Errorf("redisstore: %w", err)
+	}
+	if len(bad) > 0 {
+		return warnings, fmt.Errorf("%w: %s", ErrUnsafeServer, strings.Join(bad, "; "))
+	}
+	return warnings, nil
+}
+
+// checkServer reads the settings of one server: what breaks locks (bad)
+// and what weakens them (warnings).
+func checkServer(ctx context.Context, c redis.Cmdable) (warnings, bad []string, err error) {
+	cfg, cerr := c.ConfigGet(ctx, "*").Result()
+	if cerr != nil {
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
 		}
 		warnings = append(warnings, "cannot read the server's settings ("+cerr.Error()+"): eviction policy and persistence not checked")
 	} else {
@@ -50,18 +88,12 @@ func Check(ctx context.Context, client redis.UniversalClient) (warnings []string
 			warnings = append(warnings, "the server keeps nothing on disk (appendonly no, no save points): locks vanish when it restarts")
 		}
 	}
-	info, ierr := client.Info(ctx, "replication").Result()
-	if ierr != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return warnings, fmt.Errorf("redisstore: %w", ierr)
+	info, err := c.Info(ctx, "replication").Result()
+	if err != nil {
+		return warnings, bad, err
 	}
 	if strings.Contains(info, "role:slave") {
 		bad = append(bad, "the server is a replica (connect to the primary)")
 	}
-	if len(bad) > 0 {
-		return warnings, fmt.Errorf("%w: %s", ErrUnsafeServer, strings.Join(bad, "; "))
-	}
-	return warnings, nil
+	return warnings, bad, nil
 }

@@ -68,6 +68,9 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	if err := checkHandle(&h); err != nil {
 		return err
 	}
+	if err := s.spanHandle("Guard", &h); err != nil {
+		return err
+	}
 	t, ok := tx.(*Tx)
 	if !ok || t == nil {
 		return fmt.Errorf("%w: Guard on Redis takes a *redisstore.Tx, not %T", store.ErrUnsupported, tx)

@@ -36,6 +36,9 @@ func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store
 	if len(defs) == 0 {
 		return []bool{}, nil
 	}
+	if err := s.spanDefs("DefineAll", defs); err != nil {
+		return nil, err
+	}
 	keys := make([]string, 0, len(defs))
 	args := []any{len(defs)}
 	roots := make([]any, 0, len(defs))
@@ -98,6 +101,12 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	if _, err := store.CheckDefinitions(defs); err != nil {
 		return store.Reconciled{}, err
 	}
+	if s.cluster && opts.Prune {
+		return store.Reconciled{}, errPruneSpans
+	}
+	if err := s.spanDefs("Reconcile", defs); err != nil {
+		return store.Reconciled{}, err
+	}
 	keys := make([]string, 0, len(defs))
 	args := []any{b2i(opts.Resize), b2i(opts.Prune), b2i(opts.Force), len(defs)}
 	roots := make([]any, 0, len(defs))
@@ -114,7 +123,10 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 			return store.Reconciled{}, s.fail(ctx, err)
 		}
 	}
-	r, err := s.run(ctx, fnReconcile, ev, append(keys, s.rootsKey()), args...)
+	if opts.Prune { // it reads the roots' definitions
+		keys = append(keys, s.rootsKey())
+	}
+	r, err := s.run(ctx, fnReconcile, ev, keys, args...)
 	if err != nil {
 		return store.Reconciled{}, err
 	}
@@ -219,6 +231,9 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 	if s.closed.Load() {
 		return store.Grant{}, store.ErrClosed
 	}
+	if err := s.spanRequest(&req); err != nil {
+		return store.Grant{}, err
+	}
 	mode, wid := "try", ""
 	var w *waiter
 	if req.Wait {
@@ -315,6 +330,9 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	if err := checkHandle(&h); err != nil {
 		return err
 	}
+	if err := s.spanHandle("Release", &h); err != nil {
+		return err
+	}
 	keys, args := s.handleArgs(&h)
 	keys = s.fastKeys(keys, h.Name)
 	r, err := s.run(ctx, fnRelease, ev, keys, append(append([]any{h.Ref.String(), "release", 0}, args...), b2i(ev != nil))...)
@@ -345,6 +363,9 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 	if err := checkHandle(&h); err != nil {
 		return false, err
 	}
+	if err := s.spanHandle("ReleaseStale", &h); err != nil {
+		return false, err
+	}
 	keys, args := s.handleArgs(&h)
 	r, err := s.run(ctx, fnRelease, ev, keys, append([]any{h.Ref.String(), "stale", micros(staleAfter)}, args...)...)
 	if err != nil {
@@ -365,6 +386,9 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 		return time.Time{}, err
 	}
 	if err := checkHandle(&h); err != nil {
+		return time.Time{}, err
+	}
+	if err := s.spanHandle("Keep", &h); err != nil {
 		return time.Time{}, err
 	}
 	keys, args := s.handleArgs(&h)
@@ -388,6 +412,9 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 		return store.Status{}, err
 	}
 	if err := checkHandle(&h); err != nil {
+		return store.Status{}, err
+	}
+	if err := s.spanHandle("Held", &h); err != nil {
 		return store.Status{}, err
 	}
 	keys, args := s.handleArgs(&h)

@@ -21,10 +21,11 @@ import (
 // a lease is held. Make it with New or Open; it is safe for concurrent
 // use.
 type Store struct {
-	c     redis.UniversalClient
-	owned bool // Open made c: Close closes it
-	cfg   config
-	id    string // this node: its waiters' channel and heartbeat
+	c       redis.UniversalClient
+	owned   bool // Open made c: Close closes it
+	cluster bool // c is a *redis.ClusterClient: see Shard
+	cfg     config
+	id      string // this node: its waiters' channel and heartbeat
 
 	closed  atomic.Bool
 	closing chan struct{}
@@ -66,7 +67,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	s := &Store{c: client, cfg: cfg, id: hex.EncodeToString(b[:]), closing: make(chan struct{}),
+	s := &Store{c: client, cluster: clustered(client), cfg: cfg, id: hex.EncodeToString(b[:]), closing: make(chan struct{}),
 		waiters: map[string]*waiter{}, roots: map[string]int{}, refusals: map[string]uint64{},
 		ready: make(chan struct{})}
 	if err := client.Ping(ctx).Err(); err != nil {

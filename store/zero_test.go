@@ -32,6 +32,8 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &store.InUseError{} },
 			func() any { return (*store.WeightError)(nil) },
 			func() any { return &store.WeightError{} },
+			func() any { return (*store.ShardError)(nil) },
+			func() any { return &store.ShardError{} },
 			func() any { return (*store.InvalidError)(nil) },
 			func() any { return &store.InvalidError{} },
 			func() any { return (*store.Grant)(nil) },

@@ -143,6 +143,7 @@ var _ = add("TryAcquire/NeverWaitsNeverJumpsQueue", func(t *testing.T, e *env) {
 
 	// A slot is free, but a caller queued first (for it and another lock)
 	// could take it: a try must not.
+	together(t, l, "try", "other")
 	define(t, l, "other", 1)
 	o, err := l.TryAcquire(ctx(t), "other")
 	must(t, err)
@@ -349,6 +350,7 @@ var _ = add("Independence/FaultInOneLockSparesOthers", func(t *testing.T, e *env
 
 var _ = add("AcquireAll/AllOrNothingFirstRefusedInCallersOrder", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	together(t, l, "chat/42", "user/7")
 	define(t, l, "chat/*", 1)
 	define(t, l, "user/*", 1)
 	turn, err := l.TryAcquire(ctx(t), "user/7", sleeplock.Kind("turn"))
@@ -403,6 +405,7 @@ var _ = add("AcquireAll/BadInput", func(t *testing.T, e *env) {
 var _ = add("AcquireAll/WaitsAndNeverDeadlocks", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	names := []string{"r1", "r2", "r3"}
+	together(t, l, names...)
 	for _, n := range names {
 		define(t, l, n, 1)
 	}
@@ -440,6 +443,7 @@ var _ = add("AcquireAll/WaitsAndNeverDeadlocks", func(t *testing.T, e *env) {
 
 var _ = add("AcquireAll/ReentrantLocksCountAsTaken", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	together(t, l, "c", "u")
 	define(t, l, "c", 1)
 	define(t, l, "u", 1)
 	c, err := l.TryAcquire(ctx(t), "c", sleeplock.Ref("t"))

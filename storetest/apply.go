@@ -23,6 +23,7 @@ func entry(name string, slots, line int) sleeplock.LockConfig {
 // conflict naming its line, and nothing changes.
 var _ = add("Config/ApplyResize", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	together(t, l, "new", "a", "fam/*")
 	define(t, l, "a", 1)
 	define(t, l, "fam/*", 1)
 	held, err := l.TryAcquire(ctx(t), "a", sleeplock.TTL(time.Minute))
@@ -77,6 +78,7 @@ var _ = add("Config/ApplyResize", func(t *testing.T, e *env) {
 // created, nothing deleted) unless PruneInUse.
 var _ = add("Config/ApplyPrune", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	wholeStore(t, l)
 	define(t, l, "keep", 1)
 	define(t, l, "old", 1)
 	define(t, l, "oldfam/*", 2)

@@ -79,7 +79,10 @@ var _ = add("Define/UnknownLockIsNotFound", func(t *testing.T, e *env) {
 	if _, err := l.State(ctx(t), "nope"); !errors.Is(err, sleeplock.ErrNotFound) {
 		t.Fatalf("State of an undefined lock = %v, want ErrNotFound", err)
 	}
-	if _, err := l.AcquireAll(ctx(t), []string{"nope", "nope2"}, sleeplock.NoWait()); !errors.Is(err, sleeplock.ErrNotFound) {
+	_, err := l.AcquireAll(ctx(t), []string{"nope", "nope2"}, sleeplock.NoWait())
+	if apart(l, "nope", "nope2") {
+		wantShardError(t, "AcquireAll of undefined locks of two shards", err)
+	} else if !errors.Is(err, sleeplock.ErrNotFound) {
 		t.Fatalf("AcquireAll of undefined locks = %v, want ErrNotFound", err)
 	}
 	list, err := l.List(ctx(t))
@@ -161,6 +164,7 @@ var _ = add("Config/ApplyCreatesLocks", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	cfg, err := sleeplock.ReadConfig(strings.NewReader("locks:\n  - name: test1\n    slots: 2\n  - name: test2\n    slots: 3\n  - name: chat/*\n    slots: 1\n"))
 	must(t, err)
+	together(t, l, "test1", "test2", "chat/*")
 	_, err = l.Apply(ctx(t), cfg)
 	must(t, err)
 	_, err = l.Apply(ctx(t), cfg) // idempotent
@@ -184,6 +188,7 @@ var _ = add("Config/ApplyCreatesLocks", func(t *testing.T, e *env) {
 var _ = add("Config/ApplyAllOrNothing", func(t *testing.T, e *env) {
 	rec := newRecorder()
 	l, s := e.locks(t, sleeplock.WithNotifier(rec))
+	together(t, l, "first", "taken", "fam/*")
 	define(t, l, "taken", 5)
 	for _, c := range []struct {
 		locks []sleeplock.LockConfig

@@ -188,6 +188,7 @@ var _ = add("Delete/ForceEndsHoldsAndWaiters", func(t *testing.T, e *env) {
 
 var _ = add("Delete/ForceEndsWaiterOfSeveralLocks", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	together(t, l, "a", "b")
 	define(t, l, "a", 1)
 	define(t, l, "b", 1)
 	lease, err := l.TryAcquire(ctx(t), "a", sleeplock.TTL(time.Minute))

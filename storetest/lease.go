@@ -132,6 +132,7 @@ var _ = add("Keep/LeaseOfSeveralLocksInSecondSlots", func(t *testing.T, e *env) 
 func leaseOfLocksTakenApart(t *testing.T, e *env, prefix string, slots int) {
 	l, s := e.locks(t)
 	names := []string{prefix + "-a", prefix + "-b"}
+	together(t, l, names...)
 	var others []sleeplock.Lease
 	for _, n := range names {
 		define(t, l, n, slots)
@@ -202,9 +203,10 @@ var _ = add("Hold/ShorterThanTTLDatedBack", func(t *testing.T, e *env) {
 
 var _ = add("ReleaseStale/OnlyExpiredAndAtMostOneWinner", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
+	names := []string{"chat/1", "user/1"}
+	together(t, l, names...)
 	define(t, l, "chat/*", 1)
 	define(t, l, "user/*", 1)
-	names := []string{"chat/1", "user/1"}
 	_, err := l.AcquireAll(ctx(t), names, sleeplock.Ref("turn-1"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
 	must(t, err)
 	if ok, err := l.ReleaseStale(ctx(t), "turn-1", names, 0); ok || err != nil {
@@ -248,6 +250,7 @@ var _ = add("ReleaseStale/OnlyExpiredAndAtMostOneWinner", func(t *testing.T, e *
 
 var _ = add("ReleaseStale/UserLockGoesOnlyIfStillHeld", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
+	together(t, l, "chat/1", "user/1")
 	define(t, l, "chat/*", 1)
 	define(t, l, "user/*", 1)
 	_, err := l.AcquireAll(ctx(t), []string{"chat/1", "user/1"}, sleeplock.Ref("turn-1"), sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())

@@ -13,6 +13,7 @@ import (
 // order, with that hold's kind; nothing is taken.
 var _ = add("AcquireAll/ReenterAllOnlyAsAWhole", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
+	together(t, l, "ra", "rb", "rc")
 	for _, n := range []string{"ra", "rb", "rc"} {
 		define(t, l, n, 1)
 	}

@@ -3,7 +3,8 @@
 // server cannot be reached (or fails it when the environment variable CI
 // is set), a key prefix of the test's own, deleted when the test ends, and
 // a redis-server of a test's own (Start) for the tests that stop, restart
-// or pause their server.
+// or pause their server, and a Redis Cluster of a test's own
+// (StartCluster).
 //
 // It lives in the redisstore module so that the tests of every module that
 // uses redisstore (redisstore's own, the chaos test's, the release test's)
@@ -83,14 +84,35 @@ func Prefix(t testing.TB, c redis.UniversalClient) string {
 	return p
 }
 
-// DropPrefix deletes every key of c that begins with prefix.
+// DropPrefix deletes every key of c that begins with prefix: on every
+// primary of a *redis.ClusterClient.
 func DropPrefix(ctx context.Context, c redis.UniversalClient, prefix string) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return dropPrefix(ctx, node, prefix, true)
+		})
+	}
+	return dropPrefix(ctx, c, prefix, false)
+}
+
+// dropPrefix deletes the keys of prefix on one server, in batches, or one
+// key per DEL on a node of a cluster (whose DEL takes keys of one slot).
+func dropPrefix(ctx context.Context, c redis.UniversalClient, prefix string, cluster bool) error {
 	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 	}
 	if err := iter.Err(); err != nil {
+		return err
+	}
+	if cluster {
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range keys {
+				p.Del(ctx, k)
+			}
+			return nil
+		})
 		return err
 	}
 	for len(keys) > 0 {

@@ -1,0 +1,83 @@
+package redisstore
+
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+var _ store.Sharder = (*Store)(nil)
+
+// shardHint tells how to keep locks in one shard of Redis Cluster.
+const shardHint = `on Redis Cluster, the locks of one call must share a root, the name up to its first "/"`
+
+// clustered reports whether c spreads keys over the servers of a Redis
+// Cluster.
+func clustered(c redis.UniversalClient) bool {
+	_, ok := c.(*redis.ClusterClient)
+	return ok
+}
+
+// Shard implements store.Sharder: on Redis Cluster (a *redis.ClusterClient)
+// the shard of a name is its keys' hash tag (KeyTag), its root's; on one
+// server, "" for every name.
+func (s *Store) Shard(name string) string {
+	if s == nil || !s.cluster {
+		return ""
+	}
+	return KeyTag(name)
+}
+
+// span returns the *store.ShardError of op on names when the store is on
+// Redis Cluster and names are of several roots (whose keys Cluster may
+// keep on several servers, and never lets one script reach), else nil. It
+// judges by root, not by slot, so that whether a call works never depends
+// on how the roots happen to hash.
+func (s *Store) span(op string, names []string) error {
+	if !s.cluster || len(names) < 2 {
+		return nil
+	}
+	r := root(names[0])
+	for _, n := range names[1:] {
+		if root(n) != r {
+			return &store.ShardError{Op: op, Locks: [2]string{names[0], n},
+				Shards: [2]string{KeyTag(names[0]), KeyTag(n)}, Hint: shardHint}
+		}
+	}
+	return nil
+}
+
+// spanHandle is span for the locks of a handle.
+func (s *Store) spanHandle(op string, h *store.Handle) error {
+	if !s.cluster || len(h.More) == 0 {
+		return nil
+	}
+	names := make([]string, 0, 1+len(h.More))
+	h.Each(func(l store.Lock) { names = append(names, l.Name) })
+	return s.span(op, names)
+}
+
+// spanDefs is span for definitions.
+func (s *Store) spanDefs(op string, defs []store.Definition) error {
+	if !s.cluster || len(defs) < 2 {
+		return nil
+	}
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	return s.span(op, names)
+}
+
+// errPruneSpans refuses a Reconcile with Prune on Redis Cluster: it reads
+// the definitions of every root.
+var errPruneSpans = &store.ShardError{Op: "Reconcile with Prune",
+	Hint: "on Redis Cluster, it would read the definitions of every root in one script; delete locks one by one (Delete)"}
+
+// spanRequest is span for the locks of an acquisition.
+func (s *Store) spanRequest(req *store.AcquireRequest) error {
+	if !s.cluster || len(req.More) == 0 {
+		return nil
+	}
+	return s.span("AcquireAll", req.Names())
+}
