@@ -38,7 +38,8 @@
 // AcquireAll takes one slot of each of several locks in one atomic step, or
 // none; refused, it reports the first lock in the caller's order that could
 // not be taken and the kind of its holder (a *BusyError). Callers naming the
-// same locks in different orders never deadlock.
+// same locks in different orders never deadlock. On Redis Cluster the locks
+// must share a root, the name up to its first "/" (a *ShardError otherwise).
 //
 // # Events
 //

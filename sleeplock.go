@@ -373,7 +373,9 @@ func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOpti
 // atomic step: it waits (in FIFO order on each lock) until it can take them
 // all, or with NoWait refuses with a *BusyError naming the first lock, in
 // names' order, that it could not take and what holds it. Locks the ref
-// holds already count as taken. The lease releases them all.
+// holds already count as taken. The lease releases them all. A store that
+// keeps locks on several servers (store.Sharder: Redis Cluster) refuses
+// locks of several of its shards with a *ShardError, taking nothing.
 func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireOption) (Lease, error) {
 	if len(names) == 0 {
 		return Lease{}, store.CheckNames(names)

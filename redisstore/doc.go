@@ -6,7 +6,7 @@
 //	locks := sleeplock.New(s)
 //
 // or, on a client of the caller's (a *redis.Client, a *redis.ClusterClient
-// or a failover client of github.com/redis/go-redis/v9):
+// (see Redis Cluster) or a failover client of github.com/redis/go-redis/v9):
 //
 //	s, err := redisstore.New(ctx, client, redisstore.WithPrefix("app:locks:"))
 //
@@ -47,11 +47,36 @@
 // release that hands the lock over reads the waiters it grants and the
 // next, however long the queue. State, List and Stats read whole queues.
 //
-// Operations on one lock, or on several locks of one root, work on Redis
-// Cluster. An AcquireAll or DefineAll naming locks of several roots, and
-// an Apply that prunes (it reads the definitions of every root), need one
-// server (or names sharing a root): Cluster refuses a script whose keys
-// are in several slots.
+// # Redis Cluster
+//
+// On a *redis.ClusterClient every operation on one lock, and on several
+// locks of one root, works as on one server: the whole conformance suite
+// runs on a cluster of three primaries (TestCluster). Cluster runs no
+// script over keys of several slots, so the store (a store.Sharder: its
+// shards are the roots, Shard gives a name's) refuses, before any round
+// trip and changing nothing, with a *store.ShardError (matching
+// sleeplock.ErrUnsupported) that names two locks of different roots:
+// an AcquireAll of locks of several roots; a lease of several roots
+// (LeaseOf) released, kept, checked or guarded; a DefineAll or an Apply
+// of definitions of several roots (define them one by one, with Define);
+// and every Apply with Prune, which reads the definitions of every root.
+// It judges by root, not by slot, so that whether a call works never
+// depends on how two roots happen to hash. Locks taken together must be
+// named under one root ("turn/chat/42" and "turn/user/7"; package turns:
+// WithChatFamily("turn/chat"), WithUserFamily("turn/user")), which puts
+// all of them in one slot, on one primary.
+//
+// A grant or a wake-up is published to the waiter's node channel (see
+// Waiting): Cluster sends PUBLISH to every node, whichever node the
+// waiter's store subscribed on. Check reads the settings of every
+// primary. The library is loaded on every primary, and again when a
+// primary answers that it lacks it (a node added, a slot moved to it):
+// the call then runs again. Move a root's slot with all its keys in one
+// MIGRATE (redis-cli --cluster reshard with --cluster-pipeline at least
+// the slot's keys) or while its locks are idle: a script that runs while
+// part of a root's keys have moved may fail partway. Fencing tokens hold
+// across a replica's promotion as with Sentinel (see Fencing tokens; the
+// cluster of the tests has no replicas, so this is not tested there).
 //
 // # Waiting
 //

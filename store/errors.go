@@ -35,7 +35,8 @@ var (
 	// released by its holder.
 	ErrReleased = errors.New("sleeplock: lease released")
 	// ErrUnsupported: the store cannot do what was asked (for example
-	// Lease.Guard on a store without transactions).
+	// Lease.Guard on a store without transactions, or a call spanning the
+	// shards of a Sharder: a *ShardError).
 	ErrUnsupported = errors.New("sleeplock: not supported by this store")
 
 	// ErrInvalid matches every *InvalidError.

@@ -31,8 +31,9 @@ type Cluster struct {
 // to the others (CLUSTER ADDSLOTSRANGE and CLUSTER MEET: no redis-cli
 // needed). It returns once every node reports cluster_state:ok and knows
 // every other; the servers are killed when the test ends. The test is
-// skipped when redis-server is not installed, and fails then when CI is
-// set; it fails when the cluster does not form within 30 s.
+// skipped, with a loud line on stderr, when redis-server is not installed,
+// and fails then when CI is set; it fails when a port is taken or the
+// cluster does not form within 30 s.
 func StartCluster(t testing.TB, ports ...int) *Cluster {
 	t.Helper()
 	if len(ports) == 0 {
@@ -42,7 +43,9 @@ func StartCluster(t testing.TB, ports ...int) *Cluster {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("redis-server not installed (CI is set): cannot start a Redis Cluster: %v", err)
 		}
-		t.Skipf("redis-server not installed: cannot start a Redis Cluster: %v", err)
+		msg := fmt.Sprintf("*** SKIPPING %s: redis-server not installed, no Redis Cluster (%v) ***", t.Name(), err)
+		fmt.Fprintf(os.Stderr, "\n%s\n\n", msg)
+		t.Skip(msg)
 	}
 	for _, p := range ports {
 		if err := free(p + 10000); err != nil {
