@@ -30,6 +30,7 @@ func TestCluster(t *testing.T) {
 	t.Run("CheckEveryPrimary", func(t *testing.T) { clusterCheck(t, rc) })
 	t.Run("WakeUpsAcrossNodes", func(t *testing.T) { clusterWakeUps(t, rc) })
 	t.Run("ReshardToNodeWithoutLibrary", func(t *testing.T) { clusterReshard(t, rc) })
+	t.Run("OpenANode", func(t *testing.T) { clusterOpen(t, rc) })
 }
 
 // clusterClient returns a client of rc, closed after the test.
@@ -287,5 +288,43 @@ func moveSlot(t *testing.T, rc *redistest.Cluster, slot int, addr string, to *re
 		err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", toID).Err()
 		_ = c.Close()
 		must(err)
+	}
+}
+
+// clusterOpen: Open of the URL of one node connects to the whole cluster
+// (locks on every primary work, and several locks of one root in one
+// call), checks every primary, and refuses a database other than 0.
+func clusterOpen(t *testing.T, rc *redistest.Cluster) {
+	ctx := context.Background()
+	c := clusterClient(t, rc)
+	prefix := redistest.Prefix(t, c)
+	url := "redis://" + rc.Addrs()[0] + "/0"
+	s, err := redisstore.Open(ctx, url, redisstore.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	if _, ok := s.Client().(*redis.ClusterClient); !ok {
+		t.Fatalf("Open of a cluster node made a %T, want a *redis.ClusterClient", s.Client())
+	}
+	if w := s.Warnings(); len(w) != len(rc.Servers()) {
+		t.Fatalf("warnings %q: want one per primary", w)
+	}
+	l := sleeplock.New(s)
+	defer func() { _ = l.Close() }()
+	for _, name := range rootsByNode(t, c, prefix) {
+		if err := l.Define(ctx, name+"/*", 1); err != nil {
+			t.Fatal(err)
+		}
+		x, err := l.AcquireAll(ctx, []string{name + "/a", name + "/b"}, sleeplock.NoWait())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := redisstore.Open(ctx, "redis://"+rc.Addrs()[0]+"/3"); !errors.Is(err, sleeplock.ErrInvalidConfig) {
+		t.Fatalf("Open of database 3 of a cluster node = %v, want ErrInvalidConfig", err)
 	}
 }

@@ -49,8 +49,9 @@
 //
 // # Redis Cluster
 //
-// On a *redis.ClusterClient every operation on one lock, and on several
-// locks of one root, works as on one server: the whole conformance suite
+// On a *redis.ClusterClient (New), or through Open of the URL of any of
+// its nodes, every operation on one lock, and on several locks of one
+// root, works as on one server: the whole conformance suite
 // runs on a cluster of three primaries (TestCluster). Cluster runs no
 // script over keys of several slots, so the store (a store.Sharder: its
 // shards are the roots, Shard gives a name's) refuses, before any round

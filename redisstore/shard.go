@@ -1,6 +1,10 @@
 package redisstore
 
 import (
+	"context"
+	"fmt"
+	"strings"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sleeplock/sleeplock/store"
@@ -16,6 +20,27 @@ const shardHint = `on Redis Cluster, the locks of one call must share a root, th
 func clustered(c redis.UniversalClient) bool {
 	_, ok := c.(*redis.ClusterClient)
 	return ok
+}
+
+// dial returns a client of the server of url (options o), or of the whole
+// cluster when that server is a node of a Redis Cluster.
+func dial(ctx context.Context, url string, o *redis.Options) (redis.UniversalClient, error) {
+	probe := *o
+	probe.DB = 0 // a cluster node refuses SELECT
+	c := redis.NewClient(&probe)
+	info, err := c.Info(ctx, "cluster").Result()
+	_ = c.Close()
+	if err != nil || !strings.Contains(info, "cluster_enabled:1") {
+		return redis.NewClient(o), nil // Check reports a server that does not answer
+	}
+	if o.DB != 0 {
+		return nil, store.Invalid(store.ErrInvalidConfig, "Redis URL", fmt.Sprintf("names database %d of a Redis Cluster node (a cluster has database 0 only)", o.DB))
+	}
+	co, err := redis.ParseClusterURL(url)
+	if err != nil {
+		return nil, store.Invalid(store.ErrInvalidConfig, "Redis URL", "of a Redis Cluster node cannot be parsed: "+err.Error())
+	}
+	return redis.NewClusterClient(co), nil
 }
 
 // Shard implements store.Sharder: on Redis Cluster (a *redis.ClusterClient)

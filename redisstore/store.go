@@ -86,7 +86,10 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 
 // Open connects to the server of url (redis://, rediss:// or unix://, as
 // redis.ParseURL reads them), checks its settings (see Check) and returns
-// a store on it; Close closes the connection. Open refuses a server whose
+// a store on it; Close closes the connection. When the server is a node
+// of a Redis Cluster, Open connects to the whole cluster through it (a
+// *redis.ClusterClient, the URL read by redis.ParseClusterURL; database
+// 0 only) and checks every primary. Open refuses a server whose
 // maxmemory-policy is not noeviction (an evicted key drops a lock) or that
 // is a replica, with an error matching ErrUnsafeServer, unless
 // WithoutSafetyChecks is given; a server that keeps nothing on disk is
@@ -103,7 +106,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := redis.NewClient(o)
+	c, err := dial(ctx, url, o)
+	if err != nil {
+		return nil, err
+	}
 	warnings, err := Check(ctx, c)
 	if err != nil && (!cfg.unsafe || !errors.Is(err, ErrUnsafeServer)) {
 		_ = c.Close()
