@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -40,12 +42,22 @@ func (s *Store) Relabel(ctx context.Context, h store.Handle, kind string) error 
 }
 
 // Announce implements store.Announcer with a PUBLISH on the prefix's
-// announcement channel, to which every store on the prefix subscribes.
+// announcement channel, to which every store on the prefix subscribes. On
+// Redis Cluster it is sent to the primary of the lock's slot: Cluster
+// relays a PUBLISH to every node, keeping the order of those sent to one
+// node only, and a PUBLISH that go-redis sent to any node could overtake
+// the one before it (an observer would see a term begin after its end).
 func (s *Store) Announce(ctx context.Context, name, msg string) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := s.c.Publish(ctx, s.announceChannel(), name+"\n"+msg).Err(); err != nil {
+	var c redis.Cmdable = s.c
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		if node, err := cc.MasterForKey(ctx, s.lockKey(name)); err == nil {
+			c = node
+		}
+	}
+	if err := c.Publish(ctx, s.announceChannel(), name+"\n"+msg).Err(); err != nil {
 		return fmt.Errorf("redisstore: announce: %w", err)
 	}
 	return nil

@@ -69,7 +69,10 @@
 //
 // A grant or a wake-up is published to the waiter's node channel (see
 // Waiting): Cluster sends PUBLISH to every node, whichever node the
-// waiter's store subscribed on. Check reads the settings of every
+// waiter's store subscribed on, in order for those published on one node;
+// a lock's grants come from its slot's primary, and so do the
+// announcements of its elections (Announce), so that an observer sees
+// them in order. Check reads the settings of every
 // primary. The library is loaded on every primary, and again when a
 // primary answers that it lacks it (a node added, a slot moved to it):
 // the call then runs again. Move a root's slot with all its keys in one
