@@ -36,6 +36,7 @@ type life struct {
 	quit      chan struct{} // closed to stop the loop
 	quitOnce  sync.Once
 	exited    chan struct{} // closed when the loop ends; nil without a loop
+	starter   *time.Timer   // starts the loop at the first renewal
 	unhook    []func() bool // context.AfterFunc registrations to undo
 }
 
@@ -96,7 +97,15 @@ func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *lif
 			lf.poke = make(chan struct{}, 1)
 			lf.quit = make(chan struct{})
 			lf.exited = make(chan struct{})
-			go lf.loop(start)
+			// The loop has nothing to do before the first renewal: it
+			// starts then, on the timer's goroutine, so that a lease
+			// released sooner costs a timer, not a goroutine.
+			lf.mu.Lock()
+			lf.starter = time.AfterFunc(lf.length/3-time.Since(start), func() { lf.loop(start) })
+			lf.mu.Unlock()
+			if lf.ctx.Err() != nil {
+				lf.unstart() // ended meanwhile (its watcher): no loop to wait for
+			}
 		} else {
 			// No goroutine for a lease nobody renews: a timer at its expiry.
 			lf.mu.Lock()
@@ -344,6 +353,7 @@ func heldFor(t time.Time) time.Duration {
 // stop ends the keep-alive loop and waits for it.
 func (lf *life) stop() {
 	if lf.exited != nil {
+		lf.unstart()
 		lf.quitOnce.Do(func() { close(lf.quit) })
 		<-lf.exited
 	}
@@ -360,9 +370,22 @@ func (lf *life) end(reason error) {
 	})
 }
 
+// unstart ends a keep-alive loop that has not started (its timer had not
+// fired) as the loop would have ended.
+func (lf *life) unstart() {
+	lf.mu.Lock()
+	t := lf.starter
+	lf.mu.Unlock()
+	if t != nil && t.Stop() {
+		lf.l.untrack(lf)
+		close(lf.exited)
+	}
+}
+
 // stopTimer stops the expiry timer of a lease without keep-alive, once
-// the lease has ended.
+// the lease has ended, and the start of a keep-alive loop not yet started.
 func (lf *life) stopTimer() {
+	lf.unstart()
 	lf.mu.Lock()
 	t := lf.timer
 	lf.mu.Unlock()

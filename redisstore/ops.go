@@ -259,6 +259,10 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 // outcome reads the answer of lua/acquire.lua and emits its events.
 func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, queued bool, err error) {
 	switch r.status {
+	case "fastgranted": // {token, expires, weight}: the request says the rest
+		return store.Grant{Lock: store.Lock{Name: req.Name, Token: integer(r.arg(0))}, Ref: req.Ref, Kind: req.Kind,
+			TTL: durMicros(micros(req.TTL)), Hold: durMicros(micros(req.Hold)), Acquired: fromMicros(r.now),
+			Expires: fromMicros(integer(r.arg(1))), Weight: int(integer(r.arg(2)))}, false, nil
 	case "granted":
 		return grantOf(req, list(r.arg(0))), false, nil
 	case "queued":
@@ -344,6 +348,9 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		return store.NotFound(str(r.arg(0)))
 	case "notheld":
 		return store.ErrNotHeld
+	case "released": // lua/fast.lua's, with no message: end the hold's watchers here
+		s.w.Ended(h.Name, h.Ref.String(), h.Token, store.ErrReleased)
+		return nil
 	}
 	if missing := list(r.arg(0)); len(missing) > 0 {
 		q := make([]string, len(missing))

@@ -208,12 +208,23 @@ func (s *Store) runEach(ctx context.Context, f function, calls []call) ([]reply,
 
 func parseReply(v any) (reply, error) {
 	a, ok := v.([]any)
+	if ok && len(a) >= 2 {
+		if st, _ := a[0].(string); len(st) == 1 {
+			// A flat reply of lua/fast.lua (no events, no messages):
+			// {G, now, token, expires, weight}, {R, now}, or {B, now, ...}
+			// with busy's fields.
+			return reply{status: flat[st], now: integer(a[1]), rest: a[2:]}, nil
+		}
+	}
 	if !ok || len(a) < 4 {
 		return reply{}, fmt.Errorf("redisstore: unexpected reply %v", v)
 	}
 	r := reply{status: str(a[0]), now: integer(a[1]), events: list(a[2]), local: list(a[3]), rest: a[4:]}
 	return r, nil
 }
+
+// flat are the statuses of lua/fast.lua's flat replies.
+var flat = map[string]string{"G": "fastgranted", "R": "released", "B": "busy"}
 
 func str(v any) string {
 	switch x := v.(type) {

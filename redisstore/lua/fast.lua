@@ -10,6 +10,19 @@
 -- fastdef reads the definition covering name and the last id drawn
 -- under its root (dk, its P{R}:d): def, slots, last, or nil.
 local function fastdef(dk, name)
+  local cut = string.find(name, '/', 2, true)
+  if not cut or cut == #name then -- a lock of no family: no table of patterns
+    local vs = redis.call('HMGET', dk, '', name)
+    if vs[2] then return name, tonumber(vs[2]), tonumber(vs[1] or '0') end
+    return nil
+  end
+  if not string.find(name, '/', cut + 1, true) then -- one family
+    local fam = string.sub(name, 1, cut - 1) .. '/*'
+    local vs = redis.call('HMGET', dk, '', name, fam)
+    if vs[2] then return name, tonumber(vs[2]), tonumber(vs[1] or '0') end
+    if vs[3] then return fam, tonumber(vs[3]), tonumber(vs[1] or '0') end
+    return nil
+  end
   local ps = patterns(name)
   local vs = redis.call('HMGET', dk, '', unpack(ps))
   for i = 1, #ps do
@@ -60,26 +73,27 @@ local function fastacquire(keys, argv)
       if not first and live(h) then first = h end
     end
     first = first or hs[1]
-    local ev = {}
-    if evon then ev[1] = {REFUSED, name, slots, used, 0, '', '', 0, w, 0, 0, first.k, 0, ''} end
-    return {'busy', NOW, ev, {}, name, first.k, first.r, first.e, 0, def, slots, math.max(slots - used, 0), w}
+    local free = math.max(slots - used, 0)
+    if not evon then return {'B', NOW, name, first.k, first.r, first.e, 0, def, slots, free, w} end
+    local ev = {{REFUSED, name, slots, used, 0, '', '', 0, w, 0, 0, first.k, 0, ''}}
+    return {'busy', NOW, ev, {}, name, first.k, first.r, first.e, 0, def, slots, free, w}
   end
   local ttl, hold = tonumber(argv[7]), tonumber(argv[8])
   local token = last + 1
   if token < NOW then token = NOW end
-  local h = {r = ref, k = kind, t = token, c = 1, w = n, a = NOW, l = ttl, o = hold, i = '', d = NODE}
-  h.e, h.n = leasetimes(ttl, hold, NOW)
+  local e, renewed = leasetimes(ttl, hold, NOW)
+  local h = {r = ref, k = kind, t = token, c = 1, w = n, a = NOW, l = ttl, o = hold, i = '', d = NODE, e = e, n = renewed}
   if hs then hs[#hs + 1] = h else hs = {h} end
   redis.call('SET', keys[1], cmsgpack.pack(0, hs))
   if #hs == 1 then redis.call('SADD', keys[4], name) end
-  local ev, top = {}, token
-  if evon then
-    top = token + 1
-    ev[1] = {ACQUIRED, name, slots, used + n, 0, ref, kind, token, n, 0, 0, '', top, ''}
-  end
+  local top = token
+  if evon then top = token + 1 end
   redis.call('HSET', keys[2], '', num(top))
   redis.call('HINCRBY', keys[3], def .. '\t1', 1)
-  return {'granted', NOW, ev, {}, {0, kind, ttl, hold, {name, token, NOW, h.e, n}}}
+  -- Without events, a flat reply: the caller knows the rest of its grant.
+  if not evon then return {'G', NOW, token, e, n} end
+  local ev = {{ACQUIRED, name, slots, used + n, 0, ref, kind, token, n, 0, 0, '', top, ''}}
+  return {'granted', NOW, ev, {}, {0, kind, ttl, hold, {name, token, NOW, e, n}}}
 end
 
 -- fastrelease answers the release of one hold, counted once, of this
@@ -105,8 +119,6 @@ local function fastrelease(keys, argv)
   if h.c > 1 or h.d ~= NODE then return nil end
   clock()
   table.remove(hs, at)
-  local used = 0
-  for _, x in ipairs(hs) do used = used + x.w end
   if #hs == 0 then
     redis.call('DEL', keys[1])
     redis.call('SREM', keys[4], name)
@@ -118,12 +130,14 @@ local function fastrelease(keys, argv)
   local sk = keys[3]
   redis.call('HINCRBY', sk, def .. '\t8', held)
   redis.call('HINCRBY', sk, def .. '\th' .. bucket(held), 1)
-  local ev = {}
-  if argv[9] == '1' then
-    local seq = last + 1
-    if seq < NOW then seq = NOW end
-    redis.call('HSET', keys[2], '', num(seq))
-    ev[1] = {RELEASED, name, slots, used, 0, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', seq, ''}
-  end
+  -- Without events, a flat reply: the caller ends its own watchers of
+  -- the hold, as the message 'e' would.
+  if argv[9] ~= '1' then return {'R', NOW} end
+  local used = 0
+  for _, x in ipairs(hs) do used = used + x.w end
+  local seq = last + 1
+  if seq < NOW then seq = NOW end
+  redis.call('HSET', keys[2], '', num(seq))
+  local ev = {{RELEASED, name, slots, used, 0, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', seq, ''}}
   return {'ok', NOW, ev, {table.concat({'e', '', name, h.r, argv[8], ''}, '\t')}, {}}
 end
