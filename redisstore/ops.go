@@ -182,11 +182,11 @@ func (s *Store) fail(ctx context.Context, err error) error {
 // acquireArgs returns the keys and arguments of lua/acquire.lua.
 func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) ([]string, []any) {
 	names := req.Names()
-	keys := make([]string, len(names))
+	keys := make([]string, len(names), len(names)+3) // room for fastKeys
 	for i, n := range names {
 		keys[i] = s.lockKey(n)
 	}
-	args := make([]any, 0, 12+2*len(names))
+	args := s.withNode(13 + 2*len(names))
 	args = append(args, wid, mode, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
 		micros(req.StaleAfter), b2i(req.Counted), b2i(req.ReenterAll), micros(s.cfg.waiterTTL), len(names))
 	for _, n := range names {
@@ -245,7 +245,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		wid = w.id
 	}
 	keys, args := s.acquireArgs(&req, mode, wid)
-	r, err := s.run(ctx, fnAcquire, req.Events, keys, args...)
+	r, err := s.runAll(ctx, fnAcquire, req.Events, keys, args)
 	if err != nil {
 		return store.Grant{}, err
 	}
@@ -337,9 +337,18 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	if err := s.spanHandle("Release", &h); err != nil {
 		return err
 	}
-	keys, args := s.handleArgs(&h)
-	keys = s.fastKeys(keys, h.Name)
-	r, err := s.run(ctx, fnRelease, ev, keys, append(append([]any{h.Ref.String(), "release", 0}, args...), b2i(ev != nil))...)
+	var keys []string
+	var args []any
+	if len(h.More) == 0 { // one lock: lua/fast.lua's keys, in one go
+		keys = s.fastKeys(make([]string, 1, 4), h.Name)
+		keys[0] = s.lockKey(h.Name)
+		args = append(s.withNode(7), h.Ref.String(), "release", 0, 1, h.Name, h.Token, b2i(ev != nil))
+	} else {
+		keys, args = s.handleArgs(&h)
+		args = append(append(s.withNode(4+len(args)), h.Ref.String(), "release", 0), args...)
+		args = append(args, b2i(ev != nil))
+	}
+	r, err := s.runAll(ctx, fnRelease, ev, keys, args)
 	if err != nil {
 		return err
 	}

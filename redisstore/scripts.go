@@ -117,18 +117,34 @@ type reply struct {
 // emits its events to ev and delivers its messages for this node, before
 // any State, List or Stats of this store runs (see order).
 func (s *Store) run(ctx context.Context, f function, ev store.Emitter, keys []string, args ...any) (reply, error) {
-	s.order.RLock()
-	defer s.order.RUnlock()
-	return s.exec(ctx, f, ev, keys, args...)
+	return s.runAll(ctx, f, ev, keys, append([]any{s.cfg.prefix, s.id}, args...))
 }
 
-// exec runs f as run does, without ordering it. A server that lacks the
-// library is given it, and f runs again.
+// runAll is run with all of f's arguments: the prefix and the node first
+// (see withNode).
+func (s *Store) runAll(ctx context.Context, f function, ev store.Emitter, keys []string, args []any) (reply, error) {
+	s.order.RLock()
+	defer s.order.RUnlock()
+	return s.execAll(ctx, f, ev, keys, args)
+}
+
+// withNode returns an argument list of capacity n that starts with the
+// prefix and the node, as every function's does.
+func (s *Store) withNode(n int) []any {
+	return append(make([]any, 0, n+2), s.cfg.prefix, s.id)
+}
+
+// exec runs f as run does, without ordering it.
 func (s *Store) exec(ctx context.Context, f function, ev store.Emitter, keys []string, args ...any) (reply, error) {
+	return s.execAll(ctx, f, ev, keys, append([]any{s.cfg.prefix, s.id}, args...))
+}
+
+// execAll is exec with all of f's arguments. A server that lacks the
+// library is given it, and f runs again.
+func (s *Store) execAll(ctx context.Context, f function, ev store.Emitter, keys []string, args []any) (reply, error) {
 	if s.closed.Load() {
 		return reply{}, store.ErrClosed
 	}
-	args = append([]any{s.cfg.prefix, s.id}, args...)
 	v, err := s.c.FCall(ctx, string(f), keys, args...).Result()
 	if missing(err) {
 		if err = s.load(ctx); err == nil {

@@ -259,7 +259,7 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, 
 			}
 		case <-timer:
 		}
-		r, err := s.run(context.WithoutCancel(ctx), fnAcquire, req.Events, keys, args...)
+		r, err := s.runAll(context.WithoutCancel(ctx), fnAcquire, req.Events, keys, args)
 		if err != nil {
 			if errors.Is(err, store.ErrClosed) {
 				return store.Grant{}, err
