@@ -32,6 +32,11 @@ local function fastdef(dk, name)
   return nil
 end
 
+-- The fields of the hold buckets after the definition: numbers given to
+-- redis.call or joined to strings are printed as floating point ('%.14g').
+local HOLDS = {}
+for i = 1, #BOUNDS + 1 do HOLDS[i] = '\th' .. i end
+
 local function clock()
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -89,7 +94,7 @@ local function fastacquire(keys, argv)
   local top = token
   if evon then top = token + 1 end
   redis.call('HSET', keys[2], '', num(top))
-  redis.call('HINCRBY', keys[3], def .. '\t1', 1)
+  redis.call('HINCRBY', keys[3], def .. '\t1', '1')
   -- Without events, a flat reply: the caller knows the rest of its grant.
   if not evon then return {'G', NOW, token, e, n} end
   local ev = {{ACQUIRED, name, slots, used + n, 0, ref, kind, token, n, 0, 0, '', top, ''}}
@@ -128,8 +133,8 @@ local function fastrelease(keys, argv)
   local held = NOW - h.a
   if held < 0 then held = 0 end
   local sk = keys[3]
-  redis.call('HINCRBY', sk, def .. '\t8', held)
-  redis.call('HINCRBY', sk, def .. '\th' .. bucket(held), 1)
+  redis.call('HINCRBY', sk, def .. '\t8', num(held))
+  redis.call('HINCRBY', sk, def .. HOLDS[bucket(held)], '1')
   -- Without events, a flat reply: the caller ends its own watchers of
   -- the hold, as the message 'e' would.
   if argv[9] ~= '1' then return {'R', NOW} end
