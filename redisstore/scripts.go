@@ -117,7 +117,7 @@ type reply struct {
 // emits its events to ev and delivers its messages for this node, before
 // any State, List or Stats of this store runs (see order).
 func (s *Store) run(ctx context.Context, f function, ev store.Emitter, keys []string, args ...any) (reply, error) {
-	return s.runAll(ctx, f, ev, keys, append([]any{s.cfg.prefix, s.id}, args...))
+	return s.runAll(ctx, f, ev, keys, append(s.withNode(len(args)), args...))
 }
 
 // runAll is run with all of f's arguments: the prefix and the node first
@@ -131,12 +131,12 @@ func (s *Store) runAll(ctx context.Context, f function, ev store.Emitter, keys [
 // withNode returns an argument list of capacity n that starts with the
 // prefix and the node, as every function's does.
 func (s *Store) withNode(n int) []any {
-	return append(make([]any, 0, n+2), s.cfg.prefix, s.id)
+	return append(make([]any, 0, n+2), s.head[:]...)
 }
 
 // exec runs f as run does, without ordering it.
 func (s *Store) exec(ctx context.Context, f function, ev store.Emitter, keys []string, args ...any) (reply, error) {
-	return s.execAll(ctx, f, ev, keys, append([]any{s.cfg.prefix, s.id}, args...))
+	return s.execAll(ctx, f, ev, keys, append(s.withNode(len(args)), args...))
 }
 
 // execAll is exec with all of f's arguments. A server that lacks the

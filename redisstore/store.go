@@ -26,6 +26,7 @@ type Store struct {
 	cluster bool // c is a *redis.ClusterClient: see Shard
 	cfg     config
 	id      string // this node: its waiters' channel and heartbeat
+	head    [2]any // the prefix and id, the first arguments of every function, boxed once
 
 	closed  atomic.Bool
 	closing chan struct{}
@@ -70,6 +71,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 	s := &Store{c: client, cluster: clustered(client), cfg: cfg, id: hex.EncodeToString(b[:]), closing: make(chan struct{}),
 		waiters: map[string]*waiter{}, roots: map[string]int{}, refusals: map[string]uint64{},
 		ready: make(chan struct{})}
+	s.head = [2]any{s.cfg.prefix, s.id}
 	if err := client.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}
