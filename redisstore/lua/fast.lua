@@ -37,6 +37,14 @@ end
 local HOLDS = {}
 for i = 1, #BOUNDS + 1 do HOLDS[i] = '\th' .. i end
 
+-- queued reports whether a lock record (P{R}:l:NAME) says the lock has a
+-- queue, from its first byte: the queue's length is packed first, and 0
+-- is the byte 0. The general path then takes the call with no unpacking
+-- nor reading of definitions wasted here.
+local function queued(raw)
+  return raw and string.byte(raw, 1) ~= 0
+end
+
 local function clock()
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -50,9 +58,10 @@ local function fastacquire(keys, argv)
   if argv[13] ~= '1' or argv[4] == 'check' or #keys ~= 4 then return nil end
   P, NODE = argv[1], argv[2]
   local name, w, ref = argv[14], tonumber(argv[15]), argv[5]
+  local raw = redis.call('GET', keys[1])
+  if queued(raw) then return nil end
   local def, slots, last = fastdef(keys[2], name)
   if not def or (w ~= -1 and w > slots) then return nil end
-  local raw = redis.call('GET', keys[1])
   local qlen, hs = 0, nil
   if raw then
     qlen, hs = cmsgpack.unpack(raw)
@@ -109,10 +118,10 @@ local function fastrelease(keys, argv)
   local name, token = argv[7], tonumber(argv[8])
   if token == 0 then return nil end
   P, NODE = argv[1], argv[2]
+  local raw = redis.call('GET', keys[1])
+  if not raw or queued(raw) then return nil end
   local def, slots, last = fastdef(keys[2], name)
   if not def then return nil end
-  local raw = redis.call('GET', keys[1])
-  if not raw then return nil end
   local qlen, hs = cmsgpack.unpack(raw)
   if qlen > 0 then return nil end
   local ref, at = argv[3], nil
