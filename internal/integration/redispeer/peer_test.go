@@ -11,7 +11,8 @@
 // and the median of the rounds' ratios (sleeplock over redislock; above 1
 // is faster). Load on the machine hits both peers alike.
 // BenchmarkServerTime reports the server's time per call of each peer
-// instead (INFO commandstats), which load moves less.
+// instead (INFO commandstats, INFO cpu), which load moves less, and
+// BenchmarkAllocs the client's allocations per pair.
 package redispeer_test
 
 import (
@@ -428,4 +429,44 @@ func serverCPU(b *testing.B, c *redis.Client) float64 {
 		t += v
 	}
 	return t
+}
+
+// BenchmarkAllocs: b.N TryAcquire+Release pairs of one client, for
+// -benchmem's allocations and bytes per pair of each peer (the rows above
+// run by time and report none). -benchtime 1x measures nothing: give it a
+// count (-benchtime 10000x).
+func BenchmarkAllocs(b *testing.B) {
+	ctx := context.Background()
+	b.Run("peer=sleeplock", func(b *testing.B) {
+		c := newClient(b)
+		l := newLocks(b, c, newPrefix(b, c))
+		if err := l.Define(ctx, "p/*", 1); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			lease, err := l.TryAcquire(ctx, "p/x")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lease.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("peer=redislock", func(b *testing.B) {
+		c := newClient(b)
+		p := newPrefix(b, c)
+		rl := redislock.New(c)
+		b.ReportAllocs()
+		for b.Loop() {
+			lk, err := rl.Obtain(ctx, p+"rl:x", ttl, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := lk.Release(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
