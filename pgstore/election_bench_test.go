@@ -111,9 +111,9 @@ func BenchmarkElectionIdle(b *testing.B) {
 		})
 		n0, c0, t0 := tr.n.Load(), backendCPU(b, pool, app), time.Now()
 		time.Sleep(window) // the measured idle time
-		elapsed := time.Since(t0).Seconds()
-		b.ReportMetric(float64(backendCPU(b, pool, app)-c0)/elapsed, "pg-cpu-%")
-		b.ReportMetric(float64(tr.n.Load()-n0)/elapsed, "stmts/s")
+		elapsed := time.Since(t0)
+		b.ReportMetric(pctOfCore(backendCPU(b, pool, app)-c0, elapsed), "pg-cpu-%")
+		b.ReportMetric(float64(tr.n.Load()-n0)/elapsed.Seconds(), "stmts/s")
 		cancel()
 		wg.Wait()
 	}
