@@ -31,6 +31,10 @@ func (s *Store) NodeID() int64 {
 	return s.d.node
 }
 
+// Sweeps reports whether the store's last heartbeat found it the node
+// that sweeps its schema.
+func (s *Store) Sweeps() bool { return s != nil && s.d.sweeper.Load() }
+
 // UndoLater hands the store's heartbeat an abandoned acquisition to give
 // up the place of, as an abandoned acquisition whose undo failed does.
 func (s *Store) UndoLater(op int64) {

@@ -70,9 +70,9 @@ func parseHandoff(payload string) (handoff, bool) {
 // dispatcher keeps this store's waiters per lock in ticket order, wakes
 // them when a notification says their lock may have a slot for them (only
 // as many as it has free slots, the first in ticket order), renews their
-// waiter leases (one statement per store, not per waiter) and sweeps what
-// dead nodes left behind. Its goroutines start with the first waiter and
-// stop at Close.
+// waiter leases (one statement per store, not per waiter) and, in one store
+// of the schema, sweeps what dead nodes left behind. Its goroutines start
+// with the first waiter and stop at Close.
 type dispatcher struct {
 	s         *Store
 	node      int64 // this store's row in the nodes table
@@ -92,6 +92,7 @@ type dispatcher struct {
 	born      time.Time                  // when the store began, for wrote
 	wrote     atomic.Int64               // when (since born) the beat that last wrote the node's row was sent; 0: never
 	stale     atomic.Bool                // the last beat found a node that stopped renewing
+	sweeper   atomic.Bool                // at the last beat, no live node had a lower id: this one sweeps
 	done      chan struct{}
 	cancel    context.CancelFunc
 	bg        sync.WaitGroup // listener and heartbeat
@@ -568,10 +569,10 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 		locks[i], refs[i] = t.lock, t.ref
 	}
 	var n int64
-	var stale bool
+	var stale, sweeper bool
 	args := nodeBeatArgs{node: d.node, wttl: micros(d.s.cfg.waiterTTL), several: intArray(several),
 		locks: textArray(locks), refs: textArray(refs)}
-	err := queryOne(ctx, c, d.s.q.nodeBeat, args.values(), &n, &stale)
+	err := queryOne(ctx, c, d.s.q.nodeBeat, args.values(), &n, &stale, &sweeper)
 	if err != nil {
 		// (the database may have been restarted or failed over)
 		d.resync.Store(true)
@@ -587,6 +588,7 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 		d.wrote.Store(int64(sent))
 	}
 	d.stale.Store(stale)
+	d.sweeper.Store(sweeper)
 	if stale {
 		// A node stopped renewing: its waiters ahead of this store's
 		// heads are passed by the heads' next check, which nothing else
@@ -605,7 +607,8 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 // committed with set_async_commit() before a crash. Such a place lives as long as the
 // node, so at the head of a queue it would block the lock for good, even
 // past an expired holder. It runs after a heartbeat that failed, when the
-// listener connects, and every sweep.
+// listener connects (a crash or a failover ends the connections), and
+// every resyncBeats beats.
 func (d *dispatcher) resyncWaiters(ctx context.Context, c conn) {
 	var ops []int64
 	if err := queryOne(ctx, c, d.s.q.nodeWaiters, []any{d.node}, &ops); err != nil {
@@ -621,10 +624,31 @@ func (d *dispatcher) resyncWaiters(ctx context.Context, c conn) {
 	d.mu.Unlock()
 }
 
+// Every sweepBeats beats, the node that sweeps its schema sweeps it; every
+// resyncBeats beats, each node compares its waiters in the database with
+// its own (resyncWaiters).
+const (
+	sweepBeats  = 20
+	resyncBeats = 240
+	// sweepRounds bounds the sweeps in a row while each finds a full
+	// batch (sweepLimit rows) to delete.
+	sweepRounds = 8
+	sweepLimit  = 64
+)
+
 // heartbeat renews the waiter leases every quarter of the waiter TTL
 // through the pool while the listener is down (the listener does it on its
-// own connection, which a busy pool cannot hold up), and sweeps (and
-// resyncs the node's waiters) every 20 beats.
+// own connection, which a busy pool cannot hold up), sweeps every
+// sweepBeats beats when this node is the schema's sweeper, and resyncs the
+// node's waiters every resyncBeats beats.
+//
+// The sweeper is the live node of lowest id, as its last beat read: one
+// node per schema sweeps, not every node (each sweep is a few statements
+// of a few milliseconds, whatever it finds). When it dies or pauses, the
+// next one sweeps once its row has expired, a waiter TTL later. The sweep
+// is a clean-up, not what bounds how long a dead node's waiters block:
+// their node's row does (its lease, read by every statement that judges
+// the queue).
 func (d *dispatcher) heartbeat(ctx context.Context) {
 	defer d.bg.Done()
 	every := d.s.cfg.waiterTTL / 4
@@ -633,11 +657,25 @@ func (d *dispatcher) heartbeat(ctx context.Context) {
 		if !d.listening.Load() {
 			d.beat(ctx, d.s.c)
 		}
-		if beats++; beats%20 == 0 {
-			var n int64
-			_ = queryOne(ctx, d.s.c, d.s.q.sweepNodes, nil, &n)
-			_ = queryOne(ctx, d.s.c, d.s.q.sweep, nil, &n)
+		beats++
+		if beats%sweepBeats == 0 && d.sweeper.Load() {
+			d.sweep(ctx)
+		}
+		if beats%resyncBeats == 0 {
 			d.resync.Store(true) // at the next beat, here or the listener's
+		}
+	}
+}
+
+// sweep runs sweep_nodes() and sweep() through the pool, again while either
+// deleted a full batch (up to sweepRounds times).
+func (d *dispatcher) sweep(ctx context.Context) {
+	for range sweepRounds {
+		var a, b int64
+		if queryOne(ctx, d.s.c, d.s.q.sweepNodes, nil, &a) != nil ||
+			queryOne(ctx, d.s.c, d.s.q.sweep, nil, &b) != nil ||
+			(a < sweepLimit && b < sweepLimit) {
+			return
 		}
 	}
 }

@@ -1,8 +1,11 @@
 package pgstore_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -427,6 +430,57 @@ func TestLateNodeKeepsItsWaiters(t *testing.T) {
 		t.Fatalf("after the node's heartbeat (%d rows) its waiter's check: %s, want granted", n, ev)
 	}
 	wantState(t, e.s, "pause", 1, 0)
+}
+
+// TestOneNodeSweeps: of the stores of a schema, one sweeps, the live node
+// of lowest id; a node whose row expired, or that closed, leaves it to the
+// next; a live node of lower id takes it.
+func TestOneNodeSweeps(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "sw", 1)
+	h, err := e.s.Acquire(ctx, req("holder", time.Minute, "sw"))
+	must(t, err)
+	// A waiter on each of three nodes starts its heartbeat.
+	nodes := []*pgstore.Store{e.node(t), e.node(t), e.node(t)}
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := req("w"+strconv.Itoa(i), time.Minute, "sw")
+			r.Wait = true
+			_, _ = n.Acquire(ctx, r)
+		}()
+	}
+	waiting(t, e.s, "sw", 3)
+	slices.SortFunc(nodes, func(a, b *pgstore.Store) int { return cmp.Compare(a.NodeID(), b.NodeID()) })
+	sweeps := func(want ...bool) func() bool {
+		return func() bool {
+			for i, n := range nodes {
+				if n.Sweeps() != want[i] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	waitFor(t, "the lowest node alone to sweep", sweeps(true, false, false))
+	// A live node of lower id (1: ids are drawn above 0) takes the sweep.
+	_, err = e.pool.Exec(ctx, "INSERT INTO "+q+".nodes (id, expires, wttl) VALUES (1, now() + interval '1 hour', 1000000)")
+	must(t, err)
+	waitFor(t, "no store to sweep while a lower node lives", sweeps(false, false, false))
+	// Once its row has expired, the lowest store sweeps again.
+	_, err = e.pool.Exec(ctx, "UPDATE "+q+".nodes SET expires = now() - interval '1 second' WHERE id = 1")
+	must(t, err)
+	waitFor(t, "the lowest store to sweep again", sweeps(true, false, false))
+	// The sweeper closes (its row goes): the next one sweeps.
+	must(t, nodes[0].Close())
+	nodes = nodes[1:]
+	waitFor(t, "the next node alone to sweep", sweeps(true, false))
+	must(t, e.s.Release(ctx, h.Handle(), nil))
 }
 
 // TestSweepRemovesDeadNodes: waiters of a node that died and that no

@@ -261,13 +261,15 @@ func newQueries(schema string) queries {
 		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
 		deleteDef: "SELECT d.*, CASE WHEN d.r_ev IN ('released', 'deleted') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
 			deleteDefFn.call(s) + " d",
-		// node_beat() and whether some node is stale (nodes_stale()): the
-		// heads of this store's queue check then (beat).
-		nodeBeat:    "SELECT " + nodeBeatFn.call(s) + ", " + s + ".nodes_stale(clock_timestamp())",
+		// node_beat(), whether some node is stale (nodes_stale()): the
+		// heads of this store's queue check then (beat), and whether no
+		// live node has a lower id: that node sweeps (heartbeat).
+		nodeBeat: "SELECT " + nodeBeatFn.call(s) + ", " + s + ".nodes_stale(clock_timestamp()), " +
+			"NOT EXISTS (SELECT 1 FROM " + s + ".nodes x WHERE x.id < $1::bigint AND x.expires > clock_timestamp())",
 		nodeWaiters: "SELECT " + nodeWaitersFn.call(s),
 		dropWaiter:  "SELECT " + dropWaiterFn.call(s) + "::bigint",
-		sweepNodes:  "SELECT " + s + ".sweep_nodes(64)::bigint",
-		sweep:       "SELECT " + s + ".sweep(64)::bigint",
+		sweepNodes:  "SELECT " + s + ".sweep_nodes(" + strconv.Itoa(sweepLimit) + ")::bigint",
+		sweep:       "SELECT " + s + ".sweep(" + strconv.Itoa(sweepLimit) + ")::bigint",
 
 		// The first name of $1 that no definition covers.
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
