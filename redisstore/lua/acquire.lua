@@ -133,7 +133,8 @@ for _, l in ipairs(ls) do advance(l, false) end
 local ok = true
 for j, l in ipairs(ls) do
   if not find(l, r.r, 0) then
-    local want = ahead(l, l.qlen) + need(r.W[j], l.slots)
+    local n = need(r.W[j], l.slots)
+    local want = aheadover(l, l.slots - n) + n
     if want > free(l, want, r.x) then
       ok = false
       if mode == 'try' then return busy(l, r.W[j], nil) end

@@ -229,6 +229,22 @@ local function position(l, wid)
   return nil
 end
 
+-- aheadover returns the slots l's waiters ask of it, reading the queue
+-- from the head only until they pass limit: past it, a request that asks
+-- more than limit slots' complement cannot fit, whatever is behind, and
+-- the caller decides the same as with the whole queue's sum. A request at
+-- a lock with a long queue reads its head, not the whole queue.
+local function aheadover(l, limit)
+  local n, i = 0, 1
+  while n <= limit do
+    local w = qat(l, i)
+    if not w then break end
+    n = n + need(w.w, l.slots)
+    i = i + 1
+  end
+  return n
+end
+
 -- ahead returns the slots the first p waiters of l ask of it.
 local function ahead(l, p)
   loadq(l, p)
