@@ -90,13 +90,13 @@ func clusterCheck(t *testing.T, rc *redistest.Cluster) {
 	}
 }
 
-// rootsByNode returns, for each primary of c, a lock name whose keys it
-// keeps.
-func rootsByNode(t *testing.T, c *redis.ClusterClient, prefix string) map[string]string {
+// rootsByNode returns, for each of the n primaries of c, a lock name
+// whose keys it keeps.
+func rootsByNode(t *testing.T, c *redis.ClusterClient, prefix string, n int) map[string]string {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]string{}
-	for i := 0; len(out) < 3 && i < 1000; i++ {
+	for i := 0; len(out) < n && i < 1000; i++ {
 		name := "n" + string(rune('a'+i%26)) + string(rune('a'+i/26%26))
 		node, err := c.MasterForKey(ctx, prefix+redisstore.KeyTag(name)+":d")
 		if err != nil {
@@ -106,7 +106,7 @@ func rootsByNode(t *testing.T, c *redis.ClusterClient, prefix string) map[string
 			out[node.Options().Addr] = name
 		}
 	}
-	if len(out) < 3 {
+	if len(out) < n {
 		t.Fatalf("found names on %d primaries only", len(out))
 	}
 	return out
@@ -132,7 +132,7 @@ func clusterWakeUps(t *testing.T, rc *redistest.Cluster) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c1, prefix, l1, l2 := twoNodes(t, rc)
-	for addr, name := range rootsByNode(t, c1, prefix) {
+	for addr, name := range rootsByNode(t, c1, prefix, len(rc.Servers())) {
 		if err := l1.Define(ctx, name, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +312,7 @@ func clusterOpen(t *testing.T, rc *redistest.Cluster) {
 	}
 	l := sleeplock.New(s)
 	defer func() { _ = l.Close() }()
-	for _, name := range rootsByNode(t, c, prefix) {
+	for _, name := range rootsByNode(t, c, prefix, len(rc.Servers())) {
 		if err := l.Define(ctx, name+"/*", 1); err != nil {
 			t.Fatal(err)
 		}
@@ -326,5 +326,83 @@ func clusterOpen(t *testing.T, rc *redistest.Cluster) {
 	}
 	if _, err := redisstore.Open(ctx, "redis://"+rc.Addrs()[0]+"/3"); !errors.Is(err, sleeplock.ErrInvalidConfig) {
 		t.Fatalf("Open of database 3 of a cluster node = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// TestClusterFailover: a primary of a Redis Cluster (two primaries, the
+// first with a replica) is killed and its replica takes its slots over
+// (CLUSTER FAILOVER TAKEOVER). The lock held there stays held and its
+// waiter (another process's store) queued; the release that follows,
+// once the client finds the new primary, hands the slot to the waiter
+// with a greater token: the library came with the replication, and the
+// waiter's subscription and heartbeat moved to the new primary.
+func TestClusterFailover(t *testing.T) {
+	rc := redistest.StartCluster(t, clusterPorts[0], clusterPorts[1])
+	primary := rc.Servers()[0]
+	replica := rc.AddReplica(t, clusterPorts[2], primary)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c1, prefix, l1, l2 := twoNodes(t, rc)
+	name := rootsByNode(t, c1, prefix, 2)["127.0.0.1:"+strconv.Itoa(primary.Port())]
+	if err := l1.Define(ctx, name, 1); err != nil {
+		t.Fatal(err)
+	}
+	x, err := l1.TryAcquire(ctx, name, sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := queue(ctx, t, l2, name)
+	pc := primary.Client()
+	acked, err := pc.Do(ctx, "WAIT", 1, 5000).Int()
+	_ = pc.Close()
+	if err != nil || acked != 1 {
+		t.Fatalf("WAIT for the replica: %d, %v", acked, err)
+	}
+
+	primary.Stop()
+	rcl := replica.Client()
+	defer func() { _ = rcl.Close() }()
+	if err := rcl.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the replica to take over", func() bool {
+		info, err := rcl.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:master\r\n")
+	})
+	var last sleeplock.State
+	var lastErr error
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last state read: %+v, %v", last, lastErr)
+		}
+	}()
+	took := time.Now()
+	waitUntil(t, "the holder and the waiter on the new primary", func() bool {
+		last, lastErr = l1.State(ctx, name)
+		return lastErr == nil && last.Running == 1 && last.Waiting == 1
+	})
+	t.Logf("the store read the lock on the new primary %v after the takeover", time.Since(took).Round(time.Millisecond))
+	if err := x.Release(ctx); err != nil {
+		t.Fatalf("release after the failover: %v", err)
+	}
+	y, err := granted()
+	if err != nil {
+		t.Fatalf("the waiter after the failover: %v", err)
+	}
+	if y.Token() <= x.Token() {
+		t.Fatalf("token %d after %d", y.Token(), x.Token())
+	}
+	if err := y.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	z, err := l1.TryAcquire(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.Token() <= y.Token() {
+		t.Fatalf("token %d after %d", z.Token(), y.Token())
+	}
+	if err := z.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

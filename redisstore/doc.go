@@ -78,9 +78,13 @@
 // the call then runs again. Move a root's slot with all its keys in one
 // MIGRATE (redis-cli --cluster reshard with --cluster-pipeline at least
 // the slot's keys) or while its locks are idle: a script that runs while
-// part of a root's keys have moved may fail partway. Fencing tokens hold
-// across a replica's promotion as with Sentinel (see Fencing tokens; the
-// cluster of the tests has no replicas, so this is not tested there).
+// part of a root's keys have moved may fail partway. When a primary dies,
+// the first call that cannot reach it has the client read the slots'
+// primaries again (go-redis alone would wait for its
+// ClusterStateReloadInterval, 60 s by default, as no MOVED comes from a
+// dead node): calls reach the replica that took its place within about a
+// second of the takeover (TestClusterFailover). Fencing tokens hold
+// across the promotion as with Sentinel (see Fencing tokens).
 //
 // # Waiting
 //

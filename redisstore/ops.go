@@ -170,6 +170,7 @@ func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Em
 }
 
 func (s *Store) fail(ctx context.Context, err error) error {
+	s.reroute(err)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

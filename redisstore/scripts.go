@@ -152,6 +152,7 @@ func (s *Store) execAll(ctx context.Context, f function, ev store.Emitter, keys 
 		}
 	}
 	if err != nil {
+		s.reroute(err)
 		if ctx.Err() != nil {
 			return reply{}, ctx.Err()
 		}

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -41,6 +42,22 @@ func dial(ctx context.Context, url string, o *redis.Options) (redis.UniversalCli
 		return nil, store.Invalid(store.ErrInvalidConfig, "Redis URL", "of a Redis Cluster node cannot be parsed: "+err.Error())
 	}
 	return redis.NewClusterClient(co), nil
+}
+
+// reroute has a cluster client read which primary serves each slot
+// again, in the background, after err, an error of the connection rather
+// than an answer of Redis: no MOVED comes from a primary that died, so
+// go-redis would send its slots' calls to it until its next periodic
+// reload (ClusterStateReloadInterval, 60 s by default), long after a
+// replica took its place.
+func (s *Store) reroute(err error) {
+	var answer redis.Error
+	if !s.cluster || err == nil || errors.As(err, &answer) || errors.Is(err, redis.ErrClosed) {
+		return
+	}
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
 }
 
 // Shard implements store.Sharder: on Redis Cluster (a *redis.ClusterClient)

@@ -123,6 +123,7 @@ func (s *Store) listen() {
 			if s.closed.Load() || errors.Is(err, redis.ErrClosed) {
 				return
 			}
+			s.reroute(err) // the subscription's node may have died
 			select {
 			case <-s.closing:
 				if s.closed.Load() {

@@ -18,10 +18,12 @@ import (
 // clusterSlots is the number of hash slots of a Redis Cluster.
 const clusterSlots = 16384
 
-// Cluster is a Redis Cluster of a test's own: one primary per port, no
-// replicas, the hash slots split evenly between the primaries.
+// Cluster is a Redis Cluster of a test's own: one primary per port of
+// StartCluster, the hash slots split evenly between them, and the
+// replicas AddReplica adds.
 type Cluster struct {
-	servers []*Server
+	servers  []*Server // the primaries StartCluster started
+	replicas []*Server
 }
 
 // StartCluster starts a Redis Cluster of a test's own: a redis-server
@@ -47,16 +49,9 @@ func StartCluster(t testing.TB, ports ...int) *Cluster {
 		fmt.Fprintf(os.Stderr, "\n%s\n\n", msg)
 		t.Skip(msg)
 	}
-	for _, p := range ports {
-		if err := free(p + 10000); err != nil {
-			t.Fatalf("redistest: the cluster bus port of %d: %v", p, err)
-		}
-	}
 	c := &Cluster{}
 	for _, p := range ports {
-		// nodes.conf is relative to the server's --dir, a directory of its own.
-		c.servers = append(c.servers, Start(t, p, "--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "5000"))
+		c.servers = append(c.servers, startNode(t, p))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -64,6 +59,87 @@ func StartCluster(t testing.TB, ports ...int) *Cluster {
 		t.Fatalf("redistest: Redis Cluster on ports %v did not form: %v", ports, err)
 	}
 	return c
+}
+
+// startNode starts a redis-server in cluster mode on port.
+func startNode(t testing.TB, port int) *Server {
+	t.Helper()
+	if err := free(port + 10000); err != nil {
+		t.Fatalf("redistest: the cluster bus port of %d: %v", port, err)
+	}
+	// nodes.conf is relative to the server's --dir, a directory of its own.
+	return Start(t, port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", "5000")
+}
+
+// AddReplica starts a redis-server on port (its cluster bus on port +
+// 10000) as a replica of primary, a node of the cluster, and returns once
+// it has copied the primary's data and every node knows it and reports
+// the cluster ok; it is killed when the test ends.
+func (c *Cluster) AddReplica(t testing.TB, port int, primary *Server) *Server {
+	t.Helper()
+	r := startNode(t, port)
+	c.replicas = append(c.replicas, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.replicate(ctx, r, primary); err != nil {
+		t.Fatalf("redistest: replica %d of %d: %v", port, primary.Port(), err)
+	}
+	return r
+}
+
+// replicate introduces r to the cluster, makes it a replica of primary
+// and waits until it is in sync and known to every node.
+func (c *Cluster) replicate(ctx context.Context, r, primary *Server) error {
+	rc, pc := r.Client(), primary.Client()
+	defer func() { _ = rc.Close(); _ = pc.Close() }()
+	if err := rc.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(primary.Port())).Err(); err != nil {
+		return err
+	}
+	id, err := pc.Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	for { // CLUSTER REPLICATE needs the primary known to r
+		err := rc.Do(ctx, "CLUSTER", "REPLICATE", id).Err()
+		if err == nil {
+			break
+		}
+		if werr := pause(ctx); werr != nil {
+			return errors.Join(werr, err)
+		}
+	}
+	for {
+		info, err := rc.Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up\r\n") {
+			break
+		}
+		if werr := pause(ctx); werr != nil {
+			return errors.Join(werr, err, errors.New(info))
+		}
+	}
+	for _, s := range c.nodes() {
+		if err := c.waitReady(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pause waits a moment before a condition is polled again, or returns
+// ctx's error.
+func pause(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(20 * time.Millisecond):
+		return nil
+	}
+}
+
+// nodes returns every node: the primaries, then the replicas.
+func (c *Cluster) nodes() []*Server {
+	return append(append([]*Server(nil), c.servers...), c.replicas...)
 }
 
 // free reports an error when something listens on port already.
@@ -104,7 +180,7 @@ func (c *Cluster) form(ctx context.Context) error {
 func (c *Cluster) waitReady(ctx context.Context, s *Server) error {
 	cl := s.Client()
 	defer func() { _ = cl.Close() }()
-	want := []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(len(c.servers)),
+	want := []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(len(c.nodes())),
 		"cluster_slots_ok:" + strconv.Itoa(clusterSlots)}
 	var last string
 	for {
@@ -119,15 +195,14 @@ func (c *Cluster) waitReady(ctx context.Context, s *Server) error {
 			}
 			last = info
 		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(fmt.Errorf("node %d: %w; its last CLUSTER INFO: %s", s.Port(), ctx.Err(), last), err)
-		case <-time.After(20 * time.Millisecond):
+		if werr := pause(ctx); werr != nil {
+			return errors.Join(fmt.Errorf("node %d: %w; its last CLUSTER INFO: %s", s.Port(), werr, last), err)
 		}
 	}
 }
 
-// Addrs returns the nodes' addresses (host:port).
+// Addrs returns the addresses (host:port) of the primaries StartCluster
+// started.
 func (c *Cluster) Addrs() []string {
 	out := make([]string, len(c.servers))
 	for i, s := range c.servers {
@@ -136,10 +211,16 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// Servers returns the cluster's nodes.
+// Servers returns the primaries StartCluster started, not the replicas
+// (AddReplica returns each).
 func (c *Cluster) Servers() []*Server { return c.servers }
 
-// Client returns a new client of the cluster (the caller closes it).
+// Client returns a new client of the cluster, which finds it through any
+// of its nodes (the caller closes it).
 func (c *Cluster) Client() *redis.ClusterClient {
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	addrs := make([]string, 0, len(c.servers)+len(c.replicas))
+	for _, s := range c.nodes() {
+		addrs = append(addrs, s.addr())
+	}
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 }
