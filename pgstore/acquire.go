@@ -182,9 +182,9 @@ func (s *Store) acquireFast(ctx context.Context, a *acquisition) ([]arow, error)
 				ttl: micros(req.TTL), hold: micros(req.Hold), weight: 1})
 			p := &rows[len(rows)-1]
 			if req.Events != nil {
-				return scan(&p.token, &p.at, &p.expires, &p.slots, &p.seq)
+				return scan(&p.token, asTime(&p.at), asTime(&p.expires), &p.slots, &p.seq)
 			}
-			return scan(&p.token, &p.at, &p.expires)
+			return scan(&p.token, asTime(&p.at), asTime(&p.expires))
 		})
 	})
 	return rows, err
@@ -216,9 +216,9 @@ func (s *Store) acquireWeighted(ctx context.Context, a *acquisition) ([]arow, er
 			p := &rows[len(rows)-1]
 			var err error
 			if req.Events != nil {
-				err = scan(&p.token, &p.at, &p.expires, &p.weight, &p.slots, &p.seq)
+				err = scan(&p.token, asTime(&p.at), asTime(&p.expires), &p.weight, &p.slots, &p.seq)
 			} else {
-				err = scan(&p.token, &p.at, &p.expires, &p.weight)
+				err = scan(&p.token, asTime(&p.at), asTime(&p.expires), &p.weight)
 			}
 			p.running = p.weight
 			return err

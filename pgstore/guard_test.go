@@ -130,6 +130,29 @@ func TestDatabaseSQL(t *testing.T) {
 	must(t, s.Release(ctx, g.Handle(), nil))
 	must(t, <-done)
 	wantState(t, s, "user/1", 0, 0)
+
+	// The bare statements, which return their instants as timestamps
+	// (usTime): a lock of one slot, then of two (slot mode), with a TTL
+	// and without (expires NULL); the first pair of each makes the row.
+	define(t, s, "solo", 1)
+	define(t, s, "duo", 2)
+	for _, name := range []string{"solo", "duo"} {
+		for i := range 3 {
+			ttl := time.Duration(i) * time.Minute
+			before := time.Now()
+			g, err := s.Acquire(ctx, req("bare", ttl, name))
+			must(t, err)
+			if d := g.Acquired.Sub(before); d < -time.Minute || d > time.Minute || g.Expires.IsZero() != (ttl == 0) ||
+				(ttl > 0 && g.Expires.Sub(g.Acquired) != ttl) {
+				t.Fatalf("%s, TTL %v: acquired %v (%v from this clock), expires %v", name, ttl, g.Acquired, d, g.Expires)
+			}
+			rec := newRecorder()
+			must(t, s.Release(ctx, g.Handle(), rec))
+			if evs := rec.drain(); len(evs) != 1 || evs[0].Held < 0 || evs[0].Time.Before(g.Acquired) {
+				t.Fatalf("%s, TTL %v: release events %+v after a grant at %v", name, ttl, evs, g.Acquired)
+			}
+		}
+	}
 }
 
 // TestGuardRepeatableRead: Guard moves a lease held in its lock's row to a

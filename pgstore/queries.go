@@ -17,8 +17,12 @@ var (
 	acquireWeightedSQL string
 	//go:embed queries/release_fast.sql
 	releaseFastSQL string
+	//go:embed queries/release_fast_untimed.sql
+	releaseFastUntimedSQL string
 	//go:embed queries/release_slot.sql
 	releaseSlotSQL string
+	//go:embed queries/release_slot_untimed.sql
+	releaseSlotUntimedSQL string
 	//go:embed queries/held_one.sql
 	heldOneSQL string
 )
@@ -34,7 +38,10 @@ type queries struct {
 	acquireWeighted, acquireWeightedEvents      string
 	releaseFast, releaseFastEvents, releaseSlot string
 	releaseWeighted, releaseWeightedEvents      string
-	heldOne                                     string
+	// the same for an untimed hold (release.go: timed)
+	releaseFastUntimed, releaseFastUntimedEvents, releaseSlotUntimed string
+	releaseWeightedUntimed, releaseWeightedUntimedEvents             string
+	heldOne                                                          string
 	// function calls (sql/)
 	acquireOne, checkOne, releaseOne, release, undo string
 	keepOne, keep, held, spillHeld                  string
@@ -239,6 +246,15 @@ func newQueries(schema string) queries {
 			"0, 0::bigint", rowWeight+", 0, 0::bigint"),
 		releaseWeightedEvents: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted_events",
 			"0, 0::bigint", rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+		releaseFastUntimed: statement(releaseFastUntimedSQL, schema),
+		releaseFastUntimedEvents: withEvents(statement(releaseFastUntimedSQL, schema), "release_fast_untimed", "0, 0::bigint",
+			s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+		releaseSlotUntimed: statement(releaseSlotUntimedSQL, schema),
+		releaseWeightedUntimed: withColumns(statement(releaseFastUntimedSQL, schema), "release_fast_untimed",
+			"release_weighted_untimed", "0, 0::bigint", rowWeight+", 0, 0::bigint"),
+		releaseWeightedUntimedEvents: withColumns(statement(releaseFastUntimedSQL, schema), "release_fast_untimed",
+			"release_weighted_untimed_events", "0, 0::bigint",
+			rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
 		heldOne: statement(heldOneSQL, schema),
 
 		acquireOne: acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s),

@@ -50,12 +50,18 @@ func (s *Store) releaseSingle(ctx context.Context, h *store.Handle, events bool)
 	return s.releaseOne(ctx, h, events)
 }
 
+// timed reports whether the hold of token is one whose length is recorded:
+// timed() of sql/stats.sql, one in holdSampling.
+func timed(token int64) bool { return token%holdSampling == 0 }
+
 // releaseFast releases a lease held in its lock's row by one UPDATE of
 // the row: release_fast.sql (with the event's columns, withEvents), or
 // release_slot.sql for a lock of several slots; after a weighted grant in
 // the row (acquire_weighted.sql), which is the row's scalar holder,
-// release_fast.sql with the hold's weight (releaseWeighted). No rows:
-// nothing changed.
+// release_fast.sql with the hold's weight (releaseWeighted). A hold whose
+// token is known and not timed is released by the untimed variant of each
+// (release_fast_untimed.sql, release_slot_untimed.sql), which writes the count
+// and nothing else. No rows: nothing changed.
 func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
 	ref := h.Ref.String()
 	inRow := s.fast.isWeightedInRow(h.Name)
@@ -65,25 +71,37 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	if !s.fast.is(h.Name) || (many && events) {
 		return nil, nil
 	}
-	q, args := s.q.releaseFast, []any{h.Name, h.Token, ref}
+	// u: the untimed variant of each statement, or the timed one
+	u := func(timedQ, untimedQ string) string {
+		if h.Token != 0 && !timed(h.Token) {
+			return untimedQ
+		}
+		return timedQ
+	}
+	q, args := u(s.q.releaseFast, s.q.releaseFastUntimed), []any{h.Name, h.Token, ref}
 	switch {
 	case inRow && events:
-		q, args = s.q.releaseWeightedEvents, append(args, patterns(h.Name))
+		q, args = u(s.q.releaseWeightedEvents, s.q.releaseWeightedUntimedEvents), append(args, patterns(h.Name))
 	case inRow:
-		q = s.q.releaseWeighted
+		q = u(s.q.releaseWeighted, s.q.releaseWeightedUntimed)
 	case many:
-		q = s.q.releaseSlot
+		q = u(s.q.releaseSlot, s.q.releaseSlotUntimed)
 	case events:
-		q, args = s.q.releaseFastEvents, append(args, patterns(h.Name))
+		q, args = u(s.q.releaseFastEvents, s.q.releaseFastUntimedEvents), append(args, patterns(h.Name))
 	}
 	var rows []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		rows = append(rows, rrow{ev: "released", idx: 1, lock: h.Name, ref: ref, weight: 1})
 		r := &rows[len(rows)-1]
+		// (dur is scanned as the hold's start, then made its length)
+		var err error
 		if inRow {
-			return scan(&r.kind, &r.token, &r.at, &r.dur, &r.weight, &r.slots, &r.seq)
+			err = scan(&r.kind, &r.token, asTime(&r.at), asTime(&r.dur), &r.weight, &r.slots, &r.seq)
+		} else {
+			err = scan(&r.kind, &r.token, asTime(&r.at), asTime(&r.dur), &r.slots, &r.seq)
 		}
-		return scan(&r.kind, &r.token, &r.at, &r.dur, &r.slots, &r.seq)
+		r.dur = max(r.at-r.dur, 0)
+		return err
 	})
 	if err == nil && len(rows) == 0 {
 		// Its row was taken from under the hint: another caller queued,

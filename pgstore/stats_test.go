@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -145,6 +146,54 @@ func TestHoldsTimedByToken(t *testing.T) {
 		}
 		if inBuckets != got.Holds.Count {
 			t.Fatalf("%s: %d timed holds in buckets, Count %d", c.what, inBuckets, got.Holds.Count)
+		}
+	}
+}
+
+// TestUntimedRelease: the bare release of a hold whose token is not timed
+// is the untimed statement (release_fast_untimed.sql,
+// release_slot_untimed.sql), which counts the release and no hold time;
+// that of a timed hold, or of a ref alone (token 0, any hold), is the
+// statement that times it (release_fast.sql, release_slot.sql). The counts
+// stay exact on both.
+func TestUntimedRelease(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "one", 1)
+	define(t, e.s, "three", 3)
+	s, tr := tracedStore(t, e)
+	for _, c := range []struct{ lock, acquire, release string }{
+		{"one", "acquire_fast", "release_fast"}, {"three", "acquire_slot", "release_slot"}} {
+		var ended, timed uint64
+		pair := func(byRef bool) int64 {
+			g, err := s.Acquire(ctx, req("me", time.Minute, c.lock))
+			must(t, err)
+			h := g.Handle()
+			if byRef {
+				h.Token = 0
+			}
+			must(t, s.Release(ctx, h, nil))
+			ended++
+			if g.Token%256 == 0 {
+				timed++
+			}
+			return g.Token
+		}
+		pair(false) // the lock's row is made; the store sees it fast
+		tr.sent()
+		_, err := e.pool.Exec(ctx, "SELECT setval('"+q+".tokens', 255)")
+		must(t, err)
+		// tokens 256 (timed), 257, and 258 released by ref alone
+		for i, want := range []string{c.release, c.release + "_untimed", c.release} {
+			byRef := i == 2
+			tok := pair(byRef)
+			wantSent(t, tr, fmt.Sprintf("%s: token %d, by ref %v", c.lock, tok, byRef), c.acquire, want)
+		}
+		got := statsEntry(t, e.s, c.lock)
+		if got.Releases != ended || got.Holds.Count != timed || timed == 0 {
+			t.Fatalf("%s: %d releases, %d timed holds; want %d, %d (> 0)", c.lock, got.Releases, got.Holds.Count,
+				ended, timed)
 		}
 	}
 }

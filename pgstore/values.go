@@ -1,9 +1,12 @@
 package pgstore
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -12,6 +15,43 @@ import (
 // epoch for instants), arrays as their text.
 
 func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// usTime scans a timestamptz as µs since the epoch, 0 for NULL, as micros()
+// of sql/common.sql gives it: the bare statements of queries/ return their
+// instants as they are, since micros() would cost each a numeric function
+// call on the server. It is a pgtype.TimestamptzScanner for pgx (no
+// allocation) and an sql.Scanner for database/sql, whose PostgreSQL
+// drivers give a timestamptz as a time.Time.
+type usTime int64
+
+// ScanTimestamptz implements pgtype.TimestamptzScanner.
+func (u *usTime) ScanTimestamptz(v pgtype.Timestamptz) error {
+	switch {
+	case !v.Valid:
+		*u = 0
+	case v.InfinityModifier != pgtype.Finite:
+		return fmt.Errorf("pgstore: an infinite timestamp (%v) where an instant was expected", v.InfinityModifier)
+	default:
+		*u = usTime(v.Time.UnixMicro())
+	}
+	return nil
+}
+
+// Scan implements sql.Scanner.
+func (u *usTime) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*u = 0
+	case time.Time:
+		*u = usTime(v.UnixMicro())
+	default:
+		return fmt.Errorf("pgstore: a %T where a timestamptz was expected", src)
+	}
+	return nil
+}
+
+// asTime is p as a *usTime, to scan a timestamptz into an int64 field.
+func asTime(p *int64) *usTime { return (*usTime)(p) }
 
 // lease returns how long a grant or renewal lasts (the hold when shorter
 // than the TTL) and how far its renewal time is dated back.

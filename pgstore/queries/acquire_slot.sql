@@ -6,7 +6,8 @@
 -- store then sends acquire_one(). A racing grant of the same slot makes
 -- PostgreSQL evaluate the statement again on the row's latest version
 -- (READ COMMITTED): it takes the next free slot, or none. Without an event.
--- $1 … $8 as acquire_fast.sql. Returns the token, acquired and expires (µs).
+-- $1 … $8 as acquire_fast.sql. Returns the token, acquired and expires (as
+-- acquire_fast.sql).
 UPDATE {{schema}}.locks l
    SET xref[array_position(l.xref, NULL)] = $2::text,
        xkind[array_position(l.xref, NULL)] = $3::text,
@@ -21,5 +22,5 @@ UPDATE {{schema}}.locks l
        acqs = l.acqs + 1
  WHERE l.name = $1::text AND l.fast AND array_position(l.xref, NULL) IS NOT NULL
    AND array_position(l.xref, $2::text) IS NULL
-RETURNING l.xtoken[array_position(l.xref, $2::text)], {{schema}}.micros(statement_timestamp()),
-          {{schema}}.micros(l.xexpires[array_position(l.xref, $2::text)])
+RETURNING l.xtoken[array_position(l.xref, $2::text)], statement_timestamp(),
+          l.xexpires[array_position(l.xref, $2::text)]

@@ -11,7 +11,7 @@
 -- release_fast.sql. With an event, the store sends it with the slots and
 -- the Seq added to its RETURNING list (withEvents).
 -- $1 … $8 as acquire_fast.sql, $9 the name's patterns, $10 the weight.
--- Returns the token, acquired and expires (µs), and k.
+-- Returns the token, acquired and expires (as acquire_fast.sql), and k.
 UPDATE {{schema}}.locks l
    SET ref = $2::text, kind = $3::text, token = {{schema}}.next_token(), acquired = statement_timestamp(),
        renewed = statement_timestamp() - $8::bigint * interval '1 microsecond',
@@ -23,4 +23,4 @@ UPDATE {{schema}}.locks l
           FROM (SELECT {{schema}}.slots_in($9::text::text[]) AS n) d) w
  WHERE l.name = $1::text AND l.fast AND w.k <= w.n
    AND ((l.xref IS NULL AND l.ref IS NULL) OR (l.xref IS NOT NULL AND cardinality(array_remove(l.xref, NULL)) = 0))
-RETURNING l.token, {{schema}}.micros(l.acquired), {{schema}}.micros(l.expires), l.weight
+RETURNING l.token, l.acquired, l.expires, l.weight

@@ -3,16 +3,17 @@
 -- the row, which frees the caller's slot. No row: nothing changed; the
 -- store then sends release_one(). The slot is found on the statement's
 -- snapshot and checked again on the row it updates: slots do not move
--- while the row is fast (a spill clears fast). Without an event.
+-- while the row is fast (a spill clears fast). It times the hold as
+-- release_fast.sql does, and the store sends release_slot_untimed.sql
+-- where it sends release_fast_untimed.sql. Without an event.
 -- $1 … $3 as release_fast.sql; returns the same columns.
-UPDATE {{schema}}.locks l SET xref[p.k] = NULL, freed = c.t,
+UPDATE {{schema}}.locks l SET xref[p.k] = NULL, freed = statement_timestamp(),
        rels = l.rels + 1, holds = l.holds + CASE WHEN {{schema}}.timed(l.xtoken[p.k]) THEN 1 ELSE 0 END,
        hold_us = l.hold_us + CASE WHEN {{schema}}.timed(l.xtoken[p.k])
-           THEN greatest({{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k]), 0) ELSE 0 END,
+           THEN greatest({{schema}}.micros(statement_timestamp()) - {{schema}}.micros(l.xacquired[p.k]), 0) ELSE 0 END,
        hb = CASE WHEN {{schema}}.timed(l.xtoken[p.k])
-           THEN {{schema}}.bump(l.hb, {{schema}}.micros(c.t) - {{schema}}.micros(l.xacquired[p.k])) ELSE l.hb END
-  FROM (SELECT array_position(x.xref, $3::text) AS k FROM {{schema}}.locks x WHERE x.name = $1::text) p,
-       (SELECT clock_timestamp() AS t) c
+           THEN {{schema}}.bump(l.hb, {{schema}}.micros(statement_timestamp()) - {{schema}}.micros(l.xacquired[p.k]))
+           ELSE l.hb END
+  FROM (SELECT array_position(x.xref, $3::text) AS k FROM {{schema}}.locks x WHERE x.name = $1::text) p
  WHERE l.name = $1::text AND l.fast AND l.xref[p.k] = $3::text AND ($2::bigint = 0 OR l.xtoken[p.k] = $2::bigint)
-RETURNING l.xkind[p.k], l.xtoken[p.k], {{schema}}.micros(l.freed),
-          {{schema}}.micros(l.freed) - {{schema}}.micros(l.xacquired[p.k]), 0, 0::bigint
+RETURNING l.xkind[p.k], l.xtoken[p.k], l.freed, l.xacquired[p.k], 0, 0::bigint
