@@ -12,8 +12,9 @@ import (
 
 // conn is what the store needs of a database: the same SQL runs through a
 // pgx pool or a database/sql handle. Arguments are strings, int64s, bools
-// and nils only; results are scanned into *string, *int64, *int32, *bool and
-// *sql.NullString, which every PostgreSQL driver supports.
+// and nils only; results are scanned into *string, *int64, *int32, *bool,
+// *sql.NullString and *usTime (a timestamptz, which pgx and database/sql's
+// PostgreSQL drivers give as a time.Time), which every driver supports.
 type conn interface {
 	// query runs sql and calls each for every row.
 	query(ctx context.Context, sql string, args []any, each func(scan func(dest ...any) error) error) error
