@@ -31,6 +31,7 @@ func TestCluster(t *testing.T) {
 	t.Run("WakeUpsAcrossNodes", func(t *testing.T) { clusterWakeUps(t, rc) })
 	t.Run("ReshardToNodeWithoutLibrary", func(t *testing.T) { clusterReshard(t, rc) })
 	t.Run("OpenANode", func(t *testing.T) { clusterOpen(t, rc) })
+	t.Run("GuardKeys", func(t *testing.T) { clusterGuardKeys(t, rc) })
 }
 
 // clusterClient returns a client of rc, closed after the test.
@@ -326,6 +327,47 @@ func clusterOpen(t *testing.T, rc *redistest.Cluster) {
 	}
 	if _, err := redisstore.Open(ctx, "redis://"+rc.Addrs()[0]+"/3"); !errors.Is(err, sleeplock.ErrInvalidConfig) {
 		t.Fatalf("Open of database 3 of a cluster node = %v, want ErrInvalidConfig", err)
+	}
+}
+
+// clusterGuardKeys: a Tx's key that carries the lock's KeyTag is written
+// under the lock's check; a Tx with a key that does not is refused with a
+// *ShardError, and none of its writes is made.
+func clusterGuardKeys(t *testing.T, rc *redistest.Cluster) {
+	ctx := context.Background()
+	c := clusterClient(t, rc)
+	prefix := redistest.Prefix(t, c)
+	l := sleeplock.New(openCluster(t, c, prefix))
+	defer func() { _ = l.Close() }()
+	if err := l.Define(ctx, "report", 1); err != nil {
+		t.Fatal(err)
+	}
+	x, err := l.TryAcquire(ctx, "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, bad := prefix+"out"+redisstore.KeyTag("report"), prefix+"stray"
+	var tx redisstore.Tx
+	tx.Set(good, "1", 0)
+	tx.Set(bad, "2", 0)
+	err = x.Guard(ctx, &tx)
+	var se *sleeplock.ShardError
+	if !errors.As(err, &se) || !errors.Is(err, sleeplock.ErrUnsupported) || se.Locks != [2]string{"report", bad} {
+		t.Fatalf("Guard of a Tx with a key of another slot = %v, want a *ShardError naming the key", err)
+	}
+	if n := c.Exists(ctx, good, bad).Val(); n != 0 {
+		t.Fatalf("a refused Guard wrote %d keys", n)
+	}
+	var ok redisstore.Tx
+	ok.Set(good, "1", 0)
+	if err := x.Guard(ctx, &ok); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.Get(ctx, good).Val(); v != "1" {
+		t.Fatalf("the guarded write: %q", v)
+	}
+	if err := x.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

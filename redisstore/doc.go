@@ -58,7 +58,8 @@
 // trip and changing nothing, with a *store.ShardError (matching
 // sleeplock.ErrUnsupported) that names two locks of different roots:
 // an AcquireAll of locks of several roots; a lease of several roots
-// (LeaseOf) released, kept, checked or guarded; a DefineAll or an Apply
+// (LeaseOf) released, kept, checked or guarded; a Guard whose Tx writes
+// a key without the lock's KeyTag; a DefineAll or an Apply
 // of definitions of several roots (define them one by one, with Define);
 // and every Apply with Prune, which reads the definitions of every root.
 // It judges by root, not by slot, so that whether a call works never
@@ -82,8 +83,8 @@
 // the first call that cannot reach it has the client read the slots'
 // primaries again (go-redis alone would wait for its
 // ClusterStateReloadInterval, 60 s by default, as no MOVED comes from a
-// dead node): calls reach the replica that took its place within about a
-// second of the takeover (TestClusterFailover). Fencing tokens hold
+// dead node): calls reach the replica that took its place within seconds
+// of the takeover (0.9 to 2.5 s in TestClusterFailover's runs). Fencing tokens hold
 // across the promotion as with Sentinel (see Fencing tokens).
 //
 // # Waiting

@@ -18,8 +18,9 @@ import (
 //	tx.Set("report:"+redisstore.KeyTag("report"), body, 0)
 //	err := lease.Guard(ctx, &tx) // ErrLeaseLost: nothing was written
 //
-// On Redis Cluster every key of a Tx must share the lock's slot: put
-// KeyTag(name) in it.
+// On Redis Cluster every key of a Tx must carry the lock's hash tag: put
+// KeyTag(name) in it; Guard refuses a key with another (or none) with a
+// *store.ShardError, writing nothing.
 type Tx struct {
 	keys []string
 	cmds [][]any
@@ -74,6 +75,9 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	t, ok := tx.(*Tx)
 	if !ok || t == nil {
 		return fmt.Errorf("%w: Guard on Redis takes a *redisstore.Tx, not %T", store.ErrUnsupported, tx)
+	}
+	if err := s.spanKeys(h.Name, t.keys); err != nil {
+		return err
 	}
 	keys, args := s.handleArgs(&h)
 	args = append([]any{h.Ref.String()}, args...)

@@ -116,6 +116,32 @@ func (s *Store) spanDefs(op string, defs []store.Definition) error {
 var errPruneSpans = &store.ShardError{Op: "Reconcile with Prune",
 	Hint: "on Redis Cluster, it would read the definitions of every root in one script; delete locks one by one (Delete)"}
 
+// spanKeys is span for the keys a Guard's Tx writes: on Redis Cluster each
+// must carry the hash tag of lock name's root (KeyTag).
+func (s *Store) spanKeys(name string, keys []string) error {
+	if !s.cluster {
+		return nil
+	}
+	for _, k := range keys {
+		if tag := hashTag(k); tag != root(name) {
+			return &store.ShardError{Op: "Guard", Locks: [2]string{name, k}, Shards: [2]string{KeyTag(name), "{" + tag + "}"},
+				Hint: "on Redis Cluster, a key a Tx writes must carry the lock's KeyTag"}
+		}
+	}
+	return nil
+}
+
+// hashTag returns what Redis Cluster hashes of key: the part between its
+// first "{" and the next "}" when not empty, else the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
 // spanRequest is span for the locks of an acquisition.
 func (s *Store) spanRequest(req *store.AcquireRequest) error {
 	if !s.cluster || len(req.More) == 0 {

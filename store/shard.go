@@ -11,7 +11,8 @@ import (
 // changing nothing, with a *ShardError (matching ErrUnsupported): one that
 // names locks of several shards (Acquire of several locks, Release, Keep,
 // Held, ReleaseStale or Guard of a handle of several locks, DefineAll,
-// Reconcile), and a Reconcile with Prune, which reads every shard. Every
+// Reconcile), a Reconcile with Prune, which reads every shard, and a
+// Guard whose write names data of another shard than its locks'. Every
 // other call, and every call whose locks share a shard, behaves as the
 // Store interface says.
 type Sharder interface {
@@ -25,7 +26,7 @@ type Sharder interface {
 // would span shards. Nothing changed. It matches ErrUnsupported.
 type ShardError struct {
 	Op     string    // the call: "AcquireAll", "DefineAll", "Reconcile with Prune", …
-	Locks  [2]string // two of its locks in different shards (none for a prune)
+	Locks  [2]string // two of its locks in different shards (none for a prune; for Guard, a lock and a key its write names)
 	Shards [2]string // their shards
 	Hint   string    // how to keep locks in one shard on this store
 }
