@@ -32,10 +32,11 @@ local function fastdef(dk, name)
   return nil
 end
 
--- The fields of the hold buckets after the definition: numbers given to
--- redis.call or joined to strings are printed as floating point ('%.14g').
-local HOLDS = {}
-for i = 1, #BOUNDS + 1 do HOLDS[i] = '\th' .. i end
+-- The fields of the hold and wait buckets after the definition: numbers
+-- given to redis.call or joined to strings are printed as floating point
+-- ('%.14g').
+local HOLDS, WAITS = {}, {}
+for i = 1, #BOUNDS + 1 do HOLDS[i], WAITS[i] = '\th' .. i, '\tw' .. i end
 
 -- queued reports whether a lock record (P{R}:l:NAME) says the lock has a
 -- queue, from its first byte: the queue's length is packed first, and 0
@@ -110,8 +111,95 @@ local function fastacquire(keys, argv)
   return {'granted', NOW, ev, {}, {0, kind, ttl, hold, {name, token, NOW, e, n}}}
 end
 
+-- fasthandover answers fastrelease's release of hold at (of hs, the
+-- holders of a lock whose queue has qlen entries) when the general path
+-- would hand the freed slots to the head waiter alone: the head is live,
+-- asks for this lock only, does not hold it yet and fits; the next
+-- waiter, if any, is live, does not fit after it and can take no lease
+-- over. It makes the general path's writes, events and messages (drop,
+-- advance, save and flush of lua/common.lua) decoding only these two
+-- waiters' requests, and returns nil, having written nothing, for every
+-- other case.
+local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
+  local name, tag = argv[7], string.sub(keys[2], 1, -2) -- P{R}:
+  local wk, bk = tag .. 'w:' .. name, tag .. 'b:' .. name
+  local ids = redis.call('LRANGE', wk, 0, 1)
+  if #ids == 0 then return nil end
+  local bodies = redis.call('HMGET', bk, unpack(ids))
+  if not bodies[1] or (ids[2] and not bodies[2]) then return nil end
+  local w = cmsgpack.unpack(bodies[1])
+  if #w.L ~= 1 then return nil end
+  local nx = ids[2] and cmsgpack.unpack(bodies[2])
+  local up = redis.call('HMGET', tag .. 'n', w.d, nx and nx.d or w.d)
+  clock()
+  if tonumber(up[1] or '0') <= NOW or (nx and tonumber(up[2] or '0') <= NOW) then return nil end
+  local h = table.remove(hs, at)
+  local used = 0
+  for _, x in ipairs(hs) do
+    if x.r == w.r then return nil end -- a re-entry
+    used = used + x.w
+  end
+  local n = need(w.w, slots)
+  if used + n > slots then return nil end
+  local evon = argv[9] == '1'
+  local seq, rseq = last, 0
+  if evon then
+    rseq = seq + 1
+    if rseq < NOW then rseq = NOW end
+    seq = rseq
+  end
+  local token = seq + 1
+  if token < NOW then token = NOW end
+  local aseq = token + 1
+  local e, renewed = leasetimes(w.l, w.o, NOW)
+  local waited = 0
+  if w.s > 0 then waited = NOW - w.s end
+  local ev = {ACQUIRED, name, slots, used + n, qlen - 1, w.r, w.k, token, n, waited, 0, '', aseq, ''}
+  hs[#hs + 1] = {r = w.r, k = w.k, t = token, c = 1, w = n, a = NOW, l = w.l, o = w.o, i = w.i, d = w.d, e = e,
+    n = renewed, v = ev}
+  if nx then
+    if used + n + need(nx.w, slots) <= slots then return nil end
+    for _, x in ipairs(hs) do
+      if takeable(x, nx.x) then return nil end
+    end
+  end
+  redis.call('LPOP', wk)
+  redis.call('HDEL', bk, w.i)
+  redis.call('SET', keys[1], cmsgpack.pack(qlen - 1, hs))
+  if qlen == 1 then redis.call('SREM', tag .. 'q', name) end
+  local sk = keys[3]
+  local held = NOW - h.a
+  if held < 0 then held = 0 end
+  redis.call('HINCRBY', sk, def .. '\t8', num(held))
+  redis.call('HINCRBY', sk, def .. HOLDS[bucket(held)], '1')
+  redis.call('HINCRBY', sk, def .. '\t1', '1')
+  if w.s > 0 then
+    local wt = waited
+    if wt < 0 then wt = 0 end
+    redis.call('HINCRBY', sk, def .. '\t5', '1')
+    redis.call('HINCRBY', sk, def .. '\t6', num(wt))
+    redis.call('HINCRBY', sk, def .. WAITS[bucket(wt)], '1')
+  end
+  redis.call('HSET', keys[2], '', num(aseq))
+  MSG, LOCAL = {}, {}
+  publish(NODE, table.concat({'e', '', name, h.r, argv[8], ''}, '\t'))
+  publish(w.d, grantmsg(w.i, {0, w.k, w.l, w.o, {name, token, NOW, e, n}}, {ev}))
+  if nx then
+    publish(nx.d, table.concat({'c', nx.i, num(wakeat({h = hs}, nx.x)), num(NOW)}, '\t'))
+  end
+  for node, ms in pairs(MSG) do
+    redis.call('PUBLISH', P .. 'node:' .. node, table.concat(ms, '\n'))
+  end
+  if not evon then
+    if #LOCAL == 1 then return {'R', NOW} end -- the caller ends its watchers, as 'e' would
+    return {'ok', NOW, {}, LOCAL, {}}
+  end
+  return {'ok', NOW, {{RELEASED, name, slots, used, qlen, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', rseq, ''}}, LOCAL, {}}
+end
+
 -- fastrelease answers the release of one hold, counted once, of this
--- node, by its token, of a lock with no queue. KEYS as fastacquire's;
+-- node, by its token, of a lock with no queue, or with one that
+-- fasthandover answers. KEYS as fastacquire's;
 -- ARGV as release.lua's, then the events flag.
 local function fastrelease(keys, argv)
   if argv[4] ~= 'release' or argv[6] ~= '1' or #keys ~= 4 then return nil end
@@ -119,11 +207,10 @@ local function fastrelease(keys, argv)
   if token == 0 then return nil end
   P, NODE = argv[1], argv[2]
   local raw = redis.call('GET', keys[1])
-  if not raw or queued(raw) then return nil end
+  if not raw then return nil end
   local def, slots, last = fastdef(keys[2], name)
   if not def then return nil end
   local qlen, hs = cmsgpack.unpack(raw)
-  if qlen > 0 then return nil end
   local ref, at = argv[3], nil
   for i, h in ipairs(hs) do
     if h.r == ref and h.t == token then at = i; break end
@@ -131,6 +218,7 @@ local function fastrelease(keys, argv)
   if not at then return nil end
   local h = hs[at]
   if h.c > 1 or h.d ~= NODE then return nil end
+  if qlen > 0 then return fasthandover(keys, argv, def, slots, last, qlen, hs, at) end
   clock()
   table.remove(hs, at)
   if #hs == 0 then
