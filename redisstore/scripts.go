@@ -55,7 +55,9 @@ var operations = []string{"acquire", "release", "keep", "held", "state", "list",
 	"resize", "delete", "reconcile", "leave", "heartbeat", "close", "guard", "relabel"}
 
 // fastPaths are the functions of lua/fast.lua that answer an operation's
-// uncontended case before its general path runs (nil: not that case).
+// common cases before its general path runs (nil: not one of them): the
+// uncontended acquire, refused try and release, and the release that
+// hands its lock to the head waiter alone.
 var fastPaths = map[string]string{"acquire": "fastacquire", "release": "fastrelease"}
 
 func readLua(name string) string {
