@@ -1,7 +1,8 @@
 
 -- fast.lua: the uncontended paths of acquire and release, run before
--- begin (see scripts.go): one lock, no queue, nothing to take over. They
--- make only the calls and tables the answer needs, and return nil, having
+-- begin (see scripts.go): one lock, no queue, nothing to take over; and
+-- the release that hands its lock to the head waiter alone. They make
+-- only the calls and tables the answer needs, and return nil, having
 -- written nothing, for every other case, which the general path then
 -- takes from the start. The events of the caller are built only when it
 -- has an Emitter (the last argument, "1"): an event's sequence number is
@@ -40,8 +41,8 @@ for i = 1, #BOUNDS + 1 do HOLDS[i], WAITS[i] = '\th' .. i, '\tw' .. i end
 
 -- queued reports whether a lock record (P{R}:l:NAME) says the lock has a
 -- queue, from its first byte: the queue's length is packed first, and 0
--- is the byte 0. The general path then takes the call with no unpacking
--- nor reading of definitions wasted here.
+-- is the byte 0. The general path then takes an acquisition with no
+-- unpacking nor reading of definitions wasted here.
 local function queued(raw)
   return raw and string.byte(raw, 1) ~= 0
 end
