@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
@@ -390,6 +391,11 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 	if opts == nil && names == nil && l.fast != nil {
 		return l.acquirePlain(ctx, name, wait)
 	}
+	if names == nil && l.fast != nil {
+		if weight, waits, ok := plainWeight(opts, wait); ok {
+			return l.acquireWeighted(ctx, name, weight, waits)
+		}
+	}
 	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
 	if len(opts) > 0 {
 		p := configs.Get().(*acquireConfig) //nolint:forcetypeassert // only *acquireConfig is put
@@ -471,6 +477,71 @@ func weightsOf(req *store.AcquireRequest, m map[string]int) error {
 	}
 	return nil
 }
+
+// plainWeight reads the weight and the wait that opts ask for, without
+// applying them, when they are options made once by this package (Weight
+// of 1 to fastWeights, Shared, Exclusive, NoWait) that set one weight: the
+// common weighted acquisition, which then needs no config from the pool
+// and no call of each option. ok is false for any other opts (another
+// option, a nil one, no weight, or two weights, which may contradict each
+// other): they are applied.
+func plainWeight(opts []AcquireOption, wait bool) (weight int, waits bool, ok bool) {
+	waits = wait
+	for _, o := range opts {
+		id := optionID(o)
+		i := 0
+		for i < len(knownOptions) && knownOptions[i] != id {
+			i++
+		}
+		if i == len(knownOptions) { // a nil option too: none is nil
+
+			return 0, false, false
+		}
+		switch k := knownWeights[i]; {
+		case k == 0: // NoWait
+			waits = false
+		case weight != 0:
+			return 0, false, false
+		default:
+			weight = k
+		}
+	}
+	return weight, waits, weight != 0
+}
+
+// optionID is what tells one option value from another: a func value is
+// a pointer to the function and what it captured, which copies share.
+func optionID(o AcquireOption) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&o)) }
+
+// fastWeights is the largest weight for which Weight returns an option
+// made once (weightOptions), which plainWeight recognises.
+const fastWeights = 8
+
+var (
+	// weightOptions[k-1] is Weight(k), made once for each k of 1 to
+	// fastWeights.
+	weightOptions = func() (opts [fastWeights]AcquireOption) {
+		for i := range opts {
+			opts[i] = newWeight(i + 1)
+		}
+		return opts
+	}()
+	sharedOption    AcquireOption = func(c *acquireConfig) { c.setWeight(1, byShared) }
+	exclusiveOption AcquireOption = func(c *acquireConfig) { c.setWeight(store.WeightAll, byExclusive) }
+	noWaitOption    AcquireOption = func(c *acquireConfig) { c.wait = false }
+
+	// knownOptions are the options plainWeight recognises, by optionID,
+	// and knownWeights the weight each sets (0: NoWait, which sets none).
+	knownOptions, knownWeights = func() (ids [fastWeights + 3]unsafe.Pointer, weights [fastWeights + 3]int) {
+		for i, o := range weightOptions {
+			ids[i], weights[i] = optionID(o), i+1
+		}
+		ids[fastWeights], weights[fastWeights] = optionID(sharedOption), 1
+		ids[fastWeights+1], weights[fastWeights+1] = optionID(exclusiveOption), store.WeightAll
+		ids[fastWeights+2], weights[fastWeights+2] = optionID(noWaitOption), 0
+		return ids, weights
+	}()
+)
 
 // plainButWeight reports whether c asks nothing of a plain acquisition
 // but a weight.
@@ -655,6 +726,14 @@ func StaleAfter(d time.Duration) AcquireOption {
 // different weights (Shared with Weight(3), Exclusive then Weight(3)) are
 // refused with an *InvalidError matching ErrInvalidWeight that names both.
 func Weight(k int) AcquireOption {
+	if k >= 1 && k <= fastWeights {
+		return weightOptions[k-1]
+	}
+	return newWeight(k)
+}
+
+// newWeight makes the option Weight(k).
+func newWeight(k int) AcquireOption {
 	return func(c *acquireConfig) {
 		if err := checkWeight(k); err != nil {
 			c.fail(err)
@@ -734,19 +813,17 @@ const WeightAll = store.WeightAll
 // (Shared) that arrive after it: writers are not starved. The weight is
 // the lock's slots when it is granted; a lock resized to more slots later
 // has room beside it.
-func Exclusive() AcquireOption {
-	return func(c *acquireConfig) { c.setWeight(store.WeightAll, byExclusive) }
-}
+func Exclusive() AcquireOption { return exclusiveOption }
 
 // Shared makes the lease take one slot (a reader): any number of readers
 // up to the lock's slots hold it together, and none while a writer
 // (Exclusive) holds it. It is the default weight, named for symmetry with
 // Exclusive.
-func Shared() AcquireOption { return func(c *acquireConfig) { c.setWeight(1, byShared) } }
+func Shared() AcquireOption { return sharedOption }
 
 // NoWait makes Acquire and AcquireAll refuse at once, like TryAcquire,
 // instead of waiting.
-func NoWait() AcquireOption { return func(c *acquireConfig) { c.wait = false } }
+func NoWait() AcquireOption { return noWaitOption }
 
 // Counted makes a re-entrant acquire count: the lock is freed by as many
 // releases as acquisitions.

@@ -71,6 +71,18 @@ func TestWeightedLeaseIsPlain(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("TryAcquire+Release of weight 3 allocates %.1f times", allocs)
 	}
+	allocs = testing.AllocsPerRun(1000, func() { // the option made in the call
+		lease, err := l.TryAcquire(ctx, "gpu", sleeplock.Weight(3), sleeplock.NoWait())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lease.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("TryAcquire(Weight(3), NoWait())+Release allocates %.1f times", allocs)
+	}
 	a, err := l.TryAcquire(ctx, "gpu", w3)
 	if err != nil {
 		t.Fatal(err)
