@@ -402,13 +402,15 @@ func (d *dispatcher) wakeAll() {
 }
 
 // fresh reports whether the node's row, last written by a beat sent at
-// wrote, still has more than 60 % of its lease at now (both since born),
-// so that node_beat() would not write it (its rule: a row with less than
-// 60 % of the lease left is written). Measured from when that beat was
-// sent, the row's age is overestimated, never under.
+// wrote, still has more than 40 % of its lease at now (both since born):
+// the beat leaves it until then, so the row is written every 60 % of the
+// waiter TTL (the beats come every fifth of it), and 40 % is the margin of
+// a beat that is late. (node_beat() writes a row with less than 60 % of
+// its lease left, so it writes when the beat sends it.) Measured from when
+// that beat was sent, the row's age is overestimated, never under.
 func (d *dispatcher) fresh(now time.Duration) bool {
 	w := d.wrote.Load()
-	return w > 0 && now-time.Duration(w) < d.s.cfg.waiterTTL*4/10
+	return w > 0 && now-time.Duration(w) < d.s.cfg.waiterTTL*6/10
 }
 
 // wakeHeads makes the heads of this store's queue check.
@@ -459,7 +461,7 @@ const undosPerBeat = 16
 
 // retryUndos gives up, through the pool and after the node's renewal, the
 // places of up to undosPerBeat acquisitions undoLater kept, within a
-// quarter of the beat; those not done are kept.
+// sixteenth of the waiter TTL; those not done are kept.
 func (d *dispatcher) retryUndos(ctx context.Context) {
 	d.mu.Lock()
 	n := min(len(d.undos), undosPerBeat)
@@ -553,11 +555,11 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 	d.mu.Lock()
 	tk := d.took
 	if len(tk) == 0 && len(several) == 0 && !d.resync.Load() && !d.stale.Load() && d.fresh(sent) {
-		// node_beat() would write nothing: the node's row has more than
-		// 60 % of its lease left (it was written less than 40 % of the
-		// waiter TTL before), there is nothing to confirm or renew, and
+		// Nothing to send: the node's row has more than 40 % of its
+		// lease left (it was written less than 60 % of the waiter TTL
+		// before: see fresh), there is nothing to confirm or renew, and
 		// no node was stale at the last beat (while one is, every beat
-		// runs, and wakes the heads). The next beat writes the row.
+		// runs, and wakes the heads).
 		d.mu.Unlock()
 		return
 	}
@@ -624,19 +626,20 @@ func (d *dispatcher) resyncWaiters(ctx context.Context, c conn) {
 	d.mu.Unlock()
 }
 
-// Every sweepBeats beats, the node that sweeps its schema sweeps it; every
-// resyncBeats beats, each node compares its waiters in the database with
-// its own (resyncWaiters).
+// Every sweepBeats beats (5 s at the default waiter TTL), the node that
+// sweeps its schema sweeps it; every resyncBeats beats (a minute), each
+// node compares its waiters in the database with its own (resyncWaiters).
 const (
-	sweepBeats  = 20
-	resyncBeats = 240
+	beatsPerTTL = 5
+	sweepBeats  = 25
+	resyncBeats = 300
 	// sweepRounds bounds the sweeps in a row while each finds a full
 	// batch (sweepLimit rows) to delete.
 	sweepRounds = 8
 	sweepLimit  = 64
 )
 
-// heartbeat renews the waiter leases every quarter of the waiter TTL
+// heartbeat renews the waiter leases every fifth of the waiter TTL
 // through the pool while the listener is down (the listener does it on its
 // own connection, which a busy pool cannot hold up), sweeps every
 // sweepBeats beats when this node is the schema's sweeper, and resyncs the
@@ -651,7 +654,7 @@ const (
 // the queue).
 func (d *dispatcher) heartbeat(ctx context.Context) {
 	defer d.bg.Done()
-	every := d.s.cfg.waiterTTL / 4
+	every := d.s.cfg.waiterTTL / beatsPerTTL
 	beats := 0
 	for sleep(ctx, every) {
 		if !d.listening.Load() {
@@ -692,7 +695,7 @@ func (d *dispatcher) listen(ctx context.Context) {
 	cfg.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
 		return &pgconn.DeadlineContextWatcherHandler{Conn: c.Conn()}
 	}
-	every := d.s.cfg.waiterTTL / 4
+	every := d.s.cfg.waiterTTL / beatsPerTTL
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		c, err := pgx.ConnectConfig(ctx, cfg)

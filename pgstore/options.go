@@ -102,9 +102,9 @@ func WithPollInterval(d time.Duration) Option {
 }
 
 // WithWaiterTTL sets the lease of a waiter's place in the queue (default
-// 1s, at least 100ms): each store renews the leases of its waiters every
-// quarter of it, so the waiters of a node that died or paused stop
-// blocking others after this long (and a paused node's waiters queue
+// 1s, at least 100ms): each store renews the leases of its waiters at 60 %
+// of it (a beat every fifth of it sends the renewal), so the waiters of a
+// node that died or paused stop blocking others after this long (and a paused node's waiters queue
 // again at the back when it resumes).
 func WithWaiterTTL(d time.Duration) Option {
 	return func(c *config) {
