@@ -180,33 +180,57 @@ func (s *Store) fail(ctx context.Context, err error) error {
 	return fmt.Errorf("redisstore: %w", err)
 }
 
-// acquireArgs returns the keys and arguments of lua/acquire.lua.
-func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) ([]string, []any) {
+// acquireArgs returns the command of lua/acquire.lua (see callOf).
+func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) []any {
 	names := req.Names()
-	keys := make([]string, len(names), len(names)+3) // room for fastKeys
-	for i, n := range names {
-		keys[i] = s.lockKey(n)
+	nkeys := len(names)
+	if nkeys == 1 {
+		nkeys = 4 // and fastKeys'
 	}
-	args := s.withNode(13 + 2*len(names))
-	args = append(args, wid, mode, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
+	a := callOf(fnAcquire, nkeys, 12+2*len(names))
+	for _, n := range names {
+		a = append(a, s.lockKey(n))
+	}
+	if len(names) == 1 {
+		a = append(a, s.fastKeys(names[0])[:]...)
+	}
+	a = append(a, s.head[:]...)
+	a = append(a, wid, mode, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
 		micros(req.StaleAfter), b2i(req.Counted), b2i(req.ReenterAll), micros(s.cfg.waiterTTL), len(names))
 	for _, n := range names {
-		args = append(args, n)
+		a = append(a, n)
 	}
 	for i := range names {
-		args = append(args, req.WeightOf(i))
+		a = append(a, req.WeightOf(i))
 	}
-	return s.fastKeys(keys, names[0]), append(args, b2i(req.Events != nil))
+	return append(a, b2i(req.Events != nil))
 }
 
-// fastKeys adds to the keys of a call on one lock those of its root that
-// lua/fast.lua writes (d, s, u), so that it builds none of them.
-func (s *Store) fastKeys(keys []string, name string) []string {
-	if len(keys) != 1 {
-		return keys
-	}
+// maxFastKeys is how many roots' fastKeys a store keeps.
+const maxFastKeys = 1024
+
+// fastKeys returns the keys of name's root that lua/fast.lua writes (d,
+// s, u), which a call on one lock names after the lock's, so that the
+// script builds none of them. They are built and boxed once per root, for
+// up to maxFastKeys roots.
+func (s *Store) fastKeys(name string) *[3]any {
 	r := root(name)
-	return append(keys, s.rootKey(r, "d"), s.rootKey(r, "s"), s.rootKey(r, "u"))
+	s.fastMu.RLock()
+	k := s.fast[r]
+	s.fastMu.RUnlock()
+	if k != nil {
+		return k
+	}
+	k = &[3]any{s.rootKey(r, "d"), s.rootKey(r, "s"), s.rootKey(r, "u")}
+	s.fastMu.Lock()
+	if len(s.fast) < maxFastKeys {
+		if s.fast == nil {
+			s.fast = map[string]*[3]any{}
+		}
+		s.fast[r] = k
+	}
+	s.fastMu.Unlock()
+	return k
 }
 
 func b2i(b bool) int {
@@ -245,8 +269,7 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		defer s.removeWaiter(w)
 		wid = w.id
 	}
-	keys, args := s.acquireArgs(&req, mode, wid)
-	r, err := s.runAll(ctx, fnAcquire, req.Events, keys, args)
+	r, err := s.runCall(ctx, req.Events, s.acquireArgs(&req, mode, wid))
 	if err != nil {
 		return store.Grant{}, err
 	}
@@ -338,18 +361,18 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	if err := s.spanHandle("Release", &h); err != nil {
 		return err
 	}
-	var keys []string
-	var args []any
+	ref := h.Ref.String()
+	var a []any
 	if len(h.More) == 0 { // one lock: lua/fast.lua's keys, in one go
-		keys = s.fastKeys(make([]string, 1, 4), h.Name)
-		keys[0] = s.lockKey(h.Name)
-		args = append(s.withNode(7), h.Ref.String(), "release", 0, 1, h.Name, h.Token, b2i(ev != nil))
+		a = append(callOf(fnRelease, 4, 7), s.lockKey(h.Name))
+		a = append(append(a, s.fastKeys(h.Name)[:]...), s.head[:]...)
+		a = append(a, ref, "release", 0, 1, h.Name, h.Token, b2i(ev != nil))
 	} else {
-		keys, args = s.handleArgs(&h)
-		args = append(append(s.withNode(4+len(args)), h.Ref.String(), "release", 0), args...)
-		args = append(args, b2i(ev != nil))
+		keys, args := s.handleArgs(&h)
+		args = append(append(s.withNode(4+len(args)), ref, "release", 0), args...)
+		a = fcall(fnRelease, keys, append(args, b2i(ev != nil)))
 	}
-	r, err := s.runAll(ctx, fnRelease, ev, keys, args)
+	r, err := s.runCall(ctx, ev, a)
 	if err != nil {
 		return err
 	}
@@ -359,7 +382,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	case "notheld":
 		return store.ErrNotHeld
 	case "released": // lua/fast.lua's, with no message: end the hold's watchers here
-		s.w.Ended(h.Name, h.Ref.String(), h.Token, store.ErrReleased)
+		s.w.Ended(h.Name, ref, h.Token, store.ErrReleased)
 		return nil
 	}
 	if missing := list(r.arg(0)); len(missing) > 0 {

@@ -18,8 +18,12 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// A function of the library: the name an operation is called by (FCALL).
-type function string
+// A function of the library: the name an operation is called by (FCALL),
+// and that name boxed once, as an argument of the call.
+type function struct {
+	name string
+	arg  any
+}
 
 // library is the Lua library of every operation: lua/common.lua and
 // lua/fast.lua loaded once per server (FUNCTION LOAD), then one function
@@ -87,7 +91,10 @@ func build() (code, name string) {
 	return "#!lua name=" + name + "\n" + strings.ReplaceAll(body.String(), "'@_", "'"+name+"_"), name
 }
 
-func fn(op string) function { return function(libraryName + "_" + op) }
+func fn(op string) function {
+	n := libraryName + "_" + op
+	return function{name: n, arg: n}
+}
 
 // load loads the library on the server (on every primary of a cluster).
 func (s *Store) load(ctx context.Context) error {
@@ -125,9 +132,32 @@ func (s *Store) run(ctx context.Context, f function, ev store.Emitter, keys []st
 // runAll is run with all of f's arguments: the prefix and the node first
 // (see withNode).
 func (s *Store) runAll(ctx context.Context, f function, ev store.Emitter, keys []string, args []any) (reply, error) {
+	return s.runCall(ctx, ev, fcall(f, keys, args))
+}
+
+// runCall is runAll with the whole command built (see callOf).
+func (s *Store) runCall(ctx context.Context, ev store.Emitter, a []any) (reply, error) {
 	s.order.RLock()
 	defer s.order.RUnlock()
-	return s.execAll(ctx, f, ev, keys, args)
+	return s.execCall(ctx, ev, a)
+}
+
+// callOf returns the start of a call of f with nkeys keys: FCALL, the
+// function and nkeys, with room for the keys, the prefix and the node and
+// n arguments after them. The hot paths build their calls in it, each
+// argument boxed once (go-redis's FCall would copy keys and arguments
+// into a slice of its own and box every key again).
+func callOf(f function, nkeys, n int) []any {
+	return append(make([]any, 0, 3+nkeys+2+n), "fcall", f.arg, nkeys)
+}
+
+// fcall returns the command of a call of f with keys and args.
+func fcall(f function, keys []string, args []any) []any {
+	a := callOf(f, len(keys), len(args))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return append(a, args...)
 }
 
 // withNode returns an argument list of capacity n that starts with the
@@ -144,13 +174,18 @@ func (s *Store) exec(ctx context.Context, f function, ev store.Emitter, keys []s
 // execAll is exec with all of f's arguments. A server that lacks the
 // library is given it, and f runs again.
 func (s *Store) execAll(ctx context.Context, f function, ev store.Emitter, keys []string, args []any) (reply, error) {
+	return s.execCall(ctx, ev, fcall(f, keys, args))
+}
+
+// execCall is execAll with the whole command built (see callOf).
+func (s *Store) execCall(ctx context.Context, ev store.Emitter, a []any) (reply, error) {
 	if s.closed.Load() {
 		return reply{}, store.ErrClosed
 	}
-	v, err := s.c.FCall(ctx, string(f), keys, args...).Result()
+	v, err := s.send(ctx, a)
 	if missing(err) {
 		if err = s.load(ctx); err == nil {
-			v, err = s.c.FCall(ctx, string(f), keys, args...).Result()
+			v, err = s.send(ctx, a)
 		}
 	}
 	if err != nil {
@@ -165,6 +200,17 @@ func (s *Store) execAll(ctx context.Context, f function, ev store.Emitter, keys 
 		s.after(ev, &r)
 	}
 	return r, err
+}
+
+// send sends a command of callOf, as go-redis's FCall does: a cluster
+// client routes it by its first key.
+func (s *Store) send(ctx context.Context, a []any) (any, error) {
+	cmd := redis.NewCmd(ctx, a...)
+	if a[2] != 0 {
+		cmd.SetFirstKeyPos(3)
+	}
+	_ = s.c.Process(ctx, cmd)
+	return cmd.Result()
 }
 
 // look runs a script that only reads (State, List, Stats) once every
@@ -194,7 +240,7 @@ func (s *Store) runEach(ctx context.Context, f function, calls []call) ([]reply,
 	for attempt := 0; ; attempt++ {
 		_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range todo {
-				cmds[i] = p.FCall(ctx, string(f), calls[i].keys, append([]any{s.cfg.prefix, s.id}, calls[i].args...)...)
+				cmds[i] = p.FCall(ctx, f.name, calls[i].keys, append([]any{s.cfg.prefix, s.id}, calls[i].args...)...)
 			}
 			return nil
 		})

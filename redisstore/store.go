@@ -34,6 +34,9 @@ type Store struct {
 	bg      sync.WaitGroup // listener and heartbeat
 	waits   sync.WaitGroup // callers waiting in Acquire
 
+	fastMu sync.RWMutex
+	fast   map[string]*[3]any // fastKeys, by root
+
 	w     endwatch.Set // watchers of this node's holds
 	ann   announce.Set // listeners of announcements (Listen)
 	order sync.RWMutex // scripts that change (read) and their events; State, List, Stats (write)

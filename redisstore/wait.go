@@ -216,7 +216,7 @@ func (s *Store) heartbeat() {
 // wait waits for w's grant: pushed by a release, or found by a check.
 // wake is when (server µs) a holder ahead becomes takeable (0: never).
 func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, now, wake int64) (store.Grant, error) {
-	keys, args := s.acquireArgs(req, "check", w.id)
+	check := s.acquireArgs(req, "check", w.id)
 	for {
 		var timer <-chan time.Time
 		if wake > 0 {
@@ -260,7 +260,7 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, 
 			}
 		case <-timer:
 		}
-		r, err := s.runAll(context.WithoutCancel(ctx), fnAcquire, req.Events, keys, args)
+		r, err := s.runCall(context.WithoutCancel(ctx), req.Events, check)
 		if err != nil {
 			if errors.Is(err, store.ErrClosed) {
 				return store.Grant{}, err
