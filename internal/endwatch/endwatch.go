@@ -5,10 +5,7 @@
 // store.
 package endwatch
 
-import (
-	"strconv"
-	"sync"
-)
+import "sync"
 
 // Keep is how many ended holds a Set remembers, for Watch calls that come
 // after the end.
@@ -18,20 +15,23 @@ const Keep = 4096
 // safe for concurrent use.
 type Set struct {
 	mu   sync.Mutex
-	m    map[string][]func(error)
-	gone map[string]error // the last Keep holds seen ending
-	ring []string         // keys of gone, oldest first
+	m    map[hold][]func(error)
+	gone map[hold]error // the last Keep holds seen ending
+	ring []hold         // keys of gone, oldest first
 }
 
-func key(lock, ref string, token int64) string {
-	return lock + "\x00" + ref + "\x00" + strconv.FormatInt(token, 10)
+// hold is a hold's key: a struct, which costs no allocation to build
+// (the hot paths of the stores watch and end one per lease).
+type hold struct {
+	lock, ref string
+	token     int64
 }
 
 // Watch calls f once the hold (lock, ref, token) ends: at once, on the
 // caller's goroutine, when this Set saw it end already (among its last Keep
 // ended holds); otherwise when Ended is called for it.
 func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
-	k := key(lock, ref, token)
+	k := hold{lock, ref, token}
 	s.mu.Lock()
 	if reason, ok := s.gone[k]; ok {
 		s.mu.Unlock()
@@ -39,7 +39,7 @@ func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
 		return
 	}
 	if s.m == nil {
-		s.m = make(map[string][]func(error))
+		s.m = make(map[hold][]func(error))
 	}
 	s.m[k] = append(s.m[k], f)
 	s.mu.Unlock()
@@ -48,12 +48,12 @@ func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
 // Ended calls and forgets the watchers of a hold that ended, with reason,
 // and remembers the end for later Watch calls.
 func (s *Set) Ended(lock, ref string, token int64, reason error) {
-	k := key(lock, ref, token)
+	k := hold{lock, ref, token}
 	s.mu.Lock()
 	fs := s.m[k]
 	delete(s.m, k)
 	if s.gone == nil {
-		s.gone = make(map[string]error)
+		s.gone = make(map[hold]error)
 	}
 	if _, ok := s.gone[k]; !ok {
 		if len(s.ring) >= Keep {
