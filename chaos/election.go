@@ -35,7 +35,8 @@ type ElectionConfig struct {
 	Duration   time.Duration // how long faults are injected, each at least once (default 30s)
 	FaultEvery time.Duration // time between two faults (default 3s)
 	// Faults, in turn: FaultKill, FaultPause (the leader's elect and
-	// command stopped for TTL + 1s), FaultTerminate (the backends of the
+	// command stopped past the TTL, until the next term's command has
+	// started), FaultTerminate (the backends of the
 	// leader's elect and command), FaultRestart (default all four).
 	Faults []string
 	// Writes and Every make a term: the command writes every Every, Writes
@@ -419,16 +420,42 @@ func (d *electDriver) inject(ctx context.Context, kind string) error {
 		if cmdPid > 0 {
 			_ = syscall.Kill(-cmdPid, syscall.SIGSTOP)
 		}
-		d.logf("paused the leader %s (token %d, command %d) for %v", c.id, l.Token, cmdPid, d.cfg.TTL+time.Second)
-		select {
-		case <-ctx.Done():
-		case <-time.After(d.cfg.TTL + time.Second):
+		at := time.Now()
+		d.logf("paused the leader %s (token %d, command %d)", c.id, l.Token, cmdPid)
+		// The pause lasts past the TTL and until the next term's command
+		// has started, so that the fault always makes the paused leader
+		// resume into a term that is no longer its own, however slowly a
+		// loaded machine hands the lease over. In the negative control,
+		// it also lasts until the paused term's command has written (or
+		// been refused) after that start: the overlap the checker must
+		// find. Both are read from the ledger, within a bound.
+		next := d.waitLedger(ctx, d.cfg.TTL+pauseBound, func(lines []ledgerLine) bool {
+			var started time.Time
+			for _, ln := range lines {
+				switch {
+				case ln.token > l.Token && ln.event == evStart && started.IsZero():
+					started = ln.at
+				case d.cfg.PauseElectOnly && ln.token == l.Token && !started.IsZero() && ln.at.After(started):
+					return true
+				}
+			}
+			return !started.IsZero() && !d.cfg.PauseElectOnly
+		})
+		if rest := d.cfg.TTL + time.Second - time.Since(at); rest > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(rest):
+			}
 		}
+		d.logf("resumed the leader %s after %v (next term seen: %v)", c.id, time.Since(at).Round(time.Millisecond), next)
 		// The elect first: past its term's deadline it kills its command,
 		// stopped or not; a command it failed to end resumes a second later.
 		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGCONT)
 		if cmdPid > 0 {
 			time.AfterFunc(time.Second, func() { _ = syscall.Kill(-cmdPid, syscall.SIGCONT) })
+		}
+		if !next {
+			return fmt.Errorf("no term after %d started within %v of pausing its leader", l.Token, d.cfg.TTL+pauseBound)
 		}
 		return nil
 	case FaultTerminate:
@@ -445,21 +472,39 @@ func (d *electDriver) inject(ctx context.Context, kind string) error {
 	return fmt.Errorf("unknown fault %q", kind)
 }
 
+// pauseBound is how long past the TTL a paused leader stays paused at
+// most, waiting for the next term.
+const pauseBound = 30 * time.Second
+
 // commandOf returns the pid of the command of term token, from the
 // ledger, waiting up to the TTL for it to start (0 when it has not).
 func (d *electDriver) commandOf(ctx context.Context, token int64) int {
-	ctx, cancel := context.WithTimeout(ctx, d.cfg.TTL)
+	pid := 0
+	d.waitLedger(ctx, d.cfg.TTL, func(lines []ledgerLine) bool {
+		for _, l := range lines {
+			if l.token == token && l.event == evStart {
+				pid = l.pid
+				return true
+			}
+		}
+		return false
+	})
+	return pid
+}
+
+// waitLedger reads the ledger until done reports true of its lines, or
+// for at most bound; it returns whether done did.
+func (d *electDriver) waitLedger(ctx context.Context, bound time.Duration, done func([]ledgerLine) bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	for {
 		lines, _ := readLedger(d.ledger)
-		for _, l := range lines {
-			if l.token == token && l.event == evStart {
-				return l.pid
-			}
+		if done(lines) {
+			return true
 		}
 		select {
 		case <-ctx.Done():
-			return 0
+			return false
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

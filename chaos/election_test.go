@@ -94,7 +94,7 @@ func TestElectionChaosNegativeControl(t *testing.T) {
 	ownClusterOrSkip(t)
 	rep, err := chaos.RunElection(context.Background(), chaos.ElectionConfig{
 		Duration: time.Nanosecond, FaultEvery: time.Second, Faults: []string{chaos.FaultPause},
-		PauseElectOnly: true, Writes: 250, Every: 20 * time.Millisecond, Log: logWriter{t},
+		PauseElectOnly: true, Writes: 5000, Every: 20 * time.Millisecond, Log: logWriter{t},
 	})
 	if rep != nil {
 		var b strings.Builder
