@@ -135,8 +135,8 @@
 // every list (docs/guarantees.md): TestChaosRedis restarts its server only
 // with the AOF on (appendfsync always). TestChaosRedis runs 15 s with the
 // AOF off and 15 s with it on (five minutes each with
-// SLEEPLOCK_CHAOS_REDIS_LONG=1), on a redis-server of its own on port
-// 6391.
+// SLEEPLOCK_CHAOS_REDIS_LONG=1), on a redis-server of its own on a free
+// port (redistest.FreePorts).
 //
 // RunFailover (command: -failover sync|async [-stall 2s]) runs the workers
 // against a primary (port 5433) and a streaming standby (5434), clusters of

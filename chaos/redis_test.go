@@ -12,9 +12,6 @@ import (
 	"github.com/sleeplock/sleeplock/redisstore/redistest"
 )
 
-// redisPort is the port of the chaos test's own redis-server.
-const redisPort = 6391
-
 // TestChaosRedis runs the workers against a Redis server of the test's
 // own (redisstore; the run's ledger in PostgreSQL) while the driver kills
 // them (-9), pauses them past their TTL (SIGSTOP), kills their
@@ -47,7 +44,7 @@ func TestChaosRedis(t *testing.T) {
 			if testing.Short() {
 				t.Skip("chaos run: not with -short")
 			}
-			srv := redistest.Start(t, redisPort, c.args...)
+			srv := redistest.Start(t, 0, c.args...)
 			rep := run(t, chaos.Config{
 				Redis:   srv.URL(),
 				Workers: 3, Goroutines: 3, Members: 4,

@@ -17,15 +17,11 @@ import (
 	"github.com/sleeplock/sleeplock/storetest"
 )
 
-// clusterPorts are the ports of the package's Redis Cluster (their
-// cluster bus: + 10000).
-var clusterPorts = []int{6401, 6402, 6403}
-
 // TestCluster runs the store on a Redis Cluster of the test's own (three
 // primaries, no replicas) through a *redis.ClusterClient: the whole
 // conformance suite, then what only a cluster shows.
 func TestCluster(t *testing.T) {
-	rc := redistest.StartCluster(t, clusterPorts...)
+	rc := redistest.StartCluster(t, 0, 0, 0)
 	t.Run("Conformance", func(t *testing.T) { clusterConformance(t, rc) })
 	t.Run("CheckEveryPrimary", func(t *testing.T) { clusterCheck(t, rc) })
 	t.Run("WakeUpsAcrossNodes", func(t *testing.T) { clusterWakeUps(t, rc) })
@@ -379,9 +375,9 @@ func clusterGuardKeys(t *testing.T, rc *redistest.Cluster) {
 // with a greater token: the library came with the replication, and the
 // waiter's subscription and heartbeat moved to the new primary.
 func TestClusterFailover(t *testing.T) {
-	rc := redistest.StartCluster(t, clusterPorts[0], clusterPorts[1])
+	rc := redistest.StartCluster(t, 0, 0)
 	primary := rc.Servers()[0]
-	replica := rc.AddReplica(t, clusterPorts[2], primary)
+	replica := rc.AddReplica(t, 0, primary)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c1, prefix, l1, l2 := twoNodes(t, rc)

@@ -28,7 +28,8 @@ type Cluster struct {
 
 // StartCluster starts a Redis Cluster of a test's own: a redis-server
 // with cluster mode on for each of ports (bound to 127.0.0.1; its cluster
-// bus on the port + 10000, which must be free too), with no RDB snapshots
+// bus on the port + 10000, which must be free too; a port of 0 is chosen
+// free, see FreePorts), with no RDB snapshots
 // and no AOF, each given an equal range of the hash slots and introduced
 // to the others (CLUSTER ADDSLOTSRANGE and CLUSTER MEET: no redis-cli
 // needed). It returns once every node reports cluster_state:ok and knows
@@ -56,24 +57,25 @@ func StartCluster(t testing.TB, ports ...int) *Cluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := c.form(ctx); err != nil {
-		t.Fatalf("redistest: Redis Cluster on ports %v did not form: %v", ports, err)
+		var got []int
+		for _, s := range c.servers {
+			got = append(got, s.Port())
+		}
+		t.Fatalf("redistest: Redis Cluster on ports %v did not form: %v", got, err)
 	}
 	return c
 }
 
-// startNode starts a redis-server in cluster mode on port.
+// startNode starts a redis-server in cluster mode on port (0: a free one).
 func startNode(t testing.TB, port int) *Server {
 	t.Helper()
-	if err := free(port + 10000); err != nil {
-		t.Fatalf("redistest: the cluster bus port of %d: %v", port, err)
-	}
 	// nodes.conf is relative to the server's --dir, a directory of its own.
-	return Start(t, port, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-node-timeout", "5000")
+	return start(t, port, true, []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-node-timeout", "5000"})
 }
 
 // AddReplica starts a redis-server on port (its cluster bus on port +
-// 10000) as a replica of primary, a node of the cluster, and returns once
+// 10000; 0: a free port, see FreePorts) as a replica of primary, a node of the cluster, and returns once
 // it has copied the primary's data and every node knows it and reports
 // the cluster ok; it is killed when the test ends.
 func (c *Cluster) AddReplica(t testing.TB, port int, primary *Server) *Server {

@@ -136,12 +136,55 @@ type Server struct {
 	exited chan struct{} // closed when cmd has exited
 }
 
-// Start starts a redis-server on port (bound to 127.0.0.1) in a temporary
-// directory, with no RDB snapshots and the AOF off unless args (redis.conf
-// directives as "--name", "value", …, after those) say otherwise; it is
-// killed when the test ends. The test is skipped when redis-server is not
-// installed, and fails then when CI is set.
+// Start starts a redis-server on port (bound to 127.0.0.1; 0: a free port,
+// see FreePorts) in a temporary directory, with no RDB snapshots and the
+// AOF off unless args (redis.conf directives as "--name", "value", …,
+// after those) say otherwise; it is killed when the test ends. The test is
+// skipped when redis-server is not installed, and fails then when CI is
+// set.
 func Start(t testing.TB, port int, args ...string) *Server {
+	t.Helper()
+	return start(t, port, false, args)
+}
+
+// FreePorts is the first of the ports a port of 0 given to Start,
+// StartCluster or AddReplica is chosen among: from FreePorts to
+// FreePorts+2767, below Linux's
+// ephemeral range (so that no outgoing connection takes it meanwhile): one
+// on which nothing listens, nor on its cluster bus port (+ 10000) for a
+// cluster node, and that no other server of this process was given. A
+// server that then cannot bind it (another process took it first) is
+// started on another. Tests that choose their ports so run side by side
+// with other test processes, and with other checkouts' tests.
+const FreePorts = 20000
+
+// given are the ports this process chose for its servers.
+var given = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort chooses a port as FreePorts says (and its bus port + 10000
+// when bus is set).
+func freePort(bus bool) (int, error) {
+	given.Lock()
+	defer given.Unlock()
+	var b [2]byte
+	for range 100 {
+		_, _ = rand.Read(b[:])
+		p := FreePorts + (int(b[0])<<8|int(b[1]))%2768
+		if given.ports[p] || free(p) != nil || (bus && free(p+10000) != nil) {
+			continue
+		}
+		given.ports[p] = true
+		return p, nil
+	}
+	return 0, fmt.Errorf("redistest: no free port among %d–%d", FreePorts, FreePorts+2767)
+}
+
+// start is Start; bus: a cluster node, whose bus port (+ 10000) must be
+// free too.
+func start(t testing.TB, port int, bus bool, args []string) *Server {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -149,12 +192,29 @@ func Start(t testing.TB, port int, args ...string) *Server {
 		}
 		t.Skipf("redis-server not installed: %v", err)
 	}
-	s := &Server{port: port, dir: t.TempDir(), args: args}
-	if err := s.start(); err != nil {
-		t.Fatal(err)
+	chosen := port == 0
+	for try := 0; ; try++ {
+		p := port
+		if chosen {
+			var err error
+			if p, err = freePort(bus); err != nil {
+				t.Fatal(err)
+			}
+		} else if bus {
+			if err := free(p + 10000); err != nil {
+				t.Fatalf("redistest: the cluster bus port of %d: %v", p, err)
+			}
+		}
+		s := &Server{port: p, dir: t.TempDir(), args: args}
+		err := s.start()
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		if !chosen || try == 9 || !strings.Contains(err.Error(), "already in use") {
+			t.Fatal(err)
+		}
 	}
-	t.Cleanup(s.Stop)
-	return s
 }
 
 // start starts the server and waits until it answers with its own pid
