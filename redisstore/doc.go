@@ -34,7 +34,7 @@
 // Cluster slot. With prefix P and root R:
 //
 //	P{R}:d        hash: definition → slots (field "": the last token drawn)
-//	P{R}:l:NAME   string: its queue's length, then its holders (MessagePack; no key when it has neither)
+//	P{R}:l:NAME   string: its queue's length, then its holders, each an array of its fields (MessagePack; no key when it has neither)
 //	P{R}:w:NAME   list: the ids of the lock's waiters, oldest first
 //	P{R}:b:NAME   hash: waiter id → its request (MessagePack)
 //	P{R}:u        set: names with holders or waiters

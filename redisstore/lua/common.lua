@@ -6,7 +6,7 @@
 -- Keys of one root R (a name up to its first "/", so that a lock and the
 -- families that cover it share it) all carry the hash tag {R}:
 --   P{R}:d  hash  definition name -> slots; field "" the last token/seq drawn
---   P{R}:l:NAME   string (msgpack) the length of the queue, then the holders of lock NAME
+--   P{R}:l:NAME   string (msgpack) the length of the queue, then the holders of lock NAME (arrays: see HR)
 --   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
 --   P{R}:b:NAME   hash  waiter id -> its request (msgpack)
 --   P{R}:u  set   names with holders or waiters
@@ -135,6 +135,25 @@ local function publish(node, m)
 end
 
 
+-- A holder in a lock's record is an array, its fields by position:
+-- ref, kind, token, count, weight, acquired, ttl, hold, waiter id, node,
+-- expires, renewed (µs; expires 0: no lease), and the acquired event of
+-- a grant to a waiter (for its check), if any. Positions pack and unpack
+-- for a third less than names, and the fast paths (lua/fast.lua) use
+-- them as they are; the general path reads a holder's fields by name
+-- (h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i, h.d, h.e, h.n, h.v): load
+-- names them (holderof), save positions them again (recordof).
+local HR, HK, HT, HC, HW, HA, HL, HO, HI, HD, HE, HN, HV = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+
+local function holderof(x)
+  return {r = x[HR], k = x[HK], t = x[HT], c = x[HC], w = x[HW], a = x[HA], l = x[HL], o = x[HO], i = x[HI],
+    d = x[HD], e = x[HE], n = x[HN], v = x[HV]}
+end
+
+local function recordof(h)
+  return {h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i, h.d, h.e, h.n, h.v}
+end
+
 -- load returns the lock name with its definition and holders, or nil
 -- when no definition covers it. Its queue is read lazily, from the head
 -- (loadq): l.q holds the live waiters read so far, l.qraw the entries of
@@ -150,7 +169,11 @@ local function load(name)
     lk = lockkey(name), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
   local raw = redis.call('GET', l.lk)
   l.qlen = 0
-  if raw then l.qlen, l.h = cmsgpack.unpack(raw) end
+  if raw then
+    local hs
+    l.qlen, hs = cmsgpack.unpack(raw)
+    for i, x in ipairs(hs) do l.h[i] = holderof(x) end
+  end
   l.head0 = ''
   if l.qlen > 0 and not RO then l.head0 = redis.call('LINDEX', l.wk, 0) end
   l.u0, l.q0 = #l.h > 0 or l.qlen > 0, l.qlen > 0
@@ -505,7 +528,9 @@ local function save(l)
   if #l.h == 0 and l.qlen == 0 then
     redis.call('DEL', l.lk)
   else
-    redis.call('SET', l.lk, cmsgpack.pack(l.qlen, l.h))
+    local hs = {}
+    for i, h in ipairs(l.h) do hs[i] = recordof(h) end
+    redis.call('SET', l.lk, cmsgpack.pack(l.qlen, hs))
   end
   -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)

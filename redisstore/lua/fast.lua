@@ -6,7 +6,8 @@
 -- written nothing, for every other case, which the general path then
 -- takes from the start. The events of the caller are built only when it
 -- has an Emitter (the last argument, "1"): an event's sequence number is
--- drawn only then.
+-- drawn only then. They read and write the holders of a record as they
+-- are, arrays (see HR in lua/common.lua).
 
 -- fastdef reads the definition covering name and the last id drawn
 -- under its root (dk, its P{R}:d): def, slots, last, or nil.
@@ -47,6 +48,28 @@ local function queued(raw)
   return raw and string.byte(raw, 1) ~= 0
 end
 
+-- The holder functions of lua/common.lua (live, takeable, wakeat) on
+-- holders as arrays.
+local function hlive(h) return h[HE] == 0 or h[HE] > NOW end
+
+local function htakeable(h, stale)
+  if h[HE] == 0 then return false end
+  if stale > 0 then return h[HN] + stale <= NOW end
+  return h[HE] <= NOW
+end
+
+local function hwakeat(hs, stale)
+  local at = 0
+  for _, h in ipairs(hs) do
+    if h[HE] ~= 0 then
+      local x = h[HE]
+      if stale > 0 then x = h[HN] + stale end
+      if at == 0 or x < at then at = x end
+    end
+  end
+  return at
+end
+
 local function clock()
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -73,8 +96,8 @@ local function fastacquire(keys, argv)
   local used = 0
   if hs then
     for _, h in ipairs(hs) do
-      if h.r == ref then return nil end -- re-entry
-      used = used + h.w
+      if h[HR] == ref then return nil end -- re-entry
+      used = used + h[HW]
     end
   end
   local n = need(w, slots)
@@ -85,20 +108,20 @@ local function fastacquire(keys, argv)
     local stale = tonumber(argv[9])
     local first
     for _, h in ipairs(hs) do
-      if takeable(h, stale) then return nil end
-      if not first and live(h) then first = h end
+      if htakeable(h, stale) then return nil end
+      if not first and hlive(h) then first = h end
     end
     first = first or hs[1]
     local free = math.max(slots - used, 0)
-    if not evon then return {'B', NOW, name, first.k, first.r, first.e, 0, def, slots, free, w} end
-    local ev = {{REFUSED, name, slots, used, 0, '', '', 0, w, 0, 0, first.k, 0, ''}}
-    return {'busy', NOW, ev, {}, name, first.k, first.r, first.e, 0, def, slots, free, w}
+    if not evon then return {'B', NOW, name, first[HK], first[HR], first[HE], 0, def, slots, free, w} end
+    local ev = {{REFUSED, name, slots, used, 0, '', '', 0, w, 0, 0, first[HK], 0, ''}}
+    return {'busy', NOW, ev, {}, name, first[HK], first[HR], first[HE], 0, def, slots, free, w}
   end
   local ttl, hold = tonumber(argv[7]), tonumber(argv[8])
   local token = last + 1
   if token < NOW then token = NOW end
   local e, renewed = leasetimes(ttl, hold, NOW)
-  local h = {r = ref, k = kind, t = token, c = 1, w = n, a = NOW, l = ttl, o = hold, i = '', d = NODE, e = e, n = renewed}
+  local h = {ref, kind, token, 1, n, NOW, ttl, hold, '', NODE, e, renewed} -- see HR
   if hs then hs[#hs + 1] = h else hs = {h} end
   redis.call('SET', keys[1], cmsgpack.pack(0, hs))
   if #hs == 1 then redis.call('SADD', keys[4], name) end
@@ -137,8 +160,8 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   local h = table.remove(hs, at)
   local used = 0
   for _, x in ipairs(hs) do
-    if x.r == w.r then return nil end -- a re-entry
-    used = used + x.w
+    if x[HR] == w.r then return nil end -- a re-entry
+    used = used + x[HW]
   end
   local n = need(w.w, slots)
   if used + n > slots then return nil end
@@ -156,12 +179,11 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   local waited = 0
   if w.s > 0 then waited = NOW - w.s end
   local ev = {ACQUIRED, name, slots, used + n, qlen - 1, w.r, w.k, token, n, waited, 0, '', aseq, ''}
-  hs[#hs + 1] = {r = w.r, k = w.k, t = token, c = 1, w = n, a = NOW, l = w.l, o = w.o, i = w.i, d = w.d, e = e,
-    n = renewed, v = ev}
+  hs[#hs + 1] = {w.r, w.k, token, 1, n, NOW, w.l, w.o, w.i, w.d, e, renewed, ev} -- see HR
   if nx then
     if used + n + need(nx.w, slots) <= slots then return nil end
     for _, x in ipairs(hs) do
-      if takeable(x, nx.x) then return nil end
+      if htakeable(x, nx.x) then return nil end
     end
   end
   redis.call('LPOP', wk)
@@ -169,7 +191,7 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   redis.call('SET', keys[1], cmsgpack.pack(qlen - 1, hs))
   if qlen == 1 then redis.call('SREM', tag .. 'q', name) end
   local sk = keys[3]
-  local held = NOW - h.a
+  local held = NOW - h[HA]
   if held < 0 then held = 0 end
   redis.call('HINCRBY', sk, def .. '\t8', num(held))
   redis.call('HINCRBY', sk, def .. HOLDS[bucket(held)], '1')
@@ -183,10 +205,10 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   end
   redis.call('HSET', keys[2], '', num(aseq))
   MSG, LOCAL = {}, {}
-  publish(NODE, table.concat({'e', '', name, h.r, argv[8], ''}, '\t'))
+  publish(NODE, table.concat({'e', '', name, h[HR], argv[8], ''}, '\t'))
   publish(w.d, grantmsg(w.i, {0, w.k, w.l, w.o, {name, token, NOW, e, n}}, {ev}))
   if nx then
-    publish(nx.d, table.concat({'c', nx.i, num(wakeat({h = hs}, nx.x)), num(NOW)}, '\t'))
+    publish(nx.d, table.concat({'c', nx.i, num(hwakeat(hs, nx.x)), num(NOW)}, '\t'))
   end
   for node, ms in pairs(MSG) do
     redis.call('PUBLISH', P .. 'node:' .. node, table.concat(ms, '\n'))
@@ -195,7 +217,8 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
     if #LOCAL == 1 then return {'R', NOW} end -- the caller ends its watchers, as 'e' would
     return {'ok', NOW, {}, LOCAL, {}}
   end
-  return {'ok', NOW, {{RELEASED, name, slots, used, qlen, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', rseq, ''}}, LOCAL, {}}
+  return {'ok', NOW, {{RELEASED, name, slots, used, qlen, h[HR], h[HK], h[HT], h[HW], 0, NOW - h[HA], '', rseq, ''}}, LOCAL,
+    {}}
 end
 
 -- fastrelease answers the release of one hold, counted once, of this
@@ -214,11 +237,11 @@ local function fastrelease(keys, argv)
   local qlen, hs = cmsgpack.unpack(raw)
   local ref, at = argv[3], nil
   for i, h in ipairs(hs) do
-    if h.r == ref and h.t == token then at = i; break end
+    if h[HR] == ref and h[HT] == token then at = i; break end
   end
   if not at then return nil end
   local h = hs[at]
-  if h.c > 1 or h.d ~= NODE then return nil end
+  if h[HC] > 1 or h[HD] ~= NODE then return nil end
   if qlen > 0 then return fasthandover(keys, argv, def, slots, last, qlen, hs, at) end
   clock()
   table.remove(hs, at)
@@ -228,7 +251,7 @@ local function fastrelease(keys, argv)
   else
     redis.call('SET', keys[1], cmsgpack.pack(0, hs))
   end
-  local held = NOW - h.a
+  local held = NOW - h[HA]
   if held < 0 then held = 0 end
   local sk = keys[3]
   redis.call('HINCRBY', sk, def .. '\t8', num(held))
@@ -237,10 +260,10 @@ local function fastrelease(keys, argv)
   -- the hold, as the message 'e' would.
   if argv[9] ~= '1' then return {'R', NOW} end
   local used = 0
-  for _, x in ipairs(hs) do used = used + x.w end
+  for _, x in ipairs(hs) do used = used + x[HW] end
   local seq = last + 1
   if seq < NOW then seq = NOW end
   redis.call('HSET', keys[2], '', num(seq))
-  local ev = {{RELEASED, name, slots, used, 0, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', seq, ''}}
-  return {'ok', NOW, ev, {table.concat({'e', '', name, h.r, argv[8], ''}, '\t')}, {}}
+  local ev = {{RELEASED, name, slots, used, 0, h[HR], h[HK], h[HT], h[HW], 0, NOW - h[HA], '', seq, ''}}
+  return {'ok', NOW, ev, {table.concat({'e', '', name, h[HR], argv[8], ''}, '\t')}, {}}
 end

@@ -9,9 +9,9 @@ for j = 4, #ARGV do
     local raw = redis.call('GET', key)
     if raw then
       local n, hs = cmsgpack.unpack(raw)
-      for _, h in ipairs(hs) do
-        h.a, h.n = h.a - d, h.n - d
-        if h.e ~= 0 then h.e = h.e - d end
+      for _, h in ipairs(hs) do -- arrays (see HR in lua/common.lua)
+        h[HA], h[HN] = h[HA] - d, h[HN] - d
+        if h[HE] ~= 0 then h[HE] = h[HE] - d end
       end
       redis.call('SET', key, cmsgpack.pack(n, hs))
     end
