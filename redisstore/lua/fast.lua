@@ -10,29 +10,34 @@
 -- are, arrays (see HR in lua/common.lua).
 
 -- fastdef reads the definition covering name and the last id drawn
--- under its root (dk, its P{R}:d): def, slots, last, or nil.
+-- under its root (dk, its P{R}:d): def, slots, last, or nil. The last id
+-- is as read (a string, or false when none was drawn): a release without
+-- events does not parse it (see lastid).
 local function fastdef(dk, name)
   local cut = string.find(name, '/', 2, true)
   if not cut or cut == #name then -- a lock of no family: no table of patterns
     local vs = redis.call('HMGET', dk, '', name)
-    if vs[2] then return name, tonumber(vs[2]), tonumber(vs[1] or '0') end
+    if vs[2] then return name, tonumber(vs[2]), vs[1] end
     return nil
   end
   if not string.find(name, '/', cut + 1, true) then -- one family
     local fam = string.sub(name, 1, cut - 1) .. '/*'
     local vs = redis.call('HMGET', dk, '', name, fam)
-    if vs[2] then return name, tonumber(vs[2]), tonumber(vs[1] or '0') end
-    if vs[3] then return fam, tonumber(vs[3]), tonumber(vs[1] or '0') end
+    if vs[2] then return name, tonumber(vs[2]), vs[1] end
+    if vs[3] then return fam, tonumber(vs[3]), vs[1] end
     return nil
   end
   local ps = patterns(name)
   local vs = redis.call('HMGET', dk, '', unpack(ps))
   for i = 1, #ps do
     local v = vs[i + 1]
-    if v then return ps[i], tonumber(v), tonumber(vs[1] or '0') end
+    if v then return ps[i], tonumber(v), vs[1] end
   end
   return nil
 end
+
+-- lastid is the last id drawn of fastdef's last.
+local function lastid(last) return tonumber(last or '0') end
 
 -- The fields of the hold and wait buckets after the definition: numbers
 -- given to redis.call or joined to strings are printed as floating point
@@ -118,7 +123,7 @@ local function fastacquire(keys, argv)
     return {'busy', NOW, ev, {}, name, first[HK], first[HR], first[HE], 0, def, slots, free, w}
   end
   local ttl, hold = tonumber(argv[7]), tonumber(argv[8])
-  local token = last + 1
+  local token = lastid(last) + 1
   if token < NOW then token = NOW end
   local e, renewed = leasetimes(ttl, hold, NOW)
   local h = {ref, kind, token, 1, n, NOW, ttl, hold, '', NODE, e, renewed} -- see HR
@@ -166,7 +171,7 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   local n = need(w.w, slots)
   if used + n > slots then return nil end
   local evon = argv[9] == '1'
-  local seq, rseq = last, 0
+  local seq, rseq = lastid(last), 0
   if evon then
     rseq = seq + 1
     if rseq < NOW then rseq = NOW end
@@ -261,7 +266,7 @@ local function fastrelease(keys, argv)
   if argv[9] ~= '1' then return {'R', NOW} end
   local used = 0
   for _, x in ipairs(hs) do used = used + x[HW] end
-  local seq = last + 1
+  local seq = lastid(last) + 1
   if seq < NOW then seq = NOW end
   redis.call('HSET', keys[2], '', num(seq))
   local ev = {{RELEASED, name, slots, used, 0, h[HR], h[HK], h[HT], h[HW], 0, NOW - h[HA], '', seq, ''}}
