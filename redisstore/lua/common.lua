@@ -24,10 +24,39 @@ local ME      -- the calling waiter's id, if any (no message to itself)
 local MINE    -- the calling waiter's grant, when advance made it
 local LOCAL   -- messages for the calling node, in the reply
 
+-- memo returns f (a function of a string, with no side effects)
+-- remembering its results, for strings that come back from call to call:
+-- a lookup of a string (interned) costs a fraction of building or parsing
+-- one. The memo outlives the call, as the library's Lua state does; it
+-- starts again when it holds 256 strings.
+local function memo(f)
+  local m, n = {}, 0
+  return function(k)
+    local v = m[k]
+    if v == nil then
+      v = f(k)
+      if n >= 256 then m, n = {}, 0 end
+      m[k], n = v, n + 1
+    end
+    return v
+  end
+end
+
+-- tonum is tonumber for the numbers that recur (slots, weights, TTLs, the
+-- seconds of TIME): tonumber goes through strtod, 1.5k-2k instructions
+-- even for '1'; tonum's lookup, about 600. (A function loading may not
+-- read tonumber, a global: it is read when called.)
+local tonum = memo(function(s) return tonumber(s) end)
+
+-- clock reads the server's clock into NOW (µs).
+local function clock()
+  local t = redis.call('TIME')
+  NOW = tonum(t[1]) * 1000000 + tonumber(t[2])
+end
+
 local function begin(argv)
   P, NODE = argv[1], argv[2]
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  clock()
   defs, last, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}, {}
   EV, MSG, ME, MINE, LOCAL = {}, {}, '', nil, {}
   RO = false
@@ -85,8 +114,9 @@ local function defof(name)
   for i, p in ipairs(ps) do
     local v = vs[i]
     if v then
-      defs[name] = {p, tonumber(v)}
-      return p, tonumber(v)
+      local n = tonum(v)
+      defs[name] = {p, n}
+      return p, n
     end
   end
   return nil

@@ -9,29 +9,38 @@
 -- drawn only then. They read and write the holders of a record as they
 -- are, arrays (see HR in lua/common.lua).
 
+-- famof returns the patterns that may define name, after name itself:
+-- false for a lock of no family, the pattern of its family for a lock of
+-- one ('a/*' for 'a/b'), else the table of patterns() (not to be changed).
+local famof = memo(function(name)
+  local cut = string.find(name, '/', 2, true)
+  if not cut or cut == #name then return false end
+  if not string.find(name, '/', cut + 1, true) then return string.sub(name, 1, cut - 1) .. '/*' end
+  return patterns(name)
+end)
+
 -- fastdef reads the definition covering name and the last id drawn
 -- under its root (dk, its P{R}:d): def, slots, last, or nil. The last id
 -- is as read (a string, or false when none was drawn): a release without
 -- events does not parse it (see lastid).
 local function fastdef(dk, name)
-  local cut = string.find(name, '/', 2, true)
-  if not cut or cut == #name then -- a lock of no family: no table of patterns
+  local fam = famof(name)
+  if not fam then -- a lock of no family: no table of patterns
     local vs = redis.call('HMGET', dk, '', name)
-    if vs[2] then return name, tonumber(vs[2]), vs[1] end
+    if vs[2] then return name, tonum(vs[2]), vs[1] end
     return nil
   end
-  if not string.find(name, '/', cut + 1, true) then -- one family
-    local fam = string.sub(name, 1, cut - 1) .. '/*'
+  if type(fam) == 'string' then -- one family
     local vs = redis.call('HMGET', dk, '', name, fam)
-    if vs[2] then return name, tonumber(vs[2]), vs[1] end
-    if vs[3] then return fam, tonumber(vs[3]), vs[1] end
+    if vs[2] then return name, tonum(vs[2]), vs[1] end
+    if vs[3] then return fam, tonum(vs[3]), vs[1] end
     return nil
   end
-  local ps = patterns(name)
+  local ps = fam
   local vs = redis.call('HMGET', dk, '', unpack(ps))
   for i = 1, #ps do
     local v = vs[i + 1]
-    if v then return ps[i], tonumber(v), vs[1] end
+    if v then return ps[i], tonum(v), vs[1] end
   end
   return nil
 end
@@ -39,11 +48,15 @@ end
 -- lastid is the last id drawn of fastdef's last.
 local function lastid(last) return tonumber(last or '0') end
 
--- The fields of the hold and wait buckets after the definition: numbers
--- given to redis.call or joined to strings are printed as floating point
--- ('%.14g').
-local HOLDS, WAITS = {}, {}
-for i = 1, #BOUNDS + 1 do HOLDS[i], WAITS[i] = '\th' .. i, '\tw' .. i end
+-- fieldsof returns the counter fields of definition def (see count in
+-- lua/common.lua): f[c] the field of counter c (1, 5, 6, 8), f.h[i] and
+-- f.w[i] those of hold and wait bucket i.
+local fieldsof = memo(function(def)
+  local f = {h = {}, w = {}}
+  for _, c in ipairs({1, 5, 6, 8}) do f[c] = def .. '\t' .. c end
+  for i = 1, #BOUNDS + 1 do f.h[i], f.w[i] = def .. '\th' .. i, def .. '\tw' .. i end
+  return f
+end)
 
 -- queued reports whether a lock record (P{R}:l:NAME) says the lock has a
 -- queue, from its first byte: the queue's length is packed first, and 0
@@ -75,11 +88,6 @@ local function hwakeat(hs, stale)
   return at
 end
 
-local function clock()
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 -- fastacquire answers a try or a first attempt ('try', 'wait') at one
 -- lock with no queue, when it grants, or when a try is refused with no
 -- lease to take over. KEYS: the lock's, then its root's d, s and u (see
@@ -87,7 +95,7 @@ end
 local function fastacquire(keys, argv)
   if argv[13] ~= '1' or argv[4] == 'check' or #keys ~= 4 then return nil end
   P, NODE = argv[1], argv[2]
-  local name, w, ref = argv[14], tonumber(argv[15]), argv[5]
+  local name, w, ref = argv[14], tonum(argv[15]), argv[5]
   local raw = redis.call('GET', keys[1])
   if queued(raw) then return nil end
   local def, slots, last = fastdef(keys[2], name)
@@ -110,7 +118,7 @@ local function fastacquire(keys, argv)
   local kind = argv[6]
   if used + n > slots then
     if argv[4] ~= 'try' then return nil end
-    local stale = tonumber(argv[9])
+    local stale = tonum(argv[9])
     local first
     for _, h in ipairs(hs) do
       if htakeable(h, stale) then return nil end
@@ -122,7 +130,7 @@ local function fastacquire(keys, argv)
     local ev = {{REFUSED, name, slots, used, 0, '', '', 0, w, 0, 0, first[HK], 0, ''}}
     return {'busy', NOW, ev, {}, name, first[HK], first[HR], first[HE], 0, def, slots, free, w}
   end
-  local ttl, hold = tonumber(argv[7]), tonumber(argv[8])
+  local ttl, hold = tonum(argv[7]), tonum(argv[8])
   local token = lastid(last) + 1
   if token < NOW then token = NOW end
   local e, renewed = leasetimes(ttl, hold, NOW)
@@ -133,7 +141,7 @@ local function fastacquire(keys, argv)
   local top = token
   if evon then top = token + 1 end
   redis.call('HSET', keys[2], '', num(top))
-  redis.call('HINCRBY', keys[3], def .. '\t1', '1')
+  redis.call('HINCRBY', keys[3], fieldsof(def)[1], '1')
   -- Without events, a flat reply: the caller knows the rest of its grant.
   if not evon then return {'G', NOW, token, e, n} end
   local ev = {{ACQUIRED, name, slots, used + n, 0, ref, kind, token, n, 0, 0, '', top, ''}}
@@ -195,18 +203,18 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   redis.call('HDEL', bk, w.i)
   redis.call('SET', keys[1], cmsgpack.pack(qlen - 1, hs))
   if qlen == 1 then redis.call('SREM', tag .. 'q', name) end
-  local sk = keys[3]
+  local sk, f = keys[3], fieldsof(def)
   local held = NOW - h[HA]
   if held < 0 then held = 0 end
-  redis.call('HINCRBY', sk, def .. '\t8', num(held))
-  redis.call('HINCRBY', sk, def .. HOLDS[bucket(held)], '1')
-  redis.call('HINCRBY', sk, def .. '\t1', '1')
+  redis.call('HINCRBY', sk, f[8], num(held))
+  redis.call('HINCRBY', sk, f.h[bucket(held)], '1')
+  redis.call('HINCRBY', sk, f[1], '1')
   if w.s > 0 then
     local wt = waited
     if wt < 0 then wt = 0 end
-    redis.call('HINCRBY', sk, def .. '\t5', '1')
-    redis.call('HINCRBY', sk, def .. '\t6', num(wt))
-    redis.call('HINCRBY', sk, def .. WAITS[bucket(wt)], '1')
+    redis.call('HINCRBY', sk, f[5], '1')
+    redis.call('HINCRBY', sk, f[6], num(wt))
+    redis.call('HINCRBY', sk, f.w[bucket(wt)], '1')
   end
   redis.call('HSET', keys[2], '', num(aseq))
   MSG, LOCAL = {}, {}
@@ -258,9 +266,9 @@ local function fastrelease(keys, argv)
   end
   local held = NOW - h[HA]
   if held < 0 then held = 0 end
-  local sk = keys[3]
-  redis.call('HINCRBY', sk, def .. '\t8', num(held))
-  redis.call('HINCRBY', sk, def .. HOLDS[bucket(held)], '1')
+  local sk, f = keys[3], fieldsof(def)
+  redis.call('HINCRBY', sk, f[8], num(held))
+  redis.call('HINCRBY', sk, f.h[bucket(held)], '1')
   -- Without events, a flat reply: the caller ends its own watchers of
   -- the hold, as the message 'e' would.
   if argv[9] ~= '1' then return {'R', NOW} end
