@@ -169,10 +169,11 @@ end
 -- ref, kind, token, count, weight, acquired, ttl, hold, waiter id, node,
 -- expires, renewed (µs; expires 0: no lease), and the acquired event of
 -- a grant to a waiter (for its check), if any. Positions pack and unpack
--- for a third less than names, and the fast paths (lua/fast.lua) use
--- them as they are; the general path reads a holder's fields by name
--- (h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i, h.d, h.e, h.n, h.v): load
--- names them (holderof), save positions them again (recordof).
+-- for 10-20 % less than names (no names to write, read and hash), and the
+-- fast paths (lua/fast.lua) use them as they are; the general path reads
+-- a holder's fields by name (h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i,
+-- h.d, h.e, h.n, h.v): load names them (holderof), save positions them
+-- again (recordof).
 local HR, HK, HT, HC, HW, HA, HL, HO, HI, HD, HE, HN, HV = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 
 local function holderof(x)
