@@ -136,7 +136,7 @@
 // with the AOF on (appendfsync always). TestChaosRedis runs 15 s with the
 // AOF off and 15 s with it on (five minutes each with
 // SLEEPLOCK_CHAOS_REDIS_LONG=1), on a redis-server of its own on a free
-// port (redistest.FreePorts).
+// port (redistest.Start with port 0).
 //
 // RunFailover (command: -failover sync|async [-stall 2s]) runs the workers
 // against a primary (port 5433) and a streaming standby (5434), clusters of

@@ -29,7 +29,7 @@ type Cluster struct {
 // StartCluster starts a Redis Cluster of a test's own: a redis-server
 // with cluster mode on for each of ports (bound to 127.0.0.1; its cluster
 // bus on the port + 10000, which must be free too; a port of 0 is chosen
-// free, see FreePorts), with no RDB snapshots
+// free, as Start does), with no RDB snapshots
 // and no AOF, each given an equal range of the hash slots and introduced
 // to the others (CLUSTER ADDSLOTSRANGE and CLUSTER MEET: no redis-cli
 // needed). It returns once every node reports cluster_state:ok and knows
@@ -75,9 +75,9 @@ func startNode(t testing.TB, port int) *Server {
 }
 
 // AddReplica starts a redis-server on port (its cluster bus on port +
-// 10000; 0: a free port, see FreePorts) as a replica of primary, a node of the cluster, and returns once
-// it has copied the primary's data and every node knows it and reports
-// the cluster ok; it is killed when the test ends.
+// 10000; 0: a free port, as Start chooses) as a replica of primary, a node
+// of the cluster, and returns once it has copied the primary's data and
+// every node knows it and reports the cluster ok; it is killed when the test ends.
 func (c *Cluster) AddReplica(t testing.TB, port int, primary *Server) *Server {
 	t.Helper()
 	r := startNode(t, port)

@@ -136,10 +136,10 @@ type Server struct {
 	exited chan struct{} // closed when cmd has exited
 }
 
-// Start starts a redis-server on port (bound to 127.0.0.1; 0: a free port,
-// see FreePorts) in a temporary directory, with no RDB snapshots and the
-// AOF off unless args (redis.conf directives as "--name", "value", …,
-// after those) say otherwise; it is killed when the test ends. The test is
+// Start starts a redis-server on port (bound to 127.0.0.1; 0: a port of
+// 20000–22767 free when chosen, see freePorts) in a temporary directory,
+// with no RDB snapshots and the AOF off unless args (redis.conf directives
+// as "--name", "value", …, after those) say otherwise; it is killed when the test ends. The test is
 // skipped when redis-server is not installed, and fails then when CI is
 // set.
 func Start(t testing.TB, port int, args ...string) *Server {
@@ -147,16 +147,15 @@ func Start(t testing.TB, port int, args ...string) *Server {
 	return start(t, port, false, args)
 }
 
-// FreePorts is the first of the ports a port of 0 given to Start,
-// StartCluster or AddReplica is chosen among: from FreePorts to
-// FreePorts+2767, below Linux's
+// A port of 0 given to Start, StartCluster or AddReplica is chosen
+// among the ports from freePorts to freePorts+2767, below Linux's
 // ephemeral range (so that no outgoing connection takes it meanwhile): one
 // on which nothing listens, nor on its cluster bus port (+ 10000) for a
 // cluster node, and that no other server of this process was given. A
 // server that then cannot bind it (another process took it first) is
 // started on another. Tests that choose their ports so run side by side
 // with other test processes, and with other checkouts' tests.
-const FreePorts = 20000
+const freePorts = 20000
 
 // given are the ports this process chose for its servers.
 var given = struct {
@@ -164,7 +163,7 @@ var given = struct {
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
-// freePort chooses a port as FreePorts says (and its bus port + 10000
+// freePort chooses a port as freePorts says (and its bus port + 10000
 // when bus is set).
 func freePort(bus bool) (int, error) {
 	given.Lock()
@@ -172,14 +171,14 @@ func freePort(bus bool) (int, error) {
 	var b [2]byte
 	for range 100 {
 		_, _ = rand.Read(b[:])
-		p := FreePorts + (int(b[0])<<8|int(b[1]))%2768
+		p := freePorts + (int(b[0])<<8|int(b[1]))%2768
 		if given.ports[p] || free(p) != nil || (bus && free(p+10000) != nil) {
 			continue
 		}
 		given.ports[p] = true
 		return p, nil
 	}
-	return 0, fmt.Errorf("redistest: no free port among %d–%d", FreePorts, FreePorts+2767)
+	return 0, fmt.Errorf("redistest: no free port among %d–%d", freePorts, freePorts+2767)
 }
 
 // start is Start; bus: a cluster node, whose bus port (+ 10000) must be
