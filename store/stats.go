@@ -51,7 +51,8 @@ type Stats struct {
 	// uncontended path reads no clock. Holds.Count counts the samples;
 	// Releases+Expiries is the exact number of ended holds.
 	Holds Histogram
-	// HoldSampling is N of "1 in N" for Holds (1: every hold is timed).
+	// HoldSampling is N of "1 in N" for Holds (1: every hold is timed):
+	// 256 on the memory store and PostgreSQL, 1 on SQLite and Redis.
 	HoldSampling int
 }
 
