@@ -44,7 +44,9 @@ type Stats struct {
 	// Waits is the time grants spent in the queue. Only grants that
 	// waited are timed; the others (Acquisitions - Waits.Count of them) are
 	// in its first bucket with a duration of 0, so Waits.Count equals
-	// Acquisitions.
+	// Acquisitions. The memory store times waits only from its first
+	// Stats read on: a grant that queued before it is counted in the
+	// first bucket, as one that did not wait.
 	Waits Histogram
 	// Holds is the time holds lasted, observed when they end: every
 	// HoldSampling-th grant of a lock (by fencing token) is timed, so the
