@@ -327,15 +327,19 @@ func (x Lease) Status(ctx context.Context) (LeaseStatus, error) {
 	return x.store().Held(ctx, x.handle())
 }
 
-// Guard fences a write made in the caller's own transaction on a SQL
-// store: inside tx it checks that the lease is still held and locks its
-// record until tx ends, so no takeover can commit before tx does. tx must
-// be a transaction open on the store's own database:
+// Guard fences a write made in the caller's own transaction on a
+// database store: inside tx it checks that the lease is still held, and
+// no takeover can commit before tx does. What tx is depends on the store:
 //
 //   - the PostgreSQL store (package pgstore): a pgx.Tx (pgx v5) or a
-//     *sql.Tx; in a REPEATABLE READ or SERIALIZABLE transaction, call
-//     Guard before its first statement;
-//   - the SQLite store (package sqlitestore): a *sql.Tx on the same file.
+//     *sql.Tx open on the store's database, whose holder records Guard
+//     locks until tx ends; in a REPEATABLE READ or SERIALIZABLE
+//     transaction, call Guard before its first statement;
+//   - the SQLite store (package sqlitestore): a *sql.Tx on the same file,
+//     whose write lock Guard takes until tx ends;
+//   - the Redis store (package redisstore): a *redisstore.Tx, whose
+//     writes Guard runs in the same script as the check, only while the
+//     lease is held (an empty Tx only checks).
 //
 // tx is an any because these types have no method in common. Any other
 // value (a pool, a connection, nil) is refused with an error matching

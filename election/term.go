@@ -90,8 +90,11 @@ func (t *Term) Lease() sleeplock.Lease {
 }
 
 // Guard fences a write made in tx, the caller's own transaction on the
-// store's database (PostgreSQL): it verifies that the term still holds and
-// locks it until tx ends (see sleeplock.Lease.Guard).
+// store's database: it verifies that the term still holds, and no
+// takeover can commit before tx does. tx is what sleeplock.Lease.Guard
+// takes on the store: a pgx.Tx or *sql.Tx on PostgreSQL, a *sql.Tx on
+// SQLite, a *redisstore.Tx on Redis; on the memory store Guard is refused
+// (sleeplock.ErrUnsupported).
 func (t *Term) Guard(ctx context.Context, tx any) error { return t.Lease().Guard(ctx, tx) }
 
 // Proclaim changes the value the term advertises, keeping the term and
