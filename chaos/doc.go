@@ -1,5 +1,5 @@
 // Package chaos is a chaos test of sleeplock's PostgreSQL store (and of
-// its SQLite and Redis stores, below): worker processes take locks and
+// its SQLite and Redis stores, and of leader elections, below): worker processes take locks and
 // write to guarded resources while a driver kills, pauses and disconnects
 // them (and restarts PostgreSQL, on a cluster of its own), and a checker
 // proves from the database that no lock ever had more holders than slots,
@@ -149,4 +149,42 @@
 // granted again after the promotion. TestFailoverSync,
 // TestFailoverSyncStalled and TestFailoverAsync run it when
 // SLEEPLOCK_FAILOVER=1; docs/failover.md has the figures.
+//
+// # Elections
+//
+// RunElection tests package election through the command line, on a
+// PostgreSQL cluster of its own (pg_createcluster 15 elchaos --port 5437,
+// dropped at the end): ElectionConfig.Candidates (5) processes of
+// `sleeplock elect --again --ttl 2s`, each running chaos/electcmd while it
+// leads (ElectCommand: Writes writes of its term's SLEEPLOCK_TOKEN, Every
+// apart, 25 × 40ms by default, each in a transaction fenced by pgstore's
+// Guard, every step recorded with the host's wall clock in a ledger file).
+// Every FaultEvery the driver, in turn, kills the leader's elect (-9; a
+// new candidate replaces it), pauses the leader's elect and command
+// (SIGSTOP past the TTL, until the ledger shows that the next term's
+// command has started; at most TTL + 30s, and a pause that sees no next
+// term is an error of the fault), terminates the backends of the leader's
+// elect and command (pg_terminate_backend by application_name) and
+// restarts PostgreSQL (-m immediate). A candidate that exits by itself is
+// replaced and counted (ElectionReport.Exited). The checks: no committed
+// write of a term older than one that had written, in the order of
+// elchaos_writes' ids, the commit order (StaleWrites); no command's ledger
+// line after the next term's command had started while both their elects
+// lived (Overlaps); and, measured, each kill → the next term's command
+// (Takeovers). With ElectionConfig.PauseElectOnly (the negative control)
+// only the elect is paused and its command writes on, and the pause also
+// lasts until the ledger shows a line of the paused term after the next
+// term's start: Guard must refuse its writes, and the checker must find
+// the overlap.
+//
+// TestElectionChaos (8 s of faults, one every 1.5 s, each kind at least
+// once) and TestElectionChaosNegativeControl run with go test unless
+// -short; they need root and pg_createcluster (postgresql-common), and
+// skip loudly without them, except under CI, where they fail.
+// SLEEPLOCK_ELECTION_CHAOS=DURATION makes TestElectionChaos a long run,
+// with a fault every 3 s:
+//
+//	SLEEPLOCK_ELECTION_CHAOS=10m go test -count=1 -timeout 30m -run '^TestElectionChaos$' -v ./chaos
+//
+// bench/README.md has the figures.
 package chaos
