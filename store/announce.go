@@ -19,7 +19,8 @@ const MaxAnnounceBytes = 1024
 // Announcer is implemented by stores that can tell every process sharing
 // them, at once, that a lock changed (package election's Observe). The
 // memory store calls the listeners directly, PostgreSQL sends a
-// notification, SQLite reports the changes of its file.
+// notification, SQLite reports the changes of its file, Redis publishes on
+// the prefix's channel.
 type Announcer interface {
 	// Announce sends msg (at most MaxAnnounceBytes, no NUL byte) to every
 	// listener of name, in every process sharing the store, after every
