@@ -21,8 +21,8 @@ type Histogram = store.Histogram
 // notifier. A family's members are folded into it. It is the one source
 // of the metrics packages (promevents, otelevents) and of the CLI's state
 // and serve: read it at scrape time. On a database store it is one query
-// and counts every process's grants (PostgreSQL: every counter but
-// Refusals, which counts this process's refusals); a store that keeps no counters (not
+// and counts every process's grants (PostgreSQL and Redis: every counter
+// but Refusals, which counts this process's refusals); a store that keeps no counters (not
 // a store.StatsReader) reports the gauges only. The memory store records
 // wait times from its first Stats read on (the first scrape); grants that
 // queued before it are counted as grants that did not wait.

@@ -33,8 +33,8 @@ type Stats struct {
 	// someone else (ReleaseStale, an operator).
 	Releases uint64
 	// Refusals counts tries and no-wait acquisitions turned down. On
-	// PostgreSQL (pgstore), whose refused tries write nothing, it counts
-	// the refusals of the reading process only.
+	// PostgreSQL (pgstore) and Redis (redisstore), whose refused tries
+	// write nothing, it counts the refusals of the reading process only.
 	Refusals uint64
 	// Expiries counts holds taken over after their TTL (or as stale).
 	Expiries uint64
