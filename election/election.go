@@ -11,7 +11,8 @@
 // the next candidate at once. Run ends the leader's work before it
 // resigns. Leader reads the current leader, and Observe reports every
 // change, vacancy included, from the store's own push (notifications on
-// PostgreSQL, the change watch on SQLite, direct calls in memory).
+// PostgreSQL, a PUBLISH on Redis, the change watch on SQLite, direct calls
+// in memory).
 //
 // A candidate's ID and advertised value live in the lease of its term: the
 // ID in its ref ("ID#" and 16 random hex digits, so that two campaigns of

@@ -139,9 +139,9 @@ func (e *Election) announceMsg(ctx context.Context, msg string) {
 // closed); nothing is left running.
 //
 // Changes come from the store's push (store.Announcer: a notification on
-// PostgreSQL, the file's change watch on SQLite, a direct call in memory),
-// so an observer costs no store read per change on PostgreSQL and in
-// memory. It reads the state when it starts, when a leader's lease would
+// PostgreSQL, a PUBLISH on Redis, the file's change watch on SQLite, a
+// direct call in memory), so an observer costs no store read per change on
+// PostgreSQL, on Redis and in memory. It reads the state when it starts, when a leader's lease would
 // expire (one read per two thirds of a TTL while a leader lives: renewals
 // send nothing), every TTL while nobody leads, and when the push says
 // something changed without saying what (SQLite, a lost connection).
