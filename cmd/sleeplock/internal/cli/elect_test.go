@@ -2,11 +2,16 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/election"
@@ -103,4 +108,271 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+// termChild is the command "test-child-term ADDR": it tells the test
+// listening at ADDR its term ("TOKEN LEADER_ID") and exits with the
+// status the test answers, 9 when the test has gone.
+func termChild(addr string) int {
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return 9
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "%s %s\n", os.Getenv("SLEEPLOCK_TOKEN"), os.Getenv("SLEEPLOCK_LEADER_ID"))
+	var code int
+	if _, err := fmt.Fscan(conn, &code); err != nil {
+		return 9
+	}
+	return code
+}
+
+func init() {
+	if len(os.Args) > 2 && os.Args[1] == "test-child-term" {
+		os.Exit(termChild(os.Args[2]))
+	}
+}
+
+// terms is where test-child-term commands report their terms: the test
+// takes each term's command from next, while it waits for its status.
+// Every wait ends at a generous deadline.
+type terms struct {
+	ln       net.Listener
+	cmds     chan *termCmd
+	deadline context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	conns  []net.Conn
+}
+
+// termCmd is the command of one term, waiting for its exit status.
+type termCmd struct {
+	token int64
+	id    string
+	conn  net.Conn
+}
+
+// exit makes the command exit with code.
+func (c *termCmd) exit(t *testing.T, code int) {
+	t.Helper()
+	if _, err := fmt.Fprintf(c.conn, "%d\n", code); err != nil {
+		t.Fatalf("the command of term %d has gone: %v", c.token, err)
+	}
+	_ = c.conn.Close()
+}
+
+// newTerms listens for test-child-term commands until the test ends, and
+// gives the command line that runs one.
+func newTerms(t *testing.T) (*terms, []string) {
+	t.Helper()
+	t.Setenv("GORACE", "atexit_sleep_ms=0") // a -race child would sleep 1s as it exits
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &terms{ln: ln, cmds: make(chan *termCmd)}
+	ts.deadline, ts.stop = context.WithTimeout(context.Background(), 2*time.Minute)
+	ts.wg.Add(1)
+	go ts.accept()
+	t.Cleanup(ts.close)
+	return ts, []string{os.Args[0], "test-child-term", ln.Addr().String()}
+}
+
+func (ts *terms) accept() {
+	defer ts.wg.Done()
+	for {
+		conn, err := ts.ln.Accept()
+		if err != nil {
+			return
+		}
+		ts.mu.Lock()
+		closed := ts.closed
+		ts.conns = append(ts.conns, conn)
+		ts.mu.Unlock()
+		if closed {
+			_ = conn.Close()
+			return
+		}
+		c := &termCmd{conn: conn}
+		if _, err := fmt.Fscan(conn, &c.token, &c.id); err != nil {
+			_ = conn.Close()
+			continue
+		}
+		select {
+		case ts.cmds <- c:
+		case <-ts.deadline.Done():
+			return
+		}
+	}
+}
+
+// close lets every command still waiting go (status 9) and stops
+// listening.
+func (ts *terms) close() {
+	ts.mu.Lock()
+	ts.closed = true
+	for _, c := range ts.conns {
+		_ = c.Close()
+	}
+	ts.mu.Unlock()
+	ts.stop()
+	_ = ts.ln.Close()
+	ts.wg.Wait()
+}
+
+// next is the command of e's next term; e exiting first fails the test.
+func (ts *terms) next(t *testing.T, e *electRun) *termCmd {
+	t.Helper()
+	select {
+	case c := <-ts.cmds:
+		return c
+	case code := <-e.code:
+		t.Fatalf("elect exited %d before its next term; stderr %q", code, e.errOut.String())
+	case <-ts.deadline.Done():
+		t.Fatalf("no next term; elect's stderr %q", e.errOut.String())
+	}
+	return nil
+}
+
+// wait is e's exit status; a command run meanwhile fails the test.
+func (ts *terms) wait(t *testing.T, e *electRun) int {
+	t.Helper()
+	select {
+	case code := <-e.code:
+		return code
+	case c := <-ts.cmds:
+		t.Fatalf("elect ran its command again, in term %d", c.token)
+	case <-ts.deadline.Done():
+		t.Fatalf("elect did not exit; stderr %q", e.errOut.String())
+	}
+	return 0
+}
+
+// electRun is a sleeplock command run by Main on a goroutine, with a
+// context of its own: interrupt cancels it.
+type electRun struct {
+	interrupt   context.CancelFunc
+	code        chan int
+	finished    chan struct{}
+	out, errOut syncBuf
+}
+
+// startMain runs Main(args) until it returns; when the test ends it is
+// interrupted, ts's commands still waiting are let go, and it is waited
+// for.
+func startMain(t *testing.T, ts *terms, args ...string) *electRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &electRun{interrupt: cancel, code: make(chan int, 1), finished: make(chan struct{})}
+	go func() {
+		defer close(e.finished)
+		e.code <- Main(ctx, args, &e.out, &e.errOut)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if ts != nil {
+			ts.close()
+		}
+		<-e.finished
+	})
+	return e
+}
+
+// elect runs its command once and exits with its status, the election
+// left vacant. With --again it campaigns again after each command: it
+// resigns first (a candidate waiting leads next), leads again in a term of
+// its own (a greater token) and runs the command again; interrupted, it
+// exits with the status of the last term's command and leaves the
+// election vacant.
+func TestElectAgainCampaignsAgain(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "e.db")
+	st := "sqlite:" + db
+	ts, child := newTerms(t)
+	vacant := func(when string) {
+		t.Helper()
+		if out, errOut, code := run(t, "leader", "--store", st, "jobs"); code != 1 || out != "vacant: no leader\n" {
+			t.Fatalf("leader %s: exit %d, %q %q; want 1 and vacant", when, code, out, errOut)
+		}
+	}
+
+	e := startMain(t, ts, append([]string{"elect", "--store", st, "--id", "a", "jobs", "--"}, child...)...)
+	once := ts.next(t, e)
+	if once.id != "a" {
+		t.Fatalf("the command runs as leader %q, want a", once.id)
+	}
+	once.exit(t, 5)
+	if code := ts.wait(t, e); code != 5 {
+		t.Fatalf("elect without --again: exit %d, want the command's 5; stderr %q", code, e.errOut.String())
+	}
+	vacant("after elect without --again")
+
+	waiting := make(chan struct{}, 1)
+	s, err := sqlitestore.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := sleeplock.New(s, sleeplock.WithNotifier(sleeplock.NotifierFunc(func(ev sleeplock.Event) {
+		if ev.Type == sleeplock.EventWaiting {
+			select {
+			case waiting <- struct{}{}:
+			default:
+			}
+		}
+	})))
+	defer func() { _ = locks.Close() }()
+	el, err := election.New(locks, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e = startMain(t, ts, append([]string{"elect", "--store", st, "--id", "a", "--again", "jobs", "--"}, child...)...)
+	first := ts.next(t, e)
+	if first.token <= once.token {
+		t.Fatalf("the first term of elect --again has token %d, not above the last term's %d", first.token, once.token)
+	}
+	// b campaigns while a's command runs; a resigns as the command exits,
+	// and b leads next.
+	type campaign struct {
+		term *election.Term
+		err  error
+	}
+	bc := make(chan campaign, 1)
+	go func() {
+		term, err := el.Campaign(ts.deadline, election.Candidate{ID: "b"})
+		bc <- campaign{term, err}
+	}()
+	select {
+	case <-waiting:
+	case <-ts.deadline.Done():
+		t.Fatal("b never waited behind a")
+	}
+	first.exit(t, 0)
+	b := <-bc
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	if b.term.Token() <= first.token {
+		t.Fatalf("b leads with token %d, not above a's %d", b.term.Token(), first.token)
+	}
+	// a campaigned again: it leads once b resigns.
+	if err := b.term.Resign(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	second := ts.next(t, e)
+	if second.id != "a" || second.token <= b.term.Token() {
+		t.Fatalf("the next term: leader %q token %d; want a, above b's %d", second.id, second.token, b.term.Token())
+	}
+	second.exit(t, 0)
+	third := ts.next(t, e) // nobody else campaigns: a leads again at once
+	if third.token <= second.token {
+		t.Fatalf("the third term's token %d is not above the second's %d", third.token, second.token)
+	}
+	e.interrupt()
+	third.exit(t, 7)
+	if code := ts.wait(t, e); code != 7 {
+		t.Fatalf("elect --again interrupted: exit %d, want the last command's 7; stderr %q", code, e.errOut.String())
+	}
+	vacant("after elect --again was interrupted")
 }
