@@ -3,9 +3,9 @@
 //
 // Exit status: 0 on success, 1 on an error, 2 for a bad command line or
 // value, 128+N when signal N (SIGINT, SIGTERM) cut a command short. A
-// command that a signal ends as it should exits 0: "serve" and "state
-// --watch" stop, "run" exits with its command's status ("sleeplock help
-// run" lists its statuses).
+// command that a signal ends as it should exits 0: "serve", "state
+// --watch" and "leader --watch" stop, "run" exits with its command's
+// status ("sleeplock help run" lists its statuses).
 package main
 
 import (

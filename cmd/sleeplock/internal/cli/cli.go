@@ -9,7 +9,7 @@
 // "sleeplock help" and "sleeplock COMMAND -h" print help on stdout with
 // status 0. A command cut short by its context exits 128 + the signal of
 // a *SignalError cause (else 130); one that ends as it should when its
-// context ends (serve, state --watch) exits 0.
+// context ends (serve, state --watch, leader --watch) exits 0.
 package cli
 
 import (

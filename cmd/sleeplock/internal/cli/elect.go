@@ -37,6 +37,15 @@ Exit status: the command's (of the last term with --again), 122 when
 leadership was lost while it ran, 125 when elect itself failed, 126/127
 when the command cannot be run, 2 for a bad command line.
 `
+	extraHelp["leader"] = `Prints the leader (its ID, value, term token and since when), or "vacant:
+no leader". With --watch it prints that, then each change as it comes:
+elected (a new term), changed (the leader proclaimed another value),
+vacant (nobody leads), until interrupted. --json prints one object a
+line: event, id, value, token, since, waiting.
+
+Exit status: 0 when it printed a leader, 1 when nobody leads (or on an
+error); with --watch, 0 when interrupted; 2 for a bad command line.
+`
 }
 
 type electFlags struct {
@@ -211,7 +220,7 @@ func runLeader(ctx context.Context, args []string, out, errOut io.Writer) error 
 	for ev := range el.Observe(ctx) {
 		printLeader(out, ev, *asJSON)
 	}
-	return ctx.Err()
+	return nil // the user ended the watch (Ctrl-C): a success, as state --watch
 }
 
 // leaderJSON is the JSON form of an election's state or change.

@@ -224,7 +224,7 @@ func (ts *terms) close() {
 }
 
 // next is the command of e's next term; e exiting first fails the test.
-func (ts *terms) next(t *testing.T, e *electRun) *termCmd {
+func (ts *terms) next(t *testing.T, e *mainRun) *termCmd {
 	t.Helper()
 	select {
 	case c := <-ts.cmds:
@@ -238,7 +238,7 @@ func (ts *terms) next(t *testing.T, e *electRun) *termCmd {
 }
 
 // wait is e's exit status; a command run meanwhile fails the test.
-func (ts *terms) wait(t *testing.T, e *electRun) int {
+func (ts *terms) wait(t *testing.T, e *mainRun) int {
 	t.Helper()
 	select {
 	case code := <-e.code:
@@ -251,24 +251,25 @@ func (ts *terms) wait(t *testing.T, e *electRun) int {
 	return 0
 }
 
-// electRun is a sleeplock command run by Main on a goroutine, with a
+// mainRun is a sleeplock command run by Main on a goroutine, with a
 // context of its own: interrupt cancels it.
-type electRun struct {
-	interrupt   context.CancelFunc
-	code        chan int
-	finished    chan struct{}
-	out, errOut syncBuf
+type mainRun struct {
+	interrupt context.CancelFunc
+	code      chan int
+	finished  chan struct{}
+	out       *lineWaiter
+	errOut    syncBuf
 }
 
 // startMain runs Main(args) until it returns; when the test ends it is
 // interrupted, ts's commands still waiting are let go, and it is waited
 // for.
-func startMain(t *testing.T, ts *terms, args ...string) *electRun {
+func startMain(t *testing.T, ts *terms, args ...string) *mainRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &electRun{interrupt: cancel, code: make(chan int, 1), finished: make(chan struct{})}
+	e := &mainRun{interrupt: cancel, code: make(chan int, 1), finished: make(chan struct{}), out: newLineWaiter()}
 	go func() {
 		defer close(e.finished)
-		e.code <- Main(ctx, args, &e.out, &e.errOut)
+		e.code <- Main(ctx, args, e.out, &e.errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -375,4 +376,157 @@ func TestElectAgainCampaignsAgain(t *testing.T) {
 		t.Fatalf("elect --again interrupted: exit %d, want the last command's 7; stderr %q", code, e.errOut.String())
 	}
 	vacant("after elect --again was interrupted")
+}
+
+// lineWaiter is an io.Writer whose lines a test waits for as they come.
+type lineWaiter struct {
+	mu    sync.Mutex
+	part  []byte
+	lines []string
+	more  chan struct{} // one token: a line came
+}
+
+func newLineWaiter() *lineWaiter { return &lineWaiter{more: make(chan struct{}, 1)} }
+
+func (w *lineWaiter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.part = append(w.part, p...)
+	for {
+		i := bytes.IndexByte(w.part, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.lines = append(w.lines, string(w.part[:i]))
+		w.part = w.part[i+1:]
+		select {
+		case w.more <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// line waits for line i (from 0) until ctx ends or exited says the
+// command ended first.
+func (w *lineWaiter) line(t *testing.T, ctx context.Context, exited <-chan int, i int) string {
+	t.Helper()
+	for {
+		w.mu.Lock()
+		if len(w.lines) > i {
+			l := w.lines[i]
+			w.mu.Unlock()
+			return l
+		}
+		got := w.lines
+		w.mu.Unlock()
+		select {
+		case <-w.more:
+		case code := <-exited:
+			t.Fatalf("exited %d before line %d; lines %q", code, i+1, got)
+		case <-ctx.Done():
+			t.Fatalf("no line %d; lines %q", i+1, got)
+		}
+	}
+}
+
+func (w *lineWaiter) all() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.lines...)
+}
+
+// leader NAME prints the leader (status 0) or that nobody leads (status
+// 1), as text or JSON. With --watch it prints the current state, then
+// each change as it comes (elected: a new term; changed: a new value;
+// vacant: the leader resigned), until interrupted: then it exits 0 and
+// says nothing, as state --watch.
+func TestLeaderWatch(t *testing.T) {
+	for _, asJSON := range []bool{false, true} {
+		t.Run(fmt.Sprintf("json=%v", asJSON), func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "e.db")
+			st := "sqlite:" + db
+			flags := []string{"--store", st}
+			if asJSON {
+				flags = append(flags, "--json")
+			}
+			// want checks a line of leader's output: the event, the
+			// leader's ID and value, the token.
+			want := func(line, event, id, value string, token int64) {
+				t.Helper()
+				if asJSON {
+					var got leaderJSON
+					if err := json.Unmarshal([]byte(line), &got); err != nil {
+						t.Fatalf("line %q: %v", line, err)
+					}
+					if got.Event != event || got.ID != id || got.Value != value || got.Token != token ||
+						got.Since.IsZero() != (event == "vacant") {
+						t.Fatalf("line %q: %+v; want %s %q %q token %d", line, got, event, id, value, token)
+					}
+					return
+				}
+				prefix := "vacant: no leader"
+				if event != "vacant" {
+					prefix = fmt.Sprintf("%s: %s (%s) token %d since ", event, id, value, token)
+				}
+				if !strings.HasPrefix(line, prefix) || (event == "vacant" && line != prefix) {
+					t.Fatalf("line %q; want %q…", line, prefix)
+				}
+			}
+
+			out, errOut, code := run(t, append([]string{"leader", "jobs"}, flags...)...)
+			if code != 1 || errOut != "" {
+				t.Fatalf("leader of a vacant election: exit %d, %q %q; want 1", code, out, errOut)
+			}
+			want(strings.TrimSuffix(out, "\n"), "vacant", "", "", 0)
+
+			s, err := sqlitestore.Open(t.Context(), db)
+			if err != nil {
+				t.Fatal(err)
+			}
+			locks := sleeplock.New(s)
+			defer func() { _ = locks.Close() }()
+			el, err := election.New(locks, "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+
+			watch := startMain(t, nil, append([]string{"leader", "jobs", "--watch"}, flags...)...)
+			w, exited := watch.out, watch.code
+			want(w.line(t, deadline, exited, 0), "vacant", "", "", 0)
+
+			b, err := el.Campaign(t.Context(), election.Candidate{ID: "b", Value: "10.0.0.2:80"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want(w.line(t, deadline, exited, 1), "elected", "b", "10.0.0.2:80", b.Token())
+			if out, _, code := run(t, append([]string{"leader", "jobs"}, flags...)...); code != 0 {
+				t.Fatalf("leader while b leads: exit %d, want 0", code)
+			} else {
+				want(strings.TrimSuffix(out, "\n"), "elected", "b", "10.0.0.2:80", b.Token())
+			}
+			if err := b.Proclaim(t.Context(), "10.0.0.3:80"); err != nil {
+				t.Fatal(err)
+			}
+			want(w.line(t, deadline, exited, 2), "changed", "b", "10.0.0.3:80", b.Token())
+			if err := b.Resign(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			// Vacant: in JSON with the token of the term that ended.
+			vacantToken := int64(0)
+			if asJSON {
+				vacantToken = b.Token()
+			}
+			want(w.line(t, deadline, exited, 3), "vacant", "", "", vacantToken)
+
+			watch.interrupt()
+			if code := <-exited; code != 0 || watch.errOut.String() != "" {
+				t.Fatalf("leader --watch interrupted: exit %d, stderr %q; want 0 and nothing said", code, watch.errOut.String())
+			}
+			if lines := w.all(); len(lines) != 4 {
+				t.Fatalf("leader --watch printed %d lines, want 4: %q", len(lines), lines)
+			}
+		})
+	}
 }
