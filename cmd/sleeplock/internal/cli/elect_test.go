@@ -66,6 +66,14 @@ func TestElectAndLeader(t *testing.T) {
 // else) has its command ended, and elect exits 122.
 func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "e.db")
+	// The store is made before elect opens it: two first opens of one new
+	// SQLite file at once may find it locked.
+	s, err := sqlitestore.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := sleeplock.New(s)
+	defer func() { _ = locks.Close() }()
 	codes := make(chan int, 1)
 	go func() {
 		// The command's stderr and elect's messages share a writer: one
@@ -73,12 +81,6 @@ func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 		var out, errOut lockedBuffer
 		codes <- Main(t.Context(), []string{"elect", "--store", "sqlite:" + db, "--ttl", "900ms", "jobs", "--", "sleep", "60"}, &out, &errOut)
 	}()
-	s, err := sqlitestore.Open(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
 	var ref string
 	for ref == "" {
 		st, err := locks.StateDetail(t.Context(), "jobs")
