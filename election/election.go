@@ -91,9 +91,11 @@ func WithTTL(d time.Duration) Option {
 }
 
 // New returns the election name on locks' store. The election is a lock of
-// one slot of that name, defined on first use; a lock of that name with
-// other slots is an error then (sleeplock.ErrAlreadyDefined). A name that
-// is not a valid lock name is a *sleeplock.InvalidError.
+// one slot of that name, defined on first use, and again after a Campaign
+// found it gone (sleeplock.ErrNotFound: deleted, or lost with a store that
+// keeps nothing across a restart); a lock of that name with other slots is
+// an error then (sleeplock.ErrAlreadyDefined). A name that is not a valid
+// lock name is a *sleeplock.InvalidError.
 func New(locks *sleeplock.Locks, name string, opts ...Option) (*Election, error) {
 	if locks == nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "nil", "election.New needs a *sleeplock.Locks")
@@ -224,6 +226,11 @@ func (e *Election) Campaign(ctx context.Context, c Candidate) (*Term, error) {
 	}
 	ref := newRef(c.ID)
 	lease, err := e.locks.Acquire(ctx, e.name, sleeplock.Ref(ref), sleeplock.Kind(c.Value), sleeplock.TTL(e.ttl))
+	if errors.Is(err, sleeplock.ErrNotFound) {
+		// The lock has gone (deleted, or lost with a store that keeps
+		// nothing across a restart): the next Campaign defines it again.
+		e.defined.Store(false)
+	}
 	if err != nil {
 		return nil, err
 	}
