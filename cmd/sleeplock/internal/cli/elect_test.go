@@ -15,6 +15,7 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/election"
+	"github.com/sleeplock/sleeplock/redisstore/redistest"
 	"github.com/sleeplock/sleeplock/sqlitestore"
 )
 
@@ -260,7 +261,7 @@ type mainRun struct {
 	code      chan int
 	finished  chan struct{}
 	out       *lineWaiter
-	errOut    syncBuf
+	errOut    *lineWaiter
 }
 
 // startMain runs Main(args) until it returns; when the test ends it is
@@ -268,10 +269,10 @@ type mainRun struct {
 // for.
 func startMain(t *testing.T, ts *terms, args ...string) *mainRun {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &mainRun{interrupt: cancel, code: make(chan int, 1), finished: make(chan struct{}), out: newLineWaiter()}
+	e := &mainRun{interrupt: cancel, code: make(chan int, 1), finished: make(chan struct{}), out: newLineWaiter(), errOut: newLineWaiter()}
 	go func() {
 		defer close(e.finished)
-		e.code <- Main(ctx, args, e.out, &e.errOut)
+		e.code <- Main(ctx, args, e.out, e.errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -431,6 +432,23 @@ func (w *lineWaiter) line(t *testing.T, ctx context.Context, exited <-chan int, 
 	}
 }
 
+// waitFor waits for a line that contains s, as line does.
+func (w *lineWaiter) waitFor(t *testing.T, ctx context.Context, exited <-chan int, s string) string {
+	t.Helper()
+	for i := 0; ; i++ {
+		if l := w.line(t, ctx, exited, i); strings.Contains(l, s) {
+			return l
+		}
+	}
+}
+
+// String is all that was written.
+func (w *lineWaiter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(append(w.lines, string(w.part)), "\n")
+}
+
 func (w *lineWaiter) all() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -530,5 +548,31 @@ func TestLeaderWatch(t *testing.T) {
 				t.Fatalf("leader --watch printed %d lines, want 4: %q", len(lines), lines)
 			}
 		})
+	}
+}
+
+// elect --again campaigns again after a campaign failed because the store
+// could not be reached, and leads again once it is back. The store is a
+// Redis of the test's own that keeps nothing on disk, stopped between two
+// terms and started again empty: the election's lock is defined again.
+func TestElectAgainThroughStoreRestart(t *testing.T) {
+	srv := redistest.Start(t, 0)
+	ts, child := newTerms(t)
+	e := startMain(t, ts, append([]string{"elect", "--store", srv.URL(), "--id", "a", "--again", "jobs", "--"}, child...)...)
+	first := ts.next(t, e)
+	srv.Stop()
+	first.exit(t, 0)
+	e.errOut.waitFor(t, ts.deadline, e.code, "; campaigning again in ")
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	second := ts.next(t, e)
+	if second.id != "a" || second.token <= first.token {
+		t.Fatalf("the term after the restart: leader %q token %d; want a, above %d", second.id, second.token, first.token)
+	}
+	e.interrupt()
+	second.exit(t, 4)
+	if code := ts.wait(t, e); code != 4 {
+		t.Fatalf("elect --again interrupted: exit %d, want the last command's 4; stderr %q", code, e.errOut.String())
 	}
 }
