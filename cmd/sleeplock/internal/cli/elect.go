@@ -35,7 +35,8 @@ doubling up to the TTL).
 
 Exit status: the command's (of the last term with --again), 122 when
 leadership was lost while it ran, 125 when elect itself failed, 126/127
-when the command cannot be run, 2 for a bad command line.
+when the command cannot be run, 128+N when signal N came while it waited
+to lead (or to campaign again), 2 for a bad command line.
 `
 	extraHelp["leader"] = `Prints the leader (its ID, value, term token and since when), or "vacant:
 no leader". With --watch it prints that, then each change as it comes:
@@ -101,8 +102,8 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-sigs:
-				return ce.err
+			case sig := <-sigs:
+				return signalExit("sleeplock elect", sig, name, errOut)
 			case <-time.After(wait):
 			}
 			wait = min(2*wait, f.ttl)
@@ -149,9 +150,13 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	sigs <-chan os.Signal, out, errOut io.Writer) (int, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	caught := make(chan os.Signal, 1)
+	joined := make(chan struct{})
 	go func() { // a signal while waiting ends the campaign
+		defer close(joined)
 		select {
-		case <-sigs:
+		case sig := <-sigs:
+			caught <- sig
 			cancel()
 		case <-cctx.Done():
 		}
@@ -159,6 +164,17 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	term, err := el.Campaign(cctx, cand)
 	interrupted := cctx.Err() != nil
 	cancel()
+	<-joined
+	select {
+	case sig := <-caught:
+		if err == nil { // led as the signal came: hand over at once
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = term.Resign(rctx)
+			rcancel()
+		}
+		return 0, signalExit("sleeplock elect", sig, el.Name(), errOut)
+	default:
+	}
 	if err != nil {
 		if !interrupted && ctx.Err() == nil && mayPass(err) {
 			return 0, &campaignError{runFailed(ctx, err)}

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,13 +257,15 @@ func (ts *terms) wait(t *testing.T, e *mainRun) int {
 }
 
 // mainRun is a sleeplock command run by Main on a goroutine, with a
-// context of its own: interrupt cancels it.
+// context of its own (interrupt cancels it), or in a process of its own
+// (startProcess).
 type mainRun struct {
 	interrupt context.CancelFunc
 	code      chan int
 	finished  chan struct{}
 	out       *lineWaiter
 	errOut    *lineWaiter
+	proc      *os.Process // in a process: this one
 }
 
 // startMain runs Main(args) until it returns; when the test ends it is
@@ -276,6 +280,33 @@ func startMain(t *testing.T, ts *terms, args ...string) *mainRun {
 	}()
 	t.Cleanup(func() {
 		cancel()
+		if ts != nil {
+			ts.close()
+		}
+		<-e.finished
+	})
+	return e
+}
+
+// startProcess runs "sleeplock args…" in a process (this test binary's
+// test-main) until it exits; when the test ends it is killed, ts's
+// commands still waiting are let go, and it is waited for.
+func startProcess(t *testing.T, ts *terms, args ...string) *mainRun {
+	t.Helper()
+	e := &mainRun{code: make(chan int, 1), finished: make(chan struct{}), out: newLineWaiter(), errOut: newLineWaiter()}
+	cmd := exec.Command(os.Args[0], append([]string{"test-main"}, args...)...)
+	cmd.Stdout, cmd.Stderr = e.out, e.errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	e.proc = cmd.Process
+	go func() {
+		defer close(e.finished)
+		_ = cmd.Wait()
+		e.code <- cmd.ProcessState.ExitCode()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
 		if ts != nil {
 			ts.close()
 		}
@@ -575,4 +606,60 @@ func TestElectAgainThroughStoreRestart(t *testing.T) {
 	if code := ts.wait(t, e); code != 4 {
 		t.Fatalf("elect --again interrupted: exit %d, want the last command's 4; stderr %q", code, e.errOut.String())
 	}
+}
+
+// A signal that comes while elect waits to lead ends it with 128+N, as
+// one that comes while run waits, and nothing runs: whether elect waits
+// behind another leader or, with --again, to campaign again after its
+// store could not be reached. SIGHUP is the signal that elect alone
+// catches (SIGINT and SIGTERM also end its context).
+func TestElectSignalWhileWaiting(t *testing.T) {
+	t.Run("behind a leader", func(t *testing.T) {
+		db := filepath.Join(t.TempDir(), "e.db")
+		s, err := sqlitestore.Open(t.Context(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		locks := sleeplock.New(s)
+		defer func() { _ = locks.Close() }()
+		el, err := election.New(locks, "jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := el.Campaign(t.Context(), election.Candidate{ID: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = b.Resign(context.Background()) }()
+		ts, child := newTerms(t)
+		e := startProcess(t, ts, append([]string{"elect", "--store", "sqlite:" + db, "--id", "a", "jobs", "--"}, child...)...)
+		waitUntil(t, "elect to wait behind b", func() bool { // polling the store: nothing to wait on across processes
+			st, err := locks.State(t.Context(), "jobs")
+			return err == nil && st.Waiting == 1
+		})
+		if err := e.proc.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		if code := ts.wait(t, e); code != 128+int(syscall.SIGHUP) || !strings.Contains(e.errOut.String(), `hangup while waiting for "jobs"`) {
+			t.Fatalf("elect: exit %d, stderr %q; want %d, the signal named", code, e.errOut.String(), 128+int(syscall.SIGHUP))
+		}
+		if st, err := locks.State(t.Context(), "jobs"); err != nil || st.Waiting != 0 {
+			t.Fatalf("after elect exited: %+v %v; want nobody waiting", st, err)
+		}
+	})
+	t.Run("to campaign again", func(t *testing.T) {
+		srv := redistest.Start(t, 0)
+		ts, child := newTerms(t)
+		e := startProcess(t, ts, append([]string{"elect", "--store", srv.URL(), "--id", "a", "--again", "jobs", "--"}, child...)...)
+		first := ts.next(t, e)
+		srv.Stop()
+		first.exit(t, 0)
+		e.errOut.waitFor(t, ts.deadline, e.code, "; campaigning again in ")
+		if err := e.proc.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		if code := ts.wait(t, e); code != 128+int(syscall.SIGHUP) || !strings.Contains(e.errOut.String(), `hangup while waiting for "jobs"`) {
+			t.Fatalf("elect --again: exit %d, stderr %q; want %d, the signal named", code, e.errOut.String(), 128+int(syscall.SIGHUP))
+		}
+	})
 }

@@ -451,14 +451,14 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 		select {
 		case sig := <-caught: // granted as the signal came: give it back
 			_ = lease.Release(context.WithoutCancel(ctx))
-			return lease, signalExit(sig, name, errOut)
+			return lease, signalExit("sleeplock run", sig, name, errOut)
 		default:
 			return lease, nil
 		}
 	}
 	select {
 	case sig := <-caught:
-		return lease, signalExit(sig, name, errOut)
+		return lease, signalExit("sleeplock run", sig, name, errOut)
 	default:
 	}
 	if ctx.Err() != nil {
@@ -466,7 +466,7 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 		// also told of, a moment later.
 		select {
 		case sig := <-sigs:
-			return lease, signalExit(sig, name, errOut)
+			return lease, signalExit("sleeplock run", sig, name, errOut)
 		case <-time.After(100 * time.Millisecond):
 		}
 		return lease, ctx.Err()
@@ -480,8 +480,10 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 	return lease, err
 }
 
-func signalExit(sig os.Signal, name string, errOut io.Writer) error {
-	fmt.Fprintf(errOut, "sleeplock run: %v while waiting for %q: nothing held\n", sig, name)
+// signalExit is the exit of who (sleeplock run, sleeplock elect) when
+// signal sig came while it waited for name: 128+N, nothing held.
+func signalExit(who string, sig os.Signal, name string, errOut io.Writer) error {
+	fmt.Fprintf(errOut, "%s: %v while waiting for %q: nothing held\n", who, sig, name)
 	if s, ok := sig.(syscall.Signal); ok {
 		return &exitError{code: 128 + int(s)}
 	}
