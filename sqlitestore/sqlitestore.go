@@ -241,7 +241,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	var id [12]byte
 	_, _ = rand.Read(id[:])
 	s.id = hex.EncodeToString(id[:])
-	err = s.connect(ctx)
+	err = s.whileBusy(ctx, func() error { return s.connect(ctx) })
 	if err == nil {
 		err = s.migrate(ctx)
 	}
@@ -333,7 +333,10 @@ func (s *Store) pathError(err error) error {
 
 func (s *Store) migrate(ctx context.Context) error {
 	var have int
-	if err := s.wc.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
+	err := s.whileBusy(ctx, func() error {
+		return s.wc.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have)
+	})
+	if err != nil {
 		return err
 	}
 	if have == SchemaVersion {
@@ -345,7 +348,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := s.begin(ctx); err != nil {
 		return err
 	}
-	err := func() error {
+	err = func() error {
 		if err := s.wc.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
 			return err
 		}

@@ -218,12 +218,42 @@ func (s *Store) beginAs(ctx context.Context, stmt string) error {
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
-		t := time.NewTimer(d/2 + rand.N(d))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := pause(ctx, d); err != nil {
+			return err
+		}
+	}
+}
+
+// pause waits about d (d/2 to 3d/2: tries of several processes spread
+// out), or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d/2 + rand.N(d))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// whileBusy runs f until it returns anything but a busy database's error,
+// trying again as begin does (from 50µs doubling to 2ms between tries,
+// with jitter) up to the busy timeout. It serves what a new file's set-up
+// can make busy outside a transaction: opening a connection, whose
+// switch to WAL mode SQLite may refuse without waiting, and reading on
+// wc, whose busy timeout is 0, while another process sets the file up or
+// recovers its WAL index (SQLITE_BUSY_RECOVERY). Several processes
+// opening a new file at once meet both.
+func (s *Store) whileBusy(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(s.cfg.busy)
+	for d := 50 * time.Microsecond; ; d = min(2*d, 2*time.Millisecond) {
+		err := f()
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		if err := pause(ctx, d); err != nil {
+			return err
 		}
 	}
 }
