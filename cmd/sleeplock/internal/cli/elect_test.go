@@ -69,8 +69,6 @@ func TestElectAndLeader(t *testing.T) {
 // else) has its command ended, and elect exits 122.
 func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "e.db")
-	// The store is made before elect opens it: two first opens of one new
-	// SQLite file at once may find it locked.
 	s, err := sqlitestore.Open(t.Context(), db)
 	if err != nil {
 		t.Fatal(err)
@@ -84,11 +82,34 @@ func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 		var out, errOut lockedBuffer
 		codes <- Main(t.Context(), []string{"elect", "--store", "sqlite:" + db, "--ttl", "900ms", "jobs", "--", "sleep", "60"}, &out, &errOut)
 	}()
+	// Wait for elect's term by the election's events; an elect that
+	// exits first fails the test.
+	e, err := election.New(locks, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	events := e.Observe(ctx)
 	var ref string
 	for ref == "" {
-		st, err := locks.StateDetail(t.Context(), "jobs")
-		if err == nil && len(st.Holders) == 1 {
-			ref = st.Holders[0].Ref
+		select {
+		case code := <-codes:
+			t.Fatalf("elect exited %d before it led", code)
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatal("the election's events ended before elect led")
+			}
+			if ev.Type != election.Elected {
+				continue
+			}
+			st, err := locks.StateDetail(t.Context(), "jobs")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Holders) == 1 {
+				ref = st.Holders[0].Ref
+			}
 		}
 	}
 	lease, err := locks.LeaseOf(ref, []string{"jobs"})
