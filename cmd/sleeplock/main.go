@@ -14,10 +14,22 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/cli"
 )
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	redis.SetLogger(quietRedis{})
+	os.Exit(run(os.Args[1:]))
+}
+
+// quietRedis drops the Redis client's own log lines (one per failed dial
+// of its pool, a dozen before a command gives up on a server that does
+// not answer): the command reports the error that ends it.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // run runs the command line args. The first SIGINT or SIGTERM cancels the
 // command's context with a *cli.SignalError cause; a second one ends the

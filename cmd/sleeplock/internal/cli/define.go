@@ -18,7 +18,7 @@ var _ = register("define", "create a lock (or a family NAME/*) with SLOTS slots"
 
 func runDefine(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("define", errOut, "[flags] NAME SLOTS")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	resize := fs.Bool("resize", false, "if NAME is defined with other slots, resize it (holders keep their slots)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -84,7 +84,7 @@ file again changes nothing. It prints what it did, a line per lock.
 
 func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("apply", errOut, "[flags] FILE")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	resize := fs.Bool("resize", false, "resize the locks the file gives other slots (holders keep their slots)")
 	prune := fs.Bool("prune", false, "delete the locks and families the file does not name (refused when one is in use)")
 	force := fs.Bool("force", false, "with --prune, delete locks in use too: end their holds and waiters")

@@ -29,7 +29,7 @@ granted before. A name that starts with "-" goes after "--":
 
 func runDelete(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("delete", errOut, "[flags] NAME")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	force := fs.Bool("force", false, "delete a lock in use: end its holds (lost to their holders) and its waiters")
 	if err := parse(fs, args); err != nil {
 		return err

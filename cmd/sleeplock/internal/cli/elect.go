@@ -57,7 +57,7 @@ type electFlags struct {
 
 func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("elect", errOut, "[flags] NAME [--] COMMAND [ARGS…]")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	var f electFlags
 	fs.StringVar(&f.id, "id", "", "candidate `ID` that others see (default HOST:PID)")
 	fs.StringVar(&f.value, "value", "", "`VALUE` the leader advertises (an address)")
@@ -202,7 +202,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 
 func runLeader(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("leader", errOut, "[flags] NAME")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	watch := fs.Bool("watch", false, "follow the changes (elected, changed, vacant) until interrupted")
 	asJSON := fs.Bool("json", false, "print JSON, one object a line")
 	if err := parse(fs, args); err != nil {

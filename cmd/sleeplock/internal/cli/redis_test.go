@@ -55,8 +55,20 @@ func TestRedisStoreEveryCommand(t *testing.T) {
 		}
 		return out, errOut
 	}
-	if out, _ := r("migrate"); !strings.Contains(out, "nothing to migrate") {
+	out, errOut := r("migrate")
+	if !strings.Contains(out, "nothing to migrate") {
 		t.Fatalf("migrate: %q", out)
+	}
+	// What Open warns about the server (here: it keeps nothing on disk)
+	// is on the command's error output.
+	warnings, err := redisstore.Check(ctx, s.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warnings {
+		if !strings.Contains(errOut, "sleeplock: warning: "+w) {
+			t.Fatalf("migrate's error output %q lacks the warning %q", errOut, w)
+		}
 	}
 	r("define", "jobs", "2")
 	good := filepath.Join(t.TempDir(), "locks.yaml")

@@ -134,7 +134,7 @@ func (w *waitValue) Set(s string) error {
 // runFlagSet is run's flags, written into f.
 func runFlagSet(errOut io.Writer, f *runFlags) (*flag.FlagSet, storeFlags) {
 	fs := flags("run", errOut, runSynopsis)
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	fs.IntVar(&f.slots, "slots", 0, "`N` slots: define the lock with N slots if it does not exist (default 1); an existing lock with other slots is an error")
 	fs.Var(&f.wait, "wait", "give up after waiting `DUR` (10m, or seconds as flock -w: 5), exit status 124; 0 refuses at once, as -n (default: wait as long as it takes)")
 	fs.BoolVar(&f.noWait, "no-wait", false, "do not wait: exit at once (status 1, or --conflict-exit-code) when no slot is free")

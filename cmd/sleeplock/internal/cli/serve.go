@@ -29,7 +29,7 @@ var _ = register("serve", "serve the locks over HTTP: JSON API, live page, /metr
 
 func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("serve", errOut, "[flags]")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on (loopback by default: the API shows holder refs)")
 	allow := fs.Bool("allow-release", false, "allow POST /api/locks/NAME/release?ref=REF with the bearer token")
 	tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token for release; without it the token is the value of $"+serveTokenEnv)

@@ -22,7 +22,7 @@ var _ = register("state", "show locks: slots, running, waiting, holders and queu
 
 func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("state", errOut, "[flags] [NAME…]")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	asJSON := fs.Bool("json", false, "print JSON: a list of locks, [] for none")
 	watch := fs.Bool("watch", false, "redraw every --every until interrupted")
 	every := fs.Duration("every", time.Second, "with --watch, the time between redraws")
@@ -233,7 +233,7 @@ var _ = register("release", "release a holder's slots by its ref (operator clean
 // its lease of the first has expired) and changes nothing otherwise.
 func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("release", errOut, "[flags] NAME…")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	ref := fs.String("ref", "", "the holder's ref (required)")
 	stale := fs.Bool("stale", false, "release only if the holder's lease of the first NAME has expired")
 	if err := parse(fs, args); err != nil {

@@ -23,13 +23,15 @@ import (
 type storeFlags struct {
 	dsn    *string
 	schema *string
+	errOut io.Writer // the command's error output: warnings about the store
 }
 
-func addStoreFlags(fs *flag.FlagSet) storeFlags {
+func addStoreFlags(fs *flag.FlagSet, errOut io.Writer) storeFlags {
 	return storeFlags{
 		dsn: fs.String("store", "", "the `STORE`: sqlite:PATH, postgres://…, host=… dbname=… or redis://… "+
 			"(default $SLEEPLOCK_STORE, else this user's sqlite:$XDG_STATE_HOME/sleeplock/locks.db)"),
 		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables (Redis: its keys start with SCHEMA:)"),
+		errOut: errOut,
 	}
 }
 
@@ -144,7 +146,7 @@ var _ = register("migrate", "create or upgrade the store's tables", runMigrate)
 
 func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("migrate", errOut, "[flags]")
-	sf := addStoreFlags(fs)
+	sf := addStoreFlags(fs, errOut)
 	unlogged := fs.Bool("unlogged", false, "PostgreSQL: make the lease and queue tables UNLOGGED: faster, but leases vanish if the database crashes or fails over")
 	logged := fs.Bool("logged", false, "PostgreSQL: make UNLOGGED lease and queue tables logged (durable) again; with neither flag they stay as they are")
 	if err := parse(fs, args); err != nil {
@@ -262,7 +264,7 @@ func (f storeFlags) openRedis(ctx context.Context, dsn string) (*redisstore.Stor
 		return nil, err
 	}
 	for _, w := range s.Warnings() {
-		fmt.Fprintln(os.Stderr, "sleeplock: warning:", w)
+		fmt.Fprintln(f.errOut, "sleeplock: warning:", w)
 	}
 	return s, nil
 }
