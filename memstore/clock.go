@@ -24,9 +24,9 @@ func (systemClock) AfterFunc(d time.Duration, f func()) func() bool {
 // (see waitClock).
 var monoBase = time.Now()
 
-// waitClock returns the time to date a wait by, read once when a caller
-// queues and once when it is granted, only to measure the wait between
-// (Stats; an event's Waited) and, in State, how long it has waited; and
+// waitClock returns the time to date a wait by (read as waitNano when a
+// caller queues and when it is granted, only to measure the wait between
+// (Stats; an event's Waited) and, in State, how long it has waited), and
 // the ends of a sampled hold (see HoldSampling), only to measure it: on
 // the system clock, monoBase moved on by the monotonic clock alone, one
 // read where time.Now makes two (the wall clock's too; on some machines
@@ -39,4 +39,27 @@ func (s *Store) waitClock() time.Time {
 		return monoBase.Add(time.Since(monoBase))
 	}
 	return s.clock.Now()
+}
+
+// waitNano is waitClock as the time since monoBase: the reading a queued
+// caller keeps (waiter.queued), without the time.Time that waitClock
+// makes of it (Time.Add costs about as much again as the clock read).
+// Never 0 (0 is "not read", see waiter.queued); a reading d and
+// waitTime(d) are the same instant.
+func (s *Store) waitNano() time.Duration {
+	if s.sysClock {
+		return time.Since(monoBase)
+	}
+	if d := s.clock.Now().Sub(monoBase); d != 0 {
+		return d
+	}
+	return 1
+}
+
+// waitTime is the time of a waitNano reading (the zero time for 0).
+func waitTime(d time.Duration) time.Time {
+	if d == 0 {
+		return time.Time{}
+	}
+	return monoBase.Add(d)
 }

@@ -356,7 +356,7 @@ func (s *Store) state(lk *lock, detail bool) store.State {
 	sort.Slice(st.Holders, func(i, j int) bool { return st.Holders[i].Token < st.Holders[j].Token })
 	for _, w := range lk.waits() {
 		// Since is dated back from Now by the wait (see waitClock).
-		wt := store.Waiter{Ref: w.ref.String(), Since: st.Now.Add(-st.Now.Sub(w.since)), Weight: w.weight(lk)}
+		wt := store.Waiter{Ref: w.ref.String(), Since: st.Now.Add(-st.Now.Sub(w.queuedAt())), Weight: w.weight(lk)}
 		if w.req != nil {
 			wt.Kind, wt.Locks = w.req.Kind, w.req.Names()
 		} else {

@@ -404,11 +404,11 @@ func (lk *lock) hintQueued(queued bool) {
 // caller is about to join it); else the zero time, and park reads the
 // clock if the caller does wait. The read is out of the mutex, which
 // every release of a queued lock needs.
-func (s *Store) queuedSince(lk *lock, wait bool) time.Time {
+func (s *Store) queuedSince(lk *lock, wait bool) time.Duration {
 	if wait && !s.times && lk.fast.Load() == fastFrozen|fastQueued {
-		return s.waitClock()
+		return s.waitNano()
 	}
-	return time.Time{}
+	return 0
 }
 
 // thaw makes the fast word again when lk needs no mutex: a defined lock

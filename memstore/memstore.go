@@ -120,7 +120,7 @@ type op struct {
 	wakeMore []*waiter
 	// waitNow: the wait clock's reading that times the waits of the
 	// grants it makes, when it has no other (see waited).
-	waitNow time.Time
+	waitNow time.Duration
 }
 
 type firing struct {
@@ -274,10 +274,27 @@ func (o *op) waited(t time.Time) time.Duration {
 	if o.hasNow {
 		return since(o.now, t)
 	}
-	if o.waitNow.IsZero() {
-		o.waitNow = o.s.waitClock()
+	return since(waitTime(o.waitClock()), t)
+}
+
+// waitedFor is waited for the waiter w, granted now, once the store
+// times waits (timeWaits): a plain waiter's reading of the wait clock
+// (queued) is subtracted from the op's as it is, with no time.Time made
+// of either.
+func (o *op) waitedFor(w *waiter) time.Duration {
+	if w.queued == 0 || o.hasNow {
+		return o.waited(w.queuedAt())
 	}
-	return since(o.waitNow, t)
+	return o.waitClock() - w.queued
+}
+
+// waitClock returns the op's reading of the wait clock (waitNano), read
+// once for all the grants it makes.
+func (o *op) waitClock() time.Duration {
+	if o.waitNow == 0 {
+		o.waitNow = o.s.waitNano()
+	}
+	return o.waitNow
 }
 
 // stamp returns the time to record for a grant: the clock when it is

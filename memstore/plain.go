@@ -153,7 +153,7 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	since := time.Time{}
+	var since time.Duration
 	if lk != nil {
 		if need, t, ok := lk.tryFastWeighted(weight); ok {
 			if need == 1 {
@@ -220,13 +220,14 @@ func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (plain
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, time.Time{})
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, 0)
 }
 
 // acquirePlainLocked is acquirePlain of weight once the op holds lk; the
 // Lock it returns is lk's view for the slots granted (view). since is
-// when a wait starts, when read before the mutex (queuedSince).
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool, since time.Time) (plain.Lock, int64, error) {
+// when a wait starts on the wait clock (waitNano), when read before the
+// mutex (queuedSince); else 0.
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool, since time.Duration) (plain.Lock, int64, error) {
 	if !lk.plainOK() {
 		s.forget(lk)
 		o.done()
@@ -265,7 +266,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 	}
 	w.one[0] = lk
 	w.locks = w.one[:]
-	w.since = since
+	w.queued = since
 	err := s.park(ctx, o, w)
 	var token int64
 	if err == nil {

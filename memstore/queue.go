@@ -17,14 +17,18 @@ type waiter struct {
 	req   *store.AcquireRequest // nil for a plain waiter
 	locks []*lock               // in the caller's order
 	one   [1]*lock
-	since time.Time
-	ready chan struct{} // one token: granted, or err set
-	h     *holder       // the grant's record of locks[0]
-	grant store.Grant   // the grant, for a waiter with a req
-	done  bool          // granted
-	heavy bool          // req asks a weight other than 1 of some lock (or pw, a plain waiter's, is not 1)
-	pw    int32         // a plain waiter's weight, when heavy
-	err   error         // set, with ready signalled, when the store closed
+	// When it queued: since, on the clock of an op that reads it (events,
+	// WithTimes); else queued, on the wait clock (waitNano; 0: not read),
+	// for its wait in Stats and its Since in State (see queuedAt).
+	since  time.Time
+	queued time.Duration
+	ready  chan struct{} // one token: granted, or err set
+	h      *holder       // the grant's record of locks[0]
+	grant  store.Grant   // the grant, for a waiter with a req
+	done   bool          // granted
+	heavy  bool          // req asks a weight other than 1 of some lock (or pw, a plain waiter's, is not 1)
+	pw     int32         // a plain waiter's weight, when heavy
+	err    error         // set, with ready signalled, when the store closed
 }
 
 var waiters = sync.Pool{New: func() any { return &waiter{ready: make(chan struct{}, 1)} }}
@@ -94,8 +98,8 @@ func (s *Store) park(ctx context.Context, o *op, w *waiter) error {
 	switch {
 	case o.ev != nil || s.times:
 		w.since = o.clock()
-	case w.since.IsZero(): // else read before the mutex was taken (queuedSince)
-		w.since = s.waitClock() // parking costs more: its wait is timed (Stats), and recorded nowhere else
+	case w.queued == 0: // else read before the mutex was taken (queuedSince)
+		w.queued = s.waitNano() // parking costs more: its wait is timed (Stats), and recorded nowhere else
 	}
 	multi := len(w.locks) > 1
 	for _, lk := range w.locks {
@@ -381,7 +385,11 @@ func (s *Store) pump(o *op, first *lock) {
 func (s *Store) grantWaiter(o *op, w *waiter) {
 	if w.req == nil {
 		lk := w.locks[0]
-		w.h = lk.newPlainHolder(o.waited(w.since)) // its ref is its token's, not the waiter's
+		wait := time.Duration(-1) // not timed until the first Stats read (see waited)
+		if s.timeWaits.Load() {
+			wait = o.waitedFor(w)
+		}
+		w.h = lk.newPlainHolder(wait) // its ref is its token's, not the waiter's
 		if w.heavy {
 			lk.setWeight(w.h, w.need(lk))
 		}
@@ -390,10 +398,10 @@ func (s *Store) grantWaiter(o *op, w *waiter) {
 		}
 		if o.ev != nil {
 			o.emit(store.Event{Type: store.EventAcquired, Lock: lk.name, Slots: int(lk.slots), Running: lk.used(),
-				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Token: w.h.token, Weight: w.h.weight(), Waited: since(w.h.acquired(), w.since)})
+				Waiting: len(lk.waits()), Ref: o.refText(w.ref), Token: w.h.token, Weight: w.h.weight(), Waited: since(w.h.acquired(), w.queuedAt())})
 		}
 	} else {
-		w.grant = s.grantAll(o, w.req, w.locks, w.since)
+		w.grant = s.grantAll(o, w.req, w.locks, w.queuedAt())
 	}
 	w.done = true
 	if o.wake == nil {
@@ -421,4 +429,13 @@ func (s *Store) grantable(o *op, w *waiter, at *lock) bool {
 		}
 	}
 	return true
+}
+
+// queuedAt is when w queued: its since, or its queued reading of the wait
+// clock (the zero time when neither was read).
+func (w *waiter) queuedAt() time.Time {
+	if w.queued != 0 {
+		return waitTime(w.queued)
+	}
+	return w.since
 }
