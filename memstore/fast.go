@@ -320,13 +320,17 @@ func (s *Store) lostOf(lk *lock, t int64) *lostLease {
 // records only.
 func (lk *lock) lockMu() {
 	lk.mu.Lock()
-	lk.freeze()
+	if lk.fast.Load()&fastFrozen == 0 {
+		lk.freeze()
+	}
 }
 
 // unlockMu lets go of lk's mutex, making the fast word again when lk
 // needs no mutex (thaw).
 func (s *Store) unlockMu(lk *lock) {
-	s.thaw(lk)
+	if q := lk.queue; q == nil || len(q.ws) == 0 { // else thaw makes no word
+		s.thaw(lk)
+	}
 	lk.mu.Unlock()
 }
 

@@ -141,8 +141,10 @@ func (lk *lock) setWeight(h *holder, w int) {
 // lk's stats, and times it when it is sampled (HoldSampling).
 func (lk *lock) nextToken(wait time.Duration) int64 {
 	lk.token++
-	lk.st.granted(!lk.defined, wait)
-	lk.startSample(lk.token)
+	if !lk.defined || wait >= 0 { // else counted by its token (see granted)
+		lk.st.granted(!lk.defined, wait)
+	}
+	lk.sampled(lk.token)
 	return lk.token
 }
 
@@ -204,7 +206,9 @@ func (lk *lock) remove(h *holder) {
 	h.idx = -1
 	lk.heavy -= h.w1
 	h.w1 = 0
-	lk.endSample(h.token)
+	if h.token&(HoldSampling-1) == 0 {
+		lk.endSample(h.token)
+	}
 	if lk.indexed {
 		lk.unindex(h, false)
 	}
@@ -213,10 +217,15 @@ func (lk *lock) remove(h *holder) {
 // end removes h from lk's holders for reason, and has its watchers and
 // context told once the operation lets go.
 func (o *op) end(lk *lock, h *holder, reason error) {
-	lk.st.endedHold(!lk.defined, reason != store.ErrReleased, o.expiring) //nolint:errorlint // the sentinel itself
+	lost := reason != store.ErrReleased //nolint:errorlint // the sentinel itself
+	if !lk.defined || lost {            // else counted by its token (see endedHold)
+		lk.st.endedHold(!lk.defined, lost, o.expiring)
+	}
 	x := h.x
 	if x == nil {
-		o.s.ended(lk, h, reason, nil)
+		if lost { // a plain lease released by its holder keeps nothing (see ended)
+			o.s.ended(lk, h, reason, nil)
+		}
 		lk.remove(h)
 		return
 	}

@@ -241,7 +241,10 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 			return nil, 0, &store.WeightError{Lock: lk.name, Weight: need, Slots: int(lk.slots)}
 		}
 	}
-	pl := lk.view(need)
+	var pl plain.Lock = lk
+	if need != 1 {
+		pl = lk.view(need)
+	}
 	if n := lk.ahead(len(lk.waits())) + need; n <= s.free(o, lk, n, 0) {
 		h := lk.newPlainHolder(-1)
 		if need != 1 {
@@ -292,7 +295,7 @@ func (lk *lock) Release(token int64) error {
 // releaseSlow is Release of a sampled grant (see HoldSampling), or of one
 // the fast word does not hold.
 func (lk *lock) releaseSlow(token int64) error {
-	if lk.releaseFast(token, 1) {
+	if lk.fast.Load()&fastFrozen == 0 && lk.releaseFast(token, 1) {
 		return nil
 	}
 	return lk.releaseLocked(token)
