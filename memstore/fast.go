@@ -415,6 +415,29 @@ func (s *Store) queuedSince(lk *lock, wait bool) time.Duration {
 	return 0
 }
 
+// queuedWaiter returns, for a caller that may wait for lk and has not yet
+// taken its mutex, its waiter from the pool, dated (queuedSince), when lk
+// has a queue; else nil. Out of the mutex, as the clock read: the pool's
+// Get is not made while the releasers of a queued lock wait for it.
+func (s *Store) queuedWaiter(lk *lock, wait bool) *waiter {
+	since := s.queuedSince(lk, wait)
+	if since == 0 {
+		return nil
+	}
+	w := waiters.Get().(*waiter)
+	w.queued = since
+	return w
+}
+
+// putWaiter gives back to the pool a waiter of queuedWaiter's that did
+// not wait (nil: none).
+func putWaiter(w *waiter) {
+	if w != nil {
+		w.queued = 0
+		waiters.Put(w)
+	}
+}
+
 // thaw makes the fast word again when lk needs no mutex: a defined lock
 // with few slots, nobody waiting, on a store that is open and records no
 // times, whose holders (if any) are bare records that leave a slot free

@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"time"
 	"weak"
 
 	"github.com/sleeplock/sleeplock/internal/plain"
@@ -153,7 +152,7 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
 	}
-	var since time.Duration
+	var w *waiter
 	if lk != nil {
 		if need, t, ok := lk.tryFastWeighted(weight); ok {
 			if need == 1 {
@@ -168,19 +167,21 @@ func (p *plainStore) AcquireWeighted(ctx context.Context, name string, weight in
 			lk.releaseFast(t, need)
 			return nil, 0, store.ErrClosed
 		}
-		since = s.queuedSince(lk, wait)
+		w = s.queuedWaiter(lk, wait)
 	}
 	o := op{s: s}
 	if lk == nil || !o.enter(lk) {
 		var err error
 		if lk, err = s.enterName(&o, name); err != nil {
+			putWaiter(w)
 			return nil, 0, err
 		}
 	} else if s.closed.Load() {
 		o.done()
+		putWaiter(w)
 		return nil, 0, store.ErrClosed
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, weight, wait, since)
+	return s.acquirePlainLocked(ctx, &o, lk, weight, wait, w)
 }
 
 // undoFast gives back the fast grant of token t that found the store
@@ -196,20 +197,22 @@ func (s *Store) acquireAt(ctx context.Context, lk *lock, wait bool) (plain.Lock,
 	if s.times {
 		return s.acquirePlain(ctx, lk.name, wait)
 	}
-	since := s.queuedSince(lk, wait)
+	w := s.queuedWaiter(lk, wait)
 	lk.lockMu()
 	if len(lk.waits()) == 0 && int(lk.slots) > lk.used() && !lk.gone && !s.closed.Load() && lk.plainOK() {
 		h := lk.newPlainHolder(-1)
 		s.unlockMu(lk) // the word again for the other slots, h a record beside it (see thaw)
+		putWaiter(w)
 		return lk, h.token, nil
 	}
 	if lk.gone || lk.multi() || s.closed.Load() {
 		s.unlockMu(lk)
+		putWaiter(w)
 		return s.acquirePlain(ctx, lk.name, wait)
 	}
 	// Go on holding the mutex: a lock no waiter of several locks waits for.
 	o := op{s: s, lk: lk}
-	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, since)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, w)
 }
 
 // acquirePlain is the plain acquisition of name when a slot is not free
@@ -220,17 +223,18 @@ func (s *Store) acquirePlain(ctx context.Context, name string, wait bool) (plain
 	if err != nil {
 		return nil, 0, err
 	}
-	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, 0)
+	return s.acquirePlainLocked(ctx, &o, lk, 1, wait, nil)
 }
 
 // acquirePlainLocked is acquirePlain of weight once the op holds lk; the
-// Lock it returns is lk's view for the slots granted (view). since is
-// when a wait starts on the wait clock (waitNano), when read before the
-// mutex (queuedSince); else 0.
-func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool, since time.Duration) (plain.Lock, int64, error) {
+// Lock it returns is lk's view for the slots granted (view). w is the
+// caller's waiter when it was taken and dated before the mutex
+// (queuedWaiter), else nil.
+func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight int, wait bool, w *waiter) (plain.Lock, int64, error) {
 	if !lk.plainOK() {
 		s.forget(lk)
 		o.done()
+		putWaiter(w)
 		return nil, 0, plain.ErrNotPlain
 	}
 	need := 1
@@ -238,6 +242,7 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 		if need = store.Need(weight, int(lk.slots)); need > int(lk.slots) {
 			s.forget(lk)
 			o.done()
+			putWaiter(w)
 			return nil, 0, &store.WeightError{Lock: lk.name, Weight: need, Slots: int(lk.slots)}
 		}
 	}
@@ -254,22 +259,25 @@ func (s *Store) acquirePlainLocked(ctx context.Context, o *op, lk *lock, weight 
 			h.ext().acquired = stamp
 		}
 		o.done()
+		putWaiter(w)
 		return pl, h.token, nil
 	}
 	if !wait {
 		err := s.refuse(o, lk, weight)
 		s.forget(lk)
 		o.done()
+		putWaiter(w)
 		return nil, 0, err
 	}
-	w := waiters.Get().(*waiter)
+	if w == nil {
+		w = waiters.Get().(*waiter)
+	}
 	w.ref = lk.waitQueue().refs.New()
 	if weight != 1 {
 		w.heavy, w.pw = true, int32(weight)
 	}
 	w.one[0] = lk
 	w.locks = w.one[:]
-	w.queued = since
 	err := s.park(ctx, o, w)
 	var token int64
 	if err == nil {
