@@ -35,12 +35,7 @@ func TestElectAndLeader(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "vacant") {
 		t.Fatalf("leader after the command exited: %d %q, want vacant (elect resigns)", code, out)
 	}
-	s, err := sqlitestore.Open(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
+	locks := sqliteLocks(t, db)
 	el, err := election.New(locks, "jobs")
 	if err != nil {
 		t.Fatal(err)
@@ -69,12 +64,7 @@ func TestElectAndLeader(t *testing.T) {
 // else) has its command ended, and elect exits 122.
 func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "e.db")
-	s, err := sqlitestore.Open(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
+	locks := sqliteLocks(t, db)
 	codes := make(chan int, 1)
 	go func() {
 		// The command's stderr and elect's messages share a writer: one
@@ -365,11 +355,7 @@ func TestElectAgainCampaignsAgain(t *testing.T) {
 	vacant("after elect without --again")
 
 	waiting := make(chan struct{}, 1)
-	s, err := sqlitestore.Open(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := sleeplock.New(s, sleeplock.WithNotifier(sleeplock.NotifierFunc(func(ev sleeplock.Event) {
+	locks := sqliteLocks(t, db, sleeplock.WithNotifier(sleeplock.NotifierFunc(func(ev sleeplock.Event) {
 		if ev.Type == sleeplock.EventWaiting {
 			select {
 			case waiting <- struct{}{}:
@@ -377,7 +363,6 @@ func TestElectAgainCampaignsAgain(t *testing.T) {
 			}
 		}
 	})))
-	defer func() { _ = locks.Close() }()
 	el, err := election.New(locks, "jobs")
 	if err != nil {
 		t.Fatal(err)
@@ -551,12 +536,7 @@ func TestLeaderWatch(t *testing.T) {
 			}
 			want(strings.TrimSuffix(out, "\n"), "vacant", "", "", 0)
 
-			s, err := sqlitestore.Open(t.Context(), db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			locks := sleeplock.New(s)
-			defer func() { _ = locks.Close() }()
+			locks := sqliteLocks(t, db)
 			el, err := election.New(locks, "jobs")
 			if err != nil {
 				t.Fatal(err)
@@ -637,12 +617,7 @@ func TestElectAgainThroughStoreRestart(t *testing.T) {
 func TestElectSignalWhileWaiting(t *testing.T) {
 	t.Run("behind a leader", func(t *testing.T) {
 		db := filepath.Join(t.TempDir(), "e.db")
-		s, err := sqlitestore.Open(t.Context(), db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		locks := sleeplock.New(s)
-		defer func() { _ = locks.Close() }()
+		locks := sqliteLocks(t, db)
 		el, err := election.New(locks, "jobs")
 		if err != nil {
 			t.Fatal(err)
@@ -683,4 +658,17 @@ func TestElectSignalWhileWaiting(t *testing.T) {
 			t.Fatalf("elect --again: exit %d, stderr %q; want %d, the signal named", code, e.errOut.String(), 128+int(syscall.SIGHUP))
 		}
 	})
+}
+
+// sqliteLocks opens the SQLite store at db as another process of the
+// test would, with opts; the test's end closes it.
+func sqliteLocks(t *testing.T, db string, opts ...sleeplock.Option) *sleeplock.Locks {
+	t.Helper()
+	s, err := sqlitestore.Open(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks := sleeplock.New(s, opts...)
+	t.Cleanup(func() { _ = locks.Close() })
+	return locks
 }

@@ -11,10 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
 	"github.com/sleeplock/sleeplock/election"
-	"github.com/sleeplock/sleeplock/sqlitestore"
 )
 
 // state shows an election below the locks (leader, value, token, since,
@@ -23,12 +21,7 @@ import (
 func TestStateShowsElections(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "e.db")
 	st := "sqlite:" + db
-	s, err := sqlitestore.Open(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
+	locks := sqliteLocks(t, db)
 	if _, _, code := run(t, "define", "--store", st, "plain", "1"); code != 0 {
 		t.Fatalf("define: exit %d", code)
 	}
@@ -106,12 +99,7 @@ func TestServeElectionMetrics(t *testing.T) {
 	if _, _, code := run(t, "serve", "--store", "sqlite:"+db, "--election", "bad/*"); code != 2 {
 		t.Fatalf("serve --election with a family pattern: exit %d, want 2", code)
 	}
-	s, err := sqlitestore.Open(t.Context(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
+	locks := sqliteLocks(t, db)
 	el, err := election.New(locks, "sched", election.WithTTL(time.Hour))
 	if err != nil {
 		t.Fatal(err)
