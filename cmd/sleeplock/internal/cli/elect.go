@@ -197,6 +197,24 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	if err != nil {
 		return 0, startError(command[0], err, errOut)
 	}
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	rerr := term.Resign(rctx)
+	rcancel()
+	if res.Lost == nil {
+		// The resignation may be the first to see that the term was over
+		// (its lock deleted, or taken over) before the command ended.
+		if lerr := term.Lease().Err(); errors.Is(lerr, sleeplock.ErrLeaseLost) {
+			res.Lost = lerr
+		} else {
+			res.Lost = lostAtRelease(rerr, term.Lease())
+		}
+		if res.Lost != nil {
+			fmt.Fprintf(errOut, "sleeplock elect: lost the leadership of %q while the command ran: %s\n", el.Name(), message(res.Lost))
+		}
+	}
+	if res.Lost != nil {
+		fmt.Fprintf(errOut, "sleeplock elect: the command ended with status %d; exiting %d: leadership was lost while it ran\n", exitStatus(res.State), exitLost)
+	}
 	return res.Status(), nil
 }
 

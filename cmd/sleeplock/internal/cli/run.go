@@ -259,16 +259,35 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return startError(command[0], err, errOut)
 	}
 	rerr := lease.Release(rctx)
-	if res.Lost == nil && errors.Is(rerr, sleeplock.ErrNotHeld) && !lease.Reentered() {
-		// Gone before the command ended, unnoticed until now.
-		res.Lost = fmt.Errorf("%w: no longer held when the command ended", sleeplock.ErrLeaseLost)
-		fmt.Fprintf(errOut, "sleeplock run: lost the lease of %q while the command ran: %s\n", name, message(res.Lost))
+	if res.Lost == nil {
+		res.Lost = lostAtRelease(rerr, lease)
+		if res.Lost != nil {
+			fmt.Fprintf(errOut, "sleeplock run: lost the lease of %q while the command ran: %s\n", name, message(res.Lost))
+		}
 	}
 	if res.Lost != nil {
 		fmt.Fprintf(errOut, "sleeplock run: the command ended with status %d; exiting %d: the lease was lost while it ran\n", exitStatus(res.State), exitLost)
 	}
 	if code := res.Status(); code != 0 {
 		return &exitError{code: code}
+	}
+	return nil
+}
+
+// lostAtRelease is why the release at a command's end shows that the
+// hold was no longer ours, unnoticed until then (nil when it was ours):
+// its lock was deleted (delete --force), or it was gone (taken over,
+// expired, released by its ref). A reentered lease's ErrNotHeld is not a
+// loss: the hold is the other process's, which may have released it.
+func lostAtRelease(rerr error, lease sleeplock.Lease) error {
+	switch {
+	case errors.Is(rerr, sleeplock.ErrNotFound):
+		if err := lease.Err(); errors.Is(err, sleeplock.ErrLeaseLost) {
+			return err
+		}
+		return fmt.Errorf("%w: lock %q was deleted while the command ran", sleeplock.ErrLeaseLost, lease.Name())
+	case errors.Is(rerr, sleeplock.ErrNotHeld) && !lease.Reentered():
+		return fmt.Errorf("%w: no longer held when the command ended", sleeplock.ErrLeaseLost)
 	}
 	return nil
 }

@@ -299,3 +299,36 @@ func TestRunEndsCommandWhenLockDeleted(t *testing.T) {
 		t.Fatal("the command outlived its sleeplock run")
 	}
 }
+
+// TestLockDeletedBeforeRenewalIsLost: a lock deleted (delete --force)
+// while run or elect holds it, whose command then ends before the next
+// renewal could notice, still gives the lost status: the release at the
+// command's end is the first to see that the hold was gone.
+func TestLockDeletedBeforeRenewalIsLost(t *testing.T) {
+	stores := map[string]func(t *testing.T, e *runEnv) []string{
+		"sqlite": func(t *testing.T, e *runEnv) []string { return []string{"--store", e.store()} },
+		"postgres": func(t *testing.T, e *runEnv) []string {
+			pg := newPG(t)
+			return []string{"--store", pg.dsn, "--schema", pg.schema}
+		},
+	}
+	for storeName, storeArgs := range stores {
+		for _, verb := range []string{"run", "elect"} {
+			t.Run(storeName+"/"+verb, func(t *testing.T) {
+				e := newRunEnv(t)
+				sa := storeArgs(t, e)
+				marks := filepath.Join(e.dir, "marks")
+				// A TTL of an hour: no renewal comes before the command ends.
+				holder, pid := startMarked(t, e, marks, "cmd", append(append([]string{verb}, sa...), "--ttl", "1h", "gone")...)
+				out, errOut, code := run(t, append([]string{"delete", "--force", "gone"}, sa...)...)
+				if code != 0 || out != "deleted gone: ended 1 hold and 0 waiters\n" {
+					t.Fatalf("delete --force: exit %d %q %q", code, out, errOut)
+				}
+				if err := syscall.Kill(pid, syscall.SIGTERM); err != nil { // the command ends (status 3)
+					t.Fatal(err)
+				}
+				wantExit(t, holder, exitLost)
+			})
+		}
+	}
+}
