@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 var _ = register("run", "run a command holding a slot of a lock (a counting, FIFO flock)", runRun)
@@ -47,7 +48,8 @@ Exit status:
   1                 refused at once: --no-wait (-n) or --wait 0, as flock -n
   124               --wait ran out, as timeout(1)
   E                 both of the above with --conflict-exit-code E, as flock -E
-  125               sleeplock run failed: the store, or a lock with other slots
+  125               sleeplock run failed: the store, or a lock (or the family
+                    that covers NAME) with other slots than --slots
   126, 127          the command cannot be run, or does not exist
   122               the lease was lost while the command ran, whatever the
                     command returned (it was ended, unless --keep-on-loss)
@@ -339,22 +341,41 @@ func runFailed(ctx context.Context, err error) error {
 
 // defineForRun defines name with slots (1 when 0, -slots when negative)
 // unless it exists; a lock with other slots than --slots (positive) is an
-// error.
+// error, and so is a family covering name with other slots than --slots:
+// run never defines a member of a family apart from it.
 func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slots int) error {
-	if slots <= 0 {
-		_, err := locks.State(ctx, name)
-		if !errors.Is(err, sleeplock.ErrNotFound) {
+	st, err := locks.State(ctx, name)
+	if !errors.Is(err, sleeplock.ErrNotFound) {
+		if err != nil || slots <= 0 || st.Slots == slots {
 			return err // it exists (or a family covers it), or the store failed
 		}
-		slots = max(-slots, 1)
+		if fam, ok := coveringFamily(ctx, locks, name); ok && fam.Slots == st.Slots {
+			return fmt.Errorf("lock %q is a member of family %q of %s, not %d: drop --slots, resize the family with \"sleeplock define '%s' %d --resize\", or define %q apart first with \"sleeplock define %s %d\"",
+				name, fam.Name, slotCount(fam.Slots), slots, fam.Name, slots, name, name, slots)
+		}
+		// Defined apart: Define reports the conflict.
 	}
-	err := locks.Define(ctx, name, slots)
+	slots = max(slots, -slots, 1)
+	err = locks.Define(ctx, name, slots)
 	var conflict *sleeplock.ConflictError
 	if errors.As(err, &conflict) {
 		return fmt.Errorf("lock %q has %s, not %d: drop --slots, or resize it with \"sleeplock define %s %d --resize\"",
 			name, slotCount(conflict.Slots), conflict.Requested, name, conflict.Requested)
 	}
 	return err
+}
+
+// coveringFamily is the most specific family that covers name, if any.
+func coveringFamily(ctx context.Context, locks *sleeplock.Locks, name string) (sleeplock.State, bool) {
+	var found sleeplock.State
+	ok := false
+	store.FamilyOf(name, func(pattern string) bool {
+		if st, err := locks.State(ctx, pattern); err == nil && st.Family {
+			found, ok = st, true
+		}
+		return !ok
+	})
+	return found, ok
 }
 
 // slotCount is "1 slot" or "N slots".
