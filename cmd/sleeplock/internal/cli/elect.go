@@ -44,8 +44,13 @@ elected (a new term), changed (the leader proclaimed another value),
 vacant (nobody leads), until interrupted. --json prints one object a
 line: event, id, value, token, since, waiting.
 
+Only an election is reported: NAME that is a lock and not an election
+(of other than 1 slot, or held by run rather than elect's candidates) is
+an error, also when run takes it during --watch.
+
 Exit status: 0 when it printed a leader, 1 when nobody leads (or on an
-error); with --watch, 0 when interrupted; 2 for a bad command line.
+error); with --watch, 0 when interrupted; 2 for a bad command line, or a
+NAME that is a lock, not an election.
 `
 }
 
@@ -239,6 +244,9 @@ func runLeader(ctx context.Context, args []string, out, errOut io.Writer) error 
 	if err != nil {
 		return &usageError{message(err)}
 	}
+	if err := notAnElection(ctx, locks, fs.Arg(0)); err != nil {
+		return err
+	}
 	if !*watch {
 		l, err := el.Leader(ctx)
 		if errors.Is(err, election.ErrNoLeader) {
@@ -251,10 +259,51 @@ func runLeader(ctx context.Context, args []string, out, errOut io.Writer) error 
 		printLeader(out, election.Event{Type: election.Elected, Leader: l, Token: l.Token}, *asJSON)
 		return nil
 	}
-	for ev := range el.Observe(ctx) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := el.Observe(wctx)
+	for ev := range events {
+		if ev.Type == election.Elected {
+			// A lock that run took since: its holder is no leader.
+			if err := notAnElection(ctx, locks, fs.Arg(0)); err != nil {
+				cancel()
+				for range events { // the observer ends
+				}
+				return err
+			}
+		}
 		printLeader(out, ev, *asJSON)
 	}
 	return nil // the user ended the watch (Ctrl-C): a success, as state --watch
+}
+
+// notAnElection is the error (status 2) of leader given the name of a
+// lock that is not an election: a family, a lock of other than 1 slot, or
+// one held or waited for by others than an election's candidates (run's
+// holders; election.StatusOf knows candidates by their refs). A vacant
+// lock of 1 slot may be either: it reads as a vacant election. Nil when it
+// is one, or when the lock cannot be read (the election's own read then
+// says why).
+func notAnElection(ctx context.Context, locks *sleeplock.Locks, name string) error {
+	st, err := locks.StateDetail(ctx, name)
+	if err != nil {
+		return nil
+	}
+	var why string
+	switch {
+	case st.Family:
+		return &exitError{code: 2, err: fmt.Errorf("%q is a family of locks, not an election", name)}
+	case st.Slots != 1:
+		why = "it has " + slotCount(st.Slots) + ", an election's lock has 1"
+	case len(st.Holders)+len(st.Queue) == 0:
+		return nil
+	default:
+		if _, ok := election.StatusOf(st); ok {
+			return nil
+		}
+		why = "its holders are not an election's candidates (\"sleeplock state " + name + "\" shows them)"
+	}
+	return &exitError{code: 2, err: fmt.Errorf("%q is a lock, not an election: %s", name, why)}
 }
 
 // leaderJSON is the JSON form of an election's state or change.

@@ -672,3 +672,75 @@ func sqliteLocks(t *testing.T, db string, opts ...sleeplock.Option) *sleeplock.L
 	t.Cleanup(func() { _ = locks.Close() })
 	return locks
 }
+
+// TestLeaderOfAPlainLock: leader reports only an election. Given a lock
+// that run holds (a ref that is no candidate's), or one of a million
+// slots that two shared runs hold, it says that NAME is a lock, not an
+// election, and exits 2; leader --watch too when run takes the lock it
+// watches.
+func TestLeaderOfAPlainLock(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "e.db")
+	st := "sqlite:" + db
+	locks := sqliteLocks(t, db)
+	ctx := t.Context()
+	wantNotElection := func(name, errOut string, code int) {
+		t.Helper()
+		if code != 2 || !strings.Contains(errOut, `"`+name+`" is a lock, not an election`) {
+			t.Fatalf("leader %s: exit %d %q; want 2 and that it is a lock, not an election", name, code, errOut)
+		}
+	}
+
+	if err := locks.Define(ctx, "M", 1); err != nil {
+		t.Fatal(err)
+	}
+	m, err := locks.Acquire(ctx, "M", sleeplock.Ref("vm:4242"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Release(context.Background()) }()
+	out, errOut, code := run(t, "leader", "--store", st, "M")
+	if out != "" {
+		t.Fatalf("leader M printed %q", out)
+	}
+	wantNotElection("M", errOut, code)
+
+	if err := locks.Define(ctx, "R", 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"vm:1", "vm:2"} {
+		r, err := locks.Acquire(ctx, "R", sleeplock.Ref(ref), sleeplock.Shared())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = r.Release(context.Background()) }()
+	}
+	_, errOut, code = run(t, "leader", "--store", st, "R")
+	wantNotElection("R", errOut, code)
+	_, errOut, code = run(t, "leader", "--store", st, "--watch", "R")
+	wantNotElection("R", errOut, code)
+
+	// A vacant lock of 1 slot reads as a vacant election, until run takes it.
+	if err := locks.Define(ctx, "W", 1); err != nil {
+		t.Fatal(err)
+	}
+	deadline, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	watch := startMain(t, nil, "leader", "--store", st, "--watch", "W")
+	if line := watch.out.line(t, deadline, watch.code, 0); line != "vacant: no leader" {
+		t.Fatalf("leader --watch W: %q; want vacant", line)
+	}
+	w, err := locks.Acquire(ctx, "W", sleeplock.Ref("vm:4243"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Release(context.Background()) }()
+	select {
+	case code := <-watch.code:
+		wantNotElection("W", watch.errOut.String(), code)
+	case <-deadline.Done():
+		t.Fatal("leader --watch W went on after run took W")
+	}
+	if lines := watch.out.all(); len(lines) != 1 {
+		t.Fatalf("leader --watch W printed %q; want the vacancy only", lines)
+	}
+}
