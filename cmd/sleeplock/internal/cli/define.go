@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/sleeplock/sleeplock"
+	"go.yaml.in/yaml/v3"
 )
 
 var _ = register("define", "create a lock (or a family NAME/*) with SLOTS slots", runDefine)
@@ -79,6 +81,9 @@ file does not name, as "sleeplock delete" does: one that is held or
 waited for refuses the whole apply (status 1, naming the lock and the
 file), unless --force, which ends its holds and waiters. Applying the same
 file again changes nothing. It prints what it did, a line per lock.
+With --prune, a file that names no locks (empty, only comments, "locks:"
+with nothing after it) is a bad file (2) that would delete every lock:
+"locks: []" prunes every lock on purpose.
 `
 }
 
@@ -113,6 +118,11 @@ func runApply(ctx context.Context, args []string, out, errOut io.Writer) error {
 	cfg, err := sleeplock.LoadConfig(file)
 	if err != nil {
 		return err // a *ConfigError names the file
+	}
+	if *prune && len(cfg.Locks) == 0 {
+		if err := pruneAllOnPurpose(file); err != nil {
+			return err
+		}
 	}
 	s, err := sf.open(ctx)
 	if err != nil {
@@ -205,4 +215,27 @@ func versionLine(bi *debug.BuildInfo) string {
 		}
 	}
 	return s + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+}
+
+// pruneAllOnPurpose is nil when file, a valid config of no locks, says so
+// with an explicit list ("locks: []"), and otherwise the error of a file
+// that names no locks by mistake (empty, only comments, "locks:" with
+// nothing after it): with --prune it would delete every lock.
+func pruneAllOnPurpose(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return &sleeplock.ConfigError{File: file, Entry: -1, Err: err}
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) == nil && len(doc.Content) == 1 {
+		if root := doc.Content[0]; root.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(root.Content); i += 2 {
+				if root.Content[i].Value == "locks" && root.Content[i+1].Kind == yaml.SequenceNode {
+					return nil
+				}
+			}
+		}
+	}
+	return &sleeplock.ConfigError{File: file, Entry: -1, Err: errors.New(
+		"the file is empty (no YAML document, or no \"locks:\" list): with --prune it would delete every lock; nothing changed. Write \"locks: []\" to prune every lock on purpose")}
 }

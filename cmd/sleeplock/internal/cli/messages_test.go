@@ -139,3 +139,34 @@ func TestApplyConflictNamesFileLine(t *testing.T) {
 		t.Fatalf("apply of a clashing file: exit %d, stderr %q; want 1 and %s:4", code, errOut, file)
 	}
 }
+
+// TestApplyPruneEmptyFile: apply --prune of a file that names no locks by
+// mistake (0 bytes, only a comment, "locks:" with nothing after it) is a
+// bad file (2) that says so and deletes nothing; "locks: []" prunes every
+// lock on purpose.
+func TestApplyPruneEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "locks.db")
+	if _, errOut, code := run(t, "define", "--store", db, "keep", "1"); code != 0 {
+		t.Fatalf("define: exit %d %q", code, errOut)
+	}
+	file := filepath.Join(dir, "locks.yaml")
+	for _, yaml := range []string{"", "# nothing yet\n", "---\n", "locks:\n"} {
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := run(t, "apply", "--store", db, "--prune", file)
+		if code != 2 || out != "" || !strings.Contains(errOut, file+": the file is empty") || !strings.Contains(errOut, `"locks: []"`) {
+			t.Errorf("apply --prune of %q: exit %d %q %q; want 2, the file is empty, and \"locks: []\" named", yaml, code, out, errOut)
+		}
+		if out, _, _ := run(t, "state", "--store", db); !strings.Contains(out, "keep") {
+			t.Fatalf("apply --prune of %q deleted keep:\n%s", yaml, out)
+		}
+	}
+	if err := os.WriteFile(file, []byte("locks: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := run(t, "apply", "--store", db, "--prune", file); code != 0 || out != "deleted keep\n" {
+		t.Fatalf("apply --prune of locks: []: exit %d %q %q; want keep deleted", code, out, errOut)
+	}
+}
