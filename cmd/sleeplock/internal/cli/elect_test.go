@@ -65,12 +65,16 @@ func TestElectAndLeader(t *testing.T) {
 func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "e.db")
 	locks := sqliteLocks(t, db)
-	codes := make(chan int, 1)
+	codes, said := make(chan int, 1), make(chan string, 1)
 	go func() {
 		// The command's stderr and elect's messages share a writer: one
 		// that a mutex guards, as a terminal is.
 		var out, errOut lockedBuffer
-		codes <- Main(t.Context(), []string{"elect", "--store", "sqlite:" + db, "--ttl", "900ms", "jobs", "--", "sleep", "60"}, &out, &errOut)
+		code := Main(t.Context(), []string{"elect", "--store", "sqlite:" + db, "--ttl", "900ms", "jobs", "--", "sleep", "60"}, &out, &errOut)
+		errOut.mu.Lock()
+		said <- errOut.b.String()
+		errOut.mu.Unlock()
+		codes <- code
 	}()
 	// Wait for elect's term by the election's events; an elect that
 	// exits first fails the test.
@@ -111,6 +115,10 @@ func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 	}
 	if code := <-codes; code != exitLost {
 		t.Fatalf("elect exited %d after its term was taken, want %d", code, exitLost)
+	}
+	// elect has no --keep-on-loss: its message names no such flag.
+	if msg := <-said; !strings.Contains(msg, "sleeplock elect: killing the command") || strings.Contains(msg, "--keep-on-loss") {
+		t.Fatalf("elect said %q; want that it kills the command, and no --keep-on-loss (elect has none)", msg)
 	}
 }
 

@@ -254,7 +254,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"SLEEPLOCK_LOCK="+name,
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(lease.Token(), 10),
 		"SLEEPLOCK_REF="+lease.Ref())
-	res, err := supervise(cmd, supervision{Lease: lease, Grace: f.grace, KeepOnLoss: f.keepOnLoss,
+	res, err := supervise(cmd, supervision{Lease: lease, Grace: f.grace, KeepOnLoss: f.keepOnLoss, KeepOnLossFlag: true,
 		Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
 	if err != nil {
 		_ = lease.Release(rctx)

@@ -38,6 +38,9 @@ type supervision struct {
 	// KeepOnLoss lets the command run on after the lease is lost or its
 	// deadline passes (the outcome still reports the loss).
 	KeepOnLoss bool
+	// KeepOnLossFlag: the caller has a --keep-on-loss flag (run, not
+	// elect), which the message of a killed command names.
+	KeepOnLossFlag bool
 	// Signals are passed on to the command's process group.
 	Signals <-chan os.Signal
 	// Who prefixes the messages written to ErrOut ("sleeplock run").
@@ -93,7 +96,11 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 			out.Lost = lossOf(sv.Lease)
 			fmt.Fprintf(sv.ErrOut, "%s: lost the lease of %q while the command runs: %s\n", sv.Who, sv.Lease.Name(), message(out.Lost))
 			if !sv.KeepOnLoss && !killed {
-				fmt.Fprintf(sv.ErrOut, "%s: killing the command (--keep-on-loss lets it run)\n", sv.Who)
+				hint := ""
+				if sv.KeepOnLossFlag {
+					hint = " (--keep-on-loss lets it run)"
+				}
+				fmt.Fprintf(sv.ErrOut, "%s: killing the command%s\n", sv.Who, hint)
 				_ = signalGroup(pid, syscall.SIGKILL)
 				killed = true
 			}
