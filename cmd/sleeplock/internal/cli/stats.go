@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
+	"time"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/cmd/sleeplock/internal/lockview"
@@ -52,10 +54,16 @@ func showStats(ctx context.Context, locks *sleeplock.Locks, names []string, asJS
 	return tw.Flush()
 }
 
-// meanMS is total/n milliseconds, "-" for none.
+// meanMS is the mean of n durations of total milliseconds, as a duration
+// of 3 significant digits (3s, 1.26s, 45.7ms, 123µs), "-" for none.
 func meanMS(total float64, n uint64) string {
 	if n == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.3gms", total/float64(n))
+	d := time.Duration(math.Round(total / float64(n) * float64(time.Millisecond)))
+	unit := time.Duration(1)
+	for v := d; v >= 1000; v /= 10 {
+		unit *= 10
+	}
+	return d.Round(unit).String()
 }

@@ -69,3 +69,26 @@ func TestStateStats(t *testing.T) {
 		t.Fatalf("state --stats chat/1: exit %d %q", code, errOut)
 	}
 }
+
+// TestMeanDurations: state --stats prints MEAN WAIT and MEAN HOLD as
+// durations of 3 significant digits, never in scientific notation.
+func TestMeanDurations(t *testing.T) {
+	for _, c := range []struct {
+		totalMS float64
+		n       uint64
+		want    string
+	}{
+		{3000, 1, "3s"},
+		{2520, 2, "1.26s"},
+		{1263.4, 1, "1.26s"},
+		{45.67, 1, "45.7ms"},
+		{0.1234, 1, "123µs"},
+		{123456, 1, "2m3s"},
+		{0, 1, "0s"},
+		{5, 0, "-"},
+	} {
+		if got := meanMS(c.totalMS, c.n); got != c.want {
+			t.Errorf("meanMS(%v, %d) = %q; want %q", c.totalMS, c.n, got, c.want)
+		}
+	}
+}
