@@ -75,3 +75,17 @@ func (e pgEnv) run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	return run(t, append(args, "--store", e.dsn, "--schema", e.schema)...)
 }
+
+// TestNotMigratedNamesSchema: the error of a --schema that was never
+// migrated tells the migrate command with that --schema, which the one
+// without it would not migrate.
+func TestNotMigratedNamesSchema(t *testing.T) {
+	dsn := testDSN(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "cli_test_none_" + hex.EncodeToString(b[:])
+	_, errOut, code := run(t, "state", "--store", dsn, "--schema", schema)
+	if want := "run `sleeplock migrate --schema " + schema + "`"; code != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("state of a schema never migrated: exit %d %q; want 1 and %q", code, errOut, want)
+	}
+}

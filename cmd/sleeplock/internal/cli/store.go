@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -137,9 +138,21 @@ func (f storeFlags) open(ctx context.Context) (store.Store, error) {
 	}
 	s, err := pgstore.Open(ctx, dsn, pgstore.WithSchema(*f.schema))
 	if err != nil {
-		return nil, err
+		return nil, f.migrateHint(err)
 	}
 	return s, nil
+}
+
+// migrateHint gives pgstore's error of a schema to migrate the --schema
+// that was given in the command it names ("sleeplock migrate --schema
+// X"), unless it is the default one.
+func (f storeFlags) migrateHint(err error) error {
+	var se *pgstore.SchemaError
+	var pe *pgstore.PreReleaseError
+	if *f.schema == pgstore.DefaultSchema || !errors.As(err, &se) && !errors.As(err, &pe) {
+		return err
+	}
+	return &cliError{strings.ReplaceAll(err.Error(), "`sleeplock migrate`", "`sleeplock migrate --schema "+shellQuote(*f.schema)+"`"), err}
 }
 
 var _ = register("migrate", "create or upgrade the store's tables", runMigrate)
