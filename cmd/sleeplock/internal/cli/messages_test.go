@@ -170,3 +170,16 @@ func TestApplyPruneEmptyFile(t *testing.T) {
 		t.Fatalf("apply --prune of locks: []: exit %d %q %q; want keep deleted", code, out, errOut)
 	}
 }
+
+// TestRunBadKindNamed: a --kind with a control character is a bad value
+// (2) named as the kind, not as a ref, and nothing is defined or run.
+func TestRunBadKindNamed(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "locks.db")
+	_, errOut, code := run(t, "run", "--store", db, "--kind", "a\nb", "k", "--", os.Args[0], "test-child-exit", "0")
+	if code != 2 || !strings.Contains(errOut, `--kind "a\nb": a kind must be`) || strings.Contains(errOut, "ref") {
+		t.Fatalf("run --kind \"a\\nb\": exit %d %q; want 2 naming --kind, not a ref", code, errOut)
+	}
+	if out, _, _ := run(t, "state", "--store", db); !strings.Contains(out, "no locks") {
+		t.Fatalf("run with a bad --kind defined a lock:\n%s", out)
+	}
+}

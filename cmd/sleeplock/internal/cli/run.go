@@ -185,6 +185,12 @@ func (f *runFlags) check(set map[string]bool) (timeoutCode int, err error) {
 	case set["slots"] && f.weight > f.slots:
 		return 0, usagef("--weight %d is more than --slots %d", f.weight, f.slots)
 	}
+	// The library checks a kind as a ref is checked, and says "invalid
+	// ref": name the flag.
+	var bad *store.InvalidError
+	if err := store.CheckRef("kind", f.kind); errors.As(err, &bad) {
+		return 0, usagef("--kind %s: %s", bad.Value, bad.Rule)
+	}
 	if f.wait.set && f.wait.d == 0 {
 		f.noWait = true // as flock -w 0
 	}
