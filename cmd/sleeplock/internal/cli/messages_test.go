@@ -183,3 +183,26 @@ func TestRunBadKindNamed(t *testing.T) {
 		t.Fatalf("run with a bad --kind defined a lock:\n%s", out)
 	}
 }
+
+// The store's flags are described as they work: --store takes redis://…
+// too, and --schema is also Redis's key prefix, in help and the README's
+// "Command line" section alike.
+func TestStoreFlagsDescribed(t *testing.T) {
+	out, _, _ := run(t, "help")
+	_, schema, _ := strings.Cut(out, "--schema NAME")
+	if !strings.Contains(out, "redis://") || !strings.Contains(schema, "Redis: the keys'") {
+		t.Errorf("help does not say that --store takes redis://… and --schema is Redis's key prefix:\n%s", out)
+	}
+	readme, err := os.ReadFile("../../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, cl, _ := strings.Cut(string(readme), "\n## Command line\n")
+	_, storeItem, _ := strings.Cut(cl, "\n- The store:")
+	storeItem, _, _ = strings.Cut(storeItem, "\n- ")
+	for _, want := range []string{"`redis://…`", "on Redis the keys' prefix"} {
+		if !strings.Contains(storeItem, want) {
+			t.Errorf("README's \"The store:\" item does not say %q:\n%s", want, storeItem)
+		}
+	}
+}
