@@ -257,7 +257,7 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 		}
 	}
 	if r := &rows[0]; r.slots > 0 {
-		s.fast.setMany(req.Name, r.slots > 1)
+		s.fast.setMany(req.Name, r.slots > 1 && r.slots <= slotModeMax)
 	}
 	return rows, nil
 }

@@ -39,7 +39,9 @@
 //     which serialises them, so tokens and event numbers grow per lock. A
 //     fast row holds the lock's whole state: its one holder (scalar mode,
 //     of any weight) or one element of its slot arrays per slot (slot
-//     mode, a lock of several slots, weight 1 each). A grant of a free
+//     mode, a lock of 2 to 1,024 slots, weight 1 each; a wider lock keeps
+//     its holders beside the first in holder rows, so that no statement
+//     costs in proportion to its slots). A grant of a free
 //     lock or slot and its release are then one UPDATE of the row each.
 //   - holders and queue: the holders and waiters of a lock whose row is
 //     not fast (spill() moves a fast row's holders there when a caller

@@ -36,6 +36,14 @@ type fastHints struct {
 	weightedInRow [1024]atomic.Bool
 }
 
+// slotModeMax is the most slots a lock may have for its row to go to slot
+// mode (one element of the row's arrays per slot: acquire_one.sql,
+// grant_slot_in_row()). A wider lock keeps its holders in holder rows, or
+// its one holder in the row in scalar mode, which acquireFast grants: the
+// store sends acquireSlot and releaseSlot only for a lock of 2 to
+// slotModeMax slots.
+const slotModeMax = 1024
+
 // contendedSightings is how many times a contended lock must be seen fast
 // before the store sends it the fast statements again.
 const contendedSightings = 16
@@ -51,7 +59,7 @@ func (h *fastHints) entry(name string) *atomic.Int32 { return &h.table[h.index(n
 // isMany reports whether name was last seen with several slots.
 func (h *fastHints) isMany(name string) bool { return h.many[h.index(name)].Load() }
 
-// setMany records whether name has several slots.
+// setMany records whether name has several slots, at most slotModeMax.
 func (h *fastHints) setMany(name string, many bool) { h.many[h.index(name)].Store(many) }
 
 // isWeightedInRow reports whether the store last granted name a weighted hold in

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -51,4 +52,21 @@ func TestFastHintsContention(t *testing.T) {
 	if !h.is(other) || h.is("a") {
 		t.Fatal("hints of two names in different entries mixed")
 	}
+}
+
+// TestSlotModeMaxMatchesSQL: the store's hint of a lock of several slots
+// (setMany) uses the bound at which acquire_one() stops putting a lock in
+// slot mode: a mismatch would cost a second statement per grant.
+func TestSlotModeMaxMatchesSQL(t *testing.T) {
+	want := "v_slots <= " + strconv.Itoa(slotModeMax)
+	for _, f := range functionFiles {
+		if f.name != "sql/acquire_one.sql" {
+			continue
+		}
+		if n := strings.Count(f.sql, want); n != 2 {
+			t.Fatalf("%s has %q %d times, want 2 (step 1 and the turn to slot mode)", f.name, want, n)
+		}
+		return
+	}
+	t.Fatal("sql/acquire_one.sql not embedded")
 }

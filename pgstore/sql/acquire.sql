@@ -425,9 +425,8 @@ DECLARE
 BEGIN
     FOR i IN 1 .. cardinality(p_names) LOOP
         CONTINUE WHEN a_mine[i];
-        SELECT s INTO v_slot FROM generate_series(1, a_slots[i]) s
-         WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_names[i] AND h.slot = s)
-         ORDER BY s LIMIT 1;
+        -- (the rows are spilled: lock_rows(); holding is the holder rows)
+        v_slot := {{schema}}.free_slot(p_names[i], a_slots[i]);
         v_token := NULL;
         IF v_slot IS NOT NULL THEN
             INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,

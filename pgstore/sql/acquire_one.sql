@@ -12,8 +12,9 @@
 -- acquire_one: a request for one lock without StaleAfter, in every case
 -- (the store sends it when the bare UPDATE of acquire_fast.sql granted
 -- nothing, or first for a lock it last saw slow). Cheapest case first:
---   1. A lock of several slots whose row is fast (or new): a free slot of
---      the row's arrays, under the row (grant_slot_in_row()).
+--   1. A lock of several slots, at most 1,024, whose row is fast (or
+--      new): a free slot of the row's arrays, under the row
+--      (grant_slot_in_row()).
 --   2. A caller that will wait behind a slow lock whose waiters are all
 --      their nodes' (unowned = 0), no node stale: queued under the row on
 --      a few reads (enqueue_if_blocked()).
@@ -61,8 +62,9 @@ BEGIN
             0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
         RETURN;
     END IF;
-    -- 1. A slot in the row's arrays.
-    IF v_slots > 1 AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+    -- 1. A slot in the row's arrays (a lock of at most 1,024 slots: see
+    -- grant_slot_in_row()).
+    IF v_slots > 1 AND v_slots <= 1024 AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         RETURN QUERY SELECT * FROM {{schema}}.grant_slot_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_pats,
                                                                 p_lease, p_back);
         IF FOUND THEN
@@ -155,6 +157,14 @@ $sleeplock$;
 -- lock of several slots: a free slot of its fast row's arrays, under the
 -- row (a new row is made fast; a free row in scalar mode is turned to slot
 -- mode first). A read first: a try of a full lock takes no row lock.
+-- Only for a lock of at most 1,024 slots (acquire_one() calls it for no
+-- other): the arrays have one element per slot, and every statement that
+-- reads or writes them (this one, acquire_slot.sql, release_slot.sql, the
+-- view holding, spill()) costs time in proportion to their length; on a
+-- lock of 1,000,000 slots (`sleeplock run -s`) State took 1.7 s, a grant
+-- 18 ms. A wider lock keeps its holders in holder rows (one holder: the
+-- row's, in scalar mode), which cost in proportion to the holders. Up to
+-- 1,024 slots the arrays cost less than the holder rows (bench/README).
 CREATE OR REPLACE FUNCTION {{schema}}.grant_slot_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_op bigint, p_pats text[], p_lease bigint, p_back bigint)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
@@ -201,7 +211,7 @@ BEGIN
     END IF;
     v_now := clock_timestamp();
     v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-    IF v_turn AND l.fast AND l.xref IS NULL AND l.ref IS NULL AND v_slots > 1 THEN
+    IF v_turn AND l.fast AND l.xref IS NULL AND l.ref IS NULL AND v_slots > 1 AND v_slots <= 1024 THEN
         -- Free, in scalar mode: to slot mode.
         UPDATE {{schema}}.locks x
            SET ref = '', xref = array_fill(NULL::text, ARRAY[v_slots]), xkind = array_fill(NULL::text, ARRAY[v_slots]),
@@ -343,9 +353,7 @@ BEGIN
         RETURN;
     END IF;
     SELECT coalesce(sum(h.weight), 0)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
-           (SELECT s FROM generate_series(1, p_slots) s
-             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.slot = s)
-             ORDER BY s LIMIT 1) AS slot
+           {{schema}}.free_slot(p_name, p_slots) AS slot
       INTO f
       FROM {{schema}}.holders h WHERE h.lock = p_name;
     IF f.mine OR f.n + p_need > p_slots OR f.slot IS NULL THEN

@@ -264,9 +264,7 @@ BEGIN
         IF p_run = 0 THEN
             v_slot := 1;
         ELSE
-            SELECT s INTO v_slot FROM generate_series(1, p_slots) s
-             WHERE NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name AND h.slot = s)
-             ORDER BY s LIMIT 1;
+            v_slot := {{schema}}.free_slot(p_name, p_slots);
             EXIT WHEN v_slot IS NULL;
         END IF;
         v_lease := CASE WHEN w.hold > 0 AND w.hold < w.ttl THEN w.hold ELSE w.ttl END;
