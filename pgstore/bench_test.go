@@ -622,3 +622,40 @@ func BenchmarkTakeover(b *testing.B) {
 	b.ReportMetric(float64(quantile(lat, 0.5).Microseconds())/1000, "p50-ms-after-expiry")
 	b.ReportMetric(float64(quantile(lat, 1).Microseconds())/1000, "max-ms-after-expiry")
 }
+
+// BenchmarkWideLock: on a lock that one reader holds, another reader's
+// TryAcquire+Release (a second holder of the lock, as `sleeplock run -s`
+// takes it), and State of the lock, for a lock of 2, 1,024, 1,025 and
+// 1,000,000 slots (`run -s` defines 1,000,000), durable. The cost must not
+// grow with the slots past 1,024: a wider lock keeps its holders in holder
+// rows, not in per-slot arrays (TestWideLockKeepsNoSlotArrays).
+func BenchmarkWideLock(b *testing.B) {
+	for _, slots := range []int{2, 1024, 1025, 1_000_000} {
+		for _, op := range []string{"pair", "state"} {
+			b.Run(fmt.Sprintf("slots=%d/%s", slots, op), func(b *testing.B) {
+				e := newBenchEnv(b, false)
+				ctx := context.Background()
+				define(b, e.s, "wide", slots)
+				if _, err := e.s.Acquire(ctx, req("holder", time.Hour, "wide")); err != nil {
+					b.Fatal(err)
+				}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if op == "state" {
+						if _, err := e.s.State(ctx, "wide", true); err != nil {
+							b.Fatal(err)
+						}
+						continue
+					}
+					g, err := e.s.Acquire(ctx, req("reader", time.Minute, "wide"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := e.s.Release(ctx, g.Handle(), nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
