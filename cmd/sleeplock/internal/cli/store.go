@@ -6,12 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
@@ -30,7 +34,8 @@ type storeFlags struct {
 func addStoreFlags(fs *flag.FlagSet, errOut io.Writer) storeFlags {
 	return storeFlags{
 		dsn: fs.String("store", "", "the `STORE`: sqlite:PATH, postgres://…, host=… dbname=… or redis://… "+
-			"(default $SLEEPLOCK_STORE, else this user's sqlite:$XDG_STATE_HOME/sleeplock/locks.db)"),
+			"(default $SLEEPLOCK_STORE, else this user's sqlite:$XDG_STATE_HOME/sleeplock/locks.db); "+
+			"connecting gives up after 10s without an answer unless the DSN sets connect_timeout (PostgreSQL) or dial_timeout (Redis)"),
 		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables (Redis: its keys start with SCHEMA:)"),
 		errOut: errOut,
 	}
@@ -136,11 +141,88 @@ func (f storeFlags) open(ctx context.Context) (store.Store, error) {
 	case redisStore:
 		return f.openRedis(ctx, dsn)
 	}
-	s, err := pgstore.Open(ctx, dsn, pgstore.WithSchema(*f.schema))
+	bounded, addr, d := pgConnectTimeout(dsn)
+	s, err := pgstore.Open(ctx, bounded, pgstore.WithSchema(*f.schema))
 	if err != nil {
-		return nil, f.migrateHint(err)
+		return nil, f.migrateHint(pgNoAnswer(ctx, err, dsn, addr, d))
 	}
 	return s, nil
+}
+
+// defaultConnectTimeout bounds how long a command waits for the server
+// of a PostgreSQL or Redis store to answer while it connects, unless the
+// store's DSN sets a bound of its own (PostgreSQL: connect_timeout, or
+// PGCONNECT_TIMEOUT; Redis: dial_timeout). Without it a server that
+// accepts connections but never answers (or a rediss:// URL of a server
+// without TLS) holds a command for a minute or more, or for ever. Only
+// connecting is bounded: run still waits for its lock as long as it is
+// told.
+const defaultConnectTimeout = 10 * time.Second
+
+// pgConnectTimeout returns dsn with connect_timeout=10 (in seconds:
+// defaultConnectTimeout) when neither it nor PGCONNECT_TIMEOUT sets a
+// connect timeout, the address of its (first) server, and the timeout
+// that bounds each attempt to connect (0: none). A DSN that does not
+// parse is returned as it is, for pgstore to report.
+func pgConnectTimeout(dsn string) (string, string, time.Duration) {
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return dsn, "", 0
+	}
+	addr := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	if strings.HasPrefix(cfg.Host, "/") {
+		addr = cfg.Host // a Unix socket's directory
+	}
+	if cfg.ConnectTimeout != 0 {
+		return dsn, addr, cfg.ConnectTimeout
+	}
+	param := fmt.Sprintf("connect_timeout=%d", int(defaultConnectTimeout/time.Second))
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return dsn + " " + param, addr, defaultConnectTimeout // key=value
+	}
+	// Appended to the raw URL, not through net/url, which refuses the
+	// host list of a multi-host URL ("postgres://a:5432,b:5432/db").
+	rest, frag, hasFrag := strings.Cut(dsn, "#")
+	sep := "?"
+	if strings.Contains(rest, "?") {
+		sep = "&"
+	}
+	bounded := rest + sep + param
+	if hasFrag {
+		bounded += "#" + frag
+	}
+	return bounded, addr, defaultConnectTimeout
+}
+
+// pgNoAnswer tells err, pgx's error of a connection that timed out while
+// the command's own context had not ended, as the server's not answering
+// within d, and how to change d; other errors are returned as they are.
+func pgNoAnswer(ctx context.Context, err error, dsn, addr string, d time.Duration) error {
+	if d <= 0 || ctx.Err() != nil || !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &cliError{fmt.Sprintf("store %s: no answer from %s within %s "+
+		"(the connect timeout, per attempt: set connect_timeout=SECONDS in the DSN to change it)", redactDSN(dsn), addr, d), err}
+}
+
+// redisConnectTimeout returns what bounds opening the Redis store of url:
+// its dial_timeout when it sets one (none if it disables it),
+// else defaultConnectTimeout. go-redis's own timeouts do not bound it: it
+// dials five times per call, each within dial_timeout (5 s by default),
+// and opening makes several calls.
+func redisConnectTimeout(url string) (time.Duration, string, bool) {
+	o, err := redis.ParseURL(url)
+	if err != nil {
+		return 0, "", false // redisstore.Open reports it
+	}
+	d := defaultConnectTimeout
+	switch {
+	case o.DialTimeout > 0:
+		d = o.DialTimeout
+	case o.DialTimeout < 0:
+		d = 0
+	}
+	return d, o.Addr, o.TLSConfig != nil
 }
 
 // migrateHint gives pgstore's error of a schema to migrate the --schema
@@ -198,7 +280,8 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 		fmt.Fprintf(out, "SQLite database %s is at schema version %d\n", dsn, v)
 		return nil
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	bounded, addr, d := pgConnectTimeout(dsn)
+	cfg, err := pgxpool.ParseConfig(bounded)
 	if err != nil {
 		return fmt.Errorf("%w: the store's DSN does not parse", store.ErrInvalidConfig)
 	}
@@ -207,6 +290,9 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 		return err
 	}
 	defer pool.Close()
+	if err := pool.Ping(ctx); err != nil {
+		return pgNoAnswer(ctx, err, dsn, addr, d)
+	}
 	opts := []pgstore.Option{pgstore.WithSchema(*sf.schema)}
 	switch {
 	case *unlogged:
@@ -272,14 +358,43 @@ func (f storeFlags) openRedis(ctx context.Context, dsn string) (*redisstore.Stor
 	if *f.schema != pgstore.DefaultSchema {
 		opts = append(opts, redisstore.WithPrefix(*f.schema+":"))
 	}
-	s, err := redisstore.Open(ctx, dsn, opts...)
+	d, addr, tls := redisConnectTimeout(dsn)
+	octx := ctx
+	if d > 0 {
+		var cancel context.CancelFunc
+		octx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	s, err := redisstore.Open(octx, dsn, opts...)
 	if err != nil {
-		return nil, err
+		return nil, redisNoAnswer(ctx, octx, err, dsn, addr, d, tls)
 	}
 	for _, w := range s.Warnings() {
 		fmt.Fprintln(f.errOut, "sleeplock: warning:", w)
 	}
 	return s, nil
+}
+
+// redisNoAnswer tells err, redisstore.Open's error, as the server's not
+// answering when opening took the whole of d (octx ended, the command's
+// ctx did not) or a read or dial timed out; other errors are returned as
+// they are.
+func redisNoAnswer(ctx, octx context.Context, err error, dsn, addr string, d time.Duration, tls bool) error {
+	var ne net.Error
+	timedOut := errors.As(err, &ne) && ne.Timeout()
+	if ctx.Err() != nil || octx.Err() == nil && !timedOut {
+		return err
+	}
+	msg := fmt.Sprintf("store %s: no answer from %s", redactDSN(dsn), addr)
+	if octx.Err() != nil {
+		msg += fmt.Sprintf(" within %s (the connect timeout: set dial_timeout=DURATION in the URL to change it)", d)
+	} else {
+		msg += ": " + err.Error()
+	}
+	if tls {
+		msg += "; rediss:// speaks TLS: is the server's port a TLS port? (redis:// for one without)"
+	}
+	return &cliError{msg, err}
 }
 
 // redactDSN hides a password in a DSN (URL or key=value).
