@@ -14,7 +14,8 @@ import (
 // sql/delete.sql). A refused Delete writes nothing: it is decided on a
 // plain read, and checked again under the locks' rows only when it goes
 // ahead. The holds it ends are lost to their holders (a holder of another
-// process learns it at its next renewal, which finds no definition); its
+// process learns it from lost()'s NOTIFY, or at its next renewal, which
+// finds no definition); its
 // waiters, woken, find no definition at their next check.
 func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Emitter) (store.Deleted, error) {
 	if err := store.CheckDefinition(name, 1); err != nil {

@@ -159,9 +159,14 @@
 // renewals, Held and the undo are retried also after a connection lost
 // mid-statement, since running them twice changes nothing more.
 //
-// Store also implements store.Watcher for what this process sees: a hold
-// taken over, released or found gone by this process ends its watchers at
-// once; a hold taken over by another node is learnt at the next renewal.
+// Store also implements store.Watcher: a hold taken over, released or
+// found gone by this process ends its watchers at once, and so does a
+// hold that another node released naming its ref, released as stale or
+// deleted with force: that node's statement sends NOTIFY (lost()) when it
+// commits, never on a holder's own release, and the first lease a store
+// watches starts its LISTEN connection. A hold taken over by another node
+// after its TTL, or whose notification was missed while the LISTEN
+// connection was down, is learnt at the next renewal.
 //
 // # Failover to a standby
 //

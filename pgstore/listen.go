@@ -89,6 +89,10 @@ type dispatcher struct {
 	early     [earlyHandoffs]handoff     // the last handoffs for waiters this store did not know (yet)
 	nearly    int                        // handoffs written to early
 	listening atomic.Bool                // notifications arrive: waiters need not poll fast
+	listener  bool                       // the listener runs (d.mu)
+	beats     atomic.Bool                // the heartbeat runs: the node's row is kept
+	watching  atomic.Bool                // a hold is watched: the listener runs (see watch)
+	ctx       context.Context            // of the background work, ended by close
 	born      time.Time                  // when the store began, for wrote
 	wrote     atomic.Int64               // when (since born) the beat that last wrote the node's row was sent; 0: never
 	stale     atomic.Bool                // the last beat found a node that stopped renewing
@@ -108,6 +112,7 @@ func (d *dispatcher) init(s *Store) {
 	d.all = make(map[int64]*waiter)
 	d.pending = make(map[int64]int)
 	d.done = make(chan struct{})
+	d.ctx, d.cancel = context.WithCancel(context.Background())
 }
 
 // pend records that acquisition op is sending a statement that may queue
@@ -160,14 +165,39 @@ func (d *dispatcher) start() {
 		return
 	}
 	d.started = true
-	ctx, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
+	d.beats.Store(true)
 	d.bg.Add(1)
-	go d.heartbeat(ctx)
-	if d.s.lcfg != nil {
-		d.bg.Add(1)
-		go d.listen(ctx)
+	go d.heartbeat(d.ctx)
+	d.startListener()
+}
+
+// startListener starts the listener (d.mu held), once, when the store
+// has a LISTEN connection to make.
+func (d *dispatcher) startListener() {
+	if d.listener || d.s.lcfg == nil {
+		return
 	}
+	d.listener = true
+	d.bg.Add(1)
+	go d.listen(d.ctx)
+}
+
+// watch starts the listener, once, for a hold this store watches: a hold
+// released, stale-released or deleted by another node is told on the
+// schema's channel ("e …", see lost()). Only the listener: the node's row
+// and heartbeat are for waiters, and a holder that never waits writes
+// nothing more.
+func (d *dispatcher) watch() {
+	if d.s == nil || d.watching.Load() {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closing {
+		return
+	}
+	d.watching.Store(true)
+	d.startListener()
 }
 
 // startListening starts the background work for a listener of
@@ -362,6 +392,10 @@ func (d *dispatcher) afterReleases(ctx context.Context, name string) {
 // locks and waiters are ignored.
 func (d *dispatcher) notified(payload string) {
 	if d.announced(payload) {
+		return
+	}
+	if rest, ok := strings.CutPrefix(payload, "e\t"); ok {
+		d.lost(rest)
 		return
 	}
 	if strings.HasPrefix(payload, "g ") {
@@ -718,7 +752,9 @@ func (d *dispatcher) listen(ctx context.Context) {
 					if ctx.Err() != nil || !pgconn.Timeout(werr) || c.IsClosed() {
 						break
 					}
-					d.beat(ctx, pgxConn{c})
+					if d.beats.Load() {
+						d.beat(ctx, pgxConn{c})
+					}
 					next = time.Now().Add(every)
 				}
 				d.listening.Store(false)

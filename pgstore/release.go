@@ -182,7 +182,9 @@ func (s *Store) undefined(ctx context.Context, h *store.Handle) error {
 // Release implements store.Store in one statement, or two when the
 // store's hint of the lock is stale: the bare UPDATE of a lock it saw
 // fast, which finds the lock's row spilled and changes nothing, then
-// release_one() (see fastHints).
+// release_one() (see fastHints). A release naming the ref alone (no
+// token: not the holder's own, as LeaseOf's) is release()'s, which tells
+// the holder's node of the holds it ends (lost()).
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
 	if err := s.check(ctx); err != nil {
 		return err
@@ -195,7 +197,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	var rows []rrow
 	err := s.retry(ctx, false, func() error {
 		var err error
-		if len(h.More) == 0 {
+		if len(h.More) == 0 && h.Token != 0 {
 			rows, err = s.releaseSingle(ctx, &h, ev != nil)
 		} else {
 			names, tokens := handleArgs(&h)

@@ -1,8 +1,8 @@
 // Package endwatch keeps the watchers of holds that a database store sees
 // end in its own process (released, taken over by a grant made here, found
-// not held), for the stores' store.Watcher. A hold that ends in another
-// process is learnt by the holder's next renewal, as with any database
-// store.
+// not held, or told by another process that it ended it), for the stores'
+// store.Watcher. A hold that ends in another process without a word is
+// learnt by the holder's next renewal.
 package endwatch
 
 import "sync"

@@ -13,7 +13,8 @@
 --             r_waiters count them over every lock; nothing changed. The
 --             first check is a plain read (no write, no row lock); a
 --             lock that looked free is checked again under its row.
---   released  a hold ended (p_force), one row per hold.
+--   released  a hold ended (p_force), one row per hold, told to its
+--             holder's node (lost()).
 --   deleted   a lock deleted: each member in use of a family, then
 --             p_name itself, whose row carries the holds and waiters
 --             ended.
@@ -98,7 +99,7 @@ BEGIN
                       {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d)
         SELECT 'released'::text, g.lock, {{schema}}.slots_of(g.lock), 0, 0, g.ref, g.kind, g.token, g.weight,
                {{schema}}.micros(v_now), g.d
-          FROM gone g ORDER BY g.lock, g.token;
+          FROM gone g CROSS JOIN LATERAL {{schema}}.lost(g.lock, g.ref, g.token, 'd') t ORDER BY g.lock, g.token;
     IF v_family THEN
         DELETE FROM {{schema}}.locks l WHERE starts_with(l.name, v_prefix) AND {{schema}}.def_of(l.name) = p_name;
         RETURN QUERY SELECT 'deleted'::text, u, v_slots, 0, 0, ''::text, ''::text, 0::bigint, 1,

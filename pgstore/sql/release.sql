@@ -303,7 +303,9 @@ $sleeplock$;
 -- release: the general release (p_stale NULL) or release-if-stale (p_stale
 -- >= 0: microseconds, 0 meaning "past its expiry") of the locks of p_names
 -- that p_ref holds (with the token, where not 0), under their rows; a
--- counted hold is decremented, and freed slots go to the waiters. Rows:
+-- counted hold is decremented, and freed slots go to the waiters. A hold
+-- released without its token (by another caller naming its ref, or as
+-- stale) is told to its holder's node (lost()). Rows:
 -- notfound, or released / decremented / notheld, one per lock in the
 -- caller's order; none when a stale release found the first lock not
 -- stale.
@@ -359,6 +361,9 @@ BEGIN
         IF FOUND THEN
             r_ev := 'released';
             PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d, r.token);
+            IF v_tok = 0 THEN -- not by the holder: tell its node
+                PERFORM {{schema}}.lost(v_name, p_ref, r.token, CASE WHEN p_stale IS NULL THEN 'r' ELSE 's' END);
+            END IF;
         ELSE
             UPDATE {{schema}}.holders h SET count = h.count - 1
              WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count > 1
@@ -428,6 +433,21 @@ BEGIN
     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
       WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);
     PERFORM {{schema}}.forget(p_names);
+END
+$sleeplock$;
+
+-- lost: tells the listeners that the hold (p_lock, p_ref, p_token) was
+-- ended by another caller than its holder, p_why: 'r' released naming its
+-- ref (no token), 's' released as stale, 'd' its lock deleted; delivered
+-- when the transaction commits, so that the holder's store ends its lease
+-- at once (a missed notification is learnt at the holder's next renewal).
+-- Never sent on a holder's own release.
+CREATE OR REPLACE FUNCTION {{schema}}.lost(p_lock text, p_ref text, p_token bigint, p_why text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $sleeplock$
+BEGIN
+    PERFORM pg_notify({{channel}}, concat_ws(E'\t', 'e', p_why, p_token::text, p_lock, p_ref));
 END
 $sleeplock$;
 
