@@ -22,15 +22,17 @@ func testRedisURL() string {
 	return "redis://127.0.0.1:6379/0"
 }
 
-// TestRedisStoreEveryCommand: --store redis://… works in every command
-// that takes a store, with --schema as the key prefix.
-func TestRedisStoreEveryCommand(t *testing.T) {
-	ctx := t.Context()
-	dsn := testRedisURL()
+// newRedis returns the test Redis's URL, a key prefix of the test's own
+// (the --schema to give) and a store on it; the test's end deletes the
+// prefix's keys. It fails under CI, and skips elsewhere, when Redis does
+// not answer.
+func newRedis(t *testing.T) (dsn, schema string, s *redisstore.Store) {
+	t.Helper()
+	dsn = testRedisURL()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	schema := "clitest" + hex.EncodeToString(b[:])
-	s, err := redisstore.Open(ctx, dsn, redisstore.WithPrefix(schema+":"), redisstore.WithoutSafetyChecks())
+	schema = "clitest" + hex.EncodeToString(b[:])
+	s, err := redisstore.Open(t.Context(), dsn, redisstore.WithPrefix(schema+":"), redisstore.WithoutSafetyChecks())
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("Redis at %s unreachable (CI is set): %v", dsn, err)
@@ -45,6 +47,14 @@ func TestRedisStoreEveryCommand(t *testing.T) {
 		}
 		_ = s.Close()
 	})
+	return dsn, schema, s
+}
+
+// TestRedisStoreEveryCommand: --store redis://… works in every command
+// that takes a store, with --schema as the key prefix.
+func TestRedisStoreEveryCommand(t *testing.T) {
+	ctx := t.Context()
+	dsn, schema, s := newRedis(t)
 	locks := sleeplock.New(s)
 	defer func() { _ = locks.Close() }()
 	r := func(args ...string) (string, string) {

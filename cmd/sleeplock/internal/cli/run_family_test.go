@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/sleeplock/sleeplock/redisstore"
 )
 
 // testStores gives the --store (and --schema) flags of a fresh store of
@@ -23,25 +18,7 @@ var testStores = map[string]func(t *testing.T) []string{
 	},
 	"redis": func(t *testing.T) []string {
 		newRunEnv(t) // never the user's own store
-		dsn := testRedisURL()
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		schema := "clitest" + hex.EncodeToString(b[:])
-		s, err := redisstore.Open(t.Context(), dsn, redisstore.WithPrefix(schema+":"), redisstore.WithoutSafetyChecks())
-		if err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("Redis at %s unreachable (CI is set): %v", dsn, err)
-			}
-			t.Skipf("Redis at %s unreachable: %v", dsn, err)
-		}
-		t.Cleanup(func() {
-			c := s.Client()
-			iter := c.Scan(context.Background(), 0, schema+":*", 1000).Iterator()
-			for iter.Next(context.Background()) {
-				c.Del(context.Background(), iter.Val())
-			}
-			_ = s.Close()
-		})
+		dsn, schema, _ := newRedis(t)
 		return []string{"--store", dsn, "--schema", schema}
 	},
 }
