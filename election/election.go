@@ -308,6 +308,9 @@ type view struct {
 	leads  bool
 	leader Leader
 	left   time.Duration // until the leader's lease expires, as of the read
+	// seq counts the leader's proclaims in its term, as its Term knows
+	// them; 0 in a read, which cannot tell.
+	seq int64
 }
 
 // read reads the election's state in one store call.

@@ -58,6 +58,29 @@ type message struct {
 	Expires int64  `json:"x,omitempty"` // µs since the epoch, store's clock
 	Left    int64  `json:"l,omitempty"` // µs until the lease expires
 	Waiting int    `json:"w,omitempty"`
+	Seq     int64  `json:"q,omitempty"` // the leader's proclaims in the term (view.seq)
+}
+
+// pos is where a state stands in an election's history, by which an
+// observer orders what it hears: first the term's token; within a term,
+// the leader's proclaims (seq); and a term's end above every state of the
+// term. A state announced from a read of another term's leader (Resign's)
+// stands at the start of that term: a read cannot tell its proclaims.
+type pos struct {
+	token int64
+	ended bool // the vacancy after term token
+	seq   int64
+}
+
+// after reports whether p is newer than q.
+func (p pos) after(q pos) bool {
+	switch {
+	case p.token != q.token:
+		return p.token > q.token
+	case p.ended != q.ended:
+		return p.ended
+	}
+	return !p.ended && p.seq > q.seq
 }
 
 func micros(t time.Time) int64 {
@@ -81,7 +104,7 @@ func encode(v view, last int64) string {
 	if v.leads {
 		l := v.leader
 		m = message{Token: l.Token, ID: l.ID, Value: l.Value, Since: micros(l.Since), Expires: micros(l.Expires),
-			Left: v.left.Microseconds(), Waiting: l.Waiting}
+			Left: v.left.Microseconds(), Waiting: l.Waiting, Seq: v.seq}
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
@@ -92,17 +115,17 @@ func encode(v view, last int64) string {
 	return string(bytes.TrimSpace(b.Bytes()))
 }
 
-// decode reads an announcement: the view and the token it is about.
-func decode(s string) (view, int64, bool) {
+// decode reads an announcement: the view and where it stands.
+func decode(s string) (view, pos, bool) {
 	var m message
-	if json.Unmarshal([]byte(s), &m) != nil || m.Token <= 0 {
-		return view{}, 0, false
+	if json.Unmarshal([]byte(s), &m) != nil || m.Token <= 0 || m.Seq < 0 {
+		return view{}, pos{}, false
 	}
 	if m.Vacant {
-		return view{}, m.Token, true
+		return view{}, pos{token: m.Token, ended: true}, true
 	}
-	return view{leads: true, left: time.Duration(m.Left) * time.Microsecond, leader: Leader{ID: m.ID, Value: m.Value,
-		Token: m.Token, Since: fromMicros(m.Since), Expires: fromMicros(m.Expires), Waiting: m.Waiting}}, m.Token, true
+	return view{leads: true, left: time.Duration(m.Left) * time.Microsecond, seq: m.Seq, leader: Leader{ID: m.ID, Value: m.Value,
+		Token: m.Token, Since: fromMicros(m.Since), Expires: fromMicros(m.Expires), Waiting: m.Waiting}}, pos{token: m.Token, seq: m.Seq}, true
 }
 
 // announce tells the observers of every process sharing the store of v.
@@ -145,6 +168,14 @@ func (e *Election) announceMsg(ctx context.Context, msg string) {
 // expire (one read per two thirds of a TTL while a leader lives: renewals
 // send nothing), every TTL while nobody leads, and when the push says
 // something changed without saying what (SQLite, a lost connection).
+//
+// Announcements may arrive in another order than the changes (a leader's
+// Resign announces what it read after its release, and the next leader
+// may have resigned by the time it arrives). Each says where it stands:
+// its term's token; within a term, the leader's proclaims; a term's end
+// above both. An observer drops one that is not newer than what it knows,
+// so a state never follows a newer one. A vacancy that an observer read
+// does not say which term ended: the next announced leader costs one read.
 func (e *Election) Observe(ctx context.Context) <-chan Event {
 	out := make(chan Event)
 	if e.usable(ctx) != nil {
@@ -167,11 +198,13 @@ type observer struct {
 	kick chan struct{} // a message was dropped: read the state
 	stop func()
 
-	known     bool // cur holds what was read or heard
-	cur       view
-	token     int64 // the largest token known
-	sent      bool  // an event was delivered
-	last      view  // the state last delivered
+	cur view
+	at  pos // where cur stands: at.token is the largest token known
+	// guess: cur is a vacancy read from the store, which does not say
+	// which term ended; at.token is only a lower bound of it.
+	guess     bool
+	sent      bool // an event was delivered
+	last      view // the state last delivered
 	pending   bool
 	readAfter time.Time
 }
@@ -210,7 +243,7 @@ func (o *observer) run(ctx context.Context) {
 				backoff = min(2*backoff, o.e.ttl)
 			default:
 				backoff = 10 * time.Millisecond
-				o.apply(v, 0, true)
+				o.read(v)
 			}
 			mustRead = false
 		}
@@ -226,8 +259,8 @@ func (o *observer) run(ctx context.Context) {
 		case send <- ev:
 			o.pending, o.sent, o.last = false, true, o.cur
 		case m := <-o.msgs:
-			if v, tok, ok := decode(m); ok {
-				o.apply(v, tok, false)
+			if v, p, ok := decode(m); ok {
+				mustRead = !o.heardState(v, p)
 			} else {
 				mustRead = true
 			}
@@ -239,20 +272,50 @@ func (o *observer) run(ctx context.Context) {
 	}
 }
 
-// apply takes a state read (read true) or announced about token tok.
-func (o *observer) apply(v view, tok int64, read bool) {
+// read takes a state read from the store. A read is newer than all that
+// the observer heard before it began, so it is taken as it is, except
+// that tokens never go down; a leader's proclaims that it cannot tell are
+// taken as those already heard in its term.
+func (o *observer) read(v view) {
+	o.readAfter = time.Now().Add(o.e.ttl) // unless take says otherwise
 	switch {
-	case v.leads && v.leader.Token < o.token:
-		return // older than what is known: tokens never go down
-	case !v.leads && !read && o.cur.leads && tok < o.cur.leader.Token:
-		return // the end of an older term
+	case v.leads && v.leader.Token < o.at.token:
+		return
+	case v.leads:
+		p := pos{token: v.leader.Token}
+		if o.at.token == p.token && !o.at.ended {
+			p.seq = o.at.seq
+		}
+		o.take(v, p, false)
+	default:
+		o.take(v, pos{token: o.at.token, ended: true}, true)
 	}
-	o.known, o.cur = true, v
-	if v.leads {
-		o.token = v.leader.Token
-	} else if tok > o.token {
-		o.token = tok
+}
+
+// heardState takes an announced state standing at p, only when p is newer
+// than what the observer knows: an announcement made from an older state,
+// arriving after a newer one, changes nothing. After a vacancy that the
+// observer read, which does not say which term ended, an announced leader
+// of a term not older than the last one known cannot be placed: heardState
+// then returns false, and the observer reads the state instead.
+func (o *observer) heardState(v view, p pos) bool {
+	switch {
+	case !o.guess:
+		if p.after(o.at) {
+			o.take(v, p, false)
+		}
+	case v.leads:
+		return p.token < o.at.token // older: nothing to take
+	case p.token > o.at.token:
+		o.take(v, p, true) // vacant either way: only the token is learnt
 	}
+	return true
+}
+
+// take makes v, standing at p, the observer's state; guess says whether p
+// is only a lower bound (a vacancy read).
+func (o *observer) take(v view, p pos, guess bool) {
+	o.cur, o.at, o.guess = v, p, guess
 	// When to read next: as the leader's lease would expire, or every TTL.
 	next := o.e.ttl
 	if v.leads && v.left > 0 {
@@ -267,7 +330,7 @@ func (o *observer) apply(v view, tok int64, read bool) {
 func (o *observer) event() Event {
 	switch {
 	case !o.cur.leads:
-		return Event{Type: Vacant, Token: o.token}
+		return Event{Type: Vacant, Token: o.at.token}
 	case o.sent && o.last.leads && o.last.leader.Token == o.cur.leader.Token:
 		return Event{Type: Changed, Leader: o.cur.leader, Token: o.cur.leader.Token}
 	}

@@ -22,9 +22,10 @@ type Term struct {
 	lease sleeplock.Lease
 	id    string
 
-	mu       sync.Mutex // serialises Proclaim and Resign
-	value    string
-	resigned bool
+	mu        sync.Mutex // serialises Proclaim and Resign
+	value     string
+	proclaims int64 // Proclaims made: orders the announcements of the term
+	resigned  bool
 }
 
 // Token returns the term's fencing token: larger than every earlier
@@ -125,6 +126,7 @@ func (t *Term) Proclaim(ctx context.Context, v string) error {
 		return err
 	}
 	t.value = v
+	t.proclaims++
 	t.e.announce(ctx, t.snapshotLocked())
 	return nil
 }
@@ -179,7 +181,8 @@ func (t *Term) snapshot() view {
 }
 
 func (t *Term) snapshotLocked() view {
-	v := view{leads: true, leader: Leader{ID: t.id, Value: t.value, Token: t.Token(), Since: t.lease.Acquired(), Expires: t.lease.Expires()}}
+	v := view{leads: true, seq: t.proclaims,
+		leader: Leader{ID: t.id, Value: t.value, Token: t.Token(), Since: t.lease.Acquired(), Expires: t.lease.Expires()}}
 	if !v.leader.Expires.IsZero() && !v.leader.Since.IsZero() {
 		v.left = v.leader.Expires.Sub(v.leader.Since)
 	} else {
