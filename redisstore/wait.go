@@ -16,8 +16,9 @@ import (
 
 // A waiter is a caller of Acquire waiting in the queues. Its grant is
 // pushed: the script that frees a slot grants it to the head waiter and
-// publishes the grant to the waiter's node channel, whose listener hands it
-// to the waiter. A waiter checks again by itself only when told to (a "c"
+// publishes a "g" message to the waiter's node channel, whose listener
+// hands it to the waiter; the waiter's check then claims the grant (see
+// lua/common.lua's grant). A waiter checks again by itself only when told to (a "c"
 // message: the channel was subscribed again after a reconnect), when a
 // holder ahead of it becomes takeable (the check's answer says when, and
 // so does the "c" message that tells a waiter it became the head of a
