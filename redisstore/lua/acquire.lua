@@ -82,7 +82,8 @@ local function enqueue()
 end
 
 -- claim answers a check: the grant handed to the waiter, now claimed (its
--- holds no longer go back when its node stops beating), or nil. A lock
+-- holds no longer go back when its node stops beating, and no longer
+-- carry their acquired events), or nil. A lock
 -- the ref held already counts as granted (a re-entry keeps its hold). A
 -- grant of several locks part of which went back (its node was taken for
 -- dead) goes back whole: the waiter queues again.
@@ -105,8 +106,8 @@ local function claim()
     local l, h = y[1], y[2]
     if #mine < #ls then
       if h.i == wid then drop(l, find(l, h.r, h.t), false, nil) end
-    elseif h.u then
-      h.u, l.dirty = nil, true
+    elseif h.i == wid and (h.u or h.v) then
+      h.u, h.v, l.dirty = nil, nil, true -- claimed; its event is the caller's now
     end
   end
   if #mine < #ls then return nil end

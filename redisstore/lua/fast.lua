@@ -153,10 +153,10 @@ end
 -- would hand the freed slots to the head waiter alone: the head is live,
 -- asks for this lock only, does not hold it yet and fits; the next
 -- waiter, if any, is live, does not fit after it and can take no lease
--- over (and no other grant is unclaimed). It makes the general path's writes, events and messages (drop,
--- advance, save and flush of lua/common.lua) decoding only these two
--- waiters' requests, and returns nil, having written nothing, for every
--- other case.
+-- over (no other grant is unclaimed). It makes the general path's
+-- writes, events and messages (drop, advance, save and flush of
+-- lua/common.lua) decoding only these two waiters' requests, and returns
+-- nil, having written nothing, for every other case.
 local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   local name, tag = argv[7], string.sub(keys[2], 1, -2) -- P{R}:
   local wk, bk = tag .. 'w:' .. name, tag .. 'b:' .. name
