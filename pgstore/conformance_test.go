@@ -25,8 +25,11 @@ var harness = storetest.Harness{
 	// Another node: a store on the same schema with a pool of its own.
 	Reopen: func(t *testing.T, s store.Store) store.Store {
 		e, _ := envs.Load(s)
-		return e.(*env).node(t)
+		o := e.(*env).node(t)
+		o.MakeCrashable()
+		return o
 	},
+	Crash: func(t *testing.T, s store.Store) { s.(*pgstore.Store).Crash() },
 	Advance: func(t *testing.T, s store.Store, d time.Duration) {
 		t.Helper()
 		if err := s.(*pgstore.Store).Advance(context.Background(), d); err != nil {

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -81,4 +82,55 @@ func (c endingConn) query(ctx context.Context, sql string, args []any, each func
 	err := c.conn.query(ctx, sql, args, each)
 	c.end()
 	return err
+}
+
+// MakeCrashable lets Crash end the store's statements; call it before s
+// is used.
+func (s *Store) MakeCrashable() {
+	if s == nil || s.c == nil {
+		return
+	}
+	s.c = crashConn{conn: s.c, dead: new(atomic.Bool)}
+}
+
+// Crash stops a store made crashable as the death of its process would:
+// every statement of it fails from now on, so it closes writing nothing
+// (its waiters' places stay queued and its node's row stays, until the
+// node's lease runs out; its holds stay held).
+func (s *Store) Crash() {
+	if s == nil || s.c == nil {
+		return
+	}
+	if c, ok := s.c.(crashConn); ok {
+		c.dead.Store(true)
+	}
+	_ = s.Close()
+}
+
+var errCrashed = errors.New("pgstore: the store crashed (a test's Crash)")
+
+type crashConn struct {
+	conn
+	dead *atomic.Bool
+}
+
+func (c crashConn) query(ctx context.Context, sql string, args []any, each func(scan func(dest ...any) error) error) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.conn.query(ctx, sql, args, each)
+}
+
+func (c crashConn) exec(ctx context.Context, sql string, args ...any) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.conn.exec(ctx, sql, args...)
+}
+
+func (c crashConn) inTx(ctx context.Context, f func(c conn) error) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.conn.inTx(ctx, f)
 }

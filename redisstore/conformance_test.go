@@ -27,6 +27,7 @@ var harness = storetest.Harness{
 		t.Cleanup(func() { _ = c.Close() })
 		return open(t, c, rs.Prefix())
 	},
+	Crash: func(t *testing.T, s store.Store) { s.(*redisstore.Store).Crash() },
 	Advance: func(t *testing.T, s store.Store, d time.Duration) {
 		t.Helper()
 		if err := s.(*redisstore.Store).Advance(context.Background(), d); err != nil {

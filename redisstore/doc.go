@@ -92,13 +92,20 @@
 // A waiter's place in a queue holds its whole request. The script that
 // frees a slot grants it to the head waiter(s) that fit, in the same
 // script, and publishes the grant to the waiter's node: each store
-// subscribes to a channel of its own (P + "node:" + id). Waiters do not
-// poll. A waiter checks again only when told to (the subscription was
-// renewed after a reconnect, when a grant may have been lost), when a
-// holder ahead of it becomes takeable (its expiry: the waiter that becomes
-// the head of a queue is told when, with no call of its own), or when the
-// heartbeat finds that its node had been taken for
-// dead. Each store beats four times per waiter TTL (WithWaiterTTL, 1s)
+// subscribes to a channel of its own (P + "node:" + id). The grant is
+// unclaimed until the waiter's check (one call, made when the message
+// arrives) claims it and reads it: until then it lives as long as the
+// waiter's node, and a call that needs the slot takes it back once the
+// node stops counting as alive (the waiter TTL), so that a waiter whose
+// process died or stopped just before its grant holds the slot for a
+// second, not for its lease's TTL. A waiter that comes back after that
+// finds no grant and queues again: it never returns a lease it does not
+// hold. Waiters do not poll. A waiter checks again only when told to (the
+// subscription was renewed after a reconnect, when a grant may have been
+// lost), when a holder ahead of it becomes takeable (its expiry, or an
+// unclaimed grant's node's: the waiter that becomes the head of a queue is
+// told when, with no call of its own), or when the heartbeat finds that
+// its node had been taken for dead. Each store beats four times per waiter TTL (WithWaiterTTL, 1s)
 // under the roots where it has waiters; a heartbeat takes the waiters of
 // nodes that stopped beating out of the queues, so the waiters of a dead
 // process stop blocking others within the waiter TTL.

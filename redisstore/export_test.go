@@ -42,3 +42,27 @@ func (s *Store) Advance(ctx context.Context, d time.Duration) error {
 
 // Root returns the hash tag root of name.
 func Root(name string) string { return root(name) }
+
+// Crash stops the store as the death of its process would: its heartbeat
+// and listener end, its waiting callers return store.ErrClosed, and
+// nothing is written on the way: its waiters stay queued (until its node
+// stops counting as alive) and its holds stay held. Close is then a
+// no-op. Crash is exported for tests only.
+func (s *Store) Crash() {
+	if s == nil || s.c == nil {
+		return
+	}
+	s.once.Do(func() {
+		s.mu.Lock()
+		s.shut = true
+		s.mu.Unlock()
+		s.closed.Store(true) // before closing: a waiter that returns writes nothing
+		close(s.closing)
+		s.waits.Wait()
+		_ = s.ps.Close()
+		s.bg.Wait()
+		if s.owned {
+			_ = s.c.Close()
+		}
+	})
+}

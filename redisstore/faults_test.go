@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,8 +19,9 @@ import (
 
 // child is a process of its own holding or waiting for lock "k" on the
 // server of SLEEPLOCK_REDIS_URL, until it is killed: "holder" takes it
-// with a 2s TTL kept alive, "waiter" queues for it. It prints "ready"
-// once it holds or is queued.
+// with a 2s TTL kept alive, "waiter" queues for it (a 2s TTL, "longwaiter"
+// a minute's). It prints "ready" once it holds or is queued, and a
+// waiter "acquired TOKEN" or "error: ..." when its Acquire returns.
 func child(role string) {
 	ctx := context.Background()
 	s, err := redisstore.Open(ctx, os.Getenv("SLEEPLOCK_REDIS_URL"), redisstore.WithPrefix("f:"), redisstore.WithoutSafetyChecks())
@@ -35,9 +37,20 @@ func child(role string) {
 			os.Exit(1)
 		}
 		fmt.Println("ready")
-	case "waiter":
+	case "waiter", "longwaiter":
+		ttl := 2 * time.Second
+		if role == "longwaiter" {
+			ttl = time.Minute
+		}
 		before, _ := l.State(ctx, "k")
-		go func() { _, _ = l.Acquire(ctx, "k", sleeplock.TTL(2*time.Second)) }()
+		go func() {
+			x, err := l.Acquire(ctx, "k", sleeplock.TTL(ttl), sleeplock.Ref(role))
+			if err != nil {
+				fmt.Println("error:", err)
+				return
+			}
+			fmt.Println("acquired", x.Token())
+		}()
 		for {
 			st, err := l.State(ctx, "k")
 			if err == nil && st.Waiting > before.Waiting {
@@ -54,6 +67,13 @@ func child(role string) {
 // ready; it is killed after the test.
 func startChild(t *testing.T, srv *redistest.Server, role string) *exec.Cmd {
 	t.Helper()
+	cmd, _ := startChildOut(t, srv, role)
+	return cmd
+}
+
+// startChildOut is startChild, with the child's output after "ready".
+func startChildOut(t *testing.T, srv *redistest.Server, role string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SLEEPLOCK_REDIS_CHILD="+role, "SLEEPLOCK_REDIS_URL="+srv.URL())
 	out, err := cmd.StdoutPipe()
@@ -64,11 +84,12 @@ func startChild(t *testing.T, srv *redistest.Server, role string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
 	if strings.TrimSpace(line) != "ready" {
 		t.Fatalf("%s child: %q %v", role, line, err)
 	}
-	return cmd
+	return cmd, r
 }
 
 // TestKill9HolderAndWaiter: a holder and the waiter at the head of the
@@ -110,6 +131,80 @@ func TestKill9HolderAndWaiter(t *testing.T) {
 		t.Fatalf("the slot came back %v after the kill, want within TTL + 1s", d)
 	}
 	t.Logf("slot back %v after the kill (holder TTL 2s)", at.Sub(killed).Round(time.Millisecond))
+}
+
+// TestStoppedWaiterGrantGoesBack: the head waiter, a process of its own,
+// is stopped (SIGSTOP) just before the holder releases, so that the slot
+// is granted to it while it cannot claim the grant. The grant goes back
+// once its node stops beating (waiter TTL, 1s), not at its lease's TTL (a
+// minute): the next waiter gets the slot within its 20 s deadline. The
+// stopped process, resumed while the next waiter holds, learns that its
+// grant went back: it queues again, and acquires only after that holder
+// released, with a greater token.
+func TestStoppedWaiterGrantGoesBack(t *testing.T) {
+	srv := startServer(t)
+	c := srv.Client()
+	defer func() { _ = c.Close() }()
+	s := open(t, c, "f:")
+	l := sleeplock.New(s)
+	defer func() { _ = l.Close() }()
+	ctx := context.Background()
+	if err := l.Define(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	a, err := l.TryAcquire(ctx, "k", sleeplock.TTL(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, out := startChildOut(t, srv, "longwaiter")
+	got := make(chan result, 1)
+	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	go func() {
+		x, err := l.Acquire(cctx, "k", sleeplock.TTL(time.Minute), sleeplock.Ref("c"))
+		got <- result{x, err}
+	}()
+	waitUntil(t, "two waiters", func() bool {
+		st, err := l.State(ctx, "k")
+		return err == nil && st.Waiting == 2
+	})
+	if err := b.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the waiter behind the stopped one: %v, want the slot long before the stopped one's TTL", r.err)
+	}
+	t.Logf("the next waiter got the slot %v after the release", time.Since(released).Round(time.Millisecond))
+	defer func() { _ = r.x.Release(ctx) }()
+	if err := b.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the resumed waiter to queue again", func() bool {
+		st, err := l.StateDetail(ctx, "k")
+		return err == nil && st.Waiting == 1 && len(st.Holders) == 1 && st.Holders[0].Ref == "c"
+	})
+	if err := r.x.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	line, err := out.ReadString('\n')
+	var token int64
+	if _, serr := fmt.Sscanf(line, "acquired %d", &token); serr != nil {
+		t.Fatalf("the resumed waiter: %q %v, want it granted after the next holder's release", line, err)
+	}
+	if token <= r.x.Token() {
+		t.Fatalf("the resumed waiter's token %d, not above the next holder's %d", token, r.x.Token())
+	}
+}
+
+// result is an acquisition's outcome.
+type result struct {
+	x   sleeplock.Lease
+	err error
 }
 
 // grants takes and releases lock name n times on l and returns the tokens.

@@ -16,8 +16,9 @@ import (
 
 // A waiter is a caller of Acquire waiting in the queues. Its grant is
 // pushed: the script that frees a slot grants it to the head waiter and
-// publishes the grant to the waiter's node channel, whose listener hands it
-// to the waiter. A waiter checks again by itself only when told to (a "c"
+// publishes a "g" message to the waiter's node channel, whose listener
+// hands it to the waiter; the waiter's check then claims the grant (see
+// lua/common.lua's grant). A waiter checks again by itself only when told to (a "c"
 // message: the channel was subscribed again after a reconnect), when a
 // holder ahead of it becomes takeable (the check's answer says when, and
 // so does the "c" message that tells a waiter it became the head of a
@@ -232,15 +233,10 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, 
 		case m := <-w.ch:
 			switch {
 			case strings.HasPrefix(m, "g\t"):
-				g, evs, err := parseGrant(req, m)
-				if err != nil {
-					break // a check below finds the grant
-				}
-				if ctx.Err() != nil {
-					return store.Grant{}, s.leave(ctx, req, w)
-				}
-				emitEvents(req.Events, evs)
-				return g, nil
+				// Granted: the check below claims the grant and reads it.
+				// Until then it is the node's, and goes back if the node
+				// stops beating; a grant that went back (this process
+				// was taken for dead) is not found, and w queues again.
 			case strings.HasPrefix(m, "c\t"):
 				// "c", waiter, wake, now: it became the head of a queue.
 				if f := strings.Split(m, "\t"); len(f) == 4 {
@@ -303,63 +299,6 @@ func (s *Store) leave(ctx context.Context, req *store.AcquireRequest, w *waiter)
 		return ctx.Err()
 	}
 	return err
-}
-
-// parseGrant reads a grant message of lua/common.lua's grantmsg: "g",
-// waiter, reentered, kind, ttl, hold, n, n × (name, token, acquired,
-// expires, weight), m, m × event (14 fields).
-func parseGrant(req *store.AcquireRequest, m string) (store.Grant, []store.Event, error) {
-	f := strings.Split(m, "\t")
-	bad := errors.New("redisstore: malformed grant message")
-	if len(f) < 7 {
-		return store.Grant{}, nil, bad
-	}
-	n := atoi(f[6])
-	if len(f) < 8+5*n {
-		return store.Grant{}, nil, bad
-	}
-	a := []any{atoi64(f[2]), f[3], atoi64(f[4]), atoi64(f[5])}
-	for i := range n {
-		x := f[7+5*i : 12+5*i]
-		a = append(a, []any{x[0], atoi64(x[1]), atoi64(x[2]), atoi64(x[3]), atoi64(x[4])})
-	}
-	g := grantOf(req, a)
-	rest := f[7+5*n:]
-	k := atoi(rest[0])
-	if len(rest) < 1+14*k {
-		return store.Grant{}, nil, bad
-	}
-	now := g.Acquired.UnixMicro()
-	var evs []store.Event
-	for i := range k {
-		x := rest[1+14*i : 15+14*i]
-		e := make([]any, 14)
-		for j, v := range x {
-			if j == 1 || j == 5 || j == 6 || j == 11 || j == 13 {
-				e[j] = v
-			} else {
-				e[j] = atoi64(v)
-			}
-		}
-		if ev, ok := toEvent(e, now); ok {
-			evs = append(evs, ev)
-		}
-	}
-	return g, evs, nil
-}
-
-func emitEvents(ev store.Emitter, evs []store.Event) {
-	if ev == nil {
-		return
-	}
-	for _, e := range evs {
-		ev.Emit(e)
-	}
-}
-
-func atoi(s string) int {
-	n, _ := strconv.Atoi(s)
-	return n
 }
 
 func atoi64(s string) int64 {

@@ -33,6 +33,13 @@ type Harness struct {
 	// returns a second store on s's state, as another node would open it;
 	// the suite closes it. nil for a store of one process.
 	Reopen func(t *testing.T, s store.Store) store.Store
+	// Crash, for a store with Reopen, stops a store Reopen made as the
+	// death of its process would: its background work (heartbeats,
+	// listeners) ends, its blocked calls return, and it writes nothing on
+	// the way (its waiters stay queued, its holds held, until the other
+	// nodes find it dead). nil when the store cannot: the cases that need
+	// it are skipped.
+	Crash func(t *testing.T, s store.Store)
 	// Begin, for a store that can guard a write (store.Guarder), begins a
 	// transaction of the caller's own on s's database, as Lease.Guard
 	// takes it, and returns it with a function that rolls it back. nil for

@@ -81,22 +81,44 @@ local function enqueue()
   end
 end
 
-if mode == 'check' then
-  -- Handed over already?
-  local g = {0, r.k, r.l, r.o}
-  local evs = {}
+-- claim answers a check: the grant handed to the waiter, now claimed (its
+-- holds no longer go back when its node stops beating, and no longer
+-- carry their acquired events), or nil. A lock
+-- the ref held already counts as granted (a re-entry keeps its hold). A
+-- grant of several locks part of which went back (its node was taken for
+-- dead) goes back whole: the waiter queues again.
+local function claim()
+  local g, evs, mine, handed = {0, r.k, r.l, r.o}, {}, {}, 0
   for _, l in ipairs(ls) do
+    local x
     for _, h in ipairs(l.h) do
-      if h.i == wid then
-        g[#g + 1] = {l.name, h.t, h.a, h.e, h.w}
-        if h.v then evs[#evs + 1] = h.v end
-      end
+      if h.i == wid then x = h end
+    end
+    if x then handed = handed + 1 else x = l.h[find(l, r.r, 0) or 0] end
+    if x then
+      g[#g + 1] = {l.name, x.t, x.a, x.e, x.w}
+      if x.i == wid and x.v then evs[#evs + 1] = x.v end
+      mine[#mine + 1] = {l, x}
     end
   end
-  if #g == 4 + #ls then
-    for _, e in ipairs(evs) do EV[#EV + 1] = e end
+  if handed == 0 then return nil end
+  for _, y in ipairs(mine) do
+    local l, h = y[1], y[2]
+    if #mine < #ls then
+      if h.i == wid then drop(l, find(l, h.r, h.t), false, nil) end
+    elseif h.i == wid and (h.u or h.v) then
+      h.u, h.v, l.dirty = nil, nil, true -- claimed; its event is the caller's now
+    end
   end
-  if #g == 4 + #ls then return reply('granted', g) end
+  if #mine < #ls then return nil end
+  for _, e in ipairs(evs) do EV[#EV + 1] = e end
+  return g
+end
+
+if mode == 'check' then
+  -- Handed over already?
+  local g = claim()
+  if g then return reply('granted', g) end
   local p = position(ls[1], wid)
   if p then
     r.i, r.s = wid, ls[1].q[p].s

@@ -133,8 +133,9 @@ local function nextid(name)
   return v
 end
 
--- Node liveness, cached per script.
-local function nodeAlive(name, node)
+-- Node liveness, cached per script: nodeUntil is until when (µs) the
+-- node's waiters under name's root count as alive (0: not at all).
+local function nodeUntil(name, node)
   local k = tagkey(name, 'n')
   local c = alive[k]
   if not c then c = {}; alive[k] = c end
@@ -143,8 +144,10 @@ local function nodeAlive(name, node)
     v = tonumber(redis.call('HGET', k, node) or '0')
     c[node] = v
   end
-  return v > NOW
+  return v
 end
+
+local function nodeAlive(name, node) return nodeUntil(name, node) > NOW end
 
 local function need(w, slots)
   if w == -1 then return slots end
@@ -167,22 +170,23 @@ end
 
 -- A holder in a lock's record is an array, its fields by position:
 -- ref, kind, token, count, weight, acquired, ttl, hold, waiter id, node,
--- expires, renewed (µs; expires 0: no lease), and the acquired event of
--- a grant to a waiter (for its check), if any. Positions pack and unpack
+-- expires, renewed (µs; expires 0: no lease), the acquired event of a
+-- grant to a waiter (for its check), if any, and 1 while a grant handed
+-- to a waiter is unclaimed (see grant). Positions pack and unpack
 -- for 10-20 % less than names (no names to write, read and hash), and the
 -- fast paths (lua/fast.lua) use them as they are; the general path reads
 -- a holder's fields by name (h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i,
--- h.d, h.e, h.n, h.v): load names them (holderof), save positions them
--- again (recordof).
-local HR, HK, HT, HC, HW, HA, HL, HO, HI, HD, HE, HN, HV = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+-- h.d, h.e, h.n, h.v, h.u): load names them (holderof), save positions
+-- them again (recordof).
+local HR, HK, HT, HC, HW, HA, HL, HO, HI, HD, HE, HN, HV, HU = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 
 local function holderof(x)
   return {r = x[HR], k = x[HK], t = x[HT], c = x[HC], w = x[HW], a = x[HA], l = x[HL], o = x[HO], i = x[HI],
-    d = x[HD], e = x[HE], n = x[HN], v = x[HV]}
+    d = x[HD], e = x[HE], n = x[HN], v = x[HV], u = x[HU]}
 end
 
 local function recordof(h)
-  return {h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i, h.d, h.e, h.n, h.v}
+  return {h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i, h.d, h.e, h.n, h.v, h.u}
 end
 
 -- load returns the lock name with its definition and holders, or nil
@@ -373,6 +377,11 @@ local function drop(l, i, expired, lost)
   return h
 end
 
+-- unclaimed reports whether h, a hold of l, is a grant handed to a waiter
+-- whose node stopped beating before the waiter claimed it: it goes back
+-- as a lease past its TTL would.
+local function unclaimed(l, h) return h.u ~= nil and not nodeAlive(l.name, h.d) end
+
 local function takeable(h, stale)
   if h.e == 0 then return false end
   if stale > 0 then return h.n + stale <= NOW end
@@ -386,20 +395,33 @@ local function free(l, n, stale)
   if f >= n then return f end
   local i = 1
   while i <= #l.h do
-    if takeable(l.h[i], stale) then drop(l, i, true, 'taken over after its TTL') else i = i + 1 end
+    local h = l.h[i]
+    if unclaimed(l, h) then
+      drop(l, i, true, 'granted to a waiter whose node died before it took the grant')
+    elseif takeable(h, stale) then
+      drop(l, i, true, 'taken over after its TTL')
+    else
+      i = i + 1
+    end
   end
   return l.slots - used(l)
 end
 
--- wakeat returns when the first holder of l becomes takeable (0: never).
+-- wakeat returns when the first holder of l becomes takeable (0: never):
+-- an unclaimed grant, when its waiter's node stops counting as alive.
 local function wakeat(l, stale)
   local at = 0
   for _, h in ipairs(l.h) do
+    local x = 0
     if h.e ~= 0 then
-      local x = h.e
+      x = h.e
       if stale > 0 then x = h.n + stale end
-      if at == 0 or x < at then at = x end
     end
+    if h.u then
+      local dead = math.max(nodeUntil(l.name, h.d), 1) -- no entry: at once
+      if x == 0 or dead < x then x = dead end
+    end
+    if x ~= 0 and (at == 0 or x < at) then at = x end
   end
   return at
 end
@@ -436,8 +458,12 @@ end
 -- L locks, W weights, c counted, i waiter id, s since) a slot of each of
 -- its locks, its existing hold where it has one. It returns the grant:
 -- {reentered, kind, ttl, hold, {name, token, acquired, expires, weight}...}
--- and adds the acquired events to evs.
-local function grant(r, evs)
+-- and adds the acquired events to evs. With handed, the grant goes to a
+-- waiter that is not the caller: its new holds are unclaimed (h.u) until
+-- the waiter's check claims them, and go back (takeable) if its node
+-- stops beating first, so that a waiter that died cannot keep a slot
+-- for its TTL.
+local function grant(r, evs, handed)
   local g = {1, r.k, r.l, r.o}
   for j, name in ipairs(r.L) do
     local l = load(name)
@@ -466,6 +492,7 @@ local function grant(r, evs)
       local e = event(ACQUIRED, l, r.r, r.k, h.t, h.w, waited, 0, '', '')
       evs[#evs + 1] = e
       if r.i ~= '' then h.v = e end -- for a check that finds the grant before its message
+      if handed then h.u = 1 end
     end
     g[#g + 1] = {name, h.t, h.a, h.e, h.w}
   end
@@ -488,24 +515,9 @@ local function fits(w)
   return true
 end
 
-local function enc(v)
-  if type(v) == 'number' then return num(v) end
-  return v
-end
-
--- grantmsg is the message that hands a grant to its waiter's node: "g",
--- the waiter, the grant and its events, tab-separated.
-local function grantmsg(wid, g, evs)
-  local f = {'g', wid, num(g[1]), g[2], num(g[3]), num(g[4]), num(#g - 4)}
-  for i = 5, #g do
-    for _, v in ipairs(g[i]) do f[#f + 1] = enc(v) end
-  end
-  f[#f + 1] = num(#evs)
-  for _, e in ipairs(evs) do
-    for _, v in ipairs(e) do f[#f + 1] = enc(v) end
-  end
-  return table.concat(f, '\t')
-end
+-- grantmsg is the message that tells a waiter's node of its grant: "g"
+-- and the waiter. The waiter's check claims the grant and reads it.
+local function grantmsg(wid) return 'g\t' .. wid end
 
 -- removewaiter takes waiter w out of every queue it is in.
 local function removewaiter(w)
@@ -540,11 +552,11 @@ local function advance(l, resized)
     if n > free(l, n, w.x) then break end
     if fits(w) then
       local evs = {}
-      local g = grant(w, evs)
+      local g = grant(w, evs, w.i ~= ME)
       if w.i == ME then
         MINE = {g, evs}
       else
-        publish(w.d, grantmsg(w.i, g, evs))
+        publish(w.d, grantmsg(w.i))
       end
     else
       before = n

@@ -121,7 +121,7 @@ local function fastacquire(keys, argv)
     local stale = tonum(argv[9])
     local first
     for _, h in ipairs(hs) do
-      if htakeable(h, stale) then return nil end
+      if htakeable(h, stale) or h[HU] then return nil end -- HU: the general path judges its node
       if not first and hlive(h) then first = h end
     end
     first = first or hs[1]
@@ -153,10 +153,10 @@ end
 -- would hand the freed slots to the head waiter alone: the head is live,
 -- asks for this lock only, does not hold it yet and fits; the next
 -- waiter, if any, is live, does not fit after it and can take no lease
--- over. It makes the general path's writes, events and messages (drop,
--- advance, save and flush of lua/common.lua) decoding only these two
--- waiters' requests, and returns nil, having written nothing, for every
--- other case.
+-- over (no other grant is unclaimed). It makes the general path's
+-- writes, events and messages (drop, advance, save and flush of
+-- lua/common.lua) decoding only these two waiters' requests, and returns
+-- nil, having written nothing, for every other case.
 local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   local name, tag = argv[7], string.sub(keys[2], 1, -2) -- P{R}:
   local wk, bk = tag .. 'w:' .. name, tag .. 'b:' .. name
@@ -192,11 +192,11 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   local waited = 0
   if w.s > 0 then waited = NOW - w.s end
   local ev = {ACQUIRED, name, slots, used + n, qlen - 1, w.r, w.k, token, n, waited, 0, '', aseq, ''}
-  hs[#hs + 1] = {w.r, w.k, token, 1, n, NOW, w.l, w.o, w.i, w.d, e, renewed, ev} -- see HR
+  hs[#hs + 1] = {w.r, w.k, token, 1, n, NOW, w.l, w.o, w.i, w.d, e, renewed, ev, 1} -- see HR; unclaimed
   if nx then
     if used + n + need(nx.w, slots) <= slots then return nil end
-    for _, x in ipairs(hs) do
-      if htakeable(x, nx.x) then return nil end
+    for i, x in ipairs(hs) do
+      if htakeable(x, nx.x) or (x[HU] and i < #hs) then return nil end
     end
   end
   redis.call('LPOP', wk)
@@ -219,9 +219,13 @@ local function fasthandover(keys, argv, def, slots, last, qlen, hs, at)
   redis.call('HSET', keys[2], '', num(aseq))
   MSG, LOCAL = {}, {}
   publish(NODE, table.concat({'e', '', name, h[HR], argv[8], ''}, '\t'))
-  publish(w.d, grantmsg(w.i, {0, w.k, w.l, w.o, {name, token, NOW, e, n}}, {ev}))
+  publish(w.d, grantmsg(w.i))
   if nx then
-    publish(nx.d, table.concat({'c', nx.i, num(hwakeat(hs, nx.x)), num(NOW)}, '\t'))
+    -- The next waiter wakes when a lease ahead of it becomes takeable, or
+    -- when the grant just made does, unclaimed, with its waiter's node.
+    local wake, dead = hwakeat(hs, nx.x), tonumber(up[1])
+    if wake == 0 or dead < wake then wake = dead end
+    publish(nx.d, table.concat({'c', nx.i, num(wake), num(NOW)}, '\t'))
   end
   for node, ms in pairs(MSG) do
     redis.call('PUBLISH', P .. 'node:' .. node, table.concat(ms, '\n'))

@@ -15,7 +15,7 @@ local exp = 0
 for _, x in ipairs(rows) do
   local l, h = x[1], x[2]
   h.e, h.n = leasetimes(ttl, hold, h.a)
-  h.l, h.o = ttl, hold
+  h.l, h.o, h.u = ttl, hold, nil -- a renewal claims a grant handed to a waiter
   l.dirty = true
   if h.e ~= 0 and (exp == 0 or h.e < exp) then exp = h.e end
 end
