@@ -74,6 +74,9 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if fs.NArg() < 2 {
 		return usagef("give an election NAME and a COMMAND to run while leading")
 	}
+	if nameAfterDashDash(fs, args) {
+		return usagef("no election name: \"--\" ends elect's flags and starts the command, so give NAME before it (elect [flags] NAME -- COMMAND), got %q", fs.Args())
+	}
 	name, command := fs.Arg(0), fs.Args()[1:]
 	if f.ttl <= 0 {
 		return usagef("--ttl %v: a TTL must be positive", f.ttl)

@@ -40,7 +40,10 @@ that readers share it as they share flock's shared lock. The command
 holds one slot, --weight K slots, --shared one, --exclusive (-x) every
 slot (flock's default, here a lock of one slot). The command starts at the first argument after NAME that
 is not one of these flags; everything from there on is the command's, "--"
-included ("--" before the command is optional).
+included ("--" before the command is optional; a "--" before NAME is a
+bad command line, as it leaves no NAME). A run refused with status 2 or
+125 before its command started leaves the store as it found it: NAME,
+the flags and the weight are checked before a missing lock is defined.
 
 Exit status:
   the command's     when it ran (128+N when signal N ended it); after a
@@ -185,11 +188,24 @@ func (f *runFlags) check(set map[string]bool) (timeoutCode int, err error) {
 	case set["slots"] && f.weight > f.slots:
 		return 0, usagef("--weight %d is more than --slots %d", f.weight, f.slots)
 	}
-	// The library checks a kind as a ref is checked, and says "invalid
-	// ref": name the flag.
+	// Everything the library would refuse is refused here, before the
+	// store is opened: run defines a missing lock before it acquires, and
+	// a refusal must leave the store as it was. The library checks a kind
+	// as a ref is checked, and says "invalid ref": name the flag.
 	var bad *store.InvalidError
-	if err := store.CheckRef("kind", f.kind); errors.As(err, &bad) {
-		return 0, usagef("--kind %s: %s", bad.Value, bad.Rule)
+	for _, c := range []struct {
+		flag string
+		err  error
+	}{
+		{"--ref", store.CheckRef("ref", f.ref)},
+		{"--kind", store.CheckRef("kind", f.kind)},
+		{"--slots", checkIf(set["slots"], store.CheckSlots(f.slots))},
+		{"--weight", checkIf(set["weight"], store.CheckWeight(f.weight))},
+		{"--ttl", store.CheckTTL(f.ttl, 0, false)},
+	} {
+		if errors.As(c.err, &bad) {
+			return 0, usagef("%s %s: %s", c.flag, bad.Value, bad.Rule)
+		}
 	}
 	if f.wait.set && f.wait.d == 0 {
 		f.noWait = true // as flock -w 0
@@ -221,6 +237,9 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := store.CheckName(name); err != nil {
+		return runFailed(ctx, err) // before the store is touched: run defines NAME
+	}
 
 	// Catch the signals from the start: one that arrives while waiting ends
 	// the wait (nothing held), one that arrives later goes to the command.
@@ -238,7 +257,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if newSlots == 0 && f.shared {
 		newSlots = -sharedSlots // only when the lock does not exist
 	}
-	if err := defineForRun(ctx, locks, name, newSlots); err != nil {
+	if err := defineForRun(ctx, locks, name, newSlots, f.weight); err != nil {
 		return runFailed(ctx, err)
 	}
 	lease, err := acquireForRun(ctx, locks, name, &f, timeoutCode, sigs, errOut)
@@ -348,8 +367,11 @@ func runFailed(ctx context.Context, err error) error {
 // defineForRun defines name with slots (1 when 0, -slots when negative)
 // unless it exists; a lock with other slots than --slots (positive) is an
 // error, and so is a family covering name with other slots than --slots:
-// run never defines a member of a family apart from it.
-func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slots int) error {
+// run never defines a member of a family apart from it. A weight (--weight,
+// 0 when not given) above the slots it would define is refused before it
+// defines anything: the acquisition would be refused, and a refused run
+// leaves the store as it was.
+func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slots, weight int) error {
 	st, err := locks.State(ctx, name)
 	if !errors.Is(err, sleeplock.ErrNotFound) {
 		if err != nil || slots <= 0 || st.Slots == slots {
@@ -362,6 +384,10 @@ func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slot
 		// Defined apart: Define reports the conflict.
 	}
 	slots = max(slots, -slots, 1)
+	if weight > slots {
+		return fmt.Errorf("lock %q does not exist, and run would define it with %s, fewer than --weight %d: give --slots N (at least %d), or define it first with \"sleeplock define %s %d\"",
+			name, slotCount(slots), weight, weight, shellQuote(name), weight)
+	}
 	err = locks.Define(ctx, name, slots)
 	var conflict *sleeplock.ConflictError
 	if errors.As(err, &conflict) {
@@ -369,6 +395,14 @@ func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slot
 			name, slotCount(conflict.Slots), conflict.Requested, name, conflict.Requested)
 	}
 	return err
+}
+
+// checkIf is err when cond holds, else nil.
+func checkIf(cond bool, err error) error {
+	if cond {
+		return err
+	}
+	return nil
 }
 
 // coveringFamily is the most specific family that covers name, if any.
@@ -392,6 +426,14 @@ func slotCount(n int) string {
 	return strconv.Itoa(n) + " slots"
 }
 
+// dashDashFirst reports whether fs.Parse(args), which left rest, stopped
+// at a "--" of its own (not the value of a flag) rather than at the first
+// positional argument: "--" came before any NAME.
+func dashDashFirst(fs *flag.FlagSet, args, rest []string) bool {
+	used := len(args) - len(rest)
+	return used > 0 && args[used-1] == "--" && !isFlagValue(fs, args, used-1)
+}
+
 // parseRunArgs parses the flags and returns the lock name and the command,
 // as flock does: flags, NAME, then the command from the first argument
 // that is not a flag of ours ("--" before it is optional); everything
@@ -407,6 +449,9 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 	rest := fs.Args()
 	if len(rest) == 0 {
 		return "", nil, usagef("no lock name: give NAME, then the command")
+	}
+	if dashDashFirst(fs, args, rest) {
+		return "", nil, usagef("no lock name: \"--\" ends run's flags and starts the command, so give NAME before it (run [flags] NAME -- COMMAND), got %q", rest)
 	}
 	name, rest := rest[0], rest[1:]
 	if len(rest) > 0 && rest[0] != "--" && strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
