@@ -104,7 +104,10 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 // Open connects once before it hands the URL to go-redis: a server that
 // refuses the connection, or does not accept it within the URL's
 // dial_timeout (5 s by default), is an error at once, with neither
-// go-redis's retries nor its log lines.
+// go-redis's retries nor its log lines. The client Open makes bounds each
+// call by its context's deadline too (go-redis's ContextTimeoutEnabled),
+// so that a Release given a second returns within it from a server that
+// hangs.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if ctx == nil {
 		return nil, errNilContext
@@ -120,6 +123,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err := reach(ctx, o); err != nil {
 		return nil, err
 	}
+	// A call's context bounds it (go-redis's default is to bound a
+	// read by ReadTimeout alone, retried): a Release given a second
+	// returns within it when the server hangs.
+	o.ContextTimeoutEnabled = true
 	c, err := dial(ctx, url, o)
 	if err != nil {
 		return nil, err
