@@ -25,7 +25,9 @@ func init() {
 the command with SLEEPLOCK_TOKEN (the term's fencing token), SLEEPLOCK_LOCK,
 SLEEPLOCK_LEADER_ID and SLEEPLOCK_REF (the term's lease's ref, for a fenced
 write: pgstore's Guard with the token). When the command exits, it resigns: the next
-candidate leads at once. When leadership is lost (renewals failed until the
+candidate leads at once (within 1s; a store that does not answer by then
+keeps the term until it expires by --ttl, and elect says so and exits).
+When leadership is lost (renewals failed until the
 term's deadline, or another took it over), the command's process group is
 ended as run ends it after a lost lease (SIGTERM before the term's
 deadline, SIGKILL at it or at once on a takeover) and elect exits 122. With --again it
@@ -176,9 +178,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	select {
 	case sig := <-caught:
 		if err == nil { // led as the signal came: hand over at once
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			_ = term.Resign(rctx)
-			rcancel()
+			_ = releaseOnExit(ctx, "sleeplock elect", term.Lease(), el.TTL(), errOut, term.Resign)
 		}
 		return 0, signalExit("sleeplock elect", sig, el.Name(), errOut)
 	default:
@@ -189,11 +189,11 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		}
 		return 0, runFailed(ctx, err)
 	}
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = term.Resign(rctx)
-		rcancel()
-	}()
+	// From here on the term is resigned whatever happens, within
+	// releaseTimeout.
+	resign := func() error {
+		return releaseOnExit(ctx, "sleeplock elect", term.Lease(), el.TTL(), errOut, term.Resign)
+	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
 	cmd.Env = append(os.Environ(),
@@ -203,11 +203,10 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		"SLEEPLOCK_REF="+term.Lease().Ref())
 	res, err := supervise(cmd, supervision{Lease: term.Lease(), Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
+		_ = resign()
 		return 0, startError(command[0], err, errOut)
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	rerr := term.Resign(rctx)
-	rcancel()
+	rerr := resign()
 	if res.Lost == nil {
 		// The resignation may be the first to see that the term was over
 		// (its lock deleted, or taken over) before the command ended.

@@ -69,6 +69,10 @@ lease found lost (taken over, released by an operator), or a sleeplock
 run that was stopped past the deadline and resumes, gets it SIGKILL at
 once. --keep-on-loss lets the command run on (run still exits 122).
 
+When the command has ended, run gives the lease back within 1s; a store
+that does not answer by then (a server that hangs) keeps it until it
+expires by --ttl, and run says so on stderr and exits all the same.
+
 A --ref that another process holds is refused (status 125), since one
 ref is one holder: either's release would free the hold. --reenter joins
 that hold instead.
@@ -269,10 +273,11 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runFailed(ctx, heldByRef(ctx, locks, lease))
 	}
 	// From here on the lease is given back whatever happens, also when
-	// the caller's context ended (a signal that we forward).
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-
+	// the caller's context ended (a signal that we forward), within
+	// releaseTimeout.
+	release := func() error {
+		return releaseOnExit(ctx, "sleeplock run", lease, f.ttl, errOut, lease.Release)
+	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
 	cmd.Env = append(os.Environ(),
@@ -282,10 +287,10 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	res, err := supervise(cmd, supervision{Lease: lease, Grace: f.grace, KeepOnLoss: f.keepOnLoss, KeepOnLossFlag: true,
 		Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
 	if err != nil {
-		_ = lease.Release(rctx)
+		_ = release()
 		return startError(command[0], err, errOut)
 	}
-	rerr := lease.Release(rctx)
+	rerr := release()
 	if res.Lost == nil {
 		res.Lost = lostAtRelease(rerr, lease)
 		if res.Lost != nil {
@@ -541,7 +546,7 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 	if err == nil {
 		select {
 		case sig := <-caught: // granted as the signal came: give it back
-			_ = lease.Release(context.WithoutCancel(ctx))
+			_ = releaseOnExit(ctx, "sleeplock run", lease, f.ttl, errOut, lease.Release)
 			return lease, signalExit("sleeplock run", sig, name, errOut)
 		default:
 			return lease, nil
@@ -626,4 +631,32 @@ func startError(name string, err error, errOut io.Writer) error {
 		fmt.Fprintf(errOut, "sleeplock run: %s: cannot run: %v\n", name, err)
 		return &exitError{code: exitNoExec}
 	}
+}
+
+// releaseTimeout bounds the release of a lease (elect: the resignation of
+// a term) on the way out of run and elect: a store that does not answer
+// within it is left with the lease, which expires by its TTL.
+const releaseTimeout = time.Second
+
+// releaseOnExit gives back lease, held with ttl, by release (Release, or
+// a term's Resign) on the way out of who, within releaseTimeout even when
+// ctx has ended. When the store did not take it back (no answer, or an
+// error other than the hold's being gone already) it warns on errOut that
+// the lease is left behind until its TTL runs out. It returns release's
+// error.
+func releaseOnExit(ctx context.Context, who string, lease sleeplock.Lease, ttl time.Duration, errOut io.Writer,
+	release func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err := release(rctx)
+	if err == nil || errors.Is(err, sleeplock.ErrNotHeld) || errors.Is(err, sleeplock.ErrNotFound) {
+		return err
+	}
+	why := message(err)
+	if rctx.Err() != nil {
+		why = "the store did not answer within " + releaseTimeout.String()
+	}
+	fmt.Fprintf(errOut, "%s: warning: could not release %q (token %d): %s; the store keeps the lease until it expires by its TTL (%v)\n",
+		who, lease.Name(), lease.Token(), why, ttl)
+	return err
 }
