@@ -95,7 +95,8 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runFailed(ctx, err)
 	}
 	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
+	lv := &leaving{who: "sleeplock elect", ttl: f.ttl, errOut: errOut}
+	defer lv.close(locks)
 	el, err := election.New(locks, name, election.WithTTL(f.ttl))
 	if err != nil {
 		return runFailed(ctx, err)
@@ -103,7 +104,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	cand := election.Candidate{ID: f.id, Value: f.value}
 	wait := campaignRetry
 	for {
-		code, err := electOnce(ctx, el, cand, command, sigs, out, errOut)
+		code, err := electOnce(ctx, el, cand, command, sigs, out, lv)
 		var ce *campaignError
 		if f.again && errors.As(err, &ce) && ctx.Err() == nil {
 			// The store could not be reached (a restart, a failover):
@@ -157,7 +158,8 @@ func mayPass(err error) bool {
 // returns the command's exit status (exitLost after a loss): run's
 // supervision ends the command before the term's deadline.
 func electOnce(ctx context.Context, el *election.Election, cand election.Candidate, command []string,
-	sigs <-chan os.Signal, out, errOut io.Writer) (int, error) {
+	sigs <-chan os.Signal, out io.Writer, lv *leaving) (int, error) {
+	errOut := lv.errOut
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	caught := make(chan os.Signal, 1)
@@ -178,7 +180,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	select {
 	case sig := <-caught:
 		if err == nil { // led as the signal came: hand over at once
-			_ = releaseOnExit(ctx, "sleeplock elect", term.Lease(), el.TTL(), errOut, term.Resign)
+			_ = lv.release(ctx, term.Lease(), term.Resign)
 		}
 		return 0, signalExit("sleeplock elect", sig, el.Name(), errOut)
 	default:
@@ -192,7 +194,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	// From here on the term is resigned whatever happens, within
 	// releaseTimeout.
 	resign := func() error {
-		return releaseOnExit(ctx, "sleeplock elect", term.Lease(), el.TTL(), errOut, term.Resign)
+		return lv.release(ctx, term.Lease(), term.Resign)
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut

@@ -256,7 +256,8 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runFailed(ctx, err)
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(f.ttl))
-	defer func() { _ = locks.Close() }()
+	lv := &leaving{who: "sleeplock run", ttl: f.ttl, errOut: errOut}
+	defer lv.close(locks)
 	newSlots := f.slots
 	if newSlots == 0 && f.shared {
 		newSlots = -sharedSlots // only when the lock does not exist
@@ -264,7 +265,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := defineForRun(ctx, locks, name, newSlots, f.weight); err != nil {
 		return runFailed(ctx, err)
 	}
-	lease, err := acquireForRun(ctx, locks, name, &f, timeoutCode, sigs, errOut)
+	lease, err := acquireForRun(ctx, locks, name, &f, timeoutCode, sigs, lv)
 	if err != nil {
 		return runFailed(ctx, err)
 	}
@@ -276,7 +277,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	// the caller's context ended (a signal that we forward), within
 	// releaseTimeout.
 	release := func() error {
-		return releaseOnExit(ctx, "sleeplock run", lease, f.ttl, errOut, lease.Release)
+		return lv.release(ctx, lease, lease.Release)
 	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
@@ -489,7 +490,8 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 // acquireForRun takes the slot: at once with --no-wait, else waiting (up
 // to --wait) and telling on stderr its place in the queue. A signal while
 // waiting ends the wait with status 128+signal.
-func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, timeoutCode int, sigs <-chan os.Signal, errOut io.Writer) (sleeplock.Lease, error) {
+func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, timeoutCode int, sigs <-chan os.Signal, lv *leaving) (sleeplock.Lease, error) {
+	errOut := lv.errOut
 	opts := []sleeplock.AcquireOption{sleeplock.Ref(f.ref), sleeplock.Kind(f.kind)}
 	switch {
 	case f.exclusive:
@@ -546,7 +548,7 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 	if err == nil {
 		select {
 		case sig := <-caught: // granted as the signal came: give it back
-			_ = releaseOnExit(ctx, "sleeplock run", lease, f.ttl, errOut, lease.Release)
+			_ = lv.release(ctx, lease, lease.Release)
 			return lease, signalExit("sleeplock run", sig, name, errOut)
 		default:
 			return lease, nil
@@ -638,25 +640,58 @@ func startError(name string, err error, errOut io.Writer) error {
 // within it is left with the lease, which expires by its TTL.
 const releaseTimeout = time.Second
 
-// releaseOnExit gives back lease, held with ttl, by release (Release, or
-// a term's Resign) on the way out of who, within releaseTimeout even when
-// ctx has ended. When the store did not take it back (no answer, or an
-// error other than the hold's being gone already) it warns on errOut that
-// the lease is left behind until its TTL runs out. It returns release's
-// error.
-func releaseOnExit(ctx context.Context, who string, lease sleeplock.Lease, ttl time.Duration, errOut io.Writer,
-	release func(context.Context) error) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+// leaving is the way out of run or elect once a lease was held: its
+// release (a term's resignation) within releaseTimeout, then the store's
+// close, waited for until the release's deadline at most when the store
+// did not take the lease back.
+type leaving struct {
+	who    string        // "sleeplock run"
+	ttl    time.Duration // the lease's TTL
+	errOut io.Writer
+	by     time.Time // the deadline of the last release that failed, zero if none did
+}
+
+// release gives back lease by release (Release, or a term's Resign),
+// within releaseTimeout even when ctx has ended. When the store did not
+// take it back (no answer, or an error other than the hold's being gone
+// already) it warns that the lease is left behind until its TTL runs out.
+// It returns release's error.
+func (lv *leaving) release(ctx context.Context, lease sleeplock.Lease, release func(context.Context) error) error {
+	by := time.Now().Add(releaseTimeout)
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
 	defer cancel()
 	err := release(rctx)
 	if err == nil || errors.Is(err, sleeplock.ErrNotHeld) || errors.Is(err, sleeplock.ErrNotFound) {
 		return err
 	}
+	lv.by = by
 	why := message(err)
 	if rctx.Err() != nil {
 		why = "the store did not answer within " + releaseTimeout.String()
 	}
-	fmt.Fprintf(errOut, "%s: warning: could not release %q (token %d): %s; the store keeps the lease until it expires by its TTL (%v)\n",
-		who, lease.Name(), lease.Token(), why, ttl)
+	fmt.Fprintf(lv.errOut, "%s: warning: could not release %q (token %d): %s; the store keeps the lease until it expires by its TTL (%v)\n",
+		lv.who, lease.Name(), lease.Token(), why, lv.ttl)
 	return err
+}
+
+// close closes locks; after a release that failed, it waits for that
+// until the release's deadline at most: a store that hangs does not hold
+// the exit (pgx takes up to 15 s to close a connection whose query was
+// cancelled), and the process's end closes what is left.
+func (lv *leaving) close(locks *sleeplock.Locks) {
+	if lv.by.IsZero() {
+		_ = locks.Close()
+		return
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		_ = locks.Close()
+	}()
+	t := time.NewTimer(time.Until(lv.by))
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+	}
 }
