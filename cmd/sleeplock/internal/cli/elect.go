@@ -104,6 +104,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	cand := election.Candidate{ID: f.id, Value: f.value}
 	wait := campaignRetry
 	for {
+		lv.by = time.Time{} // only the last term's resignation bounds the close
 		code, err := electOnce(ctx, el, cand, command, sigs, out, lv)
 		var ce *campaignError
 		if f.again && errors.As(err, &ce) && ctx.Err() == nil {
