@@ -41,6 +41,7 @@ func dial(ctx context.Context, url string, o *redis.Options) (redis.UniversalCli
 	if err != nil {
 		return nil, store.Invalid(store.ErrInvalidConfig, "Redis URL", "of a Redis Cluster node cannot be parsed: "+err.Error())
 	}
+	co.ContextTimeoutEnabled = o.ContextTimeoutEnabled
 	return redis.NewClusterClient(co), nil
 }
 

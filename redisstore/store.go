@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -99,6 +101,13 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 // is a replica, with an error matching ErrUnsafeServer, unless
 // WithoutSafetyChecks is given; a server that keeps nothing on disk is
 // accepted with a warning (Warnings): its locks vanish when it restarts.
+// Open connects once before it hands the URL to go-redis: a server that
+// refuses the connection, or does not accept it within the URL's
+// dial_timeout (5 s by default), is an error at once, with neither
+// go-redis's retries nor its log lines. The client Open makes bounds each
+// call by its context's deadline too (go-redis's ContextTimeoutEnabled),
+// so that a Release given a second returns within it from a server that
+// hangs.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if ctx == nil {
 		return nil, errNilContext
@@ -111,6 +120,13 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := reach(ctx, o); err != nil {
+		return nil, err
+	}
+	// A call's context bounds it (go-redis's default is to bound a
+	// read by ReadTimeout alone, retried): a Release given a second
+	// returns within it when the server hangs.
+	o.ContextTimeoutEnabled = true
 	c, err := dial(ctx, url, o)
 	if err != nil {
 		return nil, err
@@ -130,6 +146,33 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	s.owned, s.warnings = true, warnings
 	return s, nil
+}
+
+// reach connects to the server of o once and hangs up: a refused
+// connection (or one that times out, or an address that does not
+// resolve) is an answer, returned at once as an error of ours. go-redis
+// would dial it five times per call and call again three times, waiting
+// between, for some five seconds in all, and log each failed call
+// through its process-wide logger (redis.SetLogger), which is the
+// application's to set, not ours.
+func reach(ctx context.Context, o *redis.Options) error {
+	network := o.Network
+	if network == "" {
+		network = "tcp"
+	}
+	d := net.Dialer{Timeout: o.DialTimeout}
+	if o.DialTimeout == 0 {
+		d.Timeout = 5 * time.Second // go-redis's default
+	}
+	if o.DialTimeout < 0 {
+		d.Timeout = 0
+	}
+	conn, err := d.DialContext(ctx, network, o.Addr)
+	if err != nil {
+		return fmt.Errorf("redisstore: cannot connect to the server: %w", err)
+	}
+	_ = conn.Close()
+	return nil
 }
 
 var (

@@ -492,3 +492,21 @@ func isFlagValue(fs *flag.FlagSet, args []string, i int) bool {
 	// the flag before it ("--ref --stale --"): count back.
 	return !isFlagValue(fs, args, i-1)
 }
+
+// nameAfterDashDash reports whether args, the arguments parse read into
+// fs, have a "--" (not a flag's value) before their first positional
+// argument: the form "[flags] NAME [--] COMMAND" then has no NAME, only
+// a command.
+func nameAfterDashDash(fs *flag.FlagSet, args []string) bool {
+	for i, a := range args {
+		switch {
+		case isFlagValue(fs, args, i):
+		case a == "--":
+			return true
+		case len(a) > 1 && a[0] == '-' && !negativeNumber.MatchString(a):
+		default:
+			return false
+		}
+	}
+	return false
+}

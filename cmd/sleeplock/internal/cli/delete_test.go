@@ -13,15 +13,15 @@ import (
 	"github.com/sleeplock/sleeplock"
 )
 
-// The typo locks, made by run on first use, can be deleted, and
-// their names are shown as they are.
+// The typo locks (made by run on first use, before run refused a
+// "--" before NAME) can be deleted, and their names are shown as they are.
 func TestDeleteTypoLocks(t *testing.T) {
 	pg := newPG(t)
 	for _, name := range []string{"-n", "../etc/passwd", "a;rm -rf /", "*"} {
 		// The store's flags first: after "--" everything is an argument.
 		store := []string{"--store", pg.dsn, "--schema", pg.schema}
-		if _, errOut, code := run(t, append(append([]string{"run", "-q"}, store...), "--", name, "true")...); code != 0 {
-			t.Fatalf("run %q: exit %d %q", name, code, errOut)
+		if _, errOut, code := run(t, append(append([]string{"define"}, store...), "--", name, "1")...); code != 0 {
+			t.Fatalf("define %q: exit %d %q", name, code, errOut)
 		}
 		out, errOut, code := run(t, append(append([]string{"delete"}, store...), "--", name)...)
 		if code != 0 || out != "deleted "+name+"\n" {

@@ -25,7 +25,9 @@ func init() {
 the command with SLEEPLOCK_TOKEN (the term's fencing token), SLEEPLOCK_LOCK,
 SLEEPLOCK_LEADER_ID and SLEEPLOCK_REF (the term's lease's ref, for a fenced
 write: pgstore's Guard with the token). When the command exits, it resigns: the next
-candidate leads at once. When leadership is lost (renewals failed until the
+candidate leads at once (within 1s; a store that does not answer by then
+keeps the term until it expires by --ttl, and elect says so and exits).
+When leadership is lost (renewals failed until the
 term's deadline, or another took it over), the command's process group is
 ended as run ends it after a lost lease (SIGTERM before the term's
 deadline, SIGKILL at it or at once on a takeover) and elect exits 122. With --again it
@@ -74,6 +76,9 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if fs.NArg() < 2 {
 		return usagef("give an election NAME and a COMMAND to run while leading")
 	}
+	if nameAfterDashDash(fs, args) {
+		return usagef("no election name: \"--\" ends elect's flags and starts the command, so give NAME before it (elect [flags] NAME -- COMMAND), got %q", fs.Args())
+	}
 	name, command := fs.Arg(0), fs.Args()[1:]
 	if f.ttl <= 0 {
 		return usagef("--ttl %v: a TTL must be positive", f.ttl)
@@ -90,7 +95,8 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runFailed(ctx, err)
 	}
 	locks := sleeplock.New(s)
-	defer func() { _ = locks.Close() }()
+	lv := &leaving{who: "sleeplock elect", ttl: f.ttl, errOut: errOut}
+	defer lv.close(locks)
 	el, err := election.New(locks, name, election.WithTTL(f.ttl))
 	if err != nil {
 		return runFailed(ctx, err)
@@ -98,7 +104,8 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	cand := election.Candidate{ID: f.id, Value: f.value}
 	wait := campaignRetry
 	for {
-		code, err := electOnce(ctx, el, cand, command, sigs, out, errOut)
+		lv.by = time.Time{} // only the last term's resignation bounds the close
+		code, err := electOnce(ctx, el, cand, command, sigs, out, lv)
 		var ce *campaignError
 		if f.again && errors.As(err, &ce) && ctx.Err() == nil {
 			// The store could not be reached (a restart, a failover):
@@ -152,7 +159,8 @@ func mayPass(err error) bool {
 // returns the command's exit status (exitLost after a loss): run's
 // supervision ends the command before the term's deadline.
 func electOnce(ctx context.Context, el *election.Election, cand election.Candidate, command []string,
-	sigs <-chan os.Signal, out, errOut io.Writer) (int, error) {
+	sigs <-chan os.Signal, out io.Writer, lv *leaving) (int, error) {
+	errOut := lv.errOut
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	caught := make(chan os.Signal, 1)
@@ -173,9 +181,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	select {
 	case sig := <-caught:
 		if err == nil { // led as the signal came: hand over at once
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			_ = term.Resign(rctx)
-			rcancel()
+			_ = lv.release(ctx, term.Lease(), term.Resign)
 		}
 		return 0, signalExit("sleeplock elect", sig, el.Name(), errOut)
 	default:
@@ -186,11 +192,11 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		}
 		return 0, runFailed(ctx, err)
 	}
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_ = term.Resign(rctx)
-		rcancel()
-	}()
+	// From here on the term is resigned whatever happens, within
+	// releaseTimeout.
+	resign := func() error {
+		return lv.release(ctx, term.Lease(), term.Resign)
+	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
 	cmd.Env = append(os.Environ(),
@@ -200,11 +206,10 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		"SLEEPLOCK_REF="+term.Lease().Ref())
 	res, err := supervise(cmd, supervision{Lease: term.Lease(), Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
+		_ = resign()
 		return 0, startError(command[0], err, errOut)
 	}
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	rerr := term.Resign(rctx)
-	rcancel()
+	rerr := resign()
 	if res.Lost == nil {
 		// The resignation may be the first to see that the term was over
 		// (its lock deleted, or taken over) before the command ended.

@@ -40,7 +40,10 @@ that readers share it as they share flock's shared lock. The command
 holds one slot, --weight K slots, --shared one, --exclusive (-x) every
 slot (flock's default, here a lock of one slot). The command starts at the first argument after NAME that
 is not one of these flags; everything from there on is the command's, "--"
-included ("--" before the command is optional).
+included ("--" before the command is optional; a "--" before NAME is a
+bad command line, as it leaves no NAME). A run refused with status 2 or
+125 before its command started leaves the store as it found it: NAME,
+the flags and the weight are checked before a missing lock is defined.
 
 Exit status:
   the command's     when it ran (128+N when signal N ended it); after a
@@ -65,6 +68,10 @@ monotonic clock from before the last renewal that succeeded was sent. A
 lease found lost (taken over, released by an operator), or a sleeplock
 run that was stopped past the deadline and resumes, gets it SIGKILL at
 once. --keep-on-loss lets the command run on (run still exits 122).
+
+When the command has ended, run gives the lease back within 1s; a store
+that does not answer by then (a server that hangs) keeps it until it
+expires by --ttl, and run says so on stderr and exits all the same.
 
 A --ref that another process holds is refused (status 125), since one
 ref is one holder: either's release would free the hold. --reenter joins
@@ -185,11 +192,24 @@ func (f *runFlags) check(set map[string]bool) (timeoutCode int, err error) {
 	case set["slots"] && f.weight > f.slots:
 		return 0, usagef("--weight %d is more than --slots %d", f.weight, f.slots)
 	}
-	// The library checks a kind as a ref is checked, and says "invalid
-	// ref": name the flag.
+	// Everything the library would refuse is refused here, before the
+	// store is opened: run defines a missing lock before it acquires, and
+	// a refusal must leave the store as it was. The library checks a kind
+	// as a ref is checked, and says "invalid ref": name the flag.
 	var bad *store.InvalidError
-	if err := store.CheckRef("kind", f.kind); errors.As(err, &bad) {
-		return 0, usagef("--kind %s: %s", bad.Value, bad.Rule)
+	for _, c := range []struct {
+		flag string
+		err  error
+	}{
+		{"--ref", store.CheckRef("ref", f.ref)},
+		{"--kind", store.CheckRef("kind", f.kind)},
+		{"--slots", checkIf(set["slots"], store.CheckSlots(f.slots))},
+		{"--weight", checkIf(set["weight"], store.CheckWeight(f.weight))},
+		{"--ttl", store.CheckTTL(f.ttl, 0, false)},
+	} {
+		if errors.As(c.err, &bad) {
+			return 0, usagef("%s %s: %s", c.flag, bad.Value, bad.Rule)
+		}
 	}
 	if f.wait.set && f.wait.d == 0 {
 		f.noWait = true // as flock -w 0
@@ -221,6 +241,9 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := store.CheckName(name); err != nil {
+		return runFailed(ctx, err) // before the store is touched: run defines NAME
+	}
 
 	// Catch the signals from the start: one that arrives while waiting ends
 	// the wait (nothing held), one that arrives later goes to the command.
@@ -233,15 +256,16 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runFailed(ctx, err)
 	}
 	locks := sleeplock.New(s, sleeplock.WithTTL(f.ttl))
-	defer func() { _ = locks.Close() }()
+	lv := &leaving{who: "sleeplock run", ttl: f.ttl, errOut: errOut}
+	defer lv.close(locks)
 	newSlots := f.slots
 	if newSlots == 0 && f.shared {
 		newSlots = -sharedSlots // only when the lock does not exist
 	}
-	if err := defineForRun(ctx, locks, name, newSlots); err != nil {
+	if err := defineForRun(ctx, locks, name, newSlots, f.weight); err != nil {
 		return runFailed(ctx, err)
 	}
-	lease, err := acquireForRun(ctx, locks, name, &f, timeoutCode, sigs, errOut)
+	lease, err := acquireForRun(ctx, locks, name, &f, timeoutCode, sigs, lv)
 	if err != nil {
 		return runFailed(ctx, err)
 	}
@@ -250,10 +274,11 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return runFailed(ctx, heldByRef(ctx, locks, lease))
 	}
 	// From here on the lease is given back whatever happens, also when
-	// the caller's context ended (a signal that we forward).
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-
+	// the caller's context ended (a signal that we forward), within
+	// releaseTimeout.
+	release := func() error {
+		return lv.release(ctx, lease, lease.Release)
+	}
 	cmd := exec.Command(command[0], command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, out, errOut
 	cmd.Env = append(os.Environ(),
@@ -263,10 +288,10 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	res, err := supervise(cmd, supervision{Lease: lease, Grace: f.grace, KeepOnLoss: f.keepOnLoss, KeepOnLossFlag: true,
 		Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
 	if err != nil {
-		_ = lease.Release(rctx)
+		_ = release()
 		return startError(command[0], err, errOut)
 	}
-	rerr := lease.Release(rctx)
+	rerr := release()
 	if res.Lost == nil {
 		res.Lost = lostAtRelease(rerr, lease)
 		if res.Lost != nil {
@@ -348,8 +373,11 @@ func runFailed(ctx context.Context, err error) error {
 // defineForRun defines name with slots (1 when 0, -slots when negative)
 // unless it exists; a lock with other slots than --slots (positive) is an
 // error, and so is a family covering name with other slots than --slots:
-// run never defines a member of a family apart from it.
-func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slots int) error {
+// run never defines a member of a family apart from it. A weight (--weight,
+// 0 when not given) above the slots it would define is refused before it
+// defines anything: the acquisition would be refused, and a refused run
+// leaves the store as it was.
+func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slots, weight int) error {
 	st, err := locks.State(ctx, name)
 	if !errors.Is(err, sleeplock.ErrNotFound) {
 		if err != nil || slots <= 0 || st.Slots == slots {
@@ -362,6 +390,10 @@ func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slot
 		// Defined apart: Define reports the conflict.
 	}
 	slots = max(slots, -slots, 1)
+	if weight > slots {
+		return fmt.Errorf("lock %q does not exist, and run would define it with %s, fewer than --weight %d: give --slots N (at least %d), or define it first with \"sleeplock define %s %d\"",
+			name, slotCount(slots), weight, weight, shellQuote(name), weight)
+	}
 	err = locks.Define(ctx, name, slots)
 	var conflict *sleeplock.ConflictError
 	if errors.As(err, &conflict) {
@@ -369,6 +401,14 @@ func defineForRun(ctx context.Context, locks *sleeplock.Locks, name string, slot
 			name, slotCount(conflict.Slots), conflict.Requested, name, conflict.Requested)
 	}
 	return err
+}
+
+// checkIf is err when cond holds, else nil.
+func checkIf(cond bool, err error) error {
+	if cond {
+		return err
+	}
+	return nil
 }
 
 // coveringFamily is the most specific family that covers name, if any.
@@ -392,6 +432,14 @@ func slotCount(n int) string {
 	return strconv.Itoa(n) + " slots"
 }
 
+// dashDashFirst reports whether fs.Parse(args), which left rest, stopped
+// at a "--" of its own (not the value of a flag) rather than at the first
+// positional argument: "--" came before any NAME.
+func dashDashFirst(fs *flag.FlagSet, args, rest []string) bool {
+	used := len(args) - len(rest)
+	return used > 0 && args[used-1] == "--" && !isFlagValue(fs, args, used-1)
+}
+
 // parseRunArgs parses the flags and returns the lock name and the command,
 // as flock does: flags, NAME, then the command from the first argument
 // that is not a flag of ours ("--" before it is optional); everything
@@ -407,6 +455,9 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 	rest := fs.Args()
 	if len(rest) == 0 {
 		return "", nil, usagef("no lock name: give NAME, then the command")
+	}
+	if dashDashFirst(fs, args, rest) {
+		return "", nil, usagef("no lock name: \"--\" ends run's flags and starts the command, so give NAME before it (run [flags] NAME -- COMMAND), got %q", rest)
 	}
 	name, rest := rest[0], rest[1:]
 	if len(rest) > 0 && rest[0] != "--" && strings.HasPrefix(rest[0], "-") && rest[0] != "-" {
@@ -439,7 +490,8 @@ func parseRunArgs(fs *flag.FlagSet, args []string, f *runFlags) (string, []strin
 // acquireForRun takes the slot: at once with --no-wait, else waiting (up
 // to --wait) and telling on stderr its place in the queue. A signal while
 // waiting ends the wait with status 128+signal.
-func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, timeoutCode int, sigs <-chan os.Signal, errOut io.Writer) (sleeplock.Lease, error) {
+func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *runFlags, timeoutCode int, sigs <-chan os.Signal, lv *leaving) (sleeplock.Lease, error) {
+	errOut := lv.errOut
 	opts := []sleeplock.AcquireOption{sleeplock.Ref(f.ref), sleeplock.Kind(f.kind)}
 	switch {
 	case f.exclusive:
@@ -496,7 +548,7 @@ func acquireForRun(ctx context.Context, locks *sleeplock.Locks, name string, f *
 	if err == nil {
 		select {
 		case sig := <-caught: // granted as the signal came: give it back
-			_ = lease.Release(context.WithoutCancel(ctx))
+			_ = lv.release(ctx, lease, lease.Release)
 			return lease, signalExit("sleeplock run", sig, name, errOut)
 		default:
 			return lease, nil
@@ -580,5 +632,66 @@ func startError(name string, err error, errOut io.Writer) error {
 	default:
 		fmt.Fprintf(errOut, "sleeplock run: %s: cannot run: %v\n", name, err)
 		return &exitError{code: exitNoExec}
+	}
+}
+
+// releaseTimeout bounds the release of a lease (elect: the resignation of
+// a term) on the way out of run and elect: a store that does not answer
+// within it is left with the lease, which expires by its TTL.
+const releaseTimeout = time.Second
+
+// leaving is the way out of run or elect once a lease was held: its
+// release (a term's resignation) within releaseTimeout, then the store's
+// close, waited for until the release's deadline at most when the store
+// did not take the lease back.
+type leaving struct {
+	who    string        // "sleeplock run"
+	ttl    time.Duration // the lease's TTL
+	errOut io.Writer
+	by     time.Time // the deadline of the last release that failed, zero if none did
+}
+
+// release gives back lease by release (Release, or a term's Resign),
+// within releaseTimeout even when ctx has ended. When the store did not
+// take it back (no answer, or an error other than the hold's being gone
+// already) it warns that the lease is left behind until its TTL runs out.
+// It returns release's error.
+func (lv *leaving) release(ctx context.Context, lease sleeplock.Lease, release func(context.Context) error) error {
+	by := time.Now().Add(releaseTimeout)
+	rctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
+	defer cancel()
+	err := release(rctx)
+	if err == nil || errors.Is(err, sleeplock.ErrNotHeld) || errors.Is(err, sleeplock.ErrNotFound) {
+		return err
+	}
+	lv.by = by
+	why := message(err)
+	if rctx.Err() != nil {
+		why = "the store did not answer within " + releaseTimeout.String()
+	}
+	fmt.Fprintf(lv.errOut, "%s: warning: could not release %q (token %d): %s; the store keeps the lease until it expires by its TTL (%v)\n",
+		lv.who, lease.Name(), lease.Token(), why, lv.ttl)
+	return err
+}
+
+// close closes locks; after a release that failed, it waits for that
+// until the release's deadline at most: a store that hangs does not hold
+// the exit (pgx takes up to 15 s to close a connection whose query was
+// cancelled), and the process's end closes what is left.
+func (lv *leaving) close(locks *sleeplock.Locks) {
+	if lv.by.IsZero() {
+		_ = locks.Close()
+		return
+	}
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		_ = locks.Close()
+	}()
+	t := time.NewTimer(time.Until(lv.by))
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
 	}
 }

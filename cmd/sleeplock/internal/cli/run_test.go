@@ -170,7 +170,7 @@ func TestRunExitStatuses(t *testing.T) {
 		{"no command", []string{"x"}, 2, "no command"},
 		{"no command after --", []string{"x", "--"}, 2, "no command"},
 		{"no name", nil, 2, "no lock name"},
-		{"-- before the name", []string{"--", "x", exe, "test-child-exit", "0"}, 0, ""},
+		{"-- before the name: no name", []string{"--", "x", exe, "test-child-exit", "0"}, 2, "no lock name"},
 		{"a second word is the command", []string{"x", "y", "--", "true"}, 127, "y: command not found"},
 		{"slots mismatch: not busy", []string{"--slots", "2", "x", "--", exe, "test-child-exit", "0"}, 125, "lock \"x\" has 1 slot, not 2: drop --slots"},
 		{"a new lock is defined", []string{"new", "--", exe, "test-child-exit", "0"}, 0, ""},

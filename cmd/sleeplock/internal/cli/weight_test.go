@@ -49,12 +49,12 @@ func TestRunWeight(t *testing.T) {
 	}
 }
 
-// A weight larger than the lock's slots fails at once (status 125, saying
-// why); contradictory flags are a bad command line (status 2).
+// A weight larger than the slots of the lock that run would define fails
+// at once (status 125, saying why, defining nothing); contradictory flags are a bad command line (status 2).
 func TestRunWeightErrors(t *testing.T) {
 	e := newRunEnv(t)
 	_, errOut, code := run(t, "run", "--store", e.store(), "--weight", "2", "one", "true")
-	if code != exitFailed || !strings.Contains(errOut, "fewer than the 2 asked") {
+	if code != exitFailed || !strings.Contains(errOut, "define it with 1 slot, fewer than --weight 2") {
 		t.Fatalf("run --weight 2 on a new lock of 1 slot: exit %d, stderr %q; want %d and why", code, errOut, exitFailed)
 	}
 	for _, args := range [][]string{
