@@ -17,65 +17,21 @@ type family struct {
 	st      *lockStats // the counters of the family and its members
 }
 
-// Define implements store.Store.
+// Define implements store.Store: a Reconcile of one entry.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	created, err := s.DefineAll(ctx, []store.Definition{{Name: name, Slots: slots}}, ev)
-	if err != nil {
-		return false, err
-	}
-	return created[0], nil
+	r, err := s.Reconcile(ctx, []store.Definition{{Name: name, Slots: slots}}, store.ReconcileOptions{}, ev)
+	return len(r.Created) == 1, err
 }
 
-// DefineAll implements store.Store: every entry is checked against the
-// definitions and the entries before it, then all are made, under the
-// store's mutex.
-func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
-	if err := s.usable(ctx); err != nil {
-		return nil, err
-	}
-	for _, d := range defs {
-		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
-			return nil, err
-		}
-	}
-	o := op{s: s, ev: ev}
-	o.enterGlobal()
-	defer o.done()
-	if s.closed.Load() {
-		return nil, store.ErrClosed
-	}
-	created := make([]bool, len(defs))
-	seen := make(map[string]int, len(defs))
-	for i, d := range defs {
-		have, ok := seen[d.Name]
-		if !ok {
-			have, ok = s.defined(d.Name)
-			created[i] = !ok
-		}
-		if ok && have != d.Slots {
-			return nil, &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
-		}
-		seen[d.Name] = d.Slots
-	}
-	for i, d := range defs {
-		if created[i] {
-			s.define(&o, d.Name, d.Slots)
-		}
-	}
-	return created, nil
-}
-
-// Reconcile implements store.Store under the store's mutex: every entry
-// and every definition to prune is checked first, then the prune, the new
-// definitions and the resizes are made.
+// Reconcile implements store.Store under the store's mutex: it reads the
+// definitions the entries name (with opts.Prune, every definition, and the
+// use of those to prune), and carries out store.PlanReconcile's plan.
 func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
 	if err := s.usable(ctx); err != nil {
 		return store.Reconciled{}, err
 	}
-	for _, d := range defs {
-		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
-			return store.Reconciled{}, err
-		}
+	if _, err := store.CheckDefinitions(defs); err != nil {
+		return store.Reconciled{}, err
 	}
 	o := op{s: s, ev: ev}
 	o.enterGlobal()
@@ -83,83 +39,72 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	if s.closed.Load() {
 		return store.Reconciled{}, store.ErrClosed
 	}
-	const (
-		keep = iota
-		create
-		resize
-	)
-	what := make([]int, len(defs))
-	seen := make(map[string]int, len(defs))
-	for i, d := range defs {
-		if have, ok := seen[d.Name]; ok {
-			if have != d.Slots {
-				return store.Reconciled{}, &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
-			}
-			continue
-		}
-		seen[d.Name] = d.Slots
-		have, ok := s.defined(d.Name)
-		switch {
-		case !ok:
-			what[i] = create
-		case have == d.Slots:
-		case opts.Resize:
-			what[i] = resize
-		default:
-			return store.Reconciled{}, &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
-		}
-	}
-	var r store.Reconciled
-	var doomed []*doomed
-	if opts.Prune {
-		var names []string
-		for name := range s.fams {
-			if _, ok := seen[name]; !ok {
-				names = append(names, name)
-			}
-		}
-		s.locks.Range(func(lk *lock) bool {
-			if _, ok := seen[lk.name]; !ok && lk.defined && !lk.gone {
-				names = append(names, lk.name)
-			}
-			return true
-		})
-		sort.Strings(names)
-		var del store.Deleted
-		inUse := ""
-		for _, name := range names {
-			d, err := s.doom(&o, name)
-			if err != nil {
-				continue // forgotten meanwhile: nothing to prune
-			}
-			var u *store.InUseError
-			if errors.As(d.count(&del), &u) && inUse == "" {
-				inUse = u.Lock
-			}
-			doomed = append(doomed, d)
-			r.Deleted = append(r.Deleted, name)
-		}
-		if inUse != "" && !opts.Force {
-			return store.Reconciled{}, &store.InUseError{Lock: inUse, Holders: del.Holds, Waiters: del.Waiters}
-		}
-		r.Holds, r.Waiters = del.Holds, del.Waiters
+	current, doomed := s.current(&o, defs, opts.Prune)
+	p, err := store.PlanReconcile(defs, current, opts)
+	if err != nil {
+		return store.Reconciled{}, err
 	}
 	var others []*lock
-	for _, d := range doomed {
-		others = s.remove(&o, d, others)
-	}
-	s.pumpAll(&o, others)
-	for i, d := range defs {
-		switch what[i] {
-		case create:
-			s.define(&o, d.Name, d.Slots)
-			r.Created = append(r.Created, d.Name)
-		case resize:
-			_ = s.resize(&o, d.Name, d.Slots) // defined: checked above
-			r.Resized = append(r.Resized, d.Name)
+	for _, st := range p.Steps {
+		if st.Kind == store.StepPrune {
+			others = s.remove(&o, doomed[st.Name], others)
 		}
 	}
-	return r, nil
+	s.pumpAll(&o, others)
+	for _, st := range p.Steps {
+		switch st.Kind {
+		case store.StepCreate:
+			s.define(&o, st.Name, st.Slots)
+		case store.StepResize:
+			_ = s.resize(&o, st.Name, st.Slots) // defined: read above
+		}
+	}
+	return p.Result(), nil
+}
+
+// current reads the definitions defs name and, with prune, every other
+// definition with its use, doomed (its locks' mutexes taken) to be
+// removed if the plan prunes it; global.
+func (s *Store) current(o *op, defs []store.Definition, prune bool) ([]store.Defined, map[string]*doomed) {
+	var current []store.Defined
+	want := make(map[string]bool, len(defs))
+	for _, d := range defs {
+		if slots, ok := s.defined(d.Name); ok && !want[d.Name] {
+			current = append(current, store.Defined{Name: d.Name, Slots: slots})
+		}
+		want[d.Name] = true
+	}
+	if !prune {
+		return current, nil
+	}
+	var names []string
+	for name := range s.fams {
+		if !want[name] {
+			names = append(names, name)
+		}
+	}
+	s.locks.Range(func(lk *lock) bool {
+		if !want[lk.name] && lk.defined && !lk.gone {
+			names = append(names, lk.name)
+		}
+		return true
+	})
+	doomed := make(map[string]*doomed, len(names))
+	for _, name := range names {
+		d, err := s.doom(o, name)
+		if err != nil {
+			continue // forgotten meanwhile: nothing to prune
+		}
+		slots, _ := s.defined(name)
+		c := store.Defined{Name: name, Slots: slots}
+		var del store.Deleted
+		if u := (*store.InUseError)(nil); errors.As(d.count(&del), &u) {
+			c.Use = *u
+		}
+		current = append(current, c)
+		doomed[name] = d
+	}
+	return current, doomed
 }
 
 // defined returns the slots of name's own definition (a lock or family

@@ -8,63 +8,10 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// Define implements store.Store in one statement.
+// Define implements store.Store: a Reconcile of one entry.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	if err := store.CheckDefinition(name, slots); err != nil {
-		return false, err
-	}
-	if err := s.check(ctx); err != nil {
-		return false, err
-	}
-	var created bool
-	var events []store.Event
-	err := s.retry(ctx, false, func() error {
-		var err error
-		created, events, err = s.defineOne(ctx, s.c, store.Definition{Name: name, Slots: slots}, events[:0])
-		return err
-	})
-	if err != nil {
-		return false, err
-	}
-	for _, e := range events {
-		emit(ev, e)
-	}
-	return created, nil
-}
-
-// DefineAll implements store.Store: define() for every entry in one
-// transaction, rolled back at the first entry that fails, so a failed call
-// defines nothing. Events are emitted once the transaction has committed.
-func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
-	for _, d := range defs {
-		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	var created []bool
-	var events []store.Event
-	err := s.retry(ctx, false, func() error {
-		created, events = make([]bool, len(defs)), events[:0]
-		return s.c.inTx(ctx, func(c conn) error {
-			for i, d := range defs {
-				var err error
-				if created[i], events, err = s.defineOne(ctx, c, d, events); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range events {
-		emit(ev, e)
-	}
-	return created, nil
+	r, err := s.Reconcile(ctx, []store.Definition{{Name: name, Slots: slots}}, store.ReconcileOptions{}, ev)
+	return len(r.Created) == 1, err
 }
 
 // defineOne runs define() for d on c. It reports whether d was created and

@@ -106,15 +106,15 @@ func (s *Store) deleted(x *deletion, ev store.Emitter) {
 	s.d.wakeAll() // this store's waiters of the deleted locks find them gone
 }
 
-// Reconcile implements store.Store in one transaction: the definitions to
-// prune are deleted first (delete_def(); when one is in use and force is
-// not given, the others are still asked, so that the error counts every
-// holder and waiter, and the transaction is rolled back), then each entry
-// is defined (define()) or resized (resize()). Events are emitted once
-// the transaction has committed.
+// Reconcile implements store.Store in one transaction, under the
+// definitions' advisory lock: it reads the definitions (current) and
+// carries out store.PlanReconcile's plan, pruning with delete_def(),
+// defining with define() and resizing with resize(). A definition read
+// unused but found in use by delete_def(), which checks again under its
+// locks' rows, is an *InUseError: the transaction is rolled back. Events
+// are emitted once the transaction has committed.
 func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
-	seen, err := store.CheckDefinitions(defs)
-	if err != nil {
+	if _, err := store.CheckDefinitions(defs); err != nil {
 		return store.Reconciled{}, err
 	}
 	if err := s.check(ctx); err != nil {
@@ -123,75 +123,40 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	var r store.Reconciled
 	var xs []deletion
 	var events []store.Event
-	resized := false
-	err = s.retry(ctx, false, func() error {
-		r, xs, events, resized = store.Reconciled{}, xs[:0], events[:0], false
+	err := s.retry(ctx, false, func() error {
+		xs, events = xs[:0], events[:0]
 		return s.c.inTx(ctx, func(c conn) error {
-			if opts.Prune {
-				var inUse *store.InUseError
-				var names []string
-				err := c.query(ctx, s.q.defNames, nil,
-					func(scan func(...any) error) error {
-						var n string
-						if err := scan(&n); err != nil {
-							return err
-						}
-						if _, ok := seen[n]; !ok {
-							names = append(names, n)
-						}
-						return nil
-					})
-				if err != nil {
-					return err
-				}
-				for _, n := range names {
-					x, err := s.deleteDef(ctx, c, n, opts.Force)
+			current, err := s.current(ctx, c, defs, opts.Prune)
+			if err != nil {
+				return err
+			}
+			p, err := store.PlanReconcile(defs, current, opts)
+			if err != nil {
+				return err
+			}
+			r = p.Result()
+			r.Holds, r.Waiters = 0, 0
+			for _, st := range p.Steps {
+				switch st.Kind {
+				case store.StepPrune:
+					x, err := s.deleteDef(ctx, c, st.Name, opts.Force)
+					if err == nil {
+						err = x.err()
+					}
 					if err != nil {
 						return err
-					}
-					if x.inUse != nil {
-						if inUse == nil {
-							inUse = &store.InUseError{Lock: x.inUse.Lock}
-						}
-						inUse.Holders += x.inUse.Holders
-						inUse.Waiters += x.inUse.Waiters
-						continue
-					}
-					if x.notFound {
-						continue // deleted meanwhile
 					}
 					xs = append(xs, x)
-					r.Deleted = append(r.Deleted, n)
 					r.Holds += x.done.Holds
 					r.Waiters += x.done.Waiters
-				}
-				if inUse != nil {
-					return inUse
-				}
-			}
-			done := make(map[string]bool, len(defs))
-			for _, d := range defs {
-				if done[d.Name] {
-					continue
-				}
-				done[d.Name] = true
-				var created bool
-				var err error
-				created, events, err = s.defineOne(ctx, c, d, events)
-				var conflict *store.ConflictError
-				switch {
-				case err == nil && created:
-					r.Created = append(r.Created, d.Name)
-				case err == nil:
-				case errors.As(err, &conflict) && opts.Resize:
-					e, err := s.resizeOne(ctx, c, d.Name, d.Slots)
-					if err != nil {
-						return err
-					}
+				case store.StepCreate:
+					_, events, err = s.defineOne(ctx, c, store.Definition{Name: st.Name, Slots: st.Slots}, events)
+				case store.StepResize:
+					var e []store.Event
+					e, err = s.resizeOne(ctx, c, st.Name, st.Slots)
 					events = append(events, e...)
-					r.Resized = append(r.Resized, d.Name)
-					resized = true
-				default:
+				}
+				if err != nil {
 					return err
 				}
 			}
@@ -201,7 +166,7 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	if err != nil {
 		var inUse *store.InUseError
 		var conflict *store.ConflictError
-		if errors.As(err, &inUse) || errors.As(err, &conflict) {
+		if errors.As(err, &inUse) || errors.As(err, &conflict) || errors.Is(err, store.ErrNotFound) {
 			return store.Reconciled{}, err
 		}
 		return store.Reconciled{}, fmt.Errorf("pgstore: reconcile: %w", err)
@@ -212,10 +177,48 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	for _, e := range events {
 		emit(ev, e)
 	}
-	if resized {
+	if len(r.Resized) > 0 {
 		s.d.wakeAll()
 	}
 	return r, nil
+}
+
+// current takes the definitions' advisory lock for c's transaction and
+// reads the definitions defs name and, with prune, every other one with
+// its use.
+func (s *Store) current(ctx context.Context, c conn, defs []store.Definition, prune bool) ([]store.Defined, error) {
+	if err := c.exec(ctx, s.q.defsLock); err != nil {
+		return nil, err
+	}
+	names := make([]string, len(defs))
+	for i, d := range defs {
+		names[i] = d.Name
+	}
+	var current []store.Defined
+	err := c.query(ctx, s.q.defsNamed, []any{textArray(names)}, func(scan func(...any) error) error {
+		var d store.Defined
+		var slots int32
+		if err := scan(&d.Name, &slots); err != nil {
+			return err
+		}
+		d.Slots = int(slots)
+		current = append(current, d)
+		return nil
+	})
+	if err != nil || !prune {
+		return current, err
+	}
+	err = c.query(ctx, s.q.defsUse, []any{textArray(names)}, func(scan func(...any) error) error {
+		var d store.Defined
+		var slots, holders, waiters int32
+		if err := scan(&d.Name, &slots, &d.Use.Lock, &holders, &waiters); err != nil {
+			return err
+		}
+		d.Slots, d.Use.Holders, d.Use.Waiters = int(slots), int(holders), int(waiters)
+		current = append(current, d)
+		return nil
+	})
+	return current, err
 }
 
 // resizeOne runs resize() for name on c and returns its event (none when

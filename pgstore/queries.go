@@ -51,7 +51,7 @@ type queries struct {
 	sweepNodes, sweep                               string
 	// other statements
 	undefined, nodeDown, listen, guard, isolation string
-	defNames                                      string
+	defsLock, defsNamed, defsUse                  string
 }
 
 // fn is a function of sql/ and its parameters, in the order of its
@@ -290,9 +290,22 @@ func newQueries(schema string) queries {
 		// The first name of $1 that no definition covers.
 		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
 		nodeDown:  "DELETE FROM " + s + ".nodes WHERE id = $1::bigint",
-		// Every definition, for Reconcile's prune.
-		defNames: "SELECT name FROM " + s + ".defs ORDER BY name",
-		listen:   "LISTEN " + quoteIdent(channelOf(schema)),
+		// Reconcile's reads (see current): the definitions' advisory
+		// lock, which define(), resize() and delete_def() take too; the
+		// definitions of the names $1; and every other definition with the
+		// use of its locks (of a family's members in use), counted as
+		// delete_def() counts it.
+		defsLock:  "SELECT pg_advisory_xact_lock(" + s + ".defs_key())",
+		defsNamed: "SELECT d.name, d.slots FROM " + s + ".defs d WHERE d.name = ANY ($1::text::text[])",
+		defsUse: "WITH u AS (SELECT x.lock, " + s + ".def_of(x.lock) AS def, " +
+			"(SELECT count(*) FROM " + s + ".holding h WHERE h.lock = x.lock)::int AS holders, " +
+			s + ".waiting_of(x.lock, clock_timestamp()) AS waiters " +
+			"FROM (SELECT h.lock FROM " + s + ".holding h UNION SELECT q.lock FROM " + s + ".queue q) x) " +
+			"SELECT d.name, d.slots, coalesce(min(u.lock) FILTER (WHERE u.holders + u.waiters > 0), ''), " +
+			"coalesce(sum(u.holders), 0)::int, coalesce(sum(u.waiters), 0)::int " +
+			"FROM " + s + ".defs d LEFT JOIN u ON u.def = d.name " +
+			"WHERE NOT d.name = ANY ($1::text::text[]) GROUP BY d.name, d.slots ORDER BY d.name",
+		listen: "LISTEN " + quoteIdent(channelOf(schema)),
 		// The holds found, locked against release and takeover until the
 		// caller's transaction ends (spillHeld first makes a hold in a
 		// lock's row a holder row).

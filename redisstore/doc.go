@@ -59,7 +59,7 @@
 // sleeplock.ErrUnsupported) that names two locks of different roots:
 // an AcquireAll of locks of several roots; a lease of several roots
 // (LeaseOf) released, kept, checked or guarded; a Guard whose Tx writes
-// a key without the lock's KeyTag; a DefineAll or an Apply
+// a key without the lock's KeyTag; an Apply (a store's Reconcile)
 // of definitions of several roots (define them one by one, with Define);
 // and every Apply with Prune, which reads the definitions of every root.
 // It judges by root, not by slot, so that whether a call works never

@@ -14,61 +14,10 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// Define implements store.Store.
+// Define implements store.Store: a Reconcile of one entry.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	if err := s.check(ctx); err != nil {
-		return false, err
-	}
-	created, err := s.DefineAll(ctx, []store.Definition{{Name: name, Slots: slots}}, ev)
-	if err != nil {
-		return false, err
-	}
-	return created[0], nil
-}
-
-// DefineAll implements store.Store in one script: all or nothing. On
-// Redis Cluster, the definitions of one call must share a root (see
-// KeyTag).
-func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, err
-	}
-	if len(defs) == 0 {
-		return []bool{}, nil
-	}
-	if err := s.spanDefs("DefineAll", defs); err != nil {
-		return nil, err
-	}
-	keys := make([]string, 0, len(defs))
-	args := []any{len(defs)}
-	roots := make([]any, 0, len(defs))
-	for _, d := range defs {
-		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
-			return nil, err
-		}
-		keys = append(keys, s.rootKey(root(d.Name), "d"))
-		roots = append(roots, root(d.Name))
-		args = append(args, d.Name)
-	}
-	for _, d := range defs {
-		args = append(args, d.Slots)
-	}
-	if err := s.c.SAdd(ctx, s.rootsKey(), roots...).Err(); err != nil {
-		return nil, s.fail(ctx, err)
-	}
-	r, err := s.run(ctx, fnDefine, ev, keys, args...)
-	if err != nil {
-		return nil, err
-	}
-	if r.status == "conflict" {
-		return nil, &store.ConflictError{Name: str(r.arg(0)), Slots: int(integer(r.arg(1))), Requested: int(integer(r.arg(2)))}
-	}
-	flags := list(r.arg(0))
-	created := make([]bool, len(defs))
-	for i := range created {
-		created[i] = i < len(flags) && integer(flags[i]) == 1
-	}
-	return created, nil
+	r, err := s.Reconcile(ctx, []store.Definition{{Name: name, Slots: slots}}, store.ReconcileOptions{}, ev)
+	return len(r.Created) == 1, err
 }
 
 // Resize implements store.Store.
@@ -89,11 +38,16 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 	return nil
 }
 
-// Reconcile implements store.Store in one script (lua/reconcile.lua),
-// which checks everything before it writes. Its prune reads the
-// definitions of every root: like a DefineAll of several roots, it needs
-// one server (Redis Cluster refuses a script whose keys are in several
-// slots).
+// maxReconcileReads bounds how many times Reconcile reads the definitions
+// again because they changed before its plan was carried out.
+const maxReconcileReads = 64
+
+// Reconcile implements store.Store with lua/reconcile.lua: one call reads
+// the definitions, store.PlanReconcile makes the plan, and a second call
+// carries it out if what the plan depends on did not change meanwhile
+// (else it reads again). Its prune reads the definitions of every root:
+// like a Reconcile of several roots, it needs one server (Redis Cluster
+// refuses a script whose keys are in several slots).
 func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
 	if err := s.check(ctx); err != nil {
 		return store.Reconciled{}, err
@@ -107,16 +61,13 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	if err := s.spanDefs("Reconcile", defs); err != nil {
 		return store.Reconciled{}, err
 	}
-	keys := make([]string, 0, len(defs))
-	args := []any{b2i(opts.Resize), b2i(opts.Prune), b2i(opts.Force), len(defs)}
+	keys := make([]string, 0, len(defs)+1)
+	args := []any{"", b2i(opts.Prune), b2i(opts.Force), len(defs)}
 	roots := make([]any, 0, len(defs))
 	for _, d := range defs {
 		keys = append(keys, s.rootKey(root(d.Name), "d"))
 		roots = append(roots, root(d.Name))
 		args = append(args, d.Name)
-	}
-	for _, d := range defs {
-		args = append(args, d.Slots)
 	}
 	if len(roots) > 0 {
 		if err := s.c.SAdd(ctx, s.rootsKey(), roots...).Err(); err != nil {
@@ -126,26 +77,43 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	if opts.Prune { // it reads the roots' definitions
 		keys = append(keys, s.rootsKey())
 	}
-	r, err := s.run(ctx, fnReconcile, ev, keys, args...)
-	if err != nil {
-		return store.Reconciled{}, err
-	}
-	switch r.status {
-	case "conflict":
-		return store.Reconciled{}, &store.ConflictError{Name: str(r.arg(0)), Slots: int(integer(r.arg(1))), Requested: int(integer(r.arg(2)))}
-	case "inuse":
-		return store.Reconciled{}, &store.InUseError{Lock: str(r.arg(0)), Holders: int(integer(r.arg(1))), Waiters: int(integer(r.arg(2)))}
-	}
-	names := func(v any) []string {
-		var out []string
-		for _, x := range list(v) {
-			out = append(out, str(x))
+	for range maxReconcileReads {
+		r, err := s.run(ctx, fnReconcile, ev, keys, append(args, 0)...)
+		if err != nil {
+			return store.Reconciled{}, err
 		}
-		return out
+		var current []store.Defined
+		for _, v := range list(r.arg(1)) {
+			d := list(v)
+			current = append(current, store.Defined{Name: str(d[0]), Slots: int(integer(d[1])),
+				Use: store.InUseError{Lock: str(d[2]), Holders: int(integer(d[3])), Waiters: int(integer(d[4]))}})
+		}
+		p, err := store.PlanReconcile(defs, current, opts)
+		if err != nil {
+			return store.Reconciled{}, err
+		}
+		plan := append([]any{r.arg(0)}, args[1:]...)
+		plan = append(plan, len(p.Steps))
+		for _, st := range p.Steps {
+			plan = append(plan, stepKinds[st.Kind], st.Name, st.Slots)
+		}
+		if r, err = s.run(ctx, fnReconcile, ev, keys, plan...); err != nil {
+			return store.Reconciled{}, err
+		}
+		if r.status == "changed" {
+			continue
+		}
+		res := p.Result()
+		if len(res.Deleted) > 0 {
+			res.Holds, res.Waiters = int(integer(r.arg(0))), int(integer(r.arg(1)))
+		}
+		return res, nil
 	}
-	return store.Reconciled{Created: names(r.arg(0)), Resized: names(r.arg(1)), Deleted: names(r.arg(2)),
-		Holds: int(integer(r.arg(3))), Waiters: int(integer(r.arg(4)))}, nil
+	return store.Reconciled{}, fmt.Errorf("redisstore: reconcile: the definitions changed at each of %d reads", maxReconcileReads)
 }
+
+// stepKinds are the kinds of store.Step as lua/reconcile.lua reads them.
+var stepKinds = map[store.StepKind]string{store.StepPrune: "p", store.StepCreate: "c", store.StepResize: "r"}
 
 // Delete implements store.Store in one script (lua/delete.lua), which
 // writes nothing when it refuses.

@@ -43,7 +43,6 @@ var (
 	fnState     = fn("state")
 	fnList      = fn("list")
 	fnStats     = fn("stats")
-	fnDefine    = fn("define")
 	fnResize    = fn("resize")
 	fnDelete    = fn("delete")
 	fnReconcile = fn("reconcile")
@@ -55,7 +54,7 @@ var (
 )
 
 // operations are the functions of the library, by file name.
-var operations = []string{"acquire", "release", "keep", "held", "state", "list", "stats", "define",
+var operations = []string{"acquire", "release", "keep", "held", "state", "list", "stats",
 	"resize", "delete", "reconcile", "leave", "heartbeat", "close", "guard", "relabel"}
 
 // fastPaths are the functions of lua/fast.lua that answer an operation's

@@ -126,18 +126,16 @@ func (t *txn) remove(x *doomed, ev store.Emitter) error {
 }
 
 // Reconcile implements store.Store in one transaction, rolled back when
-// anything fails: the definitions to prune are checked first, then
-// deleted, then each entry is defined or resized.
+// anything fails: it reads the definitions (current) and carries out
+// store.PlanReconcile's plan.
 func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
-	seen, err := store.CheckDefinitions(defs)
-	if err != nil {
+	if _, err := store.CheckDefinitions(defs); err != nil {
 		return store.Reconciled{}, err
 	}
 	var r store.Reconciled
-	err = s.do(ctx, func(t *txn) error {
-		r = store.Reconciled{}
-		err := t.reconcile(defs, seen, opts, ev, &r)
-		if err != nil {
+	err := s.do(ctx, func(t *txn) error {
+		var err error
+		if r, err = t.reconcile(defs, opts, ev); err != nil {
 			t.abort = true
 		}
 		return err
@@ -148,76 +146,84 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 	return r, nil
 }
 
-// reconcile is Reconcile's transaction; seen are the entries' slots by
-// name.
-func (t *txn) reconcile(defs []store.Definition, seen map[string]int, opts store.ReconcileOptions, ev store.Emitter, r *store.Reconciled) error {
-	if opts.Prune {
-		var names []string
-		err := t.query("SELECT name FROM defs ORDER BY name", nil, func(scan func(...any) error) error {
-			var n string
-			if err := scan(&n); err != nil {
-				return err
-			}
-			if _, ok := seen[n]; !ok {
-				names = append(names, n)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		var xs []*doomed
-		var d store.Deleted
-		inUse := ""
-		for _, n := range names {
-			x, err := t.doom(n, ev)
-			if err != nil {
-				return err
-			}
-			var u *store.InUseError
-			if errors.As(x.count(&d), &u) && inUse == "" {
-				inUse = u.Lock
-			}
-			xs = append(xs, x)
-		}
-		if inUse != "" && !opts.Force {
-			return &store.InUseError{Lock: inUse, Holders: d.Holds, Waiters: d.Waiters}
-		}
-		for _, x := range xs {
-			if err := t.remove(x, ev); err != nil {
-				return err
-			}
-			r.Deleted = append(r.Deleted, x.name)
-		}
-		r.Holds, r.Waiters = d.Holds, d.Waiters
+// reconcile is Reconcile's transaction.
+func (t *txn) reconcile(defs []store.Definition, opts store.ReconcileOptions, ev store.Emitter) (store.Reconciled, error) {
+	current, doomed, err := t.current(defs, opts.Prune, ev)
+	if err != nil {
+		return store.Reconciled{}, err
 	}
-	done := make(map[string]bool, len(defs))
+	p, err := store.PlanReconcile(defs, current, opts)
+	if err != nil {
+		return store.Reconciled{}, err
+	}
+	for _, st := range p.Steps {
+		switch st.Kind {
+		case store.StepPrune:
+			err = t.remove(doomed[st.Name], ev)
+		case store.StepCreate:
+			_, err = t.define(st.Name, st.Slots, ev)
+		case store.StepResize:
+			err = t.resize(st.Name, st.Slots, ev)
+		}
+		if err != nil {
+			return store.Reconciled{}, err
+		}
+	}
+	return p.Result(), nil
+}
+
+// current reads the definitions defs name and, with prune, every other
+// definition with its use, doomed (loaded) to be removed if the plan
+// prunes it.
+func (t *txn) current(defs []store.Definition, prune bool, ev store.Emitter) ([]store.Defined, map[string]*doomed, error) {
+	var current []store.Defined
+	want := make(map[string]bool, len(defs))
 	for _, d := range defs {
-		if done[d.Name] {
+		if want[d.Name] {
 			continue
 		}
-		done[d.Name] = true
-		var have int
-		found, err := t.queryRow("SELECT slots FROM defs WHERE name = ?", []any{d.Name}, &have)
-		switch {
-		case err != nil:
-			return err
-		case !found:
-			if _, err := t.define(d.Name, d.Slots, ev); err != nil {
-				return err
-			}
-			r.Created = append(r.Created, d.Name)
-		case have == d.Slots:
-		case !opts.Resize:
-			return &store.ConflictError{Name: d.Name, Slots: have, Requested: d.Slots}
-		default:
-			if err := t.resize(d.Name, d.Slots, ev); err != nil {
-				return err
-			}
-			r.Resized = append(r.Resized, d.Name)
+		want[d.Name] = true
+		c := store.Defined{Name: d.Name}
+		found, err := t.queryRow("SELECT slots FROM defs WHERE name = ?", []any{d.Name}, &c.Slots)
+		if err != nil {
+			return nil, nil, err
+		}
+		if found {
+			current = append(current, c)
 		}
 	}
-	return nil
+	if !prune {
+		return current, nil, nil
+	}
+	var names []string
+	err := t.query("SELECT name FROM defs ORDER BY name", nil, func(scan func(...any) error) error {
+		var n string
+		if err := scan(&n); err != nil {
+			return err
+		}
+		if !want[n] {
+			names = append(names, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	doomed := make(map[string]*doomed, len(names))
+	for _, n := range names {
+		x, err := t.doom(n, ev)
+		if err != nil {
+			return nil, nil, err
+		}
+		c := store.Defined{Name: n, Slots: x.slots}
+		var d store.Deleted
+		if u := (*store.InUseError)(nil); errors.As(x.count(&d), &u) {
+			c.Use = *u
+		}
+		current = append(current, c)
+		doomed[n] = x
+	}
+	return current, doomed, nil
 }
 
 // members returns the locks in use (held or queued for) that family

@@ -14,38 +14,10 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// Define implements store.Store.
+// Define implements store.Store: a Reconcile of one entry.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	created, err := s.DefineAll(ctx, []store.Definition{{Name: name, Slots: slots}}, ev)
-	if err != nil {
-		return false, err
-	}
-	return created[0], nil
-}
-
-// DefineAll implements store.Store in one transaction, rolled back when an
-// entry fails.
-func (s *Store) DefineAll(ctx context.Context, defs []store.Definition, ev store.Emitter) ([]bool, error) {
-	for _, d := range defs {
-		if err := store.CheckDefinition(d.Name, d.Slots); err != nil {
-			return nil, err
-		}
-	}
-	created := make([]bool, len(defs))
-	err := s.do(ctx, func(t *txn) error {
-		for i, d := range defs {
-			var err error
-			if created[i], err = t.define(d.Name, d.Slots, ev); err != nil {
-				t.abort = true
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return created, nil
+	r, err := s.Reconcile(ctx, []store.Definition{{Name: name, Slots: slots}}, store.ReconcileOptions{}, ev)
+	return len(r.Created) == 1, err
 }
 
 // define makes the definition name unless it exists with the same slots.

@@ -10,8 +10,8 @@ import (
 // of one shard only. Such a store refuses a call that would span shards,
 // changing nothing, with a *ShardError (matching ErrUnsupported): one that
 // names locks of several shards (Acquire of several locks, Release, Keep,
-// Held, ReleaseStale or Guard of a handle of several locks, DefineAll,
-// Reconcile), a Reconcile with Prune, which reads every shard, and a
+// Held, ReleaseStale or Guard of a handle of several locks, Reconcile), a
+// Reconcile with Prune, which reads every shard, and a
 // Guard whose write names data of another shard than its locks'. Every
 // other call, and every call whose locks share a shard, behaves as the
 // Store interface says.
@@ -25,7 +25,7 @@ type Sharder interface {
 // ShardError is the error of a call refused by a Sharder because it
 // would span shards. Nothing changed. It matches ErrUnsupported.
 type ShardError struct {
-	Op     string    // the call: "AcquireAll", "DefineAll", "Reconcile with Prune", …
+	Op     string    // the call: "AcquireAll", "Reconcile", "Reconcile with Prune", …
 	Locks  [2]string // two of its locks in different shards (none for a prune; for Guard, a lock and a key its write names)
 	Shards [2]string // their shards
 	Hint   string    // how to keep locks in one shard on this store

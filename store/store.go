@@ -25,21 +25,19 @@ type Store interface {
 	// the same definition exists already, and a *ConflictError when the
 	// name exists with other slots. It emits EventCreated when it creates.
 	Define(ctx context.Context, name string, slots int, ev Emitter) (created bool, err error)
-	// DefineAll defines every entry of defs as Define does, all or nothing:
-	// when one entry fails (a *ConflictError with an existing definition or
-	// an earlier entry, an invalid entry, a store error) nothing is defined
-	// and no event is emitted. created[i] reports whether defs[i] was
-	// created (false: the same definition existed already).
-	DefineAll(ctx context.Context, defs []Definition, ev Emitter) (created []bool, err error)
 	// Reconcile makes the store's definitions those of defs, all or
-	// nothing, in one transaction (one script): every entry is defined as
-	// DefineAll does; with opts.Resize an entry whose name is defined with
-	// other slots is resized as Resize does (holders keep their slots,
-	// waiters are granted what became free) instead of being a
-	// *ConflictError; with opts.Prune every definition whose name is not
+	// nothing, as one atomic change: it reads the definitions where it
+	// writes (in one transaction, or a read and a script that writes only
+	// if what was read did not change) and carries out the plan of
+	// PlanReconcile. Every entry is defined as Define does (the same
+	// definition again creates nothing; an entry given twice with other
+	// slots is a *ConflictError); with opts.Resize an entry whose name is
+	// defined with other slots is resized as Resize does (holders keep
+	// their slots, waiters are granted what became free) instead of being
+	// a *ConflictError; with opts.Prune every definition whose name is not
 	// an entry is deleted as Delete does, with opts.Force as its force (a
 	// lock in use is an *InUseError). When anything fails nothing changes
-	// and no event is emitted. Reconcile with no options is DefineAll.
+	// and no event is emitted. With no options it defines every entry.
 	Reconcile(ctx context.Context, defs []Definition, opts ReconcileOptions, ev Emitter) (Reconciled, error)
 	// Resize changes the slots of a defined lock or family (and of the
 	// family's live members) without dropping holders; waiters are granted

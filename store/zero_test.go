@@ -20,6 +20,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"NotResizable": store.NotResizable, "NotDeletable": store.NotDeletable, "CheckDefinitions": store.CheckDefinitions,
 			"DeletedWhileWaiting": store.DeletedWhileWaiting, "DeletedHold": store.DeletedHold, "NewRef": store.NewRef, "RefOf": store.RefOf,
 			"NewRefRange": store.NewRefRange, "Need": store.Need, "Busy": store.Busy, "CheckWeight": store.CheckWeight, "Bucket": store.Bucket,
+			"PlanReconcile": store.PlanReconcile,
 		},
 		Receivers: []func() any{
 			func() any { return (*store.AcquireRequest)(nil) },
@@ -50,6 +51,8 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &store.Histogram{} },
 			func() any { return (*store.Stats)(nil) },
 			func() any { return &store.Stats{} },
+			func() any { return (*store.ReconcilePlan)(nil) },
+			func() any { return &store.ReconcilePlan{} },
 		},
 	})
 }

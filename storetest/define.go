@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,17 +214,17 @@ var _ = add("Config/ApplyAllOrNothing", func(t *testing.T, e *env) {
 	if got := types(evs); len(got) != 2 || got[0] != "created:taken" || got[1] != "created:after" {
 		t.Fatalf("events %v, want only the two Defines'", got)
 	}
-	// The store's DefineAll says which entries it created.
-	created, err := s.DefineAll(ctx(t), []store.Definition{{Name: "first", Slots: 1}, {Name: "taken", Slots: 5}, {Name: "fam/*", Slots: 2}}, nil)
+	// The store's Reconcile says which entries it created.
+	r, err := s.Reconcile(ctx(t), []store.Definition{{Name: "first", Slots: 1}, {Name: "taken", Slots: 5}, {Name: "fam/*", Slots: 2}}, store.ReconcileOptions{}, nil)
 	must(t, err)
-	if len(created) != 3 || !created[0] || created[1] || !created[2] {
-		t.Fatalf("DefineAll created %v, want [true false true]", created)
+	if !slices.Equal(r.Created, []string{"first", "fam/*"}) || len(r.Resized)+len(r.Deleted) != 0 {
+		t.Fatalf("Reconcile did %+v, want [first fam/*] created", r)
 	}
-	if _, err := s.DefineAll(ctx(t), []store.Definition{{Name: "ok", Slots: 1}, {Name: "", Slots: 1}}, nil); !errors.Is(err, sleeplock.ErrInvalidName) {
-		t.Fatalf("DefineAll with an invalid entry = %v, want ErrInvalidName", err)
+	if _, err := s.Reconcile(ctx(t), []store.Definition{{Name: "ok", Slots: 1}, {Name: "", Slots: 1}}, store.ReconcileOptions{}, nil); !errors.Is(err, sleeplock.ErrInvalidName) {
+		t.Fatalf("Reconcile with an invalid entry = %v, want ErrInvalidName", err)
 	}
 	if _, err := l.State(ctx(t), "ok"); !errors.Is(err, sleeplock.ErrNotFound) {
-		t.Fatalf("DefineAll with an invalid entry defined the valid one: %v", err)
+		t.Fatalf("Reconcile with an invalid entry defined the valid one: %v", err)
 	}
 })
 

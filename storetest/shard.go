@@ -93,7 +93,7 @@ func pair(t *testing.T, l *sleeplock.Locks, same bool, not ...string) (string, s
 
 // A sharded store refuses, changing nothing, every call that names locks
 // of several shards: AcquireAll (try or wait), a lease of several locks
-// (Release, Keep, Held, ReleaseStale), DefineAll and Apply, and an Apply
+// (Release, Keep, Held, ReleaseStale), Reconcile and Apply, and an Apply
 // with Prune; the same calls on locks of one shard work.
 var _ = add("Shard/SpanningCallsChangeNothing", func(t *testing.T, e *env) {
 	l, s := e.locks(t)
@@ -135,13 +135,13 @@ var _ = add("Shard/SpanningCallsChangeNothing", func(t *testing.T, e *env) {
 	}
 
 	// Definitions of two shards, all or nothing: none.
-	_, err = s.DefineAll(ctx(t), []store.Definition{{Name: c, Slots: 1}, {Name: b, Slots: 1}}, nil)
+	_, err = s.Reconcile(ctx(t), []store.Definition{{Name: c, Slots: 1}, {Name: b, Slots: 1}}, store.ReconcileOptions{}, nil)
 	if !apart(l, c, b) {
-		_, err = s.DefineAll(ctx(t), []store.Definition{{Name: c, Slots: 1}, {Name: a, Slots: 1}}, nil)
+		_, err = s.Reconcile(ctx(t), []store.Definition{{Name: c, Slots: 1}, {Name: a, Slots: 1}}, store.ReconcileOptions{}, nil)
 	}
-	wantShardError(t, "DefineAll of two shards", err)
+	wantShardError(t, "Reconcile of two shards", err)
 	if _, err := l.State(ctx(t), c); !errors.Is(err, sleeplock.ErrNotFound) {
-		t.Fatalf("a refused DefineAll defined %s: %v", c, err)
+		t.Fatalf("a refused Reconcile defined %s: %v", c, err)
 	}
 	_, err = l.Apply(ctx(t), config(entry(a, 1, 2), entry(b, 2, 4)), sleeplock.AllowResize())
 	var ce *sleeplock.ConfigError

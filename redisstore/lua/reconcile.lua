@@ -1,29 +1,30 @@
--- reconcile: makes the definitions those given, all or nothing. ARGV:
--- prefix, node, resize, prune, force, n, n names, n slots. An entry
--- defined with other slots is a conflict {name, slots, asked} unless
--- resize; with prune, every definition of every root (Proots) not given
--- is deleted as delete does ('inuse' {first, holders, waiters} unless
--- force). Nothing is written before every check has passed. Answer: 'ok',
--- {created names}, {resized names}, {deleted names}, holders, waiters.
-local resizing, pruning, force = ARGV[3] == '1', ARGV[4] == '1', ARGV[5] == '1'
+-- reconcile: reads the definitions a Reconcile plans from, or carries out
+-- its plan (store.PlanReconcile, in Go) if they did not change. ARGV:
+-- prefix, node, guard, prune, force, n, n names, then the plan: k, k
+-- triples kind ('p' prune, 'c' create, 'r' resize), name, slots.
+-- The read (guard ''), which writes nothing, answers 'read', the guard,
+-- and for each definition read {name, slots, first lock in use, holders,
+-- waiters}: those the names name and, with prune, every other one of
+-- every root (Proots) with its use. The guard sums up what the plan
+-- depends on: the definitions and, without force, which of those to
+-- prune are in use. Given the guard it was made from, the plan is carried
+-- out if the guard is the same ('ok', the holders and waiters the prunes
+-- ended), else nothing is written ('changed': the caller reads again).
+local guard, pruning, force = ARGV[3], ARGV[4] == '1', ARGV[5] == '1'
 local n = tonumber(ARGV[6])
-local want, act = {}, {}
 RO = true
+local want, read, sums, doomed = {}, {}, {}, {}
 for j = 1, n do
-  local name, slots = ARGV[6 + j], tonumber(ARGV[6 + n + j])
+  local name = ARGV[6 + j]
   if not want[name] then
-    want[name] = slots
+    want[name] = true
     local have = redis.call('HGET', tagkey(name, 'd'), name)
-    if not have then
-      act[j] = 'create'
-    elseif tonumber(have) ~= slots then
-      if not resizing then return readreply('conflict', name, tonumber(have), slots) end
-      act[j] = 'resize'
+    if have then
+      read[#read + 1] = {name, tonumber(have), '', 0, 0}
+      sums[#sums + 1] = name .. '\t' .. have
     end
   end
 end
-local doomed, deleted = {}, {}
-local t = {holders = 0, waiters = 0}
 if pruning then
   local names = {}
   for _, r in ipairs(redis.call('SMEMBERS', P .. 'roots')) do
@@ -35,19 +36,28 @@ if pruning then
   for _, name in ipairs(names) do
     local x = doom(name)
     if x then
+      local t = {holders = 0, waiters = 0}
       inuse(x, t)
-      doomed[#doomed + 1] = x
-      deleted[#deleted + 1] = name
+      doomed[name] = x
+      read[#read + 1] = {name, x.slots, t.first or '', t.holders, t.waiters}
+      sums[#sums + 1] = name .. '\t' .. x.slots .. '\t' .. ((force or not t.first) and '' or 'u')
     end
   end
-  if t.first and not force then return readreply('inuse', t.first, t.holders, t.waiters) end
 end
+local sum = '=' .. table.concat(sums, '\n') -- never '', the read's guard
+if guard == '' then return readreply('read', sum, read) end
+if guard ~= sum then return readreply('changed') end
 RO = false
-for _, x in ipairs(doomed) do remove(x) end
-local created, resized = {}, {}
-for j = 1, n do
-  local name, slots = ARGV[6 + j], tonumber(ARGV[6 + n + j])
-  if act[j] == 'create' then
+local k = 7 + n
+local t = {holders = 0, waiters = 0}
+for i = 1, tonumber(ARGV[k]) do -- counted before any is removed
+  if ARGV[k + 3 * i - 2] == 'p' then inuse(doomed[ARGV[k + 3 * i - 1]], t) end
+end
+for i = 1, tonumber(ARGV[k]) do
+  local kind, name, slots = ARGV[k + 3 * i - 2], ARGV[k + 3 * i - 1], tonumber(ARGV[k + 3 * i])
+  if kind == 'p' then
+    remove(doomed[name])
+  elseif kind == 'c' then
     redis.call('HSET', tagkey(name, 'd'), name, num(slots))
     defs = {}
     if isfamily(name) then
@@ -57,10 +67,8 @@ for j = 1, n do
       if l then l.def, l.slots = name, slots else l = load(name) end
       EV[#EV + 1] = event(CREATED, l, '', '', 0, 0, 0, 0, '', '')
     end
-    created[#created + 1] = name
-  elseif act[j] == 'resize' then
+  else
     resize(name, slots)
-    resized[#resized + 1] = name
   end
 end
-return reply('ok', created, resized, deleted, t.holders, t.waiters)
+return reply('ok', t.holders, t.waiters)
