@@ -28,7 +28,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build uses.
-const SchemaVersion = 3
+const SchemaVersion = 1
 
 // Defaults of the options.
 const (
