@@ -26,6 +26,14 @@
 // milliseconds. Each waiter grants itself when it is first in line for every
 // lock it waits for.
 //
+// A hold that a caller other than its holder ends (released naming its
+// ref, released as stale, or its lock deleted with force) is recorded in
+// the table ended by the same transaction. While a store watches leases,
+// its change poller reads the rows added since it last looked whenever
+// data_version changes (at most every 100ms when nobody waits), and ends
+// those leases at once with ErrLeaseLost, as the other stores do. A
+// holder's own release records nothing.
+//
 // # Dead processes
 //
 // Each holder and waiter row records its process: pid, start time (field 22

@@ -501,11 +501,14 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		if err := t.checkNames(&h); err != nil {
 			return err
 		}
-		return t.release(&h, ev)
+		return t.release(&h, ev, endByRef)
 	})
 }
 
-func (t *txn) release(h *store.Handle, ev store.Emitter) error {
+// release releases h's holds. A lock of h named without a token (0) is
+// released as ended by another caller, why (endByRef, endStale): its
+// holder's process is told (see watchEnded).
+func (t *txn) release(h *store.Handle, ev store.Emitter, why string) error {
 	var missing []string
 	freed := 0
 	var err error
@@ -529,11 +532,11 @@ func (t *txn) release(h *store.Handle, ev store.Emitter) error {
 			err = t.exec("UPDATE holders SET count = count - 1 WHERE lock = ? AND ref = ?", l.name, ref)
 			return
 		}
-		reason := store.ErrReleased
-		if x.Token == 0 {
-			reason = lostBecause("released by another caller naming its ref")
+		if x.Token != 0 {
+			err = t.drop(l, i, ev, store.EventReleased, store.ErrReleased)
+			return
 		}
-		err = t.drop(l, i, ev, store.EventReleased, reason)
+		err = t.dropTelling(l, i, ev, store.EventReleased, endReason(why, l.name), why)
 	})
 	switch {
 	case err != nil:
@@ -668,7 +671,7 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 		for i, m := range h.More {
 			all.More[i] = store.Lock{Name: m.Name}
 		}
-		if err := t.release(&all, ev); err != nil && !errors.Is(err, store.ErrNotHeld) {
+		if err := t.release(&all, ev, endStale); err != nil && !errors.Is(err, store.ErrNotHeld) {
 			return err
 		}
 		ok = true

@@ -493,8 +493,15 @@ func (s *Store) notify() {
 // is the first.
 func (s *Store) addWaiter() {
 	s.bmu.Lock()
-	defer s.bmu.Unlock()
 	s.nwait++
+	s.bmu.Unlock()
+	s.startPoller()
+}
+
+// startPoller starts the change poller unless it runs (or Close began).
+func (s *Store) startPoller() {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
 	if !s.polling && !s.shut {
 		s.polling = true
 		s.pollWG.Add(1)
@@ -509,14 +516,18 @@ func (s *Store) removeWaiter() {
 }
 
 // pollChanges reads PRAGMA data_version on a connection of its own while
-// callers wait: it changes when another connection (this process's or
-// another's) commits. Checks start every 250µs after a change and back off
-// to the poll interval. Waiters take the change channel before they start
-// it (addWaiter), and it wakes them after its first read.
+// callers wait or holds are watched: it changes when another connection
+// (this process's or another's) commits. Checks start every 250µs after a
+// change and back off to the poll interval (watchPoll while it only has
+// holds to watch). Waiters take the change channel before they start it
+// (addWaiter), and it wakes them after its first read. After a change,
+// while holds are watched, it reads the holds that other callers ended
+// (readEnded), from the first row the table keeps on.
 func (s *Store) pollChanges() {
 	defer s.pollWG.Done()
-	// The poller lingers a second after the last waiter left, so that a
-	// lock taken in turns does not start one per wait.
+	// The poller lingers a second after the last waiter left (or the last
+	// watched hold ended), so that a lock taken in turns does not start
+	// one per wait.
 	idleSince := time.Time{}
 	stop := func() bool {
 		s.bmu.Lock()
@@ -528,7 +539,7 @@ func (s *Store) pollChanges() {
 		default:
 		}
 		switch {
-		case s.nwait > 0:
+		case s.nwait > 0 || s.w.Len() > 0:
 			idleSince = time.Time{}
 		case idleSince.IsZero():
 			idleSince = time.Now()
@@ -558,6 +569,8 @@ func (s *Store) pollChanges() {
 	const first = 250 * time.Microsecond
 	d := first
 	last := int64(-1)
+	var endedID int64 // the last row of ended read
+	unread := true    // the file changed since ended was last read
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
@@ -571,7 +584,8 @@ func (s *Store) pollChanges() {
 		if stop() {
 			return
 		}
-		if s.near.Load() == 0 && s.nlisten.Load() == 0 {
+		watched := s.w.Len() > 0
+		if s.near.Load() == 0 && s.nlisten.Load() == 0 && !watched {
 			// Every waiter here is far from the head of its queue and
 			// looks again on its own timer: nobody to wake.
 			timer.Reset(slowPoll)
@@ -584,12 +598,21 @@ func (s *Store) pollChanges() {
 			// Also at the first read: a change made before it went
 			// unseen, so waiters check once more.
 			s.notify()
-			last, d = v, first
+			last, d, unread = v, first, true
 		} else {
 			d = min(d*2, s.cfg.poll)
 		}
-		if s.near.Load() == 0 {
+		if unread && watched {
+			if id, err := s.readEnded(ctx, c, endedID); err == nil {
+				endedID, unread = id, false
+			}
+		}
+		switch {
+		case s.near.Load() > 0:
+		case s.nlisten.Load() > 0:
 			d = max(d, slowPoll) // listeners only: no waiter to hand a slot
+		default:
+			d = max(d, watchPoll) // watched holds only
 		}
 		timer.Reset(d)
 	}

@@ -34,6 +34,7 @@ type txn struct {
 	ends    []ending
 	counter map[string]*counter
 	stats   map[string]*statDelta // by definition: see flushStats
+	told    bool                  // recorded a hold ended by another (tell)
 	read    bool                  // a read-only check: a write fails with errNeedWrite
 	abort   bool                  // roll back whatever f returns (all or nothing)
 }
@@ -542,11 +543,23 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 // drop deletes holder i of l and emits typ (released or expired); the
 // hold's watchers learn reason.
 func (t *txn) drop(l *lk, i int, ev store.Emitter, typ store.EventType, reason error) error {
+	return t.dropTelling(l, i, ev, typ, reason, "")
+}
+
+// dropTelling drops holder i of l as drop does, and when why is not ""
+// (the hold ended by another caller: endByRef, endStale, endDeleted)
+// records the end in the table ended, for the holder's process.
+func (t *txn) dropTelling(l *lk, i int, ev store.Emitter, typ store.EventType, reason error, why string) error {
 	h := l.holders[i]
 	t.ended(l, &h, typ, reason)
 	t.ends = append(t.ends, ending{l.name, h.ref, h.token, reason})
 	if err := t.exec("DELETE FROM holders WHERE lock = ? AND ref = ?", l.name, h.ref); err != nil {
 		return err
+	}
+	if why != "" {
+		if err := t.tell(l.name, h.ref, h.token, why); err != nil {
+			return err
+		}
 	}
 	l.holders = slices.Delete(l.holders, i, i+1)
 	t.changed = true

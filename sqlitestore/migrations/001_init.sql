@@ -40,6 +40,22 @@ CREATE TABLE holders (
     PRIMARY KEY (lock, ref)
 ) WITHOUT ROWID;
 
+-- Holds that a caller other than their holder ended: released naming the
+-- ref (why 'r'), released as stale ('s'), or their lock deleted with force
+-- ('d'). The holder's process reads the rows after the last it read
+-- whenever the file changes (PRAGMA data_version), and ends the hold's
+-- lease at once rather than at its next renewal. id is never reused
+-- (AUTOINCREMENT); the transaction that adds a row deletes those older
+-- than a minute.
+CREATE TABLE ended (
+    id    INTEGER PRIMARY KEY AUTOINCREMENT,
+    lock  TEXT    NOT NULL,
+    ref   TEXT    NOT NULL,
+    token INTEGER NOT NULL,
+    why   TEXT    NOT NULL,
+    at    INTEGER NOT NULL
+);
+
 -- Callers waiting in a queue, in ticket order (AUTOINCREMENT: never
 -- reused). A waiter keeps its row alive (alive) while it polls, and names
 -- its process like a holder, so that the waiters of a dead process leave
