@@ -271,6 +271,7 @@ func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*tx
 	var r pollResult
 	was := *ticket
 	err := run(ctx, func(t *txn) error {
+		r, *ticket = pollResult{}, was // a try again after a busy database starts afresh
 		var alive, since int64
 		found, err := t.queryRow("SELECT alive, since FROM waiters WHERE ticket = ?", []any{*ticket}, &alive, &since)
 		if err != nil {
@@ -554,6 +555,7 @@ func (t *txn) release(h *store.Handle, ev store.Emitter, why string) error {
 func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
 	var exp time.Time
 	err := s.do(ctx, func(t *txn) error {
+		exp = time.Time{}
 		if err := t.checkNames(&h); err != nil {
 			return err
 		}

@@ -74,6 +74,28 @@ var (
 // refused by Open with store.ErrInvalidConfig instead.
 var ErrReadOnly = errors.New("sqlitestore: database cannot be written now")
 
+// ErrBusy matches the error of a call that found the database busy (other
+// connections' transactions holding it) for longer than the busy timeout
+// (WithBusyTimeout): every statement of the store that finds it busy is
+// tried again until then, so SQLite's SQLITE_BUSY itself never reaches a
+// caller. The error also wraps SQLite's own (*sqlite.Error). A blocking
+// Acquire never fails with it: it waits on until its context ends.
+var ErrBusy = errors.New("sqlitestore: database busy")
+
+// busyError is ErrBusy for a path, with SQLite's error.
+type busyError struct {
+	path string
+	wait time.Duration
+	err  error
+}
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("sqlitestore: %s: database busy: other connections' transactions held it for longer than the busy timeout (%v)",
+		e.path, e.wait)
+}
+
+func (e *busyError) Unwrap() []error { return []error{ErrBusy, e.err} }
+
 // SchemaError reports a database whose schema this build cannot use.
 type SchemaError struct {
 	Path string
@@ -179,6 +201,9 @@ type Store struct {
 	// beforeCommit, when set (by tests, before the store is used), runs
 	// just before each COMMIT of do, with the transaction.
 	beforeCommit func(t *txn)
+	// onBusy, when set (by tests, before the store is used), runs each
+	// time a statement finds the database busy, before the pause.
+	onBusy func()
 
 	bmu     sync.Mutex
 	bcast   chan struct{} // closed and replaced at each change
@@ -313,6 +338,8 @@ func (s *Store) pathError(err error) error {
 		return err
 	}
 	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return &busyError{path: s.path, wait: s.cfg.busy, err: err}
 	case sqlite3.SQLITE_NOTADB:
 		return fmt.Errorf("%w: %s (%w)", ErrNotDatabase, s.path, store.ErrInvalidConfig)
 	case sqlite3.SQLITE_READONLY:
