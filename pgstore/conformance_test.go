@@ -36,6 +36,11 @@ var harness = storetest.Harness{
 			t.Fatal(err)
 		}
 	},
+	// The store's LISTEN connection, which its first Watch starts.
+	Listening: func(t *testing.T, s store.Store) {
+		t.Helper()
+		waitFor(t, "the store listening", s.(*pgstore.Store).Listening)
+	},
 	// A transaction of the caller's own, on the store's database.
 	Begin: func(t *testing.T, s store.Store) (any, func()) {
 		t.Helper()

@@ -354,41 +354,6 @@ func TestWaitersDoNotPoll(t *testing.T) {
 	}
 }
 
-// TestLossSignalledAcrossNodes: a hold released by another node (naming
-// its ref) ends the holder's lease at once, without a renewal.
-func TestLossSignalledAcrossNodes(t *testing.T) {
-	c := client(t)
-	p := newPrefix(t, c)
-	o, _ := redis.ParseURL(testURL())
-	c2 := redis.NewClient(o)
-	defer func() { _ = c2.Close() }()
-	la, lb := sleeplock.New(open(t, c, p)), sleeplock.New(open(t, c2, p))
-	defer func() { _ = la.Close(); _ = lb.Close() }()
-	ctx := context.Background()
-	if err := la.Define(ctx, "ls", 1); err != nil {
-		t.Fatal(err)
-	}
-	a, err := la.TryAcquire(ctx, "ls", sleeplock.Ref("worker-1"), sleeplock.TTL(time.Hour), sleeplock.NoKeepAlive())
-	if err != nil {
-		t.Fatal(err)
-	}
-	op, err := lb.LeaseOf("worker-1", []string{"ls"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := op.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-a.Done():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the holder did not learn of its loss")
-	}
-	if !errors.Is(a.Err(), sleeplock.ErrLeaseLost) {
-		t.Fatalf("Err = %v, want ErrLeaseLost", a.Err())
-	}
-}
-
 // TestGuardWritesOnlyWhileHeld: a Tx's writes run with the check, and
 // not at all once the lease was taken over.
 func TestGuardWritesOnlyWhileHeld(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +35,9 @@ func TestWaitingCallerWaitsOutABusyDatabase(t *testing.T) {
 	defer conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the test's end
 
 	try := store.AcquireRequest{Name: "jobs", Ref: store.RefOf("try"), TTL: time.Minute}
-	if _, err := s.Acquire(ctx, try); err == nil || errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a try on a busy database: %v, want the database's busy error", err)
+	_, err = s.Acquire(ctx, try)
+	if !errors.Is(err, sqlitestore.ErrBusy) || strings.Contains(err.Error(), "SQLITE_BUSY") {
+		t.Fatalf("a try on a busy database: %v, want ErrBusy, in our words", err)
 	}
 
 	// Ten busy timeouts: a waiting caller is still waiting when its
@@ -76,6 +78,63 @@ func TestOpenNewFileFromManyAtOnce(t *testing.T) {
 			if err := <-errs; err != nil {
 				t.Fatalf("file %d: %v", i, err)
 			}
+		}
+	}
+}
+
+// TestBusyCallTriedAgain: another process's write transaction keeps the
+// database busy when a call that waits for no slot comes (a definition, a
+// try, a release). The call is tried again, not failed with SQLITE_BUSY:
+// it succeeds once that transaction ends, which the test makes happen at
+// the call's first busy try.
+func TestBusyCallTriedAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "locks.db")
+	s, err := sqlitestore.Open(t.Context(), path, sqlitestore.WithBusyTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	busy := make(chan struct{}, 1)
+	sqlitestore.OnBusy(s, func() {
+		select {
+		case busy <- struct{}{}:
+		default:
+		}
+	})
+	ctx := t.Context()
+	var g store.Grant
+	for _, c := range []struct {
+		name string
+		op   func() error
+	}{
+		{"define", func() error { _, err := s.Define(ctx, "jobs", 1, nil); return err }},
+		{"try", func() error {
+			var err error
+			g, err = s.Acquire(ctx, store.AcquireRequest{Name: "jobs", Ref: store.RefOf("w"), TTL: time.Minute})
+			return err
+		}},
+		{"release", func() error { return s.Release(ctx, g.Handle(), nil) }},
+	} {
+		conn, err := rawDB(t, path).Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- c.op() }()
+		select {
+		case <-busy:
+		case err := <-done:
+			t.Fatalf("%s: did not meet the busy database: %v", c.name, err)
+		}
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.Close()
+		if err := <-done; err != nil {
+			t.Fatalf("%s on a database busy for a while: %v", c.name, err)
 		}
 	}
 }

@@ -100,9 +100,9 @@ func (t *txn) remove(x *doomed, ev store.Emitter) error {
 				return err
 			}
 		}
-		reason := store.DeletedHold(l.name)
+		reason := endReason(endDeleted, l.name)
 		for len(l.holders) > 0 {
-			if err := t.drop(l, len(l.holders)-1, ev, store.EventReleased, reason); err != nil {
+			if err := t.dropTelling(l, len(l.holders)-1, ev, store.EventReleased, reason, endDeleted); err != nil {
 				return err
 			}
 		}

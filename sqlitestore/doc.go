@@ -12,10 +12,23 @@
 //
 // The database runs in WAL mode; every operation is one short write
 // transaction (BEGIN IMMEDIATE, so that two writers never deadlock on a lock
-// upgrade), waiting up to a busy timeout for another process's transaction.
-// An operation that waits for nobody fails once the busy timeout passes; a
-// blocking Acquire, which the caller asked to wait, tries again instead, so
-// only its context bounds its wait.
+// upgrade) or one read of a snapshot.
+//
+// # A busy database
+//
+// SQLite lets one connection write at a time, and says SQLITE_BUSY to the
+// others. The store never passes that on: a transaction or read that
+// finds the database busy (at its BEGIN, at any statement, at its COMMIT,
+// or while Open connects and reads the schema) is rolled back and tried
+// again, from 50µs doubling to 2ms between tries (with jitter), until the
+// busy timeout (WithBusyTimeout, default 10s) has passed since the call
+// began. That is the bound of the wait: a call that still finds the
+// database busy then fails with an error matching ErrBusy. A transaction
+// holds the database for well under a millisecond plus its COMMIT's
+// fsync, so the bound is met only when a transaction of another process
+// stalls (its disk, or a stopped process). A blocking Acquire, which the
+// caller asked to wait, tries again instead, so only its context bounds
+// its wait.
 // Times are microseconds on the host's clock, which every process of the
 // host shares.
 //
@@ -25,6 +38,14 @@
 // polling SQLite's data_version, a read of shared memory, every few
 // milliseconds. Each waiter grants itself when it is first in line for every
 // lock it waits for.
+//
+// A hold that a caller other than its holder ends (released naming its
+// ref, released as stale, or its lock deleted with force) is recorded in
+// the table ended by the same transaction. While a store watches leases,
+// its change poller reads the rows added since it last looked whenever
+// data_version changes (at most every 100ms when nobody waits), and ends
+// those leases at once with ErrLeaseLost, as the other stores do. A
+// holder's own release records nothing.
 //
 // # Dead processes
 //

@@ -14,3 +14,7 @@ func BeforeCommit(s *Store, f func(evs []store.Event)) {
 		f(evs)
 	}
 }
+
+// OnBusy makes f run each time a statement of s finds the database busy,
+// before s tries again. Set it before s is used.
+func OnBusy(s *Store, f func()) { s.onBusy = f }

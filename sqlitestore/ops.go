@@ -243,6 +243,7 @@ func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*tx
 	var r pollResult
 	was := *ticket
 	err := run(ctx, func(t *txn) error {
+		r, *ticket = pollResult{}, was // a try again after a busy database starts afresh
 		var alive, since int64
 		found, err := t.queryRow("SELECT alive, since FROM waiters WHERE ticket = ?", []any{*ticket}, &alive, &since)
 		if err != nil {
@@ -473,11 +474,14 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		if err := t.checkNames(&h); err != nil {
 			return err
 		}
-		return t.release(&h, ev)
+		return t.release(&h, ev, endByRef)
 	})
 }
 
-func (t *txn) release(h *store.Handle, ev store.Emitter) error {
+// release releases h's holds. A lock of h named without a token (0) is
+// released as ended by another caller, why (endByRef, endStale): its
+// holder's process is told (see watchEnded).
+func (t *txn) release(h *store.Handle, ev store.Emitter, why string) error {
 	var missing []string
 	freed := 0
 	var err error
@@ -501,11 +505,11 @@ func (t *txn) release(h *store.Handle, ev store.Emitter) error {
 			err = t.exec("UPDATE holders SET count = count - 1 WHERE lock = ? AND ref = ?", l.name, ref)
 			return
 		}
-		reason := store.ErrReleased
-		if x.Token == 0 {
-			reason = lostBecause("released by another caller naming its ref")
+		if x.Token != 0 {
+			err = t.drop(l, i, ev, store.EventReleased, store.ErrReleased)
+			return
 		}
-		err = t.drop(l, i, ev, store.EventReleased, reason)
+		err = t.dropTelling(l, i, ev, store.EventReleased, endReason(why, l.name), why)
 	})
 	switch {
 	case err != nil:
@@ -523,6 +527,7 @@ func (t *txn) release(h *store.Handle, ev store.Emitter) error {
 func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
 	var exp time.Time
 	err := s.do(ctx, func(t *txn) error {
+		exp = time.Time{}
 		if err := t.checkNames(&h); err != nil {
 			return err
 		}
@@ -640,7 +645,7 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 		for i, m := range h.More {
 			all.More[i] = store.Lock{Name: m.Name}
 		}
-		if err := t.release(&all, ev); err != nil && !errors.Is(err, store.ErrNotHeld) {
+		if err := t.release(&all, ev, endStale); err != nil && !errors.Is(err, store.ErrNotHeld) {
 			return err
 		}
 		ok = true

@@ -28,7 +28,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build uses.
-const SchemaVersion = 3
+const SchemaVersion = 1
 
 // Defaults of the options.
 const (
@@ -73,6 +73,28 @@ var (
 // (*sqlite.Error). A file this process has no permission to write is
 // refused by Open with store.ErrInvalidConfig instead.
 var ErrReadOnly = errors.New("sqlitestore: database cannot be written now")
+
+// ErrBusy matches the error of a call that found the database busy (other
+// connections' transactions holding it) for longer than the busy timeout
+// (WithBusyTimeout): every statement of the store that finds it busy is
+// tried again until then, so SQLite's SQLITE_BUSY itself never reaches a
+// caller. The error also wraps SQLite's own (*sqlite.Error). A blocking
+// Acquire never fails with it: it waits on until its context ends.
+var ErrBusy = errors.New("sqlitestore: database busy")
+
+// busyError is ErrBusy for a path, with SQLite's error.
+type busyError struct {
+	path string
+	wait time.Duration
+	err  error
+}
+
+func (e *busyError) Error() string {
+	return fmt.Sprintf("sqlitestore: %s: database busy: other connections' transactions held it for longer than the busy timeout (%v)",
+		e.path, e.wait)
+}
+
+func (e *busyError) Unwrap() []error { return []error{ErrBusy, e.err} }
 
 // SchemaError reports a database whose schema this build cannot use.
 type SchemaError struct {
@@ -179,6 +201,9 @@ type Store struct {
 	// beforeCommit, when set (by tests, before the store is used), runs
 	// just before each COMMIT of do, with the transaction.
 	beforeCommit func(t *txn)
+	// onBusy, when set (by tests, before the store is used), runs each
+	// time a statement finds the database busy, before the pause.
+	onBusy func()
 
 	bmu     sync.Mutex
 	bcast   chan struct{} // closed and replaced at each change
@@ -313,6 +338,8 @@ func (s *Store) pathError(err error) error {
 		return err
 	}
 	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return &busyError{path: s.path, wait: s.cfg.busy, err: err}
 	case sqlite3.SQLITE_NOTADB:
 		return fmt.Errorf("%w: %s (%w)", ErrNotDatabase, s.path, store.ErrInvalidConfig)
 	case sqlite3.SQLITE_READONLY:
@@ -493,8 +520,15 @@ func (s *Store) notify() {
 // is the first.
 func (s *Store) addWaiter() {
 	s.bmu.Lock()
-	defer s.bmu.Unlock()
 	s.nwait++
+	s.bmu.Unlock()
+	s.startPoller()
+}
+
+// startPoller starts the change poller unless it runs (or Close began).
+func (s *Store) startPoller() {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
 	if !s.polling && !s.shut {
 		s.polling = true
 		s.pollWG.Add(1)
@@ -509,14 +543,18 @@ func (s *Store) removeWaiter() {
 }
 
 // pollChanges reads PRAGMA data_version on a connection of its own while
-// callers wait: it changes when another connection (this process's or
-// another's) commits. Checks start every 250µs after a change and back off
-// to the poll interval. Waiters take the change channel before they start
-// it (addWaiter), and it wakes them after its first read.
+// callers wait or holds are watched: it changes when another connection
+// (this process's or another's) commits. Checks start every 250µs after a
+// change and back off to the poll interval (watchPoll while it only has
+// holds to watch). Waiters take the change channel before they start it
+// (addWaiter), and it wakes them after its first read. After a change,
+// while holds are watched, it reads the holds that other callers ended
+// (readEnded), from the first row the table keeps on.
 func (s *Store) pollChanges() {
 	defer s.pollWG.Done()
-	// The poller lingers a second after the last waiter left, so that a
-	// lock taken in turns does not start one per wait.
+	// The poller lingers a second after the last waiter left (or the last
+	// watched hold ended), so that a lock taken in turns does not start
+	// one per wait.
 	idleSince := time.Time{}
 	stop := func() bool {
 		s.bmu.Lock()
@@ -528,7 +566,7 @@ func (s *Store) pollChanges() {
 		default:
 		}
 		switch {
-		case s.nwait > 0:
+		case s.nwait > 0 || s.w.Len() > 0:
 			idleSince = time.Time{}
 		case idleSince.IsZero():
 			idleSince = time.Now()
@@ -558,6 +596,8 @@ func (s *Store) pollChanges() {
 	const first = 250 * time.Microsecond
 	d := first
 	last := int64(-1)
+	var endedID int64 // the last row of ended read
+	unread := true    // the file changed since ended was last read
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
@@ -571,7 +611,8 @@ func (s *Store) pollChanges() {
 		if stop() {
 			return
 		}
-		if s.near.Load() == 0 && s.nlisten.Load() == 0 {
+		watched := s.w.Len() > 0
+		if s.near.Load() == 0 && s.nlisten.Load() == 0 && !watched {
 			// Every waiter here is far from the head of its queue and
 			// looks again on its own timer: nobody to wake.
 			timer.Reset(slowPoll)
@@ -584,12 +625,21 @@ func (s *Store) pollChanges() {
 			// Also at the first read: a change made before it went
 			// unseen, so waiters check once more.
 			s.notify()
-			last, d = v, first
+			last, d, unread = v, first, true
 		} else {
 			d = min(d*2, s.cfg.poll)
 		}
-		if s.near.Load() == 0 {
+		if unread && watched {
+			if id, err := s.readEnded(ctx, c, endedID); err == nil {
+				endedID, unread = id, false
+			}
+		}
+		switch {
+		case s.near.Load() > 0:
+		case s.nlisten.Load() > 0:
 			d = max(d, slowPoll) // listeners only: no waiter to hand a slot
+		default:
+			d = max(d, watchPoll) // watched holds only
 		}
 		timer.Reset(d)
 	}

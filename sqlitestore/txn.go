@@ -34,6 +34,7 @@ type txn struct {
 	ends    []ending
 	counter map[string]*counter
 	stats   map[string]*statDelta // by definition: see flushStats
+	told    bool                  // recorded a hold ended by another (tell)
 	read    bool                  // a read-only check: a write fails with errNeedWrite
 	abort   bool                  // roll back whatever f returns (all or nothing)
 }
@@ -107,20 +108,45 @@ func (l *lk) ahead(p int) int {
 // do runs f in a write transaction (BEGIN IMMEDIATE) on the store's
 // connection; it commits unless f fails with an error of the database, then
 // delivers the events f emitted and wakes the waiters of this process when
-// anything changed. ctx bounds the wait for the write lock only.
+// anything changed. ctx bounds the wait for the write lock only. A
+// transaction that finds the database busy (its BEGIN, a statement of f,
+// its COMMIT) is rolled back and run again, from 50µs doubling to 2ms
+// between tries, until the busy timeout has passed since do began; then
+// it fails with an error matching ErrBusy.
 func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	deadline := time.Now().Add(s.cfg.busy)
+	for d := firstPause; ; d = min(2*d, lastPause) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := s.doOnce(ctx, f, deadline)
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		if err := s.busyPause(ctx, d); err != nil {
+			return err
+		}
 	}
+}
+
+// Pauses between the tries of a busy database.
+const (
+	firstPause = 50 * time.Microsecond
+	lastPause  = 2 * time.Millisecond
+)
+
+// doOnce is one try of do. When it fails with a busy database's error
+// (isBusy), nothing was committed.
+func (s *Store) doOnce(ctx context.Context, f func(t *txn) error, deadline time.Time) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return store.ErrClosed
 	}
-	if err := s.begin(ctx); err != nil {
+	if err := s.beginBy(ctx, "BEGIN IMMEDIATE", deadline); err != nil {
 		s.mu.Unlock()
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -187,28 +213,29 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 // 1, 2, 5, 10, 15, 20, 25… ms, too coarse for a hand-off between
 // processes; the connection's busy timeout is 0 for this reason.
 func (s *Store) begin(ctx context.Context) error {
-	return s.beginAs(ctx, "BEGIN IMMEDIATE")
+	return s.beginBy(ctx, "BEGIN IMMEDIATE", time.Now().Add(s.cfg.busy))
 }
 
-// beginAs runs stmt (a BEGIN) as begin describes. The statement itself
+// beginBy runs stmt (a BEGIN) as begin describes, trying until deadline
+// (opening the connection, when it must, is tried again as well). The statement itself
 // runs without ctx's cancellation: a BEGIN interrupted after it took effect
 // would leave the connection inside a transaction.
 //
 // A connection that SQLite opened while the file could not be written is
 // read-only for good: a BEGIN IMMEDIATE on it fails with SQLITE_READONLY.
-// beginAs then drops it and begins on another, up to twice: the pool may
+// beginBy then drops it and begins on another, up to twice: the pool may
 // first hand back an idle connection of the poller, opened read-only too;
 // the next is new, and writable if the file is again.
-func (s *Store) beginAs(ctx context.Context, stmt string) error {
-	deadline := time.Now().Add(s.cfg.busy)
+func (s *Store) beginBy(ctx context.Context, stmt string, deadline time.Time) error {
 	renewed := 0
-	for d := 50 * time.Microsecond; ; d = min(2*d, 2*time.Millisecond) {
+	for d := firstPause; ; d = min(2*d, lastPause) {
+		var err error
 		if s.wc == nil {
-			if err := s.connect(ctx); err != nil {
-				return err
-			}
+			err = s.connect(ctx)
 		}
-		_, err := s.wc.ExecContext(context.WithoutCancel(ctx), stmt)
+		if err == nil {
+			_, err = s.wc.ExecContext(context.WithoutCancel(ctx), stmt)
+		}
 		if isReadOnly(err) {
 			s.dropConn()
 			if renewed++; renewed <= 2 {
@@ -218,10 +245,18 @@ func (s *Store) beginAs(ctx context.Context, stmt string) error {
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
-		if err := pause(ctx, d); err != nil {
+		if err := s.busyPause(ctx, d); err != nil {
 			return err
 		}
 	}
+}
+
+// busyPause pauses after a try that found the database busy.
+func (s *Store) busyPause(ctx context.Context, d time.Duration) error {
+	if s.onBusy != nil {
+		s.onBusy()
+	}
+	return pause(ctx, d)
 }
 
 // pause waits about d (d/2 to 3d/2: tries of several processes spread
@@ -247,12 +282,12 @@ func pause(ctx context.Context, d time.Duration) error {
 // opening a new file at once meet both.
 func (s *Store) whileBusy(ctx context.Context, f func() error) error {
 	deadline := time.Now().Add(s.cfg.busy)
-	for d := 50 * time.Microsecond; ; d = min(2*d, 2*time.Millisecond) {
+	for d := firstPause; ; d = min(2*d, lastPause) {
 		err := f()
 		if err == nil || !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
-		if err := pause(ctx, d); err != nil {
+		if err := s.busyPause(ctx, d); err != nil {
 			return err
 		}
 	}
@@ -301,19 +336,37 @@ func isBusy(err error) bool {
 
 // read runs f in a read transaction (a snapshot; it waits for no writer)
 // on the store's connection. f fails with errNeedWrite at its first write.
+// A read that finds the database busy (a deferred BEGIN takes its
+// snapshot at f's first statement, which may meet a connection that
+// recovers or removes the WAL) is tried again as do's transactions are,
+// until the busy timeout has passed since read began.
 func (s *Store) read(ctx context.Context, f func(t *txn) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	deadline := time.Now().Add(s.cfg.busy)
+	for d := firstPause; ; d = min(2*d, lastPause) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		err := s.readOnce(ctx, f, deadline)
+		if !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		if err := s.busyPause(ctx, d); err != nil {
+			return err
+		}
 	}
+}
+
+// readOnce is one try of read.
+func (s *Store) readOnce(ctx context.Context, f func(t *txn) error, deadline time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return store.ErrClosed
 	}
-	if err := s.beginAs(ctx, "BEGIN"); err != nil {
+	if err := s.beginBy(ctx, "BEGIN", deadline); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -542,11 +595,23 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 // drop deletes holder i of l and emits typ (released or expired); the
 // hold's watchers learn reason.
 func (t *txn) drop(l *lk, i int, ev store.Emitter, typ store.EventType, reason error) error {
+	return t.dropTelling(l, i, ev, typ, reason, "")
+}
+
+// dropTelling drops holder i of l as drop does, and when why is not ""
+// (the hold ended by another caller: endByRef, endStale, endDeleted)
+// records the end in the table ended, for the holder's process.
+func (t *txn) dropTelling(l *lk, i int, ev store.Emitter, typ store.EventType, reason error, why string) error {
 	h := l.holders[i]
 	t.ended(l, &h, typ, reason)
 	t.ends = append(t.ends, ending{l.name, h.ref, h.token, reason})
 	if err := t.exec("DELETE FROM holders WHERE lock = ? AND ref = ?", l.name, h.ref); err != nil {
 		return err
+	}
+	if why != "" {
+		if err := t.tell(l.name, h.ref, h.token, why); err != nil {
+			return err
+		}
 	}
 	l.holders = slices.Delete(l.holders, i, i+1)
 	t.changed = true

@@ -45,6 +45,11 @@ type Harness struct {
 	// takes it, and returns it with a function that rolls it back. nil for
 	// a store without transactions: Guard must then report ErrUnsupported.
 	Begin func(t *testing.T, s store.Store) (tx any, rollback func())
+	// Listening, for a store that learns of a hold another node ended
+	// through a connection that its first Watch opens, waits until s
+	// listens on it. nil when a store learns of such an end from its
+	// first Watch on.
+	Listening func(t *testing.T, s store.Store)
 }
 
 // Run runs the whole suite.

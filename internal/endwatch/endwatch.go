@@ -45,6 +45,14 @@ func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
 	s.mu.Unlock()
 }
 
+// Len returns how many holds have watchers: holds watched and not seen
+// ending yet.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 // Ended calls and forgets the watchers of a hold that ended, with reason,
 // and remembers the end for later Watch calls.
 func (s *Set) Ended(lock, ref string, token int64, reason error) {
