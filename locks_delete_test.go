@@ -47,3 +47,29 @@ func TestLocksDeleteChecksAndDeletes(t *testing.T) {
 		t.Fatalf("Delete on closed Locks = %v, want ErrClosed", err)
 	}
 }
+
+// Locks.Resize checks its input before the store sees it and resizes what
+// it names: a bad name or slot count changes nothing, a good one changes
+// the slots that State reports.
+func TestLocksResizeChecksAndResizes(t *testing.T) {
+	l := sleeplock.New(memstore.New())
+	ctx := context.Background()
+	must(t, l.Define(ctx, "r", 1))
+	if err := l.Resize(ctx, "bad\x00name", 2); !errors.Is(err, sleeplock.ErrInvalidName) {
+		t.Fatalf("Resize of a bad name = %v, want ErrInvalidName", err)
+	}
+	if err := l.Resize(ctx, "r", 0); !errors.Is(err, sleeplock.ErrInvalid) {
+		t.Fatalf("Resize to 0 slots = %v, want ErrInvalid", err)
+	}
+	if st, err := l.State(ctx, "r"); err != nil || st.Slots != 1 {
+		t.Fatalf("after refused resizes: %+v %v, want 1 slot", st, err)
+	}
+	must(t, l.Resize(ctx, "r", 3))
+	if st, err := l.State(ctx, "r"); err != nil || st.Slots != 3 {
+		t.Fatalf("after Resize to 3: %+v %v", st, err)
+	}
+	must(t, l.Close())
+	if err := l.Resize(ctx, "r", 2); !errors.Is(err, sleeplock.ErrClosed) {
+		t.Fatalf("Resize on closed Locks = %v, want ErrClosed", err)
+	}
+}
