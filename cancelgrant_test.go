@@ -121,7 +121,8 @@ func cancelAtGrant(t *testing.T, all bool, slots int, opts []sleeplock.AcquireOp
 	parkedOn(t, l, "k", 1) // the waiter is in the queue
 	next := make(chan result, 1)
 	go func() {
-		x, err := acquire(bg)
+		// Exclusive: it cannot share the lock with the waiter's hold.
+		x, err := acquire(bg, sleeplock.Exclusive())
 		next <- result{x, err}
 	}()
 	parkedOn(t, l, "k", 2) // and the next one behind it
