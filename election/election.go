@@ -1,6 +1,6 @@
 // Package election elects one leader among candidates that share a
-// sleeplock store (memory, SQLite, PostgreSQL, or any store that passes
-// the conformance suite), on top of sleeplock's leases.
+// sleeplock store (memory, SQLite, PostgreSQL, Redis, or any store that
+// passes the conformance suite), on top of sleeplock's leases.
 //
 // An election is a lock of one slot whose holder is the leader. Campaign
 // waits in FIFO order until the candidate leads and returns its Term: the

@@ -1,5 +1,5 @@
 // Package store is the contract between package sleeplock and the places
-// where lock state lives (memory, SQLite, PostgreSQL). Users of sleeplock do
+// where lock state lives (memory, SQLite, PostgreSQL, Redis). Users of sleeplock do
 // not need it unless they write a store; every store passes the conformance
 // suite in package storetest.
 //
@@ -105,21 +105,33 @@ type Store interface {
 	Close() error
 }
 
-// Watcher is implemented by stores that can tell at once when a holder's
-// record ends (released, taken over, released by someone else). The memory
-// store does; database stores learn it when the lease is next renewed.
+// Watcher is implemented by stores that can tell a holder, without its
+// next renewal, that its hold ended (released, taken over, released by
+// someone else, deleted). All four stores do. The memory store sees every
+// end. A database store sees the ends that its own process makes or
+// finds, and those another process tells it of (PostgreSQL by
+// LISTEN/NOTIFY, Redis by the script that ends the hold); a hold taken
+// over elsewhere without a word is learnt at the next renewal.
 type Watcher interface {
 	// Watch calls f once, on its own goroutine or the caller's, when h's hold
 	// ends, with ErrReleased (released by its holder) or an error matching
-	// ErrLeaseLost. If h is not held now, f is called before Watch returns.
+	// ErrLeaseLost. If the store has seen h's hold end already, f is called
+	// before Watch returns (a database store remembers the last ends it
+	// saw, not every one).
 	Watch(h Handle, f func(reason error))
 }
 
 // Guarder is implemented by stores that can fence a write made in the
-// caller's own transaction (PostgreSQL).
+// caller's own transaction: PostgreSQL (a pgx.Tx or *sql.Tx), SQLite (a
+// *sql.Tx on the same file) and Redis (a *redisstore.Tx). The memory
+// store, which has no transactions, does not.
 type Guarder interface {
-	// Guard verifies, inside tx, that h is still held and locks its rows
-	// until tx ends. tx is the driver's transaction type.
+	// Guard verifies, inside tx, that h is still held (past its expiry or
+	// not, as long as nobody took it over) and keeps it from being taken
+	// over or released until tx ends; on Redis, the writes of tx run in the
+	// same script as the check. tx is the store's transaction type; any
+	// other value is an error matching ErrUnsupported. A lost lease is an
+	// error matching ErrLeaseLost.
 	Guard(ctx context.Context, tx any, h Handle) error
 }
 

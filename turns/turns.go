@@ -6,7 +6,8 @@
 // chat agent (PhoenixKitAgent), whose locks are two database rows with
 // TTLs: "the reference" below. This package documentation and each
 // function's doc comment say what the reference says, sentence by
-// sentence; the tests (turns/seed_test.go) quote those sentences.
+// sentence; the tests (internal/integration/turns/seed_test.go) quote
+// those sentences.
 //
 // A turn holds two locks, the chat's and the user's, taken together or not
 // at all (Acquire). A click on a confirmation card takes the user's lock
