@@ -150,7 +150,7 @@ func TestChaosNegativeControl(t *testing.T) {
 }
 
 // TestChaosRestart adds immediate restarts of PostgreSQL to the faults,
-// on a cluster of the test's own (pg_createcluster, port 5433): never the
+// on a cluster of the test's own (pg_createcluster, a free port): never the
 // shared one. It creates a cluster, so it runs only when
 // SLEEPLOCK_CHAOS_RESTART=1; without pg_createcluster or root it skips the
 // restarts loudly and runs the rest.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/sleeplock/sleeplock/pgstore/pgtest"
 )
 
 // cluster is a PostgreSQL cluster of the run's own (pg_createcluster), the
@@ -21,51 +21,17 @@ type cluster struct {
 	dsn           string
 }
 
-// createCluster creates and starts the cluster version/name on port with
-// trust authentication on loopback. A cluster of that name left by an
-// aborted run is dropped first.
-func createCluster(ctx context.Context, version, name string, port int) (*cluster, error) {
-	for _, tool := range []string{"pg_createcluster", "pg_ctlcluster", "pg_dropcluster", "pg_lsclusters"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%s not found (postgresql-common): %w", tool, err)
-		}
-	}
-	c := &cluster{version: version, name: name, port: port,
-		dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)}
-	out, err := exec.CommandContext(ctx, "pg_lsclusters", "--no-header").CombinedOutput()
+// createCluster creates the cluster version/name_PID_RANDOM
+// (pgtest.CreateCluster: a name no other run has, clusters of name left
+// by an aborted run dropped first) on port (0: a free port, another tried
+// when it is taken meanwhile) with trust authentication on loopback, and
+// starts it unless noStart.
+func createCluster(ctx context.Context, version, name string, port int, noStart bool) (*cluster, error) {
+	c, err := pgtest.CreateCluster(ctx, version, name, port, !noStart)
 	if err != nil {
-		return nil, fmt.Errorf("pg_lsclusters: %w: %s", err, out)
-	}
-	for line := range strings.SplitSeq(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			continue
-		}
-		switch {
-		case f[0] == version && f[1] == name:
-			if err := c.drop(ctx); err != nil {
-				return nil, fmt.Errorf("dropping the cluster %s/%s left by an earlier run: %w", version, name, err)
-			}
-		case f[2] == strconv.Itoa(port):
-			return nil, fmt.Errorf("port %d is the port of cluster %s/%s", port, f[0], f[1])
-		}
-	}
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-	if err != nil {
-		return nil, fmt.Errorf("port %d is in use: %w", port, err)
-	}
-	_ = l.Close()
-	out, err = exec.CommandContext(ctx, "pg_createcluster", version, name, "--port", strconv.Itoa(port), "--start",
-		"--", "--auth=trust").CombinedOutput()
-	if err != nil {
-		_ = c.drop(context.Background())
-		return nil, fmt.Errorf("pg_createcluster %s %s: %w: %s", version, name, err, lastLines(out))
-	}
-	if err := c.waitUp(ctx, 30*time.Second); err != nil {
-		_ = c.drop(context.Background())
 		return nil, err
 	}
-	return c, nil
+	return &cluster{version: c.Version, name: c.Name, port: c.Port, dsn: c.DSN("postgres")}, nil
 }
 
 // restart stops the cluster at once (as a crash: -m immediate) and starts
@@ -80,11 +46,7 @@ func (c *cluster) restart(ctx context.Context) error {
 
 // drop stops and removes the cluster.
 func (c *cluster) drop(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, "pg_dropcluster", c.version, c.name, "--stop").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("pg_dropcluster: %w: %s", err, lastLines(out))
-	}
-	return nil
+	return (&pgtest.Cluster{Version: c.version, Name: c.name, Port: c.port}).Drop(ctx)
 }
 
 func (c *cluster) waitUp(ctx context.Context, limit time.Duration) error {

@@ -34,7 +34,7 @@
 //     just taken a lock, then SIGCONT;
 //   - terminate: pg_terminate_backend of a worker's connections;
 //   - restart: an immediate restart of PostgreSQL, only on a cluster the
-//     run creates for itself (pg_createcluster 15 chaos --port 5433; the
+//     run creates for itself (pg_createcluster 15 chaos_PID_… on a free port; the
 //     whole run then uses it). When it cannot be created the fault is
 //     skipped with a loud line; the shared server is never restarted.
 //
@@ -139,8 +139,8 @@
 // port (redistest.Start with port 0).
 //
 // RunFailover (command: -failover sync|async [-stall 2s]) runs the workers
-// against a primary (port 5433) and a streaming standby (5434), clusters of
-// its own, through a multi-host DSN with target_session_attrs=read-write;
+// against a primary and a streaming standby, clusters of its own on free
+// ports, through a multi-host DSN with target_session_attrs=read-write;
 // mid-run it stops the primary (-m immediate) for good and promotes the
 // standby, after stalling replication if asked. It compares the ledger with
 // what the new primary kept (FailoverReport): lost grants and writes,
@@ -153,8 +153,8 @@
 // # Elections
 //
 // RunElection tests package election through the command line, on a
-// PostgreSQL cluster of its own (pg_createcluster 15 elchaos --port 5437,
-// dropped at the end): ElectionConfig.Candidates (5) processes of
+// PostgreSQL cluster of its own (pg_createcluster 15 elchaos_PID_… on a
+// free port, dropped at the end): ElectionConfig.Candidates (5) processes of
 // `sleeplock elect --again --ttl 2s`, each running chaos/electcmd while it
 // leads (ElectCommand: Writes writes of its term's SLEEPLOCK_TOKEN, Every
 // apart, 25 × 40ms by default, each in a transaction fenced by pgstore's

@@ -76,8 +76,8 @@ type Config struct {
 	// waiters block a free lock for longer than a lease TTL.
 	WaiterBound    time.Duration
 	ClusterVersion string // PostgreSQL version of the own cluster (default "15")
-	ClusterName    string // its name (default "chaos")
-	ClusterPort    int    // its port (default 5433)
+	ClusterName    string // its name's prefix (default "chaos"; a pid and a random part follow)
+	ClusterPort    int    // its port (default 0: a free port)
 	WorkerBin      string // the worker command; empty: built with go build into a temporary directory
 	KeepSchema     bool   // keep the run's schema for inspection
 	Seed           uint64 // seeds the operation mix and the choice of victims (0: random)
@@ -121,7 +121,6 @@ func (c *Config) defaults() {
 	def(&c.Goroutines, 4)
 	def(&c.Members, 4)
 	def(&c.Writes, 3)
-	def(&c.ClusterPort, 5433)
 	defd(&c.Duration, 20*time.Second)
 	defd(&c.TTL, 2*time.Second)
 	defd(&c.Hold, 30*time.Millisecond)
@@ -273,7 +272,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	d.rep.Schema = d.schema
 
 	if slices.Contains(cfg.Faults, FaultRestart) && cfg.Redis == "" {
-		cl, err := createCluster(ctx, cfg.ClusterVersion, cfg.ClusterName, cfg.ClusterPort)
+		cl, err := createCluster(ctx, cfg.ClusterVersion, cfg.ClusterName, cfg.ClusterPort, false)
 		if err != nil {
 			msg := fmt.Sprintf("fault restart: no PostgreSQL cluster of our own (%v); the shared one is never restarted", err)
 			d.rep.Skipped = append(d.rep.Skipped, msg)

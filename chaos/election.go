@@ -47,7 +47,8 @@ type ElectionConfig struct {
 	// negative control, whose command writes on after its term ended, so
 	// that Guard must refuse it and the checker must find the overlap.
 	PauseElectOnly bool
-	// The cluster (default 15, "elchaos", 5437).
+	// The cluster (default 15, "elchaos" followed by a pid and a random
+	// part, a free port).
 	ClusterVersion, ClusterName string
 	ClusterPort                 int
 	// SleeplockBin and CommandBin are the binaries of cmd/sleeplock and
@@ -83,9 +84,6 @@ func (c *ElectionConfig) defaults() {
 	}
 	if c.ClusterName == "" {
 		c.ClusterName = "elchaos"
-	}
-	if c.ClusterPort == 0 {
-		c.ClusterPort = 5437
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
@@ -216,7 +214,7 @@ func RunElection(ctx context.Context, cfg ElectionConfig) (*ElectionReport, erro
 			return nil, err
 		}
 	}
-	if d.cl, err = createCluster(ctx, cfg.ClusterVersion, cfg.ClusterName, cfg.ClusterPort); err != nil {
+	if d.cl, err = createCluster(ctx, cfg.ClusterVersion, cfg.ClusterName, cfg.ClusterPort, false); err != nil {
 		return nil, err
 	}
 	defer func() {

@@ -3,12 +3,12 @@ package chaos_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sleeplock/sleeplock/chaos"
+	"github.com/sleeplock/sleeplock/pgstore/pgtest"
 )
 
 // ownClusterOrSkip decides whether a test that makes a PostgreSQL cluster
@@ -16,22 +16,18 @@ import (
 // them it skips loudly, except under CI, where it fails.
 func ownClusterOrSkip(t *testing.T) {
 	t.Helper()
-	_, err := exec.LookPath("pg_createcluster")
-	if err == nil && os.Geteuid() == 0 {
+	why := pgtest.ClusterTools()
+	if why == nil {
 		return
 	}
-	why := "pg_createcluster not found (postgresql-common)"
-	if err == nil {
-		why = "not root: pg_createcluster needs root"
-	}
 	if os.Getenv("CI") != "" {
-		t.Fatalf("%s: CI must run the election chaos test on a cluster of its own", why)
+		t.Fatalf("%v: CI must run the election chaos test on a cluster of its own", why)
 	}
-	t.Skip("SKIPPING THE ELECTION CHAOS TEST: " + why)
+	t.Skip("SKIPPING THE ELECTION CHAOS TEST: " + why.Error())
 }
 
 // TestElectionChaos: five `sleeplock elect --again` processes on a
-// PostgreSQL cluster of the test's own (port 5437), each running a command
+// PostgreSQL cluster of the test's own (a free port), each running a command
 // that writes its term's token under Guard while it leads; the leader is
 // killed (-9), paused past the TTL, cut off (pg_terminate_backend) and the
 // server restarted, in turn. No write of a leader whose term had ended is

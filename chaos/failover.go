@@ -45,8 +45,8 @@ type FailoverConfig struct {
 	// At is when the primary dies, after the workers started (default
 	// Chaos.Duration / 2); with a Stall, the stall begins Stall earlier.
 	At          time.Duration
-	PrimaryPort int // default 5433
-	StandbyPort int // default 5434
+	PrimaryPort int // default 0: a free port
+	StandbyPort int // default 0: a free port
 }
 
 // FailoverReport is what a failover run found.
@@ -173,13 +173,7 @@ func pgBin(version, name string) string {
 // with a replication slot, started and streaming).
 func createPair(ctx context.Context, version string, pport, sport int, sync bool) (p *pair, err error) {
 	p = &pair{}
-	// a standby left by an aborted run goes first: its port is checked below
-	sb := &cluster{version: version, name: "sleeplock_standby", port: sport,
-		dsn: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", sport)}
-	if out, _ := exec.CommandContext(ctx, "pg_lsclusters", "--no-header").CombinedOutput(); strings.Contains(string(out), sb.name) {
-		_ = sb.drop(ctx)
-	}
-	if p.primary, err = createCluster(ctx, version, "sleeplock_primary", pport); err != nil {
+	if p.primary, err = createCluster(ctx, version, "sleeplock_primary", pport, false); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -195,9 +189,9 @@ func createPair(ctx context.Context, version string, pport, sport int, sync bool
 	if _, err = conn.Exec(ctx, "SELECT pg_create_physical_replication_slot($1)", slotName); err != nil {
 		return p, fmt.Errorf("replication slot: %w", err)
 	}
-	out, err := exec.CommandContext(ctx, "pg_createcluster", version, sb.name, "--port", strconv.Itoa(sport), "--", "--auth=trust").CombinedOutput()
+	sb, err := createCluster(ctx, version, "sleeplock_standby", sport, true)
 	if err != nil {
-		return p, fmt.Errorf("pg_createcluster %s: %w: %s", sb.name, err, lastLines(out))
+		return p, err
 	}
 	p.standby = sb
 	data := filepath.Join("/var/lib/postgresql", version, sb.name)
@@ -211,8 +205,8 @@ func createPair(ctx context.Context, version string, pport, sport int, sync bool
 			return p, err
 		}
 	}
-	out, err = exec.CommandContext(ctx, "runuser", "-u", "postgres", "--", pgBin(version, "pg_basebackup"),
-		"-h", "127.0.0.1", "-p", strconv.Itoa(pport), "-U", "postgres", "-D", data, "-R", "-S", slotName, "-X", "stream", "-c", "fast").CombinedOutput()
+	out, err := exec.CommandContext(ctx, "runuser", "-u", "postgres", "--", pgBin(version, "pg_basebackup"),
+		"-h", "127.0.0.1", "-p", strconv.Itoa(p.primary.port), "-U", "postgres", "-D", data, "-R", "-S", slotName, "-X", "stream", "-c", "fast").CombinedOutput()
 	if err != nil {
 		return p, fmt.Errorf("pg_basebackup: %w: %s", err, lastLines(out))
 	}
@@ -253,7 +247,7 @@ func createPair(ctx context.Context, version string, pport, sport int, sync bool
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	p.dsn = fmt.Sprintf("host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres sslmode=disable connect_timeout=2 target_session_attrs=read-write", pport, sport)
+	p.dsn = fmt.Sprintf("host=127.0.0.1,127.0.0.1 port=%d,%d user=postgres dbname=postgres sslmode=disable connect_timeout=2 target_session_attrs=read-write", p.primary.port, sb.port)
 	return p, nil
 }
 
@@ -452,12 +446,6 @@ func RunFailover(ctx context.Context, fc FailoverConfig) (*FailoverReport, error
 	cfg.defaults()
 	if fc.At == 0 {
 		fc.At = cfg.Duration / 2
-	}
-	if fc.PrimaryPort == 0 {
-		fc.PrimaryPort = 5433
-	}
-	if fc.StandbyPort == 0 {
-		fc.StandbyPort = 5434
 	}
 	if fc.Stall < 0 || fc.At < fc.Stall {
 		return nil, invalid("FailoverConfig.Stall must be in [0, At]")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,23 +12,26 @@ import (
 	"github.com/sleeplock/sleeplock/chaos"
 )
 
-// failover makes a failover run on clusters of the test's own (ports 5433
-// and 5434), with the records in the test database. It runs only with
+// failover makes a failover run on clusters of the test's own (free
+// ports), with the records in the test database. It runs only with
 // SLEEPLOCK_FAILOVER=1: it creates clusters (root, postgresql-common and
 // PostgreSQL 15 are needed), and takes about a minute.
 func failover(t *testing.T, sync bool, stall, hold time.Duration, writes, members int) *chaos.FailoverReport {
 	t.Helper()
 	if os.Getenv("SLEEPLOCK_FAILOVER") != "1" {
-		t.Skip("set SLEEPLOCK_FAILOVER=1 to fail a primary over to its standby, on clusters of the test's own (ports 5433, 5434)")
+		t.Skip("set SLEEPLOCK_FAILOVER=1 to fail a primary over to its standby, on clusters of the test's own")
 	}
 	newPool(t)
 	t.Cleanup(func() {
 		// whatever happened, no cluster of the test's is left
 		out, _ := exec.Command("pg_lsclusters", "--no-header").CombinedOutput()
-		for _, name := range []string{"sleeplock_primary", "sleeplock_standby"} {
-			if strings.Contains(string(out), name) {
-				t.Errorf("cluster %s left behind; dropping it", name)
-				_ = exec.Command("pg_dropcluster", "15", name, "--stop").Run()
+		for line := range strings.SplitSeq(string(out), "\n") {
+			f := strings.Fields(line)
+			for _, prefix := range []string{"sleeplock_primary", "sleeplock_standby"} {
+				if len(f) > 1 && strings.HasPrefix(f[1], prefix+"_"+strconv.Itoa(os.Getpid())+"_") {
+					t.Errorf("cluster %s left behind; dropping it", f[1])
+					_ = exec.Command("pg_dropcluster", f[0], f[1], "--stop").Run()
+				}
 			}
 		}
 	})

@@ -64,10 +64,15 @@ func TestStaleAfterTakesOverByRenewal(t *testing.T) {
 // at once, carry distinct growing Seq numbers, and replaying them in Seq
 // order gives each event's Running and Waiting from the one before.
 func TestEventSeqOrdersEachLock(t *testing.T) {
-	e := newEnv(t)
+	// Waiter leases of 10 s: a heartbeat late by 40 % of the default 1 s
+	// (a loaded machine) would let a node's lease run out, and a grant
+	// handed to its waiter then expire (an event this replay does not
+	// expect: TestWaitersLiveAsTheirNode is about that).
+	wttl := pgstore.WithWaiterTTL(10 * time.Second)
+	e := newEnv(t, wttl)
 	ctx := context.Background()
 	define(t, e.s, "seq", 2)
-	nodes := []*pgstore.Store{e.s, e.node(t)}
+	nodes := []*pgstore.Store{e.s, e.node(t, wttl)}
 	rec := newRecorder()
 	var wg sync.WaitGroup
 	for i := range 4 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,7 +64,16 @@ func TestNotifyWakesWaiter(t *testing.T) {
 	define(t, e.s, "n", 1)
 	tr := &recorderTracer{}
 	pool := newPool(t, tr)
-	node, err := pgstore.New(ctx, pool, pgstore.WithSchema(e.schema), pgstore.WithPollInterval(time.Hour))
+	// The listener's connection by its name: what it ran last (LISTEN, or a
+	// heartbeat it sends between notifications) cannot tell it.
+	app := "sleeplock_listener_" + e.schema
+	u, err := url.Parse(dbURL())
+	must(t, err)
+	qv := u.Query()
+	qv.Set("application_name", app)
+	u.RawQuery = qv.Encode()
+	node, err := pgstore.New(ctx, pool, pgstore.WithSchema(e.schema), pgstore.WithPollInterval(time.Hour),
+		pgstore.WithListenDSN(u.String()))
 	must(t, err)
 	defer node.Close()
 	for round := range 2 {
@@ -91,8 +101,7 @@ func TestNotifyWakesWaiter(t *testing.T) {
 			// Kill the listener's connection: it comes back.
 			var n int
 			must(t, e.pool.QueryRow(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "+
-				"WHERE query LIKE 'LISTEN %' AND datname = current_database() AND query LIKE '%' || $1 || '%'",
-				pgstore.ChannelOf(e.schema)).Scan(&n))
+				"WHERE application_name = $1", app).Scan(&n))
 			if n != 1 {
 				t.Fatalf("%d listener connections", n)
 			}
@@ -183,16 +192,50 @@ func TestPausedWaiterLosesItsPlace(t *testing.T) {
 // TestHeartbeatKeepsWaiterQueued: a waiter's lease (WithWaiterTTL) is
 // kept by its store while it waits, however long, by renewing the store's
 // node row: the waiter's own row is never written meanwhile.
+//
+// The one thing that may write it is a reap, when a heartbeat came so late
+// that the node's lease ran out (a loaded machine; the waiter then loses
+// its place, as TestPausedWaiterLosesItsPlace asserts). A log of the row's
+// writes tells that case from any other: such an attempt proves nothing,
+// and runs again with a waiter TTL twice as long. Any other write fails
+// the test, and so does a lease that runs out in every attempt.
 func TestHeartbeatKeepsWaiterQueued(t *testing.T) {
+	for ttl := 200 * time.Millisecond; ttl <= 3200*time.Millisecond; ttl *= 2 {
+		if heartbeatKeepsWaiterQueued(t, ttl) {
+			return
+		}
+		t.Logf("waiter TTL %v: a heartbeat came too late, the node's lease ran out and its waiter was reaped; again with a longer TTL", ttl)
+	}
+	t.Fatal("the node's lease ran out in every attempt: its heartbeat does not keep it")
+}
+
+// heartbeatKeepsWaiterQueued is one attempt of
+// TestHeartbeatKeepsWaiterQueued with a waiter TTL of ttl. It returns
+// false when the node's lease ran out (its waiter reaped), true when the
+// waiter row went untouched.
+func heartbeatKeepsWaiterQueued(t *testing.T, ttl time.Duration) bool {
 	e := newEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	q := pgx.Identifier{e.schema}.Sanitize()
+	// Every write of a waiter row, in order: what it was, what it became,
+	// and the database's clock then.
+	_, err := e.pool.Exec(ctx, `CREATE TABLE `+q+`.test_waiter_writes (id bigserial PRIMARY KEY, op text, ticket bigint,
+		old_expires timestamptz, new_expires timestamptz, at timestamptz);
+	CREATE FUNCTION `+q+`.test_log_waiter_write() RETURNS trigger LANGUAGE plpgsql AS $f$
+	BEGIN
+		INSERT INTO `+q+`.test_waiter_writes (op, ticket, old_expires, new_expires, at)
+		VALUES (TG_OP, OLD.ticket, OLD.expires, CASE WHEN TG_OP = 'UPDATE' THEN NEW.expires END, clock_timestamp());
+		RETURN NULL;
+	END $f$;
+	CREATE TRIGGER test_log_waiter_write AFTER UPDATE OR DELETE ON `+q+`.waiters
+		FOR EACH ROW EXECUTE FUNCTION `+q+`.test_log_waiter_write();`)
+	must(t, err)
 	define(t, e.s, "hb", 1)
 	h, err := e.s.Acquire(ctx, req("holder", time.Minute, "hb"))
 	must(t, err)
 	pool := newPool(t, nil)
-	node, err := pgstore.New(ctx, pool, pgstore.WithSchema(e.schema), pgstore.WithWaiterTTL(200*time.Millisecond))
+	node, err := pgstore.New(ctx, pool, pgstore.WithSchema(e.schema), pgstore.WithWaiterTTL(ttl))
 	must(t, err)
 	defer node.Close()
 	done := make(chan error, 1)
@@ -216,17 +259,32 @@ func TestHeartbeatKeepsWaiterQueued(t *testing.T) {
 	waitFor(t, "the node's lease to be renewed", func() bool {
 		var exp time.Time
 		err := e.pool.QueryRow(ctx, "SELECT expires FROM "+q+".nodes").Scan(&exp)
-		return err == nil && exp.Sub(first) > 600*time.Millisecond
+		return err == nil && exp.Sub(first) > 3*ttl
 	})
 	var tk int64
 	var now string
-	must(t, e.pool.QueryRow(ctx, "SELECT ticket, xmin::text FROM "+q+".waiters").Scan(&tk, &now))
-	if tk != ticket || now != version {
-		t.Fatalf("the waiter row: ticket %d version %s, was %d %s (rewritten)", tk, now, ticket, version)
+	err = e.pool.QueryRow(ctx, "SELECT ticket, xmin::text FROM "+q+".waiters").Scan(&tk, &now)
+	kept := err == nil && tk == ticket && now == version
+	if !kept {
+		// The first write of the waiter's row must be a reap: its lease
+		// set from the sentinel to its node's, which had run out.
+		var op string
+		var old, exp *time.Time
+		var at time.Time
+		must(t, e.pool.QueryRow(ctx, "SELECT op, old_expires, new_expires, at FROM "+q+".test_waiter_writes "+
+			"WHERE ticket = $1 ORDER BY id LIMIT 1", ticket).Scan(&op, &old, &exp, &at))
+		var sentinel time.Time
+		must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_lease_sentinel()").Scan(&sentinel))
+		if op != "UPDATE" || old == nil || !old.Equal(sentinel) || exp == nil || exp.After(at) {
+			t.Fatalf("the waiter row: ticket %d version %s, was %d %s (rewritten: %s, expires %v to %v at %v, not a reap)",
+				tk, now, ticket, version, op, old, exp, at)
+		}
+	} else {
+		wantState(t, e.s, "hb", 1, 1)
 	}
-	wantState(t, e.s, "hb", 1, 1)
 	must(t, e.s.Release(ctx, h.Handle(), nil))
 	must(t, <-done)
+	return kept
 }
 
 // TestUnreachableNotUndone: a statement that never reached the server

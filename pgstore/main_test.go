@@ -112,18 +112,19 @@ func newEnv(t testing.TB, opts ...pgstore.Option) *env {
 }
 
 // node returns another store on the same schema through a pool of its own:
-// another node of the cluster.
-func (e *env) node(t testing.TB) *pgstore.Store {
+// another node of the cluster, with opts after the defaults.
+func (e *env) node(t testing.TB, opts ...pgstore.Option) *pgstore.Store {
 	t.Helper()
-	s, _ := e.nodePool(t)
+	s, _ := e.nodePool(t, opts...)
 	return s
 }
 
 // nodePool is node with its pool.
-func (e *env) nodePool(t testing.TB) (*pgstore.Store, *pgxpool.Pool) {
+func (e *env) nodePool(t testing.TB, opts ...pgstore.Option) (*pgstore.Store, *pgxpool.Pool) {
 	t.Helper()
 	pool := newPool(t, nil)
-	s, err := pgstore.New(context.Background(), pool, pgstore.WithSchema(e.schema), pgstore.WithPollInterval(5*time.Millisecond))
+	opts = append([]pgstore.Option{pgstore.WithSchema(e.schema), pgstore.WithPollInterval(5 * time.Millisecond)}, opts...)
+	s, err := pgstore.New(context.Background(), pool, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

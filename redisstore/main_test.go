@@ -17,7 +17,8 @@ func TestMain(m *testing.M) {
 		child(role)
 		return
 	}
-	goleak.VerifyTestMain(m)
+	// No test leaves keys behind on the shared server.
+	goleak.VerifyTestMain(m, goleak.Cleanup(redistest.Exit))
 }
 
 // The shared test server (redistest): its URL, a client of it that skips

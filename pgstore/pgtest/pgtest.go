@@ -1,8 +1,10 @@
 // Package pgtest is what tests against PostgreSQL share: the test
 // database's URL (SLEEPLOCK_TEST_DATABASE_URL), its creation when missing,
 // a pool that skips the test when the database cannot be reached (or fails
-// it when the environment variable CI is set), and a schema of the test's
-// own, dropped when the test ends.
+// it when the environment variable CI is set), a schema of the test's
+// own, dropped when the test ends, and a PostgreSQL cluster of a test's
+// own on a free port (OwnCluster, CreateCluster) for the tests that stop,
+// restart, pause or fail over their server.
 //
 // It lives in the pgstore module so that the tests of every module that
 // uses pgstore (pgstore's own, the command's, the cross-store tests of

@@ -1,7 +1,8 @@
 // Package redistest is what tests against Redis share: the test server's
 // URL (SLEEPLOCK_TEST_REDIS_URL), a client that skips the test when the
 // server cannot be reached (or fails it when the environment variable CI
-// is set), a key prefix of the test's own, deleted when the test ends, and
+// is set), a key prefix of the test's own, deleted when the test ends (and
+// a check for TestMain, Exit, that no test left keys of its prefix), and
 // a redis-server of a test's own (Start) for the tests that stop, restart
 // or pause their server, and a Redis Cluster of a test's own
 // (StartCluster).
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,18 +72,85 @@ func Client(t testing.TB) *redis.Client {
 }
 
 // Prefix returns a key prefix of the test's own ("sltest:", a random part
-// and ":"), whose keys on c are deleted when the test ends.
+// and ":"), whose keys on c are deleted when the test ends (Own).
 func Prefix(t testing.TB, c redis.UniversalClient) string {
 	t.Helper()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	p := "sltest:" + hex.EncodeToString(b[:]) + ":"
+	Own(t, c, p)
+	return p
+}
+
+// Own makes prefix, a key prefix that the test chose for itself, the
+// test's: its keys on c are deleted when the test ends (the test fails if
+// they cannot be), and Exit reports any that are left on the test server.
+// c must stay open until then: a client of Client, not a store's.
+func Own(t testing.TB, c redis.UniversalClient, prefix string) {
+	t.Helper()
+	owned.Lock()
+	owned.prefixes = append(owned.prefixes, prefix)
+	owned.Unlock()
 	t.Cleanup(func() {
-		if err := DropPrefix(context.Background(), c, p); err != nil {
-			t.Errorf("deleting the keys of %s: %v", p, err)
+		if err := DropPrefix(context.Background(), c, prefix); err != nil {
+			t.Errorf("deleting the keys of %s: %v", prefix, err)
 		}
 	})
-	return p
+}
+
+// owned are the prefixes given out by Prefix and Own in this process.
+var owned struct {
+	sync.Mutex
+	prefixes []string
+}
+
+// Left returns the keys on the test server (URL) of the prefixes that
+// Prefix and Own gave out in this process: none once every test has
+// ended, unless one left keys behind that its end did not delete (written
+// after it, or by a process it started that outlived it).
+func Left(ctx context.Context) ([]string, error) {
+	owned.Lock()
+	prefixes := slices.Clone(owned.prefixes)
+	owned.Unlock()
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	o, err := redis.ParseURL(URL())
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(o)
+	defer func() { _ = c.Close() }()
+	var keys []string
+	for _, p := range prefixes {
+		iter := c.Scan(ctx, 0, p+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			return keys, err
+		}
+	}
+	return keys, nil
+}
+
+// Exit ends a test binary with code, as TestMain does, or with 1 when
+// keys that its tests' prefixes own are left on the test server (Left),
+// which it names. Use it as goleak.VerifyTestMain(m,
+// goleak.Cleanup(redistest.Exit)), or os.Exit's stand-in after m.Run.
+func Exit(code int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	keys, err := Left(ctx)
+	cancel()
+	switch {
+	case err != nil:
+		fmt.Fprintf(os.Stderr, "redistest: cannot check for keys left on %s: %v\n", URL(), err)
+		code = 1
+	case len(keys) > 0:
+		fmt.Fprintf(os.Stderr, "redistest: the tests left %d keys on %s, among them %q\n", len(keys), URL(), keys[:min(len(keys), 10)])
+		code = 1
+	}
+	os.Exit(code)
 }
 
 // DropPrefix deletes every key of c that begins with prefix: on every

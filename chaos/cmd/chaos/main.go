@@ -1,7 +1,7 @@
 // Command chaos makes a chaos run of sleeplock's PostgreSQL, SQLite or Redis store
 // (package chaos) and prints its report; it exits 1 when the run found a
 // violation or a lost slot. For example, ten minutes with every fault,
-// PostgreSQL restarts included (on a cluster of the run's own, port 5433):
+// PostgreSQL restarts included (on a cluster of the run's own, a free port):
 //
 //	go run ./chaos/cmd/chaos -duration 10m -faults kill,pause,terminate,restart
 //
@@ -19,7 +19,7 @@
 //	go run ./chaos/cmd/chaos -store redis://127.0.0.1:6379/0 -duration 5m
 //	go run ./chaos/cmd/chaos -store redis://127.0.0.1:6391/0 -duration 5m -faults kill,pause,terminate,client-pause
 //
-// A failover (clusters of the run's own on ports 5433 and 5434; root):
+// A failover (clusters of the run's own on free ports; root):
 //
 //	go run ./chaos/cmd/chaos -failover sync -duration 30s
 //	go run ./chaos/cmd/chaos -failover async -stall 2s -duration 30s
@@ -67,7 +67,7 @@ func main() {
 	flag.DurationVar(&c.FaultEvery, "fault-every", 0, "time between faults (default: the TTL)")
 	flag.DurationVar(&c.PauseFor, "pause-for", 0, "how long a worker stays paused (default: TTL + 1s)")
 	flag.DurationVar(&c.WaiterBound, "waiter-bound", 0, "added to TTL + 1s in the liveness check")
-	flag.IntVar(&c.ClusterPort, "cluster-port", 5433, "port of the run's own cluster (restart fault)")
+	flag.IntVar(&c.ClusterPort, "cluster-port", 0, "port of the run's own cluster (restart fault; 0: a free port)")
 	flag.BoolVar(&c.KeepSchema, "keep", false, "keep the run's schema")
 	flag.IntVar(&c.Spare, "spare", 0, "workers never killed (paused and terminated like the others), whose memory is measured over the whole run")
 	flag.Int64Var(&c.Ops, "ops", 0, "end the run once the workers have made this many operations (0: -duration alone)")

@@ -11,11 +11,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"go.uber.org/goleak"
+
+	"github.com/sleeplock/sleeplock/redisstore/redistest"
 )
 
 func TestMain(m *testing.M) {
 	checkTestDatabase()
-	goleak.VerifyTestMain(m)
+	// No test leaves keys behind on the shared Redis (newRedis).
+	goleak.VerifyTestMain(m, goleak.Cleanup(redistest.Exit))
 }
 
 func run(t *testing.T, args ...string) (string, string, int) {

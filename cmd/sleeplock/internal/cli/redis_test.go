@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -12,41 +11,27 @@ import (
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/redisstore"
+	"github.com/sleeplock/sleeplock/redisstore/redistest"
 )
-
-// testRedisURL is SLEEPLOCK_TEST_REDIS_URL or the local Redis.
-func testRedisURL() string {
-	if u := os.Getenv("SLEEPLOCK_TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
-}
 
 // newRedis returns the test Redis's URL, a key prefix of the test's own
 // (the --schema to give) and a store on it; the test's end deletes the
-// prefix's keys. It fails under CI, and skips elsewhere, when Redis does
-// not answer.
+// prefix's keys, through a client of its own (the store may have been
+// closed by then), and TestMain fails if any is left. It fails under CI,
+// and skips elsewhere, when Redis does not answer.
 func newRedis(t *testing.T) (dsn, schema string, s *redisstore.Store) {
 	t.Helper()
-	dsn = testRedisURL()
+	dsn = redistest.URL()
+	c := redistest.Client(t)
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	schema = "clitest" + hex.EncodeToString(b[:])
+	redistest.Own(t, c, schema+":")
 	s, err := redisstore.Open(t.Context(), dsn, redisstore.WithPrefix(schema+":"), redisstore.WithoutSafetyChecks())
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Redis at %s unreachable (CI is set): %v", dsn, err)
-		}
-		t.Skipf("Redis at %s unreachable: %v", dsn, err)
+		redistest.Unreachable(t, err)
 	}
-	t.Cleanup(func() {
-		c := s.Client()
-		iter := c.Scan(context.Background(), 0, schema+":*", 1000).Iterator()
-		for iter.Next(context.Background()) {
-			c.Del(context.Background(), iter.Val())
-		}
-		_ = s.Close()
-	})
+	t.Cleanup(func() { _ = s.Close() })
 	return dsn, schema, s
 }
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -11,38 +10,27 @@ import (
 	"time"
 
 	"github.com/sleeplock/sleeplock/pgstore"
+	"github.com/sleeplock/sleeplock/pgstore/pgtest"
 )
 
-// ownCluster creates, starts and (when the test ends) drops a PostgreSQL
-// cluster of its own, with pg_createcluster, on the port
-// SLEEPLOCK_TEST_OWN_CLUSTER_PORT names: a test that pauses its server
-// must never pause the shared one. Without the variable the test skips
-// (it needs root and Debian's postgresql-common; it takes seconds).
-// It returns the DSN and the postmaster's pid.
+// ownCluster creates, starts and (when the test ends, however it ends)
+// drops a PostgreSQL cluster of its own, on a free port
+// (pgtest.OwnCluster): a test that pauses its server must never pause the
+// shared one. It runs when SLEEPLOCK_TEST_OWN_CLUSTER=1, and skips
+// otherwise (it needs root and Debian's postgresql-common, without which it
+// then skips, or fails under CI; it takes seconds). It returns the DSN and
+// the postmaster's pid.
 func ownCluster(t *testing.T) (string, int) {
 	t.Helper()
-	port := os.Getenv("SLEEPLOCK_TEST_OWN_CLUSTER_PORT")
-	if port == "" {
-		t.Skip("set SLEEPLOCK_TEST_OWN_CLUSTER_PORT (e.g. 5443) to run the tests that pause a PostgreSQL cluster of their own")
+	if os.Getenv("SLEEPLOCK_TEST_OWN_CLUSTER") != "1" {
+		t.Skip("set SLEEPLOCK_TEST_OWN_CLUSTER=1 to run the tests that pause a PostgreSQL cluster of their own")
 	}
-	name := "sleeplock_test_" + port
-	sh := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
-	}
-	sh("pg_createcluster", "15", name, "--port", port, "--start", "--", "--auth=trust")
-	t.Cleanup(func() { _ = exec.Command("pg_dropcluster", "15", name, "--stop").Run() })
-	b, err := os.ReadFile(filepath.Join("/var/lib/postgresql/15", name, "postmaster.pid"))
+	c := pgtest.OwnCluster(t, "15")
+	pid, err := c.Postmaster()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "postgres://postgres@127.0.0.1:" + port + "/postgres?sslmode=disable", pid
+	return c.DSN("postgres"), pid
 }
 
 // signalCluster sends sig to the postmaster pid and every process it started.
