@@ -28,7 +28,11 @@ write: pgstore's Guard with the token). When the command exits, it resigns: the 
 candidate leads at once. When leadership is lost (renewals failed until the
 term's deadline, or another took it over), the command's process group is
 ended as run ends it after a lost lease (SIGTERM before the term's
-deadline, SIGKILL at it or at once on a takeover) and elect exits 122. With --again it
+deadline, SIGKILL at it or at once on a takeover) and elect exits 122.
+As with run, the command's process group ends with the term: what the
+command leaves running in it is ended when it exits, and a guard ends
+the group if elect dies, even by kill -9; a process that leaves the group
+on purpose (setsid, a daemon) is out of reach. With --again it
 campaigns again after the command exits, until interrupted, and after a
 campaign that failed because the store could not be reached (waiting 100ms,
 doubling up to the TTL).
@@ -98,7 +102,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	cand := election.Candidate{ID: f.id, Value: f.value}
 	wait := campaignRetry
 	for {
-		code, err := electOnce(ctx, el, cand, command, sigs, out, errOut)
+		code, err := electOnce(ctx, el, cand, command, sf.freedAtDeath(), sigs, out, errOut)
 		var ce *campaignError
 		if f.again && errors.As(err, &ce) && ctx.Err() == nil {
 			// The store could not be reached (a restart, a failover):
@@ -152,7 +156,7 @@ func mayPass(err error) bool {
 // returns the command's exit status (exitLost after a loss): run's
 // supervision ends the command before the term's deadline.
 func electOnce(ctx context.Context, el *election.Election, cand election.Candidate, command []string,
-	sigs <-chan os.Signal, out, errOut io.Writer) (int, error) {
+	freedAtDeath bool, sigs <-chan os.Signal, out, errOut io.Writer) (int, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	caught := make(chan os.Signal, 1)
@@ -198,7 +202,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(term.Token(), 10),
 		"SLEEPLOCK_LEADER_ID="+term.ID(),
 		"SLEEPLOCK_REF="+term.Lease().Ref())
-	res, err := supervise(cmd, supervision{Lease: term.Lease(), Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
+	res, err := supervise(cmd, supervision{Lease: term.Lease(), FreedAtDeath: freedAtDeath, Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
 		return 0, startError(command[0], err, errOut)
 	}
