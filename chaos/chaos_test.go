@@ -27,8 +27,10 @@ var (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if workerDir != "" {
-			_ = os.RemoveAll(workerDir)
+		for _, dir := range []string{workerDir, cliDir} {
+			if dir != "" {
+				_ = os.RemoveAll(dir)
+			}
 		}
 	}))
 }
