@@ -93,7 +93,7 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 		fmt.Fprintf(sv.ErrOut, "%s: no guard for the command's process group (%v): if sleeplock is killed, what the command started may outlive it\n", sv.Who, gerr)
 	}
 	group := prepareGroup(cmd, g)
-	started, waited := startCommand(cmd)
+	started, waited := startCommand(cmd, g != nil)
 	if err := <-started; err != nil {
 		g.done()
 		return supervised{}, err
@@ -193,12 +193,15 @@ func lossOf(lease sleeplock.Lease) error {
 }
 
 // startCommand starts cmd on a goroutine locked to its OS thread and waits
-// for it there: the command is told to die with that thread
-// (dieWithParent), so a sleeplock killed with SIGKILL, whose slot is given
-// back at once, does not leave its command running unguarded.
-func startCommand(cmd *exec.Cmd) (started, waited <-chan error) {
+// for it there. Without a guard the command is told to die with that
+// thread (dieWithParent), so that a sleeplock killed with SIGKILL, whose
+// slot may be given back at once, does not leave it running unguarded;
+// with one, the guard ends it with the rest of its group, after the grace.
+func startCommand(cmd *exec.Cmd, guarded bool) (started, waited <-chan error) {
 	s, w := make(chan error, 1), make(chan error, 1)
-	dieWithParent(cmd)
+	if !guarded {
+		dieWithParent(cmd)
+	}
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
