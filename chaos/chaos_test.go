@@ -23,6 +23,8 @@ var (
 	workerOnce sync.Once
 	workerBin  string
 	workerErr  error
+
+	cliDir string // the binaries of TestCLIChaos (Linux)
 )
 
 func TestMain(m *testing.M) {

@@ -194,8 +194,8 @@ func RunCLI(ctx context.Context, cfg CLIConfig) (*CLIReport, error) {
 		for _, l := range loops {
 			_ = l.Process.Kill()
 		}
-		_ = <-stopped
-		return nil, errors.New("chaos: the loops did not stop within TTL + 30s of being told to")
+		err := <-stopped
+		return nil, fmt.Errorf("chaos: the loops did not stop within TTL + 30s of being told to (killed: %w)", err)
 	}
 
 	bound := time.Now().Add(cfg.TTL + 5*time.Second)

@@ -25,7 +25,6 @@ const cliChaosDuration = 20 * time.Second
 
 var (
 	cliOnce                  sync.Once
-	cliDir                   string // removed by TestMain
 	cliSleeplock, cliCommand string
 	cliBuildErr              error
 )
