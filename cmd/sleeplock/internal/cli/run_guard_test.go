@@ -156,10 +156,11 @@ func killedTreeEnds(t *testing.T, e *runEnv, shell string, procs int, args ...st
 // grandchild that ignores SIGTERM), and the guard that did it; the next
 // holder gets the lock.
 func TestRunKilledEndsCommandTree(t *testing.T) {
+	e := newRunEnv(t)
 	for _, st := range []string{"sqlite", "postgres", "redis"} {
 		t.Run(st, func(t *testing.T) {
-			e := newRunEnv(t)
-			storeArgs := []string{"--store", e.store()}
+			t.Parallel() // most of it is waiting for a killed holder's lease to expire
+			storeArgs := []string{"--store", "sqlite:" + filepath.Join(t.TempDir(), "locks.db")}
 			switch st {
 			case "postgres":
 				pg := newPG(t)
@@ -171,7 +172,7 @@ func TestRunKilledEndsCommandTree(t *testing.T) {
 			for i, tc := range treeCommands() {
 				t.Run(tc.name, func(t *testing.T) {
 					name := "tree" + strconv.Itoa(i)
-					killedTreeEnds(t, e, tc.shell, tc.procs, append([]string{"run", "--ttl", "2s", name}, storeArgs...)...)
+					killedTreeEnds(t, e, tc.shell, tc.procs, append([]string{"run", "--ttl", "4s", name}, storeArgs...)...)
 					next := e.sleeplock(t.Context(), append([]string{"run", "-q", "--wait", "30s", name}, append(storeArgs, "--", "true")...)...)
 					if out, err := next.CombinedOutput(); err != nil {
 						t.Fatalf("the next holder: %v: %s", err, out)
@@ -185,10 +186,11 @@ func TestRunKilledEndsCommandTree(t *testing.T) {
 // TestElectKilledEndsCommandTree: kill -9 of `sleeplock elect` ends every
 // process of its command's tree, as run's, and the next candidate leads.
 func TestElectKilledEndsCommandTree(t *testing.T) {
+	e := newRunEnv(t)
 	for _, st := range []string{"sqlite", "postgres", "redis"} {
 		t.Run(st, func(t *testing.T) {
-			e := newRunEnv(t)
-			storeArgs := []string{"--store", e.store()}
+			t.Parallel() // most of it is waiting for a killed holder's lease to expire
+			storeArgs := []string{"--store", "sqlite:" + filepath.Join(t.TempDir(), "locks.db")}
 			switch st {
 			case "postgres":
 				pg := newPG(t)
@@ -200,7 +202,7 @@ func TestElectKilledEndsCommandTree(t *testing.T) {
 			for i, tc := range treeCommands() {
 				t.Run(tc.name, func(t *testing.T) {
 					name := "lead" + strconv.Itoa(i)
-					killedTreeEnds(t, e, tc.shell, tc.procs, append([]string{"elect", "--ttl", "2s", name}, storeArgs...)...)
+					killedTreeEnds(t, e, tc.shell, tc.procs, append([]string{"elect", "--ttl", "4s", name}, storeArgs...)...)
 					next := e.sleeplock(t.Context(), append([]string{"elect", name}, append(storeArgs, "--", "true")...)...)
 					if out, err := next.CombinedOutput(); err != nil {
 						t.Fatalf("the next candidate: %v: %s", err, out)
