@@ -23,12 +23,16 @@ var (
 	workerOnce sync.Once
 	workerBin  string
 	workerErr  error
+
+	cliDir string // the binaries of TestCLIChaos (Linux)
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
-		if workerDir != "" {
-			_ = os.RemoveAll(workerDir)
+		for _, dir := range []string{workerDir, cliDir} {
+			if dir != "" {
+				_ = os.RemoveAll(dir)
+			}
 		}
 	}))
 }

@@ -150,6 +150,31 @@
 // TestFailoverSyncStalled and TestFailoverAsync run it when
 // SLEEPLOCK_FAILOVER=1; docs/failover.md has the figures.
 //
+// # Through the command line
+//
+// RunCLI (Linux) tests `sleeplock run` as a user's shell runs it:
+// CLIConfig.Loops (8) shell loops run `sleeplock run --ttl 2s --slots 2`
+// of one lock again and again, on any store (--store, --schema), while a
+// killer sends SIGKILL to a random `sleeplock run` of the loops every
+// 0.1–0.9 s. Each command is chaos/runcmd (CLICommand), which starts a
+// child and holds a random time up to 300 ms. A command's tree holds a
+// marker, an exclusive flock(2) on a file that the child inherits, which
+// the kernel gives back only when the tree's last holder of it has ended,
+// kill -9 or not; under a mutex, each command counts the markers held as
+// it enters: the commands inside at that moment, children included
+// (CLIReport.MaxInside, and Over, the entries that counted more than the
+// slots). After the run the loops are told to stop, and no process of
+// cmd/sleeplock or chaos/runcmd (commands, children, guards) may live
+// TTL + 5s later (CLIReport.Left), and `run --weight 2` must get the whole
+// lock (SlotsBack). BuildCLI builds both binaries once for many runs.
+//
+// TestCLIChaos runs it for 20 s on each store: SQLite (a file of the
+// test's), PostgreSQL (a schema of its own) and Redis (a server of its own
+// on a free port); SLEEPLOCK_CHAOS_CLI=DURATION makes a long run.
+// TestCLIChaosNegativeControl runs it with CLIConfig.Escape: each child
+// leaves its process group (setsid, as a daemon does), out of run's
+// reach, and must be found inside beside more than 2 others, and left.
+//
 // # Elections
 //
 // RunElection tests package election through the command line, on a

@@ -30,7 +30,11 @@ keeps the term until it expires by --ttl, and elect says so and exits).
 When leadership is lost (renewals failed until the
 term's deadline, or another took it over), the command's process group is
 ended as run ends it after a lost lease (SIGTERM before the term's
-deadline, SIGKILL at it or at once on a takeover) and elect exits 122. With --again it
+deadline, SIGKILL at it or at once on a takeover) and elect exits 122.
+As with run, the command's process group ends with the term: what the
+command leaves running in it is ended when it exits, and a guard ends
+the group if elect dies, even by kill -9; a process that leaves the group
+on purpose (setsid, a daemon) is out of reach. With --again it
 campaigns again after the command exits, until interrupted, and after a
 campaign that failed because the store could not be reached (waiting 100ms,
 doubling up to the TTL).
@@ -105,7 +109,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	wait := campaignRetry
 	for {
 		lv.by = time.Time{} // only the last term's resignation bounds the close
-		code, err := electOnce(ctx, el, cand, command, sigs, out, lv)
+		code, err := electOnce(ctx, el, cand, command, sf.freedAtDeath(), sigs, out, lv)
 		var ce *campaignError
 		if f.again && errors.As(err, &ce) && ctx.Err() == nil {
 			// The store could not be reached (a restart, a failover):
@@ -159,7 +163,7 @@ func mayPass(err error) bool {
 // returns the command's exit status (exitLost after a loss): run's
 // supervision ends the command before the term's deadline.
 func electOnce(ctx context.Context, el *election.Election, cand election.Candidate, command []string,
-	sigs <-chan os.Signal, out io.Writer, lv *leaving) (int, error) {
+	freedAtDeath bool, sigs <-chan os.Signal, out io.Writer, lv *leaving) (int, error) {
 	errOut := lv.errOut
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -204,7 +208,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(term.Token(), 10),
 		"SLEEPLOCK_LEADER_ID="+term.ID(),
 		"SLEEPLOCK_REF="+term.Lease().Ref())
-	res, err := supervise(cmd, supervision{Lease: term.Lease(), Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
+	res, err := supervise(cmd, supervision{Lease: term.Lease(), FreedAtDeath: freedAtDeath, Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
 		_ = resign()
 		return 0, startError(command[0], err, errOut)

@@ -59,15 +59,26 @@ Exit status:
   2                 a bad command line or value (nothing was run)
   128+N             signal N came while waiting: nothing was held or run
 
-The command never outlives the lease: it runs in a process group of its
-own, and while renewals fail that group gets SIGTERM when the lease's
-deadline is --grace away (default 5s, or a third of --ttl when shorter)
-and SIGKILL when a tenth of --grace is; so it has ended before the store
-can give the slot to anyone else. The deadline is measured on this host's
-monotonic clock from before the last renewal that succeeded was sent. A
-lease found lost (taken over, released by an operator), or a sleeplock
-run that was stopped past the deadline and resumes, gets it SIGKILL at
-once. --keep-on-loss lets the command run on (run still exits 122).
+The command's process group ends with the lease. The command runs in a
+process group of its own, which a guard process leads from before the
+command starts. While renewals fail, the group gets SIGTERM when the
+lease's deadline is --grace away (default 5s, or a third of --ttl when
+shorter) and SIGKILL when a tenth of --grace is; so it has ended before
+the store can give the slot to anyone else. The deadline is measured on
+this host's monotonic clock from before the last renewal that succeeded
+was sent. A lease found lost (taken over, released by an operator), or a
+sleeplock run that was stopped past the deadline and resumes, gets it
+SIGKILL at once. --keep-on-loss lets the command run on (run still exits
+122). When the command exits (after ^C too), what it left running in the
+group gets SIGTERM, then SIGKILL after --grace, before the slot is given
+back. When sleeplock run dies, even by kill -9, the guard ends the group:
+SIGTERM, then SIGKILL after --grace, or SIGKILL at once on SQLite, which
+gives a dead holder's slot back at once.
+
+What is covered is the process group: the command, its children, and
+theirs, whatever their parents do. A process that leaves the group on
+purpose (setsid, a daemon that detaches, a job-control shell's own jobs)
+is out of reach: it is neither signalled nor waited for.
 
 When the command has ended, run gives the lease back within 1s; a store
 that does not answer by then (a server that hangs) keeps it until it
@@ -286,7 +297,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(lease.Token(), 10),
 		"SLEEPLOCK_REF="+lease.Ref())
 	res, err := supervise(cmd, supervision{Lease: lease, Grace: f.grace, KeepOnLoss: f.keepOnLoss, KeepOnLossFlag: true,
-		Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
+		FreedAtDeath: sf.freedAtDeath(), Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
 	if err != nil {
 		_ = release()
 		return startError(command[0], err, errOut)

@@ -95,6 +95,14 @@ func (f storeFlags) target() (storeKind, string, error) {
 }
 
 // knownStores are the stores this build opens, as --store spells them.
+// freedAtDeath reports whether the store gives a dead holder's slot back
+// at once, not after its lease's TTL: SQLite, which finds the holder's
+// process gone.
+func (f storeFlags) freedAtDeath() bool {
+	kind, _, err := f.target()
+	return err == nil && kind == sqliteStore
+}
+
 var knownStores = []string{"sqlite:PATH", "postgres://… (or postgresql://…, or host=… dbname=…)", "redis://… (or rediss://…)"}
 
 // urlScheme matches the scheme of a URL-like DSN ("mysql://…").

@@ -41,6 +41,12 @@ type supervision struct {
 	// KeepOnLossFlag: the caller has a --keep-on-loss flag (run, not
 	// elect), which the message of a killed command names.
 	KeepOnLossFlag bool
+	// FreedAtDeath: the store gives a dead sleeplock's slot back at once
+	// (SQLite), so the guard kills the group at once when sleeplock dies:
+	// no grace, which the next holder would overlap. Else the group gets
+	// SIGTERM, then SIGKILL after the grace, well before the lease's TTL
+	// frees the slot.
+	FreedAtDeath bool
 	// Signals are passed on to the command's process group.
 	Signals <-chan os.Signal
 	// Who prefixes the messages written to ErrOut ("sleeplock run").
@@ -70,17 +76,33 @@ func (s supervised) Status() int {
 // lease's deadline is sv.Grace away and SIGKILL when a tenth of it is
 // (at once when the deadline is nearer, as after sleeplock itself was
 // stopped); a lost lease gets it SIGKILL at once. With sv.KeepOnLoss
-// the command is left to run. It returns the start error of a command
-// that could not be started.
+// the command is left to run. What the command leaves running in its
+// group when it exits gets SIGTERM, then SIGKILL after the grace, before
+// supervise returns. A guard process leads the group from before the
+// command starts, and ends the group in the same way if sleeplock dies,
+// kill -9 included. It returns the start error of a command that could
+// not be started.
 func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
-	group := prepareGroup(cmd)
-	started, waited := startCommand(cmd)
+	grace := sv.grace()
+	deathGrace := grace
+	if sv.FreedAtDeath {
+		deathGrace = 0
+	}
+	g, gerr := startGuard(deathGrace)
+	if gerr != nil {
+		fmt.Fprintf(sv.ErrOut, "%s: no guard for the command's process group (%v): if sleeplock is killed, what the command started may outlive it\n", sv.Who, gerr)
+	}
+	group := prepareGroup(cmd, g)
+	started, waited := startCommand(cmd, g != nil)
 	if err := <-started; err != nil {
+		g.done()
 		return supervised{}, err
 	}
 	defer group.restore()
-	pid := cmd.Process.Pid
-	grace := sv.grace()
+	pgid := cmd.Process.Pid
+	if g != nil {
+		pgid = g.pgid()
+	}
 	var out supervised
 	lost := sv.Lease.Done()
 	check := time.NewTimer(0)
@@ -89,7 +111,7 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 	for {
 		select {
 		case sig := <-sv.Signals:
-			_ = signalGroup(pid, sig)
+			_ = signalGroup(pgid, sig)
 			continue
 		case <-lost:
 			lost = nil
@@ -101,7 +123,7 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 					hint = " (--keep-on-loss lets it run)"
 				}
 				fmt.Fprintf(sv.ErrOut, "%s: killing the command%s\n", sv.Who, hint)
-				_ = signalGroup(pid, syscall.SIGKILL)
+				_ = signalGroup(pgid, syscall.SIGKILL)
 				killed = true
 			}
 		case <-check.C:
@@ -110,6 +132,9 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 				fmt.Fprintf(sv.ErrOut, "%s: waiting for the command: %v\n", sv.Who, werr)
 			}
 			out.State = cmd.ProcessState
+			endRest(pgid, g, grace, func() {
+				fmt.Fprintf(sv.ErrOut, "%s: the command left processes running in its group: ending them (SIGTERM, then SIGKILL after %v)\n", sv.Who, grace)
+			})
 			if out.Lost == nil && (termed || killed) {
 				out.Lost = fmt.Errorf("%w: renewals failed until the command was ended before its deadline", sleeplock.ErrLeaseLost)
 			}
@@ -124,12 +149,12 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 		switch left := time.Until(deadline); {
 		case left <= grace/10:
 			fmt.Fprintf(sv.ErrOut, "%s: the lease of %q is about to expire unrenewed: killing the command\n", sv.Who, sv.Lease.Name())
-			_ = signalGroup(pid, syscall.SIGKILL)
+			_ = signalGroup(pgid, syscall.SIGKILL)
 			killed = true
 		case left <= grace && !termed:
 			fmt.Fprintf(sv.ErrOut, "%s: the lease of %q was not renewed and expires in %v: ending the command (SIGTERM, then SIGKILL)\n",
 				sv.Who, sv.Lease.Name(), left.Round(time.Millisecond))
-			_ = signalGroup(pid, syscall.SIGTERM)
+			_ = signalGroup(pgid, syscall.SIGTERM)
 			termed = true
 			check.Reset(left - grace/10)
 		case left <= grace:
@@ -168,12 +193,15 @@ func lossOf(lease sleeplock.Lease) error {
 }
 
 // startCommand starts cmd on a goroutine locked to its OS thread and waits
-// for it there: the command is told to die with that thread
-// (dieWithParent), so a sleeplock killed with SIGKILL, whose slot is given
-// back at once, does not leave its command running unguarded.
-func startCommand(cmd *exec.Cmd) (started, waited <-chan error) {
+// for it there. Without a guard the command is told to die with that
+// thread (dieWithParent), so that a sleeplock killed with SIGKILL, whose
+// slot may be given back at once, does not leave it running unguarded;
+// with one, the guard ends it with the rest of its group, after the grace.
+func startCommand(cmd *exec.Cmd, guarded bool) (started, waited <-chan error) {
 	s, w := make(chan error, 1), make(chan error, 1)
-	dieWithParent(cmd)
+	if !guarded {
+		dieWithParent(cmd)
+	}
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()

@@ -12,7 +12,7 @@ type terminal struct{}
 
 // prepareGroup does nothing where processes have no groups: the command
 // alone is signalled, not its children.
-func prepareGroup(*exec.Cmd) terminal { return terminal{} }
+func prepareGroup(*exec.Cmd, *guard) terminal { return terminal{} }
 
 func (terminal) restore() {}
 

@@ -17,16 +17,20 @@ type terminal struct {
 	pgrp int
 }
 
-// prepareGroup makes cmd the leader of a process group of its own, so that
-// the whole of it (a shell and its children) can be ended. When sleeplock
+// prepareGroup puts cmd in a process group of its own, so that the whole
+// of it (a shell and its children) can be ended: the group that g leads,
+// or else one that cmd leads. When sleeplock
 // is in the foreground of the terminal on its standard input, the group
 // takes the foreground in its place, as a shell puts a job there: it
 // reads the terminal and gets ^C itself; restore gives the terminal back.
-func prepareGroup(cmd *exec.Cmd) terminal {
+func prepareGroup(cmd *exec.Cmd, g *guard) terminal {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
+	if g != nil {
+		cmd.SysProcAttr.Pgid = g.pgid()
+	}
 	fd := int(os.Stdin.Fd())
 	own := syscall.Getpgrp()
 	if fg, err := foreground(fd); err == nil && fg == own && cmd.Stdin == os.Stdin {
