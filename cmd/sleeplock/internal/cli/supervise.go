@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -83,6 +84,7 @@ func (s supervised) Status() int {
 // kill -9 included. It returns the start error of a command that could
 // not be started.
 func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
+	shareErrOut(cmd, &sv)
 	grace := sv.grace()
 	deathGrace := grace
 	if sv.FreedAtDeath {
@@ -224,4 +226,35 @@ func exitStatus(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// shareErrOut makes supervise's own messages and the command's output
+// take turns when they go to one writer that is not a file: os/exec then
+// copies the command's output from a goroutine of its own, which would
+// write at the same time as supervise. A file is passed to the command as
+// it is, and the kernel orders the writes.
+func shareErrOut(cmd *exec.Cmd, sv *supervision) {
+	if _, isFile := sv.ErrOut.(*os.File); isFile || sv.ErrOut == nil {
+		return
+	}
+	lw := &lockedWriter{w: sv.ErrOut}
+	if cmd.Stderr == sv.ErrOut {
+		cmd.Stderr = lw
+	}
+	if cmd.Stdout == sv.ErrOut {
+		cmd.Stdout = lw
+	}
+	sv.ErrOut = lw
+}
+
+// lockedWriter serialises the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
