@@ -17,8 +17,24 @@ import (
 
 func TestMain(m *testing.M) {
 	checkTestDatabase()
+	// A test that forgets --store (or gives it after the command, where it
+	// is the command's argument) must not reach this user's own store.
+	state, err := os.MkdirTemp("", "sleeplock-cli-test-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for k, v := range map[string]string{"XDG_STATE_HOME": state, "SLEEPLOCK_STORE": ""} {
+		if err := os.Setenv(k, v); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	// No test leaves keys behind on the shared Redis (newRedis).
-	goleak.VerifyTestMain(m, goleak.Cleanup(redistest.Exit))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(state)
+		redistest.Exit(code)
+	}))
 }
 
 func run(t *testing.T, args ...string) (string, string, int) {

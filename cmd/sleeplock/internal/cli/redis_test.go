@@ -80,7 +80,11 @@ func TestRedisStoreEveryCommand(t *testing.T) {
 	if out, _ := r("state", "--json"); !strings.Contains(out, `"worker-1"`) {
 		t.Fatalf("state --json: %q", out)
 	}
-	r("run", "reports", "--", os.Args[0], "test-child-exit", "0")
+	// The store's flags go before the command: after it they would be the
+	// command's arguments, and run would use the default store.
+	if out, errOut, code := run(t, "run", "--store", dsn, "--schema", schema, "reports", "--", os.Args[0], "test-child-exit", "0"); code != 0 {
+		t.Fatalf("run: exit %d %q %q", code, out, errOut)
+	}
 	if out, _ := r("release", "jobs", "--ref", "worker-1"); !strings.Contains(out, "released") {
 		t.Fatalf("release: %q", out)
 	}
