@@ -83,7 +83,7 @@ func Example_tour() {
 // example's fails here, with the examples' text.
 func TestReadmeGoIsExamples(t *testing.T) {
 	examples := readmeRegions(t)
-	for _, f := range []string{"README.md", "docs/cli.md", "docs/election.md", "docs/stores.md", "docs/weights.md"} {
+	for _, f := range []string{"README.md", "docs/cli.md", "docs/election.md", "docs/library.md", "docs/stores.md", "docs/weights.md"} {
 		md, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
