@@ -76,24 +76,27 @@ func Example_tour() {
 	// job-3 <nil>
 }
 
-// Every Go block of README.md runs as pasted: each is the text between
-// "// readme:begin" and "// readme:end" in an Example of this repository
-// (run and checked by go test in its module), one tab of indentation
-// less. A block that is no example's fails here, with the examples' text.
+// Every Go block of README.md, and of the docs that README's detail moved
+// to, runs as pasted: each is the text between "// readme:begin" and
+// "// readme:end" in an Example of this repository (run and checked by go
+// test in its module), one tab of indentation less. A block that is no
+// example's fails here, with the examples' text.
 func TestReadmeGoIsExamples(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	examples := readmeRegions(t)
-	blocks := goBlocks(string(readme))
-	if len(blocks) == 0 {
-		t.Fatal("README.md has no Go block: the test reads it wrong")
-	}
-	for _, b := range blocks {
-		if !slices.Contains(examples, b.text) {
-			t.Errorf("README.md line %d: this Go block is no example's readme:begin/readme:end region (go test runs those):\n%s\nregions:\n%s",
-				b.line, b.text, strings.Join(examples, "----\n"))
+	for _, f := range []string{"README.md", "docs/cli.md", "docs/election.md", "docs/library.md", "docs/stores.md", "docs/weights.md"} {
+		md, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := goBlocks(string(md))
+		if f == "README.md" && len(blocks) == 0 {
+			t.Fatal("README.md has no Go block: the test reads it wrong")
+		}
+		for _, b := range blocks {
+			if !slices.Contains(examples, b.text) {
+				t.Errorf("%s line %d: this Go block is no example's readme:begin/readme:end region (go test runs those):\n%s\nregions:\n%s",
+					f, b.line, b.text, strings.Join(examples, "----\n"))
+			}
 		}
 	}
 }

@@ -180,7 +180,8 @@ func BenchmarkSideBySide(b *testing.B) {
 	// (ratio: sleeplock's throughput over the semaphore's; higher is better).
 	// Both start with nobody waiting and fall into a queue once every slot
 	// is held by a goroutine that is not running; a round counts mostly
-	// what came before (bench/README.md, "Issue 30: the queued path").
+	// what came before (the section "Issue 30: the queued path" of
+	// bench/README.md before e0682ad, in git).
 	// The -yield row has each holder yield its core while it holds, so
 	// that callers queue from the start: the queued path's own cost.
 	for _, c := range []struct {
