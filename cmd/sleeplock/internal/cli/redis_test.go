@@ -80,7 +80,10 @@ func TestRedisStoreEveryCommand(t *testing.T) {
 	if out, _ := r("state", "--json"); !strings.Contains(out, `"worker-1"`) {
 		t.Fatalf("state --json: %q", out)
 	}
-	r("run", "reports", "--", os.Args[0], "test-child-exit", "0")
+	// The store flags go before the command: after it they are its own.
+	if _, errOut, code := run(t, "--store", dsn, "--schema", schema, "run", "reports", "--", os.Args[0], "test-child-exit", "0"); code != 0 {
+		t.Fatalf("run: exit %d %q", code, errOut)
+	}
 	if out, _ := r("release", "jobs", "--ref", "worker-1"); !strings.Contains(out, "released") {
 		t.Fatalf("release: %q", out)
 	}
