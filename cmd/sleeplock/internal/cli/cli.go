@@ -98,7 +98,7 @@ const Version = "0.2.0"
 
 // globalFlags take a value and may come before the command ("sleeplock
 // --store sqlite:/tmp/x.db state"); they are handed to the command.
-var globalFlags = []string{"store", "schema"}
+var globalFlags = []string{"store", "schema", "prefix"}
 
 // storeless are the commands that take no store flags.
 var storeless = map[string]bool{"demo": true, "version": true, "help": true}
@@ -158,7 +158,7 @@ func Main(ctx context.Context, args []string, out, errOut io.Writer) int {
 	}
 	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(errOut, "sleeplock: unknown command %q (run \"sleeplock help\" for the commands)\n", name)
+		fmt.Fprintf(errOut, "sleeplock: unknown command %q%s (run \"sleeplock help\" for the commands)\n", name, didYouMean(name))
 		return 2
 	}
 	err = c.run(ctx, rest, out, errOut)
@@ -211,14 +211,14 @@ func help(ctx context.Context, args []string, out, errOut io.Writer) int {
 	case len(args) > 1:
 		fmt.Fprintf(errOut, "sleeplock help: give one command, got %q\n", args)
 		return 2
-	case args[0] == "help":
+	case args[0] == "help", args[0] == "-h", args[0] == "-help", args[0] == "--help":
 		fmt.Fprintln(out, "usage: sleeplock help [COMMAND]")
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, "Print the commands, or the usage and flags of COMMAND (as \"sleeplock COMMAND -h\").")
 		return 0
 	}
 	if _, ok := commands[args[0]]; !ok {
-		fmt.Fprintf(errOut, "sleeplock help: unknown command %q\n", args[0])
+		fmt.Fprintf(errOut, "sleeplock help: unknown command %q%s\n", args[0], didYouMean(args[0]))
 		return 2
 	}
 	// Every command parses its flags before it does anything, so
@@ -257,9 +257,12 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "                  or dial_timeout=DURATION (Redis, e.g. redis://h:6379/0?dial_timeout=3s)")
 	fmt.Fprintln(w, "  --schema NAME   PostgreSQL: the schema of sleeplock's tables; Redis: the keys'")
 	fmt.Fprintln(w, "                  prefix (they start with NAME:); default sleeplock")
+	fmt.Fprintln(w, "  --prefix NAME   Redis: the keys' prefix, as --schema (both given must agree)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "sleeplock help COMMAND" for a command's flags. Flags may follow the`)
-	fmt.Fprintln(w, `arguments; "--" ends the flags. "sleeplock --version" prints the version.`)
+	fmt.Fprintln(w, `arguments; "--" ends the flags. A duration (DUR) is seconds, as flock takes`)
+	fmt.Fprintln(w, `them (5, 0.5), or a Go duration (5s, 1m30s). "sleeplock --version" prints the`)
+	fmt.Fprintln(w, `version.`)
 }
 
 // cliError is a library error told in the command line's terms; it
@@ -282,10 +285,15 @@ func lockError(name string, err error) error {
 }
 
 // message is err's text in the command line's terms: the library's
-// "sleeplock: " prefixes dropped (Main names the command once).
+// "sleeplock: " prefixes dropped (Main names the command once), and a
+// count of one in the singular ("has 1 slots" in the library's words is
+// "has 1 slot").
 func message(err error) string {
-	return strings.ReplaceAll(err.Error(), "sleeplock: ", "")
+	return oneOfMany.ReplaceAllString(strings.ReplaceAll(err.Error(), "sleeplock: ", ""), "${1}1 $2")
 }
+
+// oneOfMany matches a count of one with a plural noun: "1 slots".
+var oneOfMany = regexp.MustCompile(`(^|[^0-9.,])1 (slot|holder|waiter|lock|hold|lease|member)s\b`)
 
 // flags returns a flag set that reports errors instead of exiting. It
 // prints nothing itself: parse returns the error, which Main reports once,
@@ -368,6 +376,12 @@ func printFlags(w io.Writer, fs *flag.FlagSet) {
 			return // an alias, printed with its flag
 		}
 		typ, text := flag.UnquoteUsage(f)
+		switch f.Value.(type) {
+		case durationValue, *waitValue:
+			if typ == "value" {
+				typ = "DUR"
+			}
+		}
 		names := []string{dashed(f.Name)}
 		fs.VisitAll(func(g *flag.Flag) {
 			if g.Usage == "" && g.Value == f.Value {

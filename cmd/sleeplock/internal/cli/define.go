@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -187,16 +188,21 @@ func runVersion(_ context.Context, args []string, out, errOut io.Writer) error {
 }
 
 // versionLine is "sleeplock 0.2.0" (the module's release when go install
-// built it from one: not a pseudo-version of a commit), then the commit when built from a
-// clone (vcs.revision, "+modified" with uncommitted changes), then the Go
-// version and platform.
+// built it from one: not a pseudo-version of a commit), then the commit:
+// when built from a clone, its VCS stamp (vcs.revision, "+modified" with
+// uncommitted changes, and vcs.time), and when go install built a commit
+// (…@COMMIT), the commit of its pseudo-version; then the Go version and
+// platform. A build from a clone that Go did not stamp (in a go.work
+// workspace Go stamps only with -buildvcs=true) says how to stamp it.
 func versionLine(bi *debug.BuildInfo) string {
 	s := "sleeplock " + Version
+	var hint string
 	if bi != nil {
-		if v := bi.Main.Version; strings.HasPrefix(v, "v") && !strings.ContainsAny(v, "-+") {
+		v := bi.Main.Version
+		if strings.HasPrefix(v, "v") && !strings.ContainsAny(v, "-+") {
 			s = "sleeplock " + v[1:]
 		}
-		var rev string
+		var rev, when string
 		var modified bool
 		for _, kv := range bi.Settings {
 			switch kv.Key {
@@ -204,18 +210,33 @@ func versionLine(bi *debug.BuildInfo) string {
 				rev = kv.Value
 			case "vcs.modified":
 				modified = kv.Value == "true"
+			case "vcs.time":
+				when = kv.Value
 			}
 		}
-		if rev != "" {
+		if m := pseudoVersion.FindStringSubmatch(v); rev == "" && m != nil {
+			rev = m[1]
+		}
+		switch {
+		case rev != "":
 			s += " (commit " + rev
 			if modified {
 				s += "+modified"
 			}
+			if when != "" {
+				s += " of " + when
+			}
 			s += ")"
+		case v == "(devel)":
+			hint = " (no commit stamped: build with go install -buildvcs=true ./cmd/sleeplock)"
 		}
 	}
-	return s + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+	return s + " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + hint
 }
+
+// pseudoVersion matches the commit of a module's pseudo-version
+// (v0.0.0-20260101000000-0123abcd0123, v0.2.1-0.20260101000000-0123abcd0123).
+var pseudoVersion = regexp.MustCompile(`[-.]\d{14}-([0-9a-f]{12})(\+.*)?$`)
 
 // pruneAllOnPurpose is nil when file, a valid config of no locks, says so
 // with an explicit list ("locks: []"), and otherwise the error of a file

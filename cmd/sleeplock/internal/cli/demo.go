@@ -82,8 +82,8 @@ func parseDemo(args []string, errOut io.Writer) (demoConfig, error) {
 	fs := flags("demo", errOut, "[flags]")
 	tasks := fs.Int("tasks", 6, "number of tasks")
 	slots := fs.Int("slots", 2, "slots of the lock")
-	work := fs.Duration("work", time.Second, "time each task works while it holds a slot")
-	jitter := fs.Duration("jitter", 100*time.Millisecond, "up to this much random extra work per task")
+	work := duration(fs, "work", time.Second, "time each task works while it holds a slot")
+	jitter := duration(fs, "jitter", 100*time.Millisecond, "up to this much random extra work per task")
 	events := fs.Bool("events", false, "also print the lock's events, in the order the store made them (by Seq)")
 	if err := parse(fs, args); err != nil {
 		return demoConfig{}, err

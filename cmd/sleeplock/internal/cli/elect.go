@@ -55,7 +55,8 @@ Only an election is reported: NAME that is a lock and not an election
 an error, also when run takes it during --watch.
 
 Exit status: 0 when it printed a leader, 1 when nobody leads (or on an
-error); with --watch, 0 when interrupted; 2 for a bad command line, or a
+error); with --watch, 0 when interrupted; 2 for a bad command line, a
+NAME that no election has (without --watch, which waits for it), or a
 NAME that is a lock, not an election.
 `
 }
@@ -72,7 +73,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	var f electFlags
 	fs.StringVar(&f.id, "id", "", "candidate `ID` that others see (default HOST:PID)")
 	fs.StringVar(&f.value, "value", "", "`VALUE` the leader advertises (an address)")
-	fs.DurationVar(&f.ttl, "ttl", election.DefaultTTL, "term lease TTL (`DUR`): a leader that dies is replaced within it")
+	durationVar(fs, &f.ttl, "ttl", election.DefaultTTL, "term lease TTL (`DUR`: 15s, or seconds: 15; at least 1s): a leader that dies is replaced within it")
 	fs.BoolVar(&f.again, "again", false, "campaign again after the command exits")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -84,8 +85,8 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return usagef("no election name: \"--\" ends elect's flags and starts the command, so give NAME before it (elect [flags] NAME -- COMMAND), got %q", fs.Args())
 	}
 	name, command := fs.Arg(0), fs.Args()[1:]
-	if f.ttl <= 0 {
-		return usagef("--ttl %v: a TTL must be positive", f.ttl)
+	if err := checkTTL(f.ttl); err != nil {
+		return err
 	}
 	if f.id == "" {
 		host, _ := os.Hostname()
@@ -211,7 +212,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 	res, err := supervise(cmd, supervision{Lease: term.Lease(), FreedAtDeath: freedAtDeath, Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
 		_ = resign()
-		return 0, startError(command[0], err, errOut)
+		return 0, startError("sleeplock elect", command[0], err, errOut)
 	}
 	rerr := resign()
 	if res.Lost == nil {
@@ -257,6 +258,9 @@ func runLeader(ctx context.Context, args []string, out, errOut io.Writer) error 
 		return err
 	}
 	if !*watch {
+		if err := noElection(ctx, locks, fs.Arg(0)); err != nil {
+			return err
+		}
 		l, err := el.Leader(ctx)
 		if errors.Is(err, election.ErrNoLeader) {
 			printLeader(out, election.Event{Type: election.Vacant}, *asJSON)
@@ -313,6 +317,17 @@ func notAnElection(ctx context.Context, locks *sleeplock.Locks, name string) err
 		why = "its holders are not an election's candidates (\"sleeplock state " + name + "\" shows them)"
 	}
 	return &exitError{code: 2, err: fmt.Errorf("%q is a lock, not an election: %s", name, why)}
+}
+
+// noElection is the error (status 2) of leader given a name that no
+// election has: no lock of that name, nor a family covering it. Nil when
+// there is one, or when the store cannot tell (the election's own read
+// then says why).
+func noElection(ctx context.Context, locks *sleeplock.Locks, name string) error {
+	if _, err := locks.State(ctx, name); !errors.Is(err, sleeplock.ErrNotFound) {
+		return nil
+	}
+	return &exitError{code: 2, err: fmt.Errorf("no election %q: nobody has campaigned under that name (\"sleeplock state\" lists the locks; \"leader --watch\" waits for one)", name)}
 }
 
 // leaderJSON is the JSON form of an election's state or change.

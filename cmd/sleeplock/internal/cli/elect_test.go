@@ -70,7 +70,7 @@ func TestElectEndsCommandWhenLeadershipLost(t *testing.T) {
 		// The command's stderr and elect's messages share a writer: one
 		// that a mutex guards, as a terminal is.
 		var out, errOut lockedBuffer
-		code := Main(t.Context(), []string{"elect", "--store", "sqlite:" + db, "--ttl", "900ms", "jobs", "--", "sleep", "60"}, &out, &errOut)
+		code := Main(t.Context(), []string{"elect", "--store", "sqlite:" + db, "--ttl", "1s", "jobs", "--", "sleep", "60"}, &out, &errOut)
 		errOut.mu.Lock()
 		said <- errOut.b.String()
 		errOut.mu.Unlock()
@@ -538,13 +538,21 @@ func TestLeaderWatch(t *testing.T) {
 				}
 			}
 
+			// No election yet: leader says so (issue 42), status 2.
 			out, errOut, code := run(t, append([]string{"leader", "jobs"}, flags...)...)
+			if code != 2 || out != "" || !strings.Contains(errOut, `no election "jobs"`) {
+				t.Fatalf("leader of no election: exit %d, %q %q; want 2", code, out, errOut)
+			}
+			locks := sqliteLocks(t, db)
+			if err := locks.Define(t.Context(), "jobs", 1); err != nil {
+				t.Fatal(err)
+			}
+			out, errOut, code = run(t, append([]string{"leader", "jobs"}, flags...)...)
 			if code != 1 || errOut != "" {
 				t.Fatalf("leader of a vacant election: exit %d, %q %q; want 1", code, out, errOut)
 			}
 			want(strings.TrimSuffix(out, "\n"), "vacant", "", "", 0)
 
-			locks := sqliteLocks(t, db)
 			el, err := election.New(locks, "jobs")
 			if err != nil {
 				t.Fatal(err)

@@ -94,7 +94,7 @@ func TestVersionLine(t *testing.T) {
 		t.Errorf("installed from a published version: %q", got)
 	}
 	bi.Main.Version = "v0.0.0-20260101000000-0123abcd0123+dirty"
-	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.2.0 go") {
+	if got := versionLine(bi); !strings.HasPrefix(got, "sleeplock 0.2.0 (commit 0123abcd0123) go") {
 		t.Errorf("built from a commit: %q", got)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -136,13 +135,9 @@ func (w *waitValue) String() string {
 }
 
 func (w *waitValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
+	d, err := parseDuration(s)
 	if err != nil {
-		secs, ferr := strconv.ParseFloat(s, 64)
-		if ferr != nil || math.IsNaN(secs) || math.IsInf(secs, 0) || secs > math.MaxInt64/float64(time.Second) {
-			return fmt.Errorf("want a duration (10m, 1.5s) or seconds (5, 0.5), got %q", s)
-		}
-		d = time.Duration(secs * float64(time.Second))
+		return err
 	}
 	if d < 0 {
 		return fmt.Errorf("a wait must not be negative, got %q", s)
@@ -159,13 +154,13 @@ func runFlagSet(errOut io.Writer, f *runFlags) (*flag.FlagSet, storeFlags) {
 	fs.Var(&f.wait, "wait", "give up after waiting `DUR` (10m, or seconds as flock -w: 5), exit status 124; 0 refuses at once, as -n (default: wait as long as it takes)")
 	fs.BoolVar(&f.noWait, "no-wait", false, "do not wait: exit at once (status 1, or --conflict-exit-code) when no slot is free")
 	fs.IntVar(&f.conflict, "conflict-exit-code", 0, "exit with status `E` when refused at once or when --wait runs out, as flock -E (without it: 1 when refused, 124 when --wait runs out)")
-	fs.DurationVar(&f.ttl, "ttl", sleeplock.DefaultTTL, "lease TTL (`DUR`), renewed while sleeplock runs; bounds a hung sleeplock (a dead one gives its slot back at once)")
-	fs.DurationVar(&f.grace, "grace", 0, "while renewals fail, SIGTERM the command `DUR` before the lease expires, SIGKILL a tenth of DUR before (default 5s, or a third of --ttl when shorter; at most half of --ttl)")
+	durationVar(fs, &f.ttl, "ttl", sleeplock.DefaultTTL, "lease TTL (`DUR`: 30s, or seconds: 30; at least 1s), renewed every third of it while sleeplock runs; bounds a hung sleeplock (a dead one gives its slot back at once)")
+	durationVar(fs, &f.grace, "grace", 0, "while renewals fail, SIGTERM the command `DUR` before the lease expires, SIGKILL a tenth of DUR before (default 5s, or a third of --ttl when shorter; at most half of --ttl)")
 	fs.BoolVar(&f.keepOnLoss, "keep-on-loss", false, "let the command run on when the lease is lost or about to expire unrenewed (run still exits 122)")
 	fs.StringVar(&f.ref, "ref", "", "holder `REF` that others see (default HOST:PID); a ref that another process holds is refused, unless --reenter")
 	fs.BoolVar(&f.reenter, "reenter", false, "join the hold of another process whose --ref is the same, rather than refuse: either's release ends the hold")
 	fs.StringVar(&f.kind, "kind", "", "`KIND` of holder (\"build\", \"deploy\"), shown when others are refused")
-	fs.BoolVar(&f.quiet, "q", false, "quiet: print nothing while waiting or when refused")
+	fs.BoolVar(&f.quiet, "q", false, "quiet: print nothing but errors (nothing while waiting or when refused)")
 	fs.StringVar(&f.shell, "c", "", "run `COMMAND` with $SHELL -c (else /bin/sh), as flock -c")
 	fs.IntVar(&f.weight, "weight", 0, "hold `K` slots of the lock as one lease (default 1); K larger than the lock's slots is an error")
 	fs.BoolVar(&f.shared, "shared", false, "hold one slot, shared with other readers, as flock -s (a new lock gets 1000000 slots)")
@@ -192,8 +187,8 @@ func (f *runFlags) check(set map[string]bool) (timeoutCode int, err error) {
 		return 0, usagef("--conflict-exit-code %d: an exit status is 0 to 255", f.conflict)
 	case f.conflict == exitLost:
 		return 0, usagef("--conflict-exit-code %d: %d is the status of a lease lost while the command ran", f.conflict, exitLost)
-	case f.ttl <= 0:
-		return 0, usagef("--ttl %v: a TTL must be positive", f.ttl)
+	case f.ttl < MinTTL:
+		return 0, checkTTL(f.ttl)
 	case set["grace"] && (f.grace <= 0 || f.grace > f.ttl/2):
 		return 0, usagef("--grace %v: want more than 0 and at most half of --ttl %v, so that renewals are tried before the command is ended", f.grace, f.ttl)
 	case set["weight"] && f.weight < 1:
@@ -300,7 +295,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		FreedAtDeath: sf.freedAtDeath(), Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
 	if err != nil {
 		_ = release()
-		return startError(command[0], err, errOut)
+		return startError("sleeplock run", command[0], err, errOut)
 	}
 	rerr := release()
 	if res.Lost == nil {
@@ -635,13 +630,13 @@ func reportQueue(ctx context.Context, locks *sleeplock.Locks, name, ref string, 
 
 // startError reports a command that could not be started with the status
 // a shell would give.
-func startError(name string, err error, errOut io.Writer) error {
+func startError(who, name string, err error, errOut io.Writer) error {
 	switch {
 	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(errOut, "sleeplock run: %s: command not found\n", name)
+		fmt.Fprintf(errOut, "%s: %s: command not found\n", who, name)
 		return &exitError{code: exitNotFound}
 	default:
-		fmt.Fprintf(errOut, "sleeplock run: %s: cannot run: %v\n", name, err)
+		fmt.Fprintf(errOut, "%s: %s: cannot run: %v\n", who, name, err)
 		return &exitError{code: exitNoExec}
 	}
 }

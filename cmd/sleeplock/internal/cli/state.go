@@ -23,9 +23,10 @@ var _ = register("state", "show locks: slots, running, waiting, holders and queu
 func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("state", errOut, "[flags] [NAME…]")
 	sf := addStoreFlags(fs, errOut)
+	sf.warnings(fs, "quiet: no warnings about the store's configuration (a Redis that keeps nothing on disk) on stderr, only errors")
 	asJSON := fs.Bool("json", false, "print JSON: a list of locks, [] for none")
 	watch := fs.Bool("watch", false, "redraw every --every until interrupted")
-	every := fs.Duration("every", time.Second, "with --watch, the time between redraws")
+	every := duration(fs, "every", time.Second, "with --watch, the time between redraws")
 	stats := fs.Bool("stats", false, "print the counters instead (acquisitions, releases, refusals, expiries, losses, wait and hold times; a family's members folded in)")
 	if err := parse(fs, args); err != nil {
 		return err

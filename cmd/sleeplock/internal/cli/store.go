@@ -28,7 +28,21 @@ import (
 type storeFlags struct {
 	dsn    *string
 	schema *string
+	prefix *string   // Redis: --prefix, another name of --schema
 	errOut io.Writer // the command's error output: warnings about the store
+	// warn prints what is wrong with the store's configuration (a Redis
+	// that keeps nothing on disk): only the commands where it is
+	// actionable set it (migrate, state, serve), so that a run from cron
+	// does not mail it every time.
+	warn  bool
+	quiet *bool // -q: no warnings either
+}
+
+// warnings makes the command print what is wrong with the store's
+// configuration, unless -q (which it adds, with usage) is given.
+func (f *storeFlags) warnings(fs *flag.FlagSet, usage string) {
+	f.warn = true
+	f.quiet = fs.Bool("q", false, usage)
 }
 
 func addStoreFlags(fs *flag.FlagSet, errOut io.Writer) storeFlags {
@@ -36,7 +50,8 @@ func addStoreFlags(fs *flag.FlagSet, errOut io.Writer) storeFlags {
 		dsn: fs.String("store", "", "the `STORE`: sqlite:PATH, postgres://…, host=… dbname=… or redis://… "+
 			"(default $SLEEPLOCK_STORE, else this user's sqlite:$XDG_STATE_HOME/sleeplock/locks.db); "+
 			"connecting gives up after 10s without an answer unless the DSN sets connect_timeout (PostgreSQL) or dial_timeout (Redis)"),
-		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables (Redis: its keys start with SCHEMA:)"),
+		schema: fs.String("schema", pgstore.DefaultSchema, "PostgreSQL `SCHEMA` of sleeplock's tables (Redis: its keys start with SCHEMA:, as --prefix)"),
+		prefix: fs.String("prefix", "", "Redis: sleeplock's keys start with `PREFIX`: (default sleeplock; --schema sets it too)"),
 		errOut: errOut,
 	}
 }
@@ -58,6 +73,22 @@ var keyValueDSN = regexp.MustCompile(`^\s*[A-Za-z_]+\s*=`)
 // the SQLite file in the user's state directory, whose directory is made
 // if missing.
 func (f storeFlags) target() (storeKind, string, error) {
+	kind, dsn, err := f.where()
+	if err != nil || f.prefix == nil || *f.prefix == "" {
+		return kind, dsn, err
+	}
+	switch {
+	case kind != redisStore:
+		return 0, "", usagef("--prefix %s: the key prefix is for Redis stores (PostgreSQL's tables are in --schema)", *f.prefix)
+	case *f.schema != pgstore.DefaultSchema && *f.schema != *f.prefix:
+		return 0, "", usagef("--prefix %s and --schema %s differ: for Redis they are one setting, the keys' prefix; give one", *f.prefix, *f.schema)
+	}
+	*f.schema = *f.prefix
+	return kind, dsn, nil
+}
+
+// where is target before --prefix is checked.
+func (f storeFlags) where() (storeKind, string, error) {
 	dsn := *f.dsn
 	if dsn == "" {
 		dsn = os.Getenv("SLEEPLOCK_STORE")
@@ -249,6 +280,7 @@ var _ = register("migrate", "create or upgrade the store's tables", runMigrate)
 func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("migrate", errOut, "[flags]")
 	sf := addStoreFlags(fs, errOut)
+	sf.warnings(fs, "quiet: print nothing but errors")
 	unlogged := fs.Bool("unlogged", false, "PostgreSQL: make the lease and queue tables UNLOGGED: faster, but leases vanish if the database crashes or fails over")
 	logged := fs.Bool("logged", false, "PostgreSQL: make UNLOGGED lease and queue tables logged (durable) again; with neither flag they stay as they are")
 	if err := parse(fs, args); err != nil {
@@ -273,7 +305,9 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 			return err
 		}
 		defer func() { _ = s.Close() }()
-		fmt.Fprintf(out, "Redis keys %s*: nothing to migrate\n", s.Prefix())
+		if !*sf.quiet {
+			fmt.Fprintf(out, "Redis keys %s*: nothing to migrate\n", s.Prefix())
+		}
 		return nil
 	}
 	if kind == sqliteStore {
@@ -284,7 +318,9 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "SQLite database %s is at schema version %d\n", dsn, v)
+		if !*sf.quiet {
+			fmt.Fprintf(out, "SQLite database %s is at schema version %d\n", dsn, v)
+		}
 		return nil
 	}
 	bounded, addr, d := pgConnectTimeout(dsn)
@@ -319,7 +355,9 @@ func runMigrate(ctx context.Context, args []string, out, errOut io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "schema %q is at version %d, %s\n", *sf.schema, pgstore.SchemaVersion, mode)
+	if !*sf.quiet {
+		fmt.Fprintf(out, "schema %q is at version %d, %s\n", *sf.schema, pgstore.SchemaVersion, mode)
+	}
 	return nil
 }
 
@@ -358,8 +396,8 @@ func withTablesMode(s store.Store, show func(context.Context, *sleeplock.Locks, 
 }
 
 // openRedis opens a Redis store (its keys start with "SCHEMA:" when
-// --schema is given) and prints what Open found wrong with the server's
-// settings.
+// --schema is given) and, when f.warn, prints what Open found wrong with
+// the server's settings.
 func (f storeFlags) openRedis(ctx context.Context, dsn string) (*redisstore.Store, error) {
 	var opts []redisstore.Option
 	if *f.schema != pgstore.DefaultSchema {
@@ -376,8 +414,10 @@ func (f storeFlags) openRedis(ctx context.Context, dsn string) (*redisstore.Stor
 	if err != nil {
 		return nil, redisNoAnswer(ctx, octx, err, dsn, addr, d, tls)
 	}
-	for _, w := range s.Warnings() {
-		fmt.Fprintln(f.errOut, "sleeplock: warning:", w)
+	if f.warn && !*f.quiet {
+		for _, w := range s.Warnings() {
+			fmt.Fprintln(f.errOut, "sleeplock: warning:", w)
+		}
 	}
 	return s, nil
 }
