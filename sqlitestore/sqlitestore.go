@@ -483,24 +483,6 @@ func (s *Store) removeWaiters(ctx context.Context) error {
 	return nil
 }
 
-// Advance dates every lease and waiter of the database back by d, as if d
-// had passed on the host's clock. It is meant for tests that must make a TTL
-// pass without waiting; waiters' own liveness leases are left as they are.
-func (s *Store) Advance(ctx context.Context, d time.Duration) error {
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	us := d.Microseconds()
-	return s.do(ctx, func(t *txn) error {
-		if err := t.exec(`UPDATE holders SET acquired = acquired - ?1, renewed = renewed - ?1,
-			expires = CASE WHEN expires = 0 THEN 0 ELSE expires - ?1 END`, us); err != nil {
-			return err
-		}
-		t.changed = true
-		return t.exec("UPDATE waiters SET since = since - ?", us)
-	})
-}
-
 // changes returns a channel closed at the next change this process makes
 // or sees.
 func (s *Store) changes() <-chan struct{} {
