@@ -283,34 +283,9 @@ func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*tx
 				return &store.WeightError{Lock: l.name, Weight: w, Slots: l.slots, Resized: true}
 			}
 		}
-		ok := true
-		for i, l := range locks {
-			if l.find(ref, 0) >= 0 {
-				continue
-			}
-			p := slices.Index(l.queue, *ticket)
-			n := store.Need(req.WeightOf(i), l.slots)
-			if p >= 0 {
-				n += l.ahead(p)
-			}
-			free, err := t.free(l, n, req.StaleAfter, req.Events)
-			if err != nil {
-				return err
-			}
-			if p < 0 || n > free {
-				ok = false
-				if at := t.wakeAt(l, req.StaleAfter); at > 0 && at < r.wake {
-					r.wake = at
-				}
-				if p >= 2*l.slots {
-					r.far = true
-				}
-				for i := range l.holders {
-					if h := &l.holders[i]; h.host == s.me.host && h.pid != s.me.pid && s.me.checks {
-						r.pids = append(r.pids, h.pid)
-					}
-				}
-			}
+		ok, err := s.ready(t, req, locks, *ticket, &r)
+		if err != nil {
+			return err
 		}
 		if !ok {
 			return nil
@@ -332,6 +307,44 @@ func (s *Store) pollWith(ctx context.Context, run func(context.Context, func(*tx
 	return r, err
 }
 
+// ready reports whether the waiter with ticket can take every lock of req
+// now. When it cannot, it moves r.wake to the time a lock's hold expires
+// (when sooner), and sets r.far and the pids of this host's holders to
+// watch.
+func (s *Store) ready(t *txn, req *store.AcquireRequest, locks []*lk, ticket int64, r *pollResult) (bool, error) {
+	ref := req.Ref.String()
+	ok := true
+	for i, l := range locks {
+		if l.find(ref, 0) >= 0 {
+			continue
+		}
+		p := slices.Index(l.queue, ticket)
+		n := store.Need(req.WeightOf(i), l.slots)
+		if p >= 0 {
+			n += l.ahead(p)
+		}
+		free, err := t.free(l, n, req.StaleAfter, req.Events)
+		if err != nil {
+			return false, err
+		}
+		if p < 0 || n > free {
+			ok = false
+			if at := t.wakeAt(l, req.StaleAfter); at > 0 && at < r.wake {
+				r.wake = at
+			}
+			if p >= 2*l.slots {
+				r.far = true
+			}
+			for i := range l.holders {
+				if h := &l.holders[i]; h.host == s.me.host && h.pid != s.me.pid && s.me.checks {
+					r.pids = append(r.pids, h.pid)
+				}
+			}
+		}
+	}
+	return ok, nil
+}
+
 // wait waits in the queue with ticket until the request is granted, ctx
 // ends or the store closes.
 func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int64) (store.Grant, error) {
@@ -346,19 +359,7 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 	}()
 	for {
 		r, err := s.poll(ctx, req, &ticket)
-		if near == r.far { // near changed
-			near = !r.far
-			if near {
-				if s.near.Add(1) == 1 {
-					select {
-					case s.kick <- struct{}{}:
-					default:
-					}
-				}
-			} else {
-				s.near.Add(-1)
-			}
-		}
+		s.countNear(&near, r.far)
 		if r.granted {
 			if ctx.Err() != nil {
 				// Granted as ctx ended: the caller was cancelled first
@@ -422,6 +423,25 @@ func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, ticket int6
 		}
 		stop()
 		changed = s.changes()
+	}
+}
+
+// countNear keeps a waiter counted in s.near while it is near the head of
+// its queue (not far), and kicks the change poller when it is the first.
+func (s *Store) countNear(near *bool, far bool) {
+	if *near != far { // unchanged
+		return
+	}
+	*near = !far
+	if !*near {
+		s.near.Add(-1)
+		return
+	}
+	if s.near.Add(1) == 1 {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 

@@ -538,26 +538,7 @@ func (s *Store) pollChanges() {
 	// watched hold ended), so that a lock taken in turns does not start
 	// one per wait.
 	idleSince := time.Time{}
-	stop := func() bool {
-		s.bmu.Lock()
-		defer s.bmu.Unlock()
-		select {
-		case <-s.closing:
-			s.polling = false
-			return true
-		default:
-		}
-		switch {
-		case s.nwait > 0 || s.w.Len() > 0:
-			idleSince = time.Time{}
-		case idleSince.IsZero():
-			idleSince = time.Now()
-		case time.Since(idleSince) > time.Second:
-			s.polling = false
-			return true
-		}
-		return false
-	}
+	stop := func() bool { return s.pollIdle(&idleSince) }
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -625,4 +606,28 @@ func (s *Store) pollChanges() {
 		}
 		timer.Reset(d)
 	}
+}
+
+// pollIdle reports whether the change poller ends: the store is closing, or
+// it has had no waiter and no watched hold for a second (since *idleSince,
+// which it sets and clears).
+func (s *Store) pollIdle(idleSince *time.Time) bool {
+	s.bmu.Lock()
+	defer s.bmu.Unlock()
+	select {
+	case <-s.closing:
+		s.polling = false
+		return true
+	default:
+	}
+	switch {
+	case s.nwait > 0 || s.w.Len() > 0:
+		*idleSince = time.Time{}
+	case idleSince.IsZero():
+		*idleSince = time.Now()
+	case time.Since(*idleSince) > time.Second:
+		s.polling = false
+		return true
+	}
+	return false
 }
