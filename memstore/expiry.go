@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -174,109 +173,4 @@ func (s *Store) expire(lk *lock, t *lockTimer) {
 	s.pump(&o, lk)
 	s.forget(lk)
 	o.done()
-}
-
-// Keep implements store.Store.
-func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
-	if err := s.usable(ctx); err != nil {
-		return time.Time{}, err
-	}
-	o := op{s: s}
-	if err := s.enterHandle(&o, &h); err != nil {
-		return time.Time{}, err
-	}
-	defer o.done()
-	held := true
-	h.Each(func(l store.Lock) {
-		if lk := o.held(l.Name); lk == nil || lk.find(h.Ref, l.Token) == nil {
-			held = false
-		}
-	})
-	if !held {
-		return time.Time{}, store.ErrNotHeld
-	}
-	var exp time.Time
-	h.Each(func(l store.Lock) {
-		lk := o.held(l.Name)
-		hd := lk.find(h.Ref, l.Token)
-		o.setExpiry(lk, hd, ttl, hold)
-		exp = hd.x.expires
-		s.arm(&o, lk)
-	})
-	return exp, nil
-}
-
-// Held implements store.Store.
-func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
-	if err := s.usable(ctx); err != nil {
-		return store.Status{}, err
-	}
-	o := op{s: s}
-	if err := s.enterHandle(&o, &h); err != nil {
-		return store.Status{}, err
-	}
-	defer o.done()
-	st := store.Status{Held: true, Now: s.clock.Now()}
-	first := true
-	h.Each(func(l store.Lock) {
-		var hd *holder
-		if lk := o.held(l.Name); lk != nil {
-			hd = lk.find(h.Ref, l.Token)
-		}
-		if hd == nil {
-			st.Held = false
-			return
-		}
-		exp := hd.expires()
-		if !exp.IsZero() && !exp.After(st.Now) {
-			st.Expired = true // past its expiry, though nobody has taken it over yet
-		}
-		if first {
-			st.Renewed, st.Expires = renewed(hd), exp
-			first = false
-		} else if !exp.IsZero() && (st.Expires.IsZero() || exp.Before(st.Expires)) {
-			st.Expires = exp
-		}
-	})
-	if !st.Held {
-		st.Expired, st.Renewed, st.Expires = false, time.Time{}, time.Time{}
-	}
-	return st, nil
-}
-
-// ReleaseStale implements store.Store.
-func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
-	if err := s.usable(ctx); err != nil {
-		return false, err
-	}
-	o := op{s: s, ev: ev}
-	if err := s.enterHandle(&o, &h); err != nil {
-		return false, err
-	}
-	defer o.done()
-	lk := o.held(h.Name)
-	if lk == nil {
-		return false, nil
-	}
-	hd := lk.find(h.Ref, h.Token)
-	if hd == nil || hd.expires().IsZero() {
-		return false, nil // a lease with no TTL is never stale
-	}
-	now := o.clock()
-	stale := !hd.x.expires.After(now)
-	if staleAfter > 0 {
-		stale = !renewed(hd).Add(staleAfter).After(now)
-	}
-	if !stale {
-		return false, nil
-	}
-	h.Token = 0 // the rest go whatever their tokens, as long as the ref holds them
-	if len(h.More) > 0 {
-		h.More = append([]store.Lock(nil), h.More...)
-		for i := range h.More {
-			h.More[i].Token = 0
-		}
-	}
-	_ = s.releaseHandle(&o, &h, fmt.Errorf("%w: released as stale", store.ErrLeaseLost))
-	return true, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/sleeplock/sleeplock/store"
+
+	"time"
 )
 
 // Release implements store.Store.
@@ -86,37 +88,39 @@ func (s *Store) releaseHolder(o *op, lk *lock, h *holder, reason error) {
 	}
 }
 
-// Watch implements store.Watcher.
-func (s *Store) Watch(h store.Handle, f func(reason error)) {
-	if f == nil {
-		return
+// ReleaseStale implements store.Store.
+func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
+	if err := s.usable(ctx); err != nil {
+		return false, err
 	}
-	if err := s.usable(context.Background()); err != nil {
-		f(err)
-		return
+	o := op{s: s, ev: ev}
+	if err := s.enterHandle(&o, &h); err != nil {
+		return false, err
 	}
-	var hd *holder
-	var lk *lock
-	for {
-		lk = s.load(h.Name)
-		if lk == nil {
-			break
+	defer o.done()
+	lk := o.held(h.Name)
+	if lk == nil {
+		return false, nil
+	}
+	hd := lk.find(h.Ref, h.Token)
+	if hd == nil || hd.expires().IsZero() {
+		return false, nil // a lease with no TTL is never stale
+	}
+	now := o.clock()
+	stale := !hd.x.expires.After(now)
+	if staleAfter > 0 {
+		stale = !renewed(hd).Add(staleAfter).After(now)
+	}
+	if !stale {
+		return false, nil
+	}
+	h.Token = 0 // the rest go whatever their tokens, as long as the ref holds them
+	if len(h.More) > 0 {
+		h.More = append([]store.Lock(nil), h.More...)
+		for i := range h.More {
+			h.More[i].Token = 0
 		}
-		lk.lockMu()
-		if !lk.gone {
-			hd = lk.find(h.Ref, h.Token)
-			break
-		}
-		s.unlockMu(lk)
 	}
-	if hd == nil {
-		if lk != nil {
-			s.unlockMu(lk)
-		}
-		f(fmt.Errorf("%w: not held", store.ErrLeaseLost))
-		return
-	}
-	x := hd.ext()
-	x.watch = append(x.watch, f)
-	s.unlockMu(lk)
+	_ = s.releaseHandle(&o, &h, fmt.Errorf("%w: released as stale", store.ErrLeaseLost))
+	return true, nil
 }

@@ -220,6 +220,15 @@ func (a *fastArgs) values() []any {
 }
 
 func newQueries(schema string) queries {
+	q := fastQueries(schema)
+	q.setCalls(schema)
+	q.setReconcile(schema)
+	return q
+}
+
+// fastQueries are the fast path's statements (see statement), with the
+// variants that return an event's columns.
+func fastQueries(schema string) queries {
 	s := quoteIdent(schema)
 	seqs := quoteLiteral(s+".seqs") + "::regclass"
 	return queries{
@@ -256,64 +265,74 @@ func newQueries(schema string) queries {
 			"release_weighted_untimed_events", "0, 0::bigint",
 			rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
 		heldOne: statement(heldOneSQL, schema),
-
-		acquireOne: acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s),
-		checkOne:   checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s),
-		releaseOne: releaseOneFn.tag() + "SELECT * FROM " + releaseOneFn.call(s),
-		release: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-			releaseFn.call(s) + " b",
-		undo: "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-			undoFn.call(s) + " b",
-		keepOne:   "SELECT * FROM " + keepOneFn.call(s),
-		keep:      "SELECT * FROM " + keepFn.call(s),
-		held:      "SELECT * FROM " + heldFn.call(s),
-		spillHeld: "SELECT " + spillHeldFn.call(s),
-		states: "SELECT r_name, r_slots, r_family, r_running, r_expired, r_waiting, r_now, coalesce(r_holders, ''), " +
-			"coalesce(r_queue, ''), r_leases FROM " + statesFn.call(s),
-		stats: "/* sleeplock stats */ SELECT * FROM " + s + ".stats(clock_timestamp())",
-		define: "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
-			"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +
-			"CASE WHEN r_created AND r_old IS NOT NULL THEN nextval(" + seqs + ") ELSE 0 END FROM " + defineFn.call(s),
-		resize: "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r",
-		deleteDef: "SELECT d.*, CASE WHEN d.r_ev IN ('released', 'deleted') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-			deleteDefFn.call(s) + " d",
-		// node_beat(), whether some node is stale (nodes_stale()): the
-		// heads of this store's queue check then (beat), and whether no
-		// live node has a lower id: that node sweeps (heartbeat).
-		nodeBeat: "SELECT " + nodeBeatFn.call(s) + ", " + s + ".nodes_stale(clock_timestamp()), " +
-			"NOT EXISTS (SELECT 1 FROM " + s + ".nodes x WHERE x.id < $1::bigint AND x.expires > clock_timestamp())",
-		nodeWaiters: "SELECT " + nodeWaitersFn.call(s),
-		dropWaiter:  "SELECT " + dropWaiterFn.call(s) + "::bigint",
-		sweepNodes:  "SELECT " + s + ".sweep_nodes(" + strconv.Itoa(sweepLimit) + ")::bigint",
-		sweep:       "SELECT " + s + ".sweep(" + strconv.Itoa(sweepLimit) + ")::bigint",
-
-		// The first name of $1 that no definition covers.
-		undefined: "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1",
-		nodeDown:  "DELETE FROM " + s + ".nodes WHERE id = $1::bigint",
-		// Reconcile's reads (see current): the definitions' advisory
-		// lock, which define(), resize() and delete_def() take too; the
-		// definitions of the names $1; and every other definition with the
-		// use of its locks (of a family's members in use), counted as
-		// delete_def() counts it.
-		defsLock:  "SELECT pg_advisory_xact_lock(" + s + ".defs_key())",
-		defsNamed: "SELECT d.name, d.slots FROM " + s + ".defs d WHERE d.name = ANY ($1::text::text[])",
-		defsUse: "WITH u AS (SELECT x.lock, " + s + ".def_of(x.lock) AS def, " +
-			"(SELECT count(*) FROM " + s + ".holding h WHERE h.lock = x.lock)::int AS holders, " +
-			s + ".waiting_of(x.lock, clock_timestamp()) AS waiters " +
-			"FROM (SELECT h.lock FROM " + s + ".holding h UNION SELECT q.lock FROM " + s + ".queue q) x) " +
-			"SELECT d.name, d.slots, coalesce(min(u.lock) FILTER (WHERE u.holders + u.waiters > 0), ''), " +
-			"coalesce(sum(u.holders), 0)::int, coalesce(sum(u.waiters), 0)::int " +
-			"FROM " + s + ".defs d LEFT JOIN u ON u.def = d.name " +
-			"WHERE NOT d.name = ANY ($1::text::text[]) GROUP BY d.name, d.slots ORDER BY d.name",
-		listen: "LISTEN " + quoteIdent(channelOf(schema)),
-		// The holds found, locked against release and takeover until the
-		// caller's transaction ends (spillHeld first makes a hold in a
-		// lock's row a holder row).
-		guard: "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
-			"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
-			"WHERE h.ref = $3::text FOR KEY SHARE OF h) s",
-		isolation: "SELECT current_setting('transaction_isolation')",
 	}
+}
+
+// setCalls sets the statements that call the schema's functions.
+func (q *queries) setCalls(schema string) {
+	s := quoteIdent(schema)
+	seqs := quoteLiteral(s+".seqs") + "::regclass"
+	q.acquireOne = acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s)
+	q.checkOne = checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s)
+	q.releaseOne = releaseOneFn.tag() + "SELECT * FROM " + releaseOneFn.call(s)
+	q.release = "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+		releaseFn.call(s) + " b"
+	q.undo = "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+		undoFn.call(s) + " b"
+	q.keepOne = "SELECT * FROM " + keepOneFn.call(s)
+	q.keep = "SELECT * FROM " + keepFn.call(s)
+	q.held = "SELECT * FROM " + heldFn.call(s)
+	q.spillHeld = "SELECT " + spillHeldFn.call(s)
+	q.states = "SELECT r_name, r_slots, r_family, r_running, r_expired, r_waiting, r_now, coalesce(r_holders, ''), " +
+		"coalesce(r_queue, ''), r_leases FROM " + statesFn.call(s)
+	q.stats = "/* sleeplock stats */ SELECT * FROM " + s + ".stats(clock_timestamp())"
+	q.define = "SELECT r_created, r_slots, r_running, r_waiting, r_at, coalesce(r_old, 0), " +
+		"CASE WHEN r_created THEN nextval(" + seqs + ") ELSE 0 END, " +
+		"CASE WHEN r_created AND r_old IS NOT NULL THEN nextval(" + seqs + ") ELSE 0 END FROM " + defineFn.call(s)
+	q.resize = "SELECT r.*, nextval(" + seqs + ") FROM " + resizeFn.call(s) + " r"
+	q.deleteDef = "SELECT d.*, CASE WHEN d.r_ev IN ('released', 'deleted') THEN nextval(" + seqs + ") ELSE 0 END FROM " +
+		deleteDefFn.call(s) + " d"
+	// node_beat(), whether some node is stale (nodes_stale()): the
+	// heads of this store's queue check then (beat), and whether no
+	// live node has a lower id: that node sweeps (heartbeat).
+	q.nodeBeat = "SELECT " + nodeBeatFn.call(s) + ", " + s + ".nodes_stale(clock_timestamp()), " +
+		"NOT EXISTS (SELECT 1 FROM " + s + ".nodes x WHERE x.id < $1::bigint AND x.expires > clock_timestamp())"
+	q.nodeWaiters = "SELECT " + nodeWaitersFn.call(s)
+	q.dropWaiter = "SELECT " + dropWaiterFn.call(s) + "::bigint"
+	q.sweepNodes = "SELECT " + s + ".sweep_nodes(" + strconv.Itoa(sweepLimit) + ")::bigint"
+	q.sweep = "SELECT " + s + ".sweep(" + strconv.Itoa(sweepLimit) + ")::bigint"
+}
+
+// setReconcile sets Reconcile's reads and the statements that remain: the
+// undefined names, a node's end, LISTEN, Guard's and the isolation check.
+func (q *queries) setReconcile(schema string) {
+	s := quoteIdent(schema)
+	// The first name of $1 that no definition covers.
+	q.undefined = "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1"
+	q.nodeDown = "DELETE FROM " + s + ".nodes WHERE id = $1::bigint"
+	// Reconcile's reads (see current): the definitions' advisory
+	// lock, which define(), resize() and delete_def() take too; the
+	// definitions of the names $1; and every other definition with the
+	// use of its locks (of a family's members in use), counted as
+	// delete_def() counts it.
+	q.defsLock = "SELECT pg_advisory_xact_lock(" + s + ".defs_key())"
+	q.defsNamed = "SELECT d.name, d.slots FROM " + s + ".defs d WHERE d.name = ANY ($1::text::text[])"
+	q.defsUse = "WITH u AS (SELECT x.lock, " + s + ".def_of(x.lock) AS def, " +
+		"(SELECT count(*) FROM " + s + ".holding h WHERE h.lock = x.lock)::int AS holders, " +
+		s + ".waiting_of(x.lock, clock_timestamp()) AS waiters " +
+		"FROM (SELECT h.lock FROM " + s + ".holding h UNION SELECT q.lock FROM " + s + ".queue q) x) " +
+		"SELECT d.name, d.slots, coalesce(min(u.lock) FILTER (WHERE u.holders + u.waiters > 0), ''), " +
+		"coalesce(sum(u.holders), 0)::int, coalesce(sum(u.waiters), 0)::int " +
+		"FROM " + s + ".defs d LEFT JOIN u ON u.def = d.name " +
+		"WHERE NOT d.name = ANY ($1::text::text[]) GROUP BY d.name, d.slots ORDER BY d.name"
+	q.listen = "LISTEN " + quoteIdent(channelOf(schema))
+	// The holds found, locked against release and takeover until the
+	// caller's transaction ends (spillHeld first makes a hold in a
+	// lock's row a holder row).
+	q.guard = "SELECT count(*)::bigint FROM (SELECT 1 FROM " + s + ".holders h " +
+		"JOIN unnest($1::text::text[], $2::text::bigint[]) u(l, t) ON h.lock = u.l AND (u.t = 0 OR h.token = u.t) " +
+		"WHERE h.ref = $3::text FOR KEY SHARE OF h) s"
+	q.isolation = "SELECT current_setting('transaction_isolation')"
 }
 
 // withEvents is the variant of a fast statement (named name) that returns

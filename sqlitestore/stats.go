@@ -116,35 +116,12 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 		seen := map[string]bool{}
 		err := t.query("SELECT d.name, d.slots, d.family, coalesce(s."+strings.Join(statColumns, ", 0), coalesce(s.")+
 			", 0) FROM defs d LEFT JOIN stats s ON s.name = d.name", nil, func(scan func(...any) error) error {
-			var e store.Stats
-			var family bool
-			var c [9]int64
-			var w, h [store.HistogramBuckets]uint64
-			dest := []any{&e.Name, &e.Slots, &family}
-			for i := range c {
-				dest = append(dest, &c[i])
-			}
-			for i := range w {
-				dest = append(dest, &w[i])
-			}
-			for i := range h {
-				dest = append(dest, &h[i])
-			}
-			if err := scan(dest...); err != nil {
+			e, slots, err := scanStat(scan)
+			if err != nil {
 				return err
 			}
-			e.Family, e.HoldSampling = family, 1
-			if family {
-				famSlots[e.Name], e.Slots = e.Slots, 0 // the sum of its members in use, below
-			} else {
-				e.Locks = 1
-			}
-			e.Acquisitions, e.Releases, e.Refusals, e.Expiries, e.Losses = uint64(c[0]), uint64(c[1]), uint64(c[2]), uint64(c[3]), uint64(c[4])
-			e.Waits = store.Histogram{Buckets: w, Count: uint64(c[5]), Sum: micros(c[6])}
-			e.Holds = store.Histogram{Buckets: h, Count: uint64(c[7]), Sum: micros(c[8])}
-			if e.Acquisitions > e.Waits.Count {
-				e.Waits.Buckets[0] += e.Acquisitions - e.Waits.Count
-				e.Waits.Count = e.Acquisitions
+			if e.Family {
+				famSlots[e.Name] = slots // e.Slots: the sum of its members in use, below
 			}
 			at[e.Name] = len(out)
 			out = append(out, e)
@@ -189,6 +166,43 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// scanStat reads a row of Stats' first statement: a definition and its
+// counters. slots is the definition's; a family's e.Slots is 0, for the
+// sum of its members in use.
+func scanStat(scan func(...any) error) (e store.Stats, slots int, err error) {
+	var family bool
+	var c [9]int64
+	var w, h [store.HistogramBuckets]uint64
+	dest := []any{&e.Name, &e.Slots, &family}
+	for i := range c {
+		dest = append(dest, &c[i])
+	}
+	for i := range w {
+		dest = append(dest, &w[i])
+	}
+	for i := range h {
+		dest = append(dest, &h[i])
+	}
+	if err := scan(dest...); err != nil {
+		return e, 0, err
+	}
+	e.Family, e.HoldSampling = family, 1
+	slots = e.Slots
+	if family {
+		e.Slots = 0
+	} else {
+		e.Locks = 1
+	}
+	e.Acquisitions, e.Releases, e.Refusals, e.Expiries, e.Losses = uint64(c[0]), uint64(c[1]), uint64(c[2]), uint64(c[3]), uint64(c[4])
+	e.Waits = store.Histogram{Buckets: w, Count: uint64(c[5]), Sum: micros(c[6])}
+	e.Holds = store.Histogram{Buckets: h, Count: uint64(c[7]), Sum: micros(c[8])}
+	if e.Acquisitions > e.Waits.Count {
+		e.Waits.Buckets[0] += e.Acquisitions - e.Waits.Count
+		e.Waits.Count = e.Acquisitions
+	}
+	return e, slots, nil
 }
 
 var _ store.StatsReader = (*Store)(nil)

@@ -91,7 +91,7 @@ end
 -- fastacquire answers a try or a first attempt ('try', 'wait') at one
 -- lock with no queue, when it grants, or when a try is refused with no
 -- lease to take over. KEYS: the lock's, then its root's d, s and u (see
--- ops.go); ARGV as acquire.lua's, then the events flag.
+-- acquire.go); ARGV as acquire.lua's, then the events flag.
 local function fastacquire(keys, argv)
   if argv[13] ~= '1' or argv[4] == 'check' or #keys ~= 4 then return nil end
   P, NODE = argv[1], argv[2]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +24,6 @@ import (
 	"github.com/sleeplock/sleeplock/internal/options"
 	"github.com/sleeplock/sleeplock/store"
 )
-
-// SchemaVersion is the schema version this build uses.
-const SchemaVersion = 1
 
 // Defaults of the options.
 const (
@@ -48,9 +43,6 @@ const (
 // woken by changes, and while a store has only such waiters it does not
 // poll for changes.
 const slowPoll = 25 * time.Millisecond
-
-//go:embed migrations/*.sql
-var migrationFiles embed.FS
 
 // Errors of Open.
 var (
@@ -95,37 +87,6 @@ func (e *busyError) Error() string {
 }
 
 func (e *busyError) Unwrap() []error { return []error{ErrBusy, e.err} }
-
-// SchemaError reports a database whose schema this build cannot use.
-type SchemaError struct {
-	Path string
-	Have int // the database's schema version
-	Want int // SchemaVersion
-}
-
-func (e *SchemaError) Error() string {
-	if e == nil {
-		return "sqlitestore: schema error"
-	}
-	if e.Have > e.Want {
-		return fmt.Sprintf("sqlitestore: %s has schema version %d, newer than this build's %d: use a newer sleeplock (or another file)",
-			e.Path, e.Have, e.Want)
-	}
-	return fmt.Sprintf("sqlitestore: %s has schema version %d, want %d: open it without WithoutMigrate (or run sleeplock migrate)",
-		e.Path, e.Have, e.Want)
-}
-
-// Unwrap returns ErrSchemaTooNew for a newer schema, and
-// store.ErrInvalidConfig.
-func (e *SchemaError) Unwrap() []error {
-	if e == nil {
-		return nil
-	}
-	if e.Have > e.Want {
-		return []error{ErrSchemaTooNew, store.ErrInvalidConfig}
-	}
-	return []error{store.ErrInvalidConfig}
-}
 
 // Option configures Open.
 type Option func(*config)
@@ -280,17 +241,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
-// Migrate creates or upgrades the schema of the database at path and
-// returns its version. Open does the same; Migrate is for tools that only
-// set up.
-func Migrate(ctx context.Context, path string) (int, error) {
-	s, err := Open(ctx, path)
-	if err != nil {
-		return 0, err
-	}
-	return SchemaVersion, s.Close()
-}
-
 // checkPath reports a path whose directory cannot hold the database.
 func checkPath(path string) error {
 	if path == "" {
@@ -356,59 +306,6 @@ func (s *Store) pathError(err error) error {
 		return fmt.Errorf("%w: cannot open %s: %w", store.ErrInvalidConfig, s.path, err)
 	}
 	return fmt.Errorf("sqlitestore: %s: %w", s.path, err)
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	var have int
-	err := s.whileBusy(ctx, func() error {
-		return s.wc.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have)
-	})
-	if err != nil {
-		return err
-	}
-	if have == SchemaVersion {
-		return nil
-	}
-	if have > SchemaVersion || !s.cfg.migrate {
-		return &SchemaError{Path: s.path, Have: have, Want: SchemaVersion}
-	}
-	if err := s.begin(ctx); err != nil {
-		return err
-	}
-	err = func() error {
-		if err := s.wc.QueryRowContext(ctx, "PRAGMA user_version").Scan(&have); err != nil {
-			return err
-		}
-		if have > SchemaVersion {
-			return &SchemaError{Path: s.path, Have: have, Want: SchemaVersion}
-		}
-		names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-		if err != nil {
-			return err
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			v, err := strconv.Atoi(strings.SplitN(filepath.Base(n), "_", 2)[0])
-			if err != nil || v <= have {
-				continue
-			}
-			text, err := migrationFiles.ReadFile(n)
-			if err != nil {
-				return err
-			}
-			if _, err := s.wc.ExecContext(ctx, string(text)); err != nil {
-				return fmt.Errorf("migration %s: %w", filepath.Base(n), err)
-			}
-		}
-		_, err = s.wc.ExecContext(ctx, "PRAGMA user_version = "+strconv.Itoa(SchemaVersion))
-		return err
-	}()
-	if err != nil {
-		_, _ = s.wc.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-		return err
-	}
-	_, err = s.wc.ExecContext(ctx, "COMMIT")
-	return err
 }
 
 // Path returns the database file's path.
@@ -481,166 +378,4 @@ func (s *Store) removeWaiters(ctx context.Context) error {
 		return fmt.Errorf("sqlitestore: removing this store's waiters: %w", err)
 	}
 	return nil
-}
-
-// Advance dates every lease and waiter of the database back by d, as if d
-// had passed on the host's clock. It is meant for tests that must make a TTL
-// pass without waiting; waiters' own liveness leases are left as they are.
-func (s *Store) Advance(ctx context.Context, d time.Duration) error {
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	us := d.Microseconds()
-	return s.do(ctx, func(t *txn) error {
-		if err := t.exec(`UPDATE holders SET acquired = acquired - ?1, renewed = renewed - ?1,
-			expires = CASE WHEN expires = 0 THEN 0 ELSE expires - ?1 END`, us); err != nil {
-			return err
-		}
-		t.changed = true
-		return t.exec("UPDATE waiters SET since = since - ?", us)
-	})
-}
-
-// changes returns a channel closed at the next change this process makes
-// or sees.
-func (s *Store) changes() <-chan struct{} {
-	s.bmu.Lock()
-	defer s.bmu.Unlock()
-	return s.bcast
-}
-
-func (s *Store) notify() {
-	s.bmu.Lock()
-	close(s.bcast)
-	s.bcast = make(chan struct{})
-	s.bmu.Unlock()
-}
-
-// addWaiter counts a waiting caller and starts the change poller when it
-// is the first.
-func (s *Store) addWaiter() {
-	s.bmu.Lock()
-	s.nwait++
-	s.bmu.Unlock()
-	s.startPoller()
-}
-
-// startPoller starts the change poller unless it runs (or Close began).
-func (s *Store) startPoller() {
-	s.bmu.Lock()
-	defer s.bmu.Unlock()
-	if !s.polling && !s.shut {
-		s.polling = true
-		s.pollWG.Add(1)
-		go s.pollChanges()
-	}
-}
-
-func (s *Store) removeWaiter() {
-	s.bmu.Lock()
-	s.nwait--
-	s.bmu.Unlock()
-}
-
-// pollChanges reads PRAGMA data_version on a connection of its own while
-// callers wait or holds are watched: it changes when another connection
-// (this process's or another's) commits. Checks start every 250µs after a
-// change and back off to the poll interval (watchPoll while it only has
-// holds to watch). Waiters take the change channel before they start it
-// (addWaiter), and it wakes them after its first read. After a change,
-// while holds are watched, it reads the holds that other callers ended
-// (readEnded), from the first row the table keeps on.
-func (s *Store) pollChanges() {
-	defer s.pollWG.Done()
-	// The poller lingers a second after the last waiter left (or the last
-	// watched hold ended), so that a lock taken in turns does not start
-	// one per wait.
-	idleSince := time.Time{}
-	stop := func() bool {
-		s.bmu.Lock()
-		defer s.bmu.Unlock()
-		select {
-		case <-s.closing:
-			s.polling = false
-			return true
-		default:
-		}
-		switch {
-		case s.nwait > 0 || s.w.Len() > 0:
-			idleSince = time.Time{}
-		case idleSince.IsZero():
-			idleSince = time.Now()
-		case time.Since(idleSince) > time.Second:
-			s.polling = false
-			return true
-		}
-		return false
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-s.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	c, err := s.db.Conn(ctx)
-	if err != nil {
-		s.bmu.Lock()
-		s.polling = false
-		s.bmu.Unlock()
-		return
-	}
-	defer func() { _ = c.Close() }()
-	const first = 250 * time.Microsecond
-	d := first
-	last := int64(-1)
-	var endedID int64 // the last row of ended read
-	unread := true    // the file changed since ended was last read
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	for {
-		select {
-		case <-s.closing:
-			stop()
-			return
-		case <-timer.C:
-		case <-s.kick:
-		}
-		if stop() {
-			return
-		}
-		watched := s.w.Len() > 0
-		if s.near.Load() == 0 && s.nlisten.Load() == 0 && !watched {
-			// Every waiter here is far from the head of its queue and
-			// looks again on its own timer: nobody to wake.
-			timer.Reset(slowPoll)
-			continue
-		}
-		var v int64
-		if err := c.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-			d = s.cfg.poll
-		} else if v != last {
-			// Also at the first read: a change made before it went
-			// unseen, so waiters check once more.
-			s.notify()
-			last, d, unread = v, first, true
-		} else {
-			d = min(d*2, s.cfg.poll)
-		}
-		if unread && watched {
-			if id, err := s.readEnded(ctx, c, endedID); err == nil {
-				endedID, unread = id, false
-			}
-		}
-		switch {
-		case s.near.Load() > 0:
-		case s.nlisten.Load() > 0:
-			d = max(d, slowPoll) // listeners only: no waiter to hand a slot
-		default:
-			d = max(d, watchPoll) // watched holds only
-		}
-		timer.Reset(d)
-	}
 }

@@ -1,0 +1,159 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sleeplock/sleeplock/store"
+)
+
+// acquireArgs returns the command of lua/acquire.lua (see callOf).
+func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) []any {
+	names := req.Names()
+	nkeys := len(names)
+	if nkeys == 1 {
+		nkeys = 4 // and fastKeys'
+	}
+	a := callOf(fnAcquire, nkeys, 12+2*len(names))
+	for _, n := range names {
+		a = append(a, s.lockKey(n))
+	}
+	if len(names) == 1 {
+		a = append(a, s.fastKeys(names[0])[:]...)
+	}
+	a = append(a, s.head[:]...)
+	a = append(a, wid, mode, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
+		micros(req.StaleAfter), b2i(req.Counted), b2i(req.ReenterAll), micros(s.cfg.waiterTTL), len(names))
+	for _, n := range names {
+		a = append(a, n)
+	}
+	for i := range names {
+		a = append(a, req.WeightOf(i))
+	}
+	return append(a, b2i(req.Events != nil))
+}
+
+// maxFastKeys is how many roots' fastKeys a store keeps.
+const maxFastKeys = 1024
+
+// fastKeys returns the keys of name's root that lua/fast.lua writes (d,
+// s, u), which a call on one lock names after the lock's, so that the
+// script builds none of them. They are built and boxed once per root, for
+// up to maxFastKeys roots.
+func (s *Store) fastKeys(name string) *[3]any {
+	r := root(name)
+	s.fastMu.RLock()
+	k := s.fast[r]
+	s.fastMu.RUnlock()
+	if k != nil {
+		return k
+	}
+	k = &[3]any{s.rootKey(r, "d"), s.rootKey(r, "s"), s.rootKey(r, "u")}
+	s.fastMu.Lock()
+	if len(s.fast) < maxFastKeys {
+		if s.fast == nil {
+			s.fast = map[string]*[3]any{}
+		}
+		s.fast[r] = k
+	}
+	s.fastMu.Unlock()
+	return k
+}
+
+// Acquire implements store.Store: one script grants, refuses or queues;
+// a queued caller waits for its grant, pushed by the release that makes it
+// (see wait).
+func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Grant, error) {
+	if err := s.check(ctx); err != nil {
+		return store.Grant{}, err
+	}
+	if err := store.CheckNames(req.Names()); err != nil {
+		return store.Grant{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Grant{}, err
+	}
+	if s.closed.Load() {
+		return store.Grant{}, store.ErrClosed
+	}
+	if err := s.spanRequest(&req); err != nil {
+		return store.Grant{}, err
+	}
+	mode, wid := "try", ""
+	var w *waiter
+	if req.Wait {
+		mode = "wait"
+		if w = s.addWaiter(&req); w == nil {
+			return store.Grant{}, store.ErrClosed
+		}
+		defer s.removeWaiter(w)
+		wid = w.id
+	}
+	r, err := s.runCall(ctx, req.Events, s.acquireArgs(&req, mode, wid))
+	if err != nil {
+		return store.Grant{}, err
+	}
+	g, queued, err := s.outcome(&req, &r)
+	if err != nil || !queued {
+		return g, err
+	}
+	return s.wait(ctx, &req, w, r.now, integer(r.arg(0)))
+}
+
+// outcome reads the answer of lua/acquire.lua and emits its events.
+func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, queued bool, err error) {
+	switch r.status {
+	case "fastgranted": // {token, expires, weight}: the request says the rest
+		return store.Grant{Lock: store.Lock{Name: req.Name, Token: integer(r.arg(0))}, Ref: req.Ref, Kind: req.Kind,
+			TTL: durMicros(micros(req.TTL)), Hold: durMicros(micros(req.Hold)), Acquired: fromMicros(r.now),
+			Expires: fromMicros(integer(r.arg(1))), Weight: int(integer(r.arg(2)))}, false, nil
+	case "granted":
+		return grantOf(req, list(r.arg(0))), false, nil
+	case "queued":
+		return store.Grant{}, true, nil
+	case "notfound":
+		return store.Grant{}, false, store.NotFound(str(r.arg(0)))
+	case "heavy":
+		return store.Grant{}, false, &store.WeightError{Lock: str(r.arg(0)), Weight: int(integer(r.arg(1))),
+			Slots: int(integer(r.arg(2))), Resized: integer(r.arg(3)) == 1}
+	case "busy":
+		s.mu.Lock()
+		s.refusals[str(r.arg(5))]++
+		s.mu.Unlock()
+		e := &store.BusyError{Lock: str(r.arg(0))}
+		if slots := int(integer(r.arg(6))); slots > 0 { // a refusal about slots, not ReenterAll's
+			e = store.Busy(e.Lock, int(integer(r.arg(8))), slots, slots-int(integer(r.arg(7))))
+		}
+		e.Kind, e.Ref, e.Expires, e.Queued = str(r.arg(1)), str(r.arg(2)), fromMicros(integer(r.arg(3))), integer(r.arg(4)) == 1
+		return store.Grant{}, false, e
+	}
+	return store.Grant{}, false, fmt.Errorf("redisstore: unexpected answer %q", r.status)
+}
+
+// grantOf reads a grant: {reentered, kind, ttl, hold, {name, token,
+// acquired, expires, weight}...}.
+func grantOf(req *store.AcquireRequest, a []any) store.Grant {
+	g := store.Grant{Ref: req.Ref}
+	if len(a) < 5 {
+		return g
+	}
+	g.Reentered, g.Kind = integer(a[0]) == 1, str(a[1])
+	g.TTL, g.Hold = durMicros(integer(a[2])), durMicros(integer(a[3]))
+	for i, x := range a[4:] {
+		l := list(x)
+		if len(l) < 5 {
+			continue
+		}
+		lock := store.Lock{Name: str(l[0]), Token: integer(l[1])}
+		exp := fromMicros(integer(l[3]))
+		if i == 0 {
+			g.Lock, g.Acquired, g.Expires, g.Weight = lock, fromMicros(integer(l[2])), exp, int(integer(l[4]))
+			continue
+		}
+		g.More = append(g.More, lock)
+		if !exp.IsZero() && (g.Expires.IsZero() || exp.Before(g.Expires)) {
+			g.Expires = exp
+		}
+	}
+	return g
+}
