@@ -24,12 +24,10 @@
 // fingerprint of the functions, and drops the schema's functions this
 // build does not define. New, NewSQL and Open refuse a schema without this
 // build's migrations or functions with an error matching ErrSchemaMissing
-// ("run `sleeplock migrate`"). A schema made by a pre-release version
-// cannot be upgraded: the error matches ErrPreRelease and says how to
-// recreate it. docs/schema.md describes the tables and functions, and the
-// rule that keeps a rolling upgrade safe from the first release on. No
-// function for tests is in a production schema: advance(), which expires
-// every lease, is installed only by the tests themselves.
+// ("run `sleeplock migrate`"). docs/schema.md describes the tables and
+// functions, and the rule that keeps a rolling upgrade safe from the first
+// release on. No function for tests is in a production schema: advance(),
+// which expires every lease, is installed only by the tests themselves.
 //
 // # The schema
 //

@@ -49,32 +49,6 @@ func (e *SchemaError) Unwrap() []error { return []error{ErrSchemaMissing, store.
 // also wraps the last cause.
 var ErrUnreachable = errors.New("pgstore: database unreachable")
 
-// ErrPreRelease matches the error of Migrate, New, NewSQL and Open for a
-// schema made by a pre-release sleeplock (schema versions 1 to 9), which
-// has no upgrade path. The error is a *PreReleaseError and also matches
-// store.ErrInvalidConfig.
-var ErrPreRelease = errors.New("pgstore: schema made by a pre-release sleeplock")
-
-// PreReleaseError reports a schema made by a pre-release sleeplock, and
-// says how to recreate it.
-type PreReleaseError struct {
-	Schema  string // the schema name, as configured
-	Version int    // its pre-release version (1 to 9)
-}
-
-// Error says how to recreate the schema.
-func (e *PreReleaseError) Error() string {
-	if e == nil {
-		return "pgstore: pre-release schema error (nil)"
-	}
-	return fmt.Sprintf("pgstore: schema %q was made by a pre-release sleeplock (schema version %d) and cannot be upgraded: "+
-		"stop every process that uses it, run `DROP SCHEMA %s CASCADE` (its leases, waiters and definitions are lost), "+
-		"then run `sleeplock migrate` (or pgstore.Migrate) and define the locks again", e.Schema, e.Version, quoteIdent(e.Schema))
-}
-
-// Unwrap returns ErrPreRelease and store.ErrInvalidConfig.
-func (e *PreReleaseError) Unwrap() []error { return []error{ErrPreRelease, store.ErrInvalidConfig} }
-
 // ErrMigrationChanged matches the error of Migrate for a schema in which a
 // migration was applied whose text differs from this build's (a released
 // migration is never edited). The error is a *ChecksumError and also

@@ -117,10 +117,6 @@ const bodyTag = "$sleeplock$"
 // and the definitions are never among them.
 var unloggedTables = []string{"locks", "holders", "waiters", "queue", "cancelled", "nodes"}
 
-// preReleaseTable is the version table of the pre-release schemas (versions
-// 1 to 9), which cannot be upgraded.
-const preReleaseTable = "schema_version"
-
 // checkSchema validates a schema name: any text PostgreSQL accepts as an
 // identifier (quoted, so quotes and spaces are fine).
 func checkSchema(name string) error {
@@ -168,9 +164,7 @@ func render(text, schema string, unlogged bool) string {
 // neither they are left as they are.
 //
 // A schema whose applied migrations differ from this build's is refused
-// with a *ChecksumError, one made by a newer build with a *SchemaError, and
-// one made by a pre-release version with a *PreReleaseError, which says
-// how to recreate it.
+// with a *ChecksumError, and one made by a newer build with a *SchemaError.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts ...Option) error {
 	if pool == nil {
 		return store.Invalid(store.ErrInvalidConfig, "nil", "pgstore.Migrate needs a *pgxpool.Pool")
@@ -245,9 +239,6 @@ func migrate(ctx context.Context, c conn, cfg config) error {
 		if err := tx.exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+ident); err != nil {
 			return err
 		}
-		if err := checkPreRelease(ctx, tx, cfg.schema); err != nil {
-			return err
-		}
 		if err := tx.exec(ctx, "CREATE TABLE IF NOT EXISTS "+ident+".migrations ("+
 			"version integer PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, "+
 			"applied timestamptz NOT NULL DEFAULT clock_timestamp())"); err != nil {
@@ -282,23 +273,6 @@ func migrate(ctx context.Context, c conn, cfg config) error {
 		return fmt.Errorf("pgstore: migrate schema %q: %w", cfg.schema, err)
 	}
 	return nil
-}
-
-// checkPreRelease returns a *PreReleaseError when schema was made by a
-// pre-release version (its version table is there).
-func checkPreRelease(ctx context.Context, c conn, schema string) error {
-	var old bool
-	if err := queryOne(ctx, c, "SELECT to_regclass($1::text) IS NOT NULL", []any{quoteIdent(schema) + "." + preReleaseTable}, &old); err != nil {
-		return err
-	}
-	if !old {
-		return nil
-	}
-	var v int64
-	if err := queryOne(ctx, c, "SELECT coalesce(max(version), 0)::bigint FROM "+quoteIdent(schema)+"."+preReleaseTable, nil, &v); err != nil {
-		return err
-	}
-	return &PreReleaseError{Schema: schema, Version: int(v)}
 }
 
 // appliedMigrations returns the checksums of the schema's applied
@@ -418,9 +392,6 @@ func checkVersion(ctx context.Context, c conn, schema string) error {
 	var pe *pgconn.PgError
 	switch {
 	case errors.As(err, &pe) && (pe.Code == "42P01" || pe.Code == "3F000"):
-		if err := checkPreRelease(ctx, c, schema); err != nil {
-			return err
-		}
 		return &SchemaError{Schema: schema, Want: SchemaVersion}
 	case err != nil:
 		return fmt.Errorf("pgstore: checking schema %q: %w", schema, err)

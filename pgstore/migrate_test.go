@@ -30,37 +30,6 @@ func TestMigrateRefusesEditedMigration(t *testing.T) {
 	}
 }
 
-// TestPreReleaseSchemaRefused: a schema made by a pre-release version (its
-// table schema_version) is refused by Migrate and New with an error that
-// says how to recreate it; done that way, Migrate works.
-func TestPreReleaseSchemaRefused(t *testing.T) {
-	pool := newPool(t, nil)
-	schema := newSchema(t, pool)
-	ctx := context.Background()
-	q := pgx.Identifier{schema}.Sanitize()
-	_, err := pool.Exec(ctx, "CREATE SCHEMA "+q+"; CREATE TABLE "+q+".schema_version (version integer PRIMARY KEY, name text NOT NULL); "+
-		"INSERT INTO "+q+".schema_version VALUES (9, '009_slots')")
-	must(t, err)
-	check := func(what string, err error) {
-		t.Helper()
-		var pe *pgstore.PreReleaseError
-		if !errors.Is(err, pgstore.ErrPreRelease) || !errors.Is(err, store.ErrInvalidConfig) || !errors.As(err, &pe) ||
-			pe.Version != 9 || !strings.Contains(err.Error(), "DROP SCHEMA "+q+" CASCADE") ||
-			!strings.Contains(err.Error(), "sleeplock migrate") {
-			t.Fatalf("%s on a pre-release schema: %v", what, err)
-		}
-	}
-	check("Migrate", pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
-	_, err = pgstore.New(ctx, pool, pgstore.WithSchema(schema))
-	check("New", err)
-	_, err = pool.Exec(ctx, "DROP SCHEMA "+q+" CASCADE")
-	must(t, err)
-	must(t, pgstore.Migrate(ctx, pool, pgstore.WithSchema(schema)))
-	s, err := pgstore.New(ctx, pool, pgstore.WithSchema(schema))
-	must(t, err)
-	must(t, s.Close())
-}
-
 // TestNewRefusesOtherFunctions: the schema records a fingerprint of its
 // functions; New refuses another build's, saying to run `sleeplock
 // migrate`, which applies this build's.

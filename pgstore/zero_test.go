@@ -32,8 +32,6 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &pgstore.Store{} },
 			func() any { return (*pgstore.SchemaError)(nil) },
 			func() any { return &pgstore.SchemaError{} },
-			func() any { return (*pgstore.PreReleaseError)(nil) },
-			func() any { return &pgstore.PreReleaseError{} },
 			func() any { return (*pgstore.ChecksumError)(nil) },
 			func() any { return &pgstore.ChecksumError{} },
 		},

@@ -230,8 +230,7 @@ func redisConnectTimeout(url string) (time.Duration, string, bool) {
 // X"), unless it is the default one.
 func (f storeFlags) migrateHint(err error) error {
 	var se *pgstore.SchemaError
-	var pe *pgstore.PreReleaseError
-	if *f.schema == pgstore.DefaultSchema || !errors.As(err, &se) && !errors.As(err, &pe) {
+	if *f.schema == pgstore.DefaultSchema || !errors.As(err, &se) {
 		return err
 	}
 	return &cliError{strings.ReplaceAll(err.Error(), "`sleeplock migrate`", "`sleeplock migrate --schema "+shellQuote(*f.schema)+"`"), err}
