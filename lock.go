@@ -52,21 +52,19 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 	if k == nil || k.l == nil {
 		return Lease{}, store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
 	}
-	l := k.l
-	if err := l.usable(ctx); err != nil {
-		return Lease{}, err
-	}
-	if k.err != nil {
-		return Lease{}, k.err
-	}
-	if len(opts) != 0 || l.fast == nil {
-		return l.acquire(ctx, k.name, nil, wait, opts)
-	}
+	return k.l.acquire(ctx, k, k.name, nil, wait, opts)
+}
+
+// acquirePlain is the plain path of the handle's lock (Locks.acquire), on
+// the lock the handle found by name and keeps. A family member, or a lock
+// not defined yet, is acquired by name.
+func (k *Lock) acquirePlain(ctx context.Context, wait bool) (plain.Lock, int64, error) {
+	fast := k.l.fast
 	n := k.mem.Load()
 	if n == nil {
-		lk := l.fast.Lookup(k.name)
+		lk := fast.Lookup(k.name)
 		if lk == nil {
-			return l.acquire(ctx, k.name, nil, wait, nil) // a family member, or not defined yet
+			return fast.Acquire(ctx, k.name, wait)
 		}
 		n = &plainLock{lk}
 		k.mem.Store(n)
@@ -76,9 +74,9 @@ func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Le
 		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
 			k.mem.Store(nil) // the lock may have been deleted: look it up again next time
 		}
-		return l.plainFailed(ctx, k.name, wait, err)
+		return nil, 0, err
 	}
-	return Lease{slot: n.Lock, token: token}, nil
+	return n.Lock, token, nil
 }
 
 // plainLock is a lock of the memory store that a handle found.
