@@ -50,34 +50,13 @@ func (k *Lock) TryAcquire(ctx context.Context, opts ...AcquireOption) (Lease, er
 
 func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Lease, error) {
 	if k == nil || k.l == nil {
-		return Lease{}, store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
+		return Lease{}, errNoHandle
 	}
 	return k.l.acquire(ctx, k, k.name, nil, wait, opts)
 }
 
-// acquirePlain is the plain path of the handle's lock (Locks.acquire), on
-// the lock the handle found by name and keeps. A family member, or a lock
-// not defined yet, is acquired by name.
-func (k *Lock) acquirePlain(ctx context.Context, wait bool) (plain.Lock, int64, error) {
-	fast := k.l.fast
-	n := k.mem.Load()
-	if n == nil {
-		lk := fast.Lookup(k.name)
-		if lk == nil {
-			return fast.Acquire(ctx, k.name, wait)
-		}
-		n = &plainLock{lk}
-		k.mem.Store(n)
-	}
-	token, err := n.Acquire(ctx, wait)
-	if err != nil {
-		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			k.mem.Store(nil) // the lock may have been deleted: look it up again next time
-		}
-		return nil, 0, err
-	}
-	return n.Lock, token, nil
-}
+// errNoHandle is the error of a call of a nil or zero Lock.
+var errNoHandle = store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
 
 // plainLock is a lock of the memory store that a handle found.
 type plainLock struct{ plain.Lock }

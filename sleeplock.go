@@ -364,9 +364,9 @@ func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireO
 // (whose name was checked when k was made). It reads the options, then
 // takes the store's plain path (package internal/plain: the memory
 // store's, allocation-free) when the store has one and the call asks for
-// nothing a plain lease lacks, and the store's Acquire otherwise. The name
-// is checked once: by the plain path, for a name its store has no lock of,
-// or by request.
+// nothing a plain lease lacks, and the store's Acquire otherwise
+// (acquireStore). The name is checked once: by the plain path, for a name
+// its store has no lock of, or by request.
 func (l *Locks) acquire(ctx context.Context, k *Lock, name string, names []string, wait bool, opts []AcquireOption) (Lease, error) {
 	if err := l.usable(ctx); err != nil {
 		return Lease{}, err
@@ -392,6 +392,12 @@ func (l *Locks) acquire(ctx context.Context, k *Lock, name string, names []strin
 		}
 		checked = true // a lock that grants no plain lease (rare): the general way, its name known good
 	}
+	return l.acquireStore(ctx, name, names, checked, &c)
+}
+
+// acquireStore is the general way of acquire: the store's Acquire of the
+// request for c (see request), and the lease's life when it needs one.
+func (l *Locks) acquireStore(ctx context.Context, name string, names []string, checked bool, c *acquireConfig) (Lease, error) {
 	req, err := c.request(name, names, checked)
 	if err != nil {
 		return Lease{}, err
@@ -408,22 +414,39 @@ func (l *Locks) acquire(ctx context.Context, k *Lock, name string, names []strin
 	}
 	var lf *life
 	if lifeNeeded {
-		lf = l.startLife(g, &c, start)
+		lf = l.startLife(g, c, start)
 	}
 	return newLease(l, g, lf, false), nil
 }
 
 // acquirePlain takes weight slots (0: one) of name on the store's plain
-// path. A handle k keeps the lock it finds there, so that its calls skip
-// the lookup by name.
+// path. A handle k keeps the lock it finds there (by name, once), so that
+// its calls skip the lookup by name; a family member, or a lock not
+// defined yet, is acquired by name.
 func (l *Locks) acquirePlain(ctx context.Context, k *Lock, name string, weight int, wait bool) (plain.Lock, int64, error) {
-	switch {
-	case weight != 0 && weight != 1:
+	if weight != 0 && weight != 1 {
 		return l.fast.AcquireWeighted(ctx, name, weight, wait)
-	case k != nil:
-		return k.acquirePlain(ctx, wait)
 	}
-	return l.fast.Acquire(ctx, name, wait)
+	if k == nil {
+		return l.fast.Acquire(ctx, name, wait)
+	}
+	n := k.mem.Load()
+	if n == nil {
+		lk := l.fast.Lookup(name)
+		if lk == nil {
+			return l.fast.Acquire(ctx, name, wait)
+		}
+		n = &plainLock{lk}
+		k.mem.Store(n)
+	}
+	token, err := n.Acquire(ctx, wait)
+	if err != nil {
+		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
+			k.mem.Store(nil) // the lock may have been deleted: look it up again next time
+		}
+		return nil, 0, err
+	}
+	return n.Lock, token, nil
 }
 
 // request is the store's request for c, of name or (not nil) names,
@@ -533,7 +556,8 @@ func (bindOption) acquireOption()      {}
 func (executeOption) acquireOption()   {}
 
 // apply reads the option o into c; a bad one (nil, or a value out of
-// range) sets c's error.
+// range) sets c's error. The options a plain lease can serve (a weight,
+// NoWait, NoKeepAlive) are read here, the others by applyGeneral.
 func (c *acquireConfig) apply(o AcquireOption) {
 	switch o := o.(type) {
 	case nil:
@@ -546,6 +570,15 @@ func (c *acquireConfig) apply(o AcquireOption) {
 			return
 		}
 		c.setWeight(int(o), byWeight)
+	default:
+		c.general = true
+		c.applyGeneral(o)
+	}
+}
+
+// applyGeneral reads an option that asks for what a plain lease lacks.
+func (c *acquireConfig) applyGeneral(o AcquireOption) {
+	switch o := o.(type) {
 	case refOption:
 		if o == "" {
 			c.fail(store.Invalid(store.ErrInvalidRef, `""`, "a ref must not be empty (leave Ref out for a random one)"))
@@ -595,30 +628,30 @@ func (c *acquireConfig) applyFlag(o flagOption) {
 	case noWaitOption:
 		c.wait = false
 	case countedOption:
-		c.counted = true
+		c.counted, c.general = true, true
 	case reenterAllOption:
-		c.reenterAll = true
+		c.reenterAll, c.general = true, true
 	case noKeepAliveOption:
 		c.keepAlive = false
 	}
 }
 
+// acquireConfig is what an acquisition's options ask for (apply).
 type acquireConfig struct {
-	ref, kind string
-	ttl, hold time.Duration
-	stale     time.Duration
-	wait      bool
-	counted   bool
-	keepAlive bool
-	bind      context.Context
-	execute   context.Context
-	err       error
-
-	reenterAll bool // see ReenterAll
-
-	weight   int            // see Weight, Exclusive; 0: one slot
-	weightBy weightSource   // the option that set weight, to refuse a contradiction
-	weights  map[string]int // see WeightFor
+	weight     int // see Weight, Exclusive; 0: one slot
+	err        error
+	wait       bool
+	keepAlive  bool
+	counted    bool
+	reenterAll bool         // see ReenterAll
+	general    bool         // an option a plain lease cannot serve was given (see plain)
+	weightBy   weightSource // the option that set weight, to refuse a contradiction
+	ref, kind  string
+	ttl, hold  time.Duration
+	stale      time.Duration
+	bind       context.Context
+	execute    context.Context
+	weights    map[string]int // see WeightFor
 }
 
 func (c *acquireConfig) fail(err error) {
@@ -644,10 +677,7 @@ func (c *acquireConfig) failUnlessPositive(d time.Duration, kind error, rule str
 
 // plain reports whether c asks nothing that a plain lease lacks: it may
 // ask for a weight, and not to wait.
-func (c *acquireConfig) plain() bool {
-	return c.ref == "" && c.kind == "" && c.ttl == 0 && c.hold == 0 && c.stale == 0 && !c.counted &&
-		c.bind == nil && c.execute == nil && !c.reenterAll && c.weights == nil
-}
+func (c *acquireConfig) plain() bool { return !c.general && c.ttl == 0 }
 
 // needsLife reports whether the lease needs its life at the grant: a
 // keep-alive or expiry watch (a TTL), or a context bound to a call. Other
