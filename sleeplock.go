@@ -384,11 +384,11 @@ func (l *Locks) acquire(ctx context.Context, k *Lock, name string, names []strin
 	checked := k != nil
 	if l.fast != nil && names == nil && c.plain() {
 		slot, token, err := l.acquirePlain(ctx, k, name, c.weight, c.wait)
-		if err != plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			if err != nil {
-				return Lease{}, err
-			}
+		if err == nil {
 			return Lease{slot: slot, token: token}, nil
+		}
+		if err != plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
+			return Lease{}, err
 		}
 		checked = true // a lock that grants no plain lease (rare): the general way, its name known good
 	}
