@@ -40,23 +40,48 @@ func (k *Lock) Name() string {
 
 // Acquire is (*Locks).Acquire of the handle's lock.
 func (k *Lock) Acquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	return k.acquire(ctx, true, opts)
+	if k == nil {
+		k = &noHandle
+	}
+	return k.l.acquire(ctx, k, k.name, true, nil, opts)
 }
 
 // TryAcquire is (*Locks).TryAcquire of the handle's lock.
 func (k *Lock) TryAcquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	return k.acquire(ctx, false, opts)
+	if k == nil {
+		k = &noHandle
+	}
+	return k.l.acquire(ctx, k, k.name, false, nil, opts)
 }
 
-func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Lease, error) {
-	if k == nil || k.l == nil {
-		return Lease{}, errNoHandle
-	}
-	return k.l.acquire(ctx, k, k.name, nil, wait, opts)
-}
+// noHandle stands for a nil Lock, whose calls return errNoHandle as
+// a zero Lock's do.
+var noHandle Lock
 
 // errNoHandle is the error of a call of a nil or zero Lock.
 var errNoHandle = store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
 
 // plainLock is a lock of the memory store that a handle found.
 type plainLock struct{ plain.Lock }
+
+// plainLock returns the lock of the plain path (Locks.fast) that k keeps,
+// looking it up the first time; nil for a lock the store has not defined
+// by k's name (a family member, or a lock not defined yet), which is
+// acquired by name.
+func (k *Lock) plainLock() *plainLock {
+	if n := k.mem.Load(); n != nil {
+		return n
+	}
+	return k.lookup()
+}
+
+// lookup is plainLock's first time.
+func (k *Lock) lookup() *plainLock {
+	lk := k.l.fast.Lookup(k.name)
+	if lk == nil {
+		return nil
+	}
+	n := &plainLock{lk}
+	k.mem.Store(n)
+	return n
+}

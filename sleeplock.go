@@ -335,14 +335,14 @@ func (l *Locks) List(ctx context.Context) ([]State, error) {
 // slot granted as ctx ended goes to the next waiter). A caller whose ref
 // holds the lock already gets its lease back at once (see Ref).
 func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	return l.acquire(ctx, nil, name, nil, true, opts)
+	return l.acquire(ctx, nil, name, true, nil, opts)
 }
 
 // TryAcquire takes a slot of name if one is free and nobody waits for it,
 // without waiting; otherwise it returns a *BusyError (errors.Is(err,
 // ErrUnavailable)). It never jumps the queue.
 func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	return l.acquire(ctx, nil, name, nil, false, opts)
+	return l.acquire(ctx, nil, name, false, nil, opts)
 }
 
 // AcquireAll takes a slot of every lock in names, all or nothing, in one
@@ -356,48 +356,94 @@ func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireO
 	if len(names) == 0 {
 		return Lease{}, store.CheckNames(names)
 	}
-	return l.acquire(ctx, nil, names[0], names, true, opts)
+	return l.acquire(ctx, nil, names[0], true, &names, opts)
 }
 
 // acquire is the one route of every acquisition to the store: of name, or
-// of names when not nil (AcquireAll), or of the lock of the handle k
-// (whose name was checked when k was made). It reads the options, then
-// takes the store's plain path (package internal/plain: the memory
-// store's, allocation-free) when the store has one and the call asks for
-// nothing a plain lease lacks, and the store's Acquire otherwise
-// (acquireStore). The name is checked once: by the plain path, for a name
-// its store has no lock of, or by request.
-func (l *Locks) acquire(ctx context.Context, k *Lock, name string, names []string, wait bool, opts []AcquireOption) (Lease, error) {
-	if err := l.usable(ctx); err != nil {
+// of *all when all is not nil (AcquireAll's names), or of the lock of the
+// handle k (whose name was checked when k was made). (all is a pointer so
+// that every argument of the hot path is passed in a register.) When the store has a plain
+// path (package internal/plain: the memory store's, allocation-free) and
+// every option is one a plain lease can serve (plainOptions), it takes
+// that path; otherwise it goes the general way (acquireStore), which reads
+// the options into the full config. The name is checked once: by the
+// plain path, for a name its store has no lock of, or by request.
+func (l *Locks) acquire(ctx context.Context, k *Lock, name string, wait bool, all *[]string, opts []AcquireOption) (Lease, error) {
+	weight, waits, plainOK := 0, wait, true
+	if len(opts) != 0 {
+		weight, waits, plainOK = plainOptions(opts, wait)
+	}
+	// l.fast is set only on usable Locks (see New), so that the plain
+	// path, the hot one, checks no more of l.
+	if !plainOK || all != nil || l == nil || l.fast == nil || ctx == nil || (k != nil && k.err != nil) {
+		if err := l.usableBy(ctx, k); err != nil {
+			return Lease{}, err
+		}
+		var names []string
+		if all != nil {
+			names = *all
+		}
+		return l.acquireStore(ctx, name, names, k != nil, plainConfig{wait: wait, keepAlive: true}, opts)
+	}
+	// The plain path: weight slots, by name or through the lock k keeps
+	// (the store's Lookup, once), so that its calls skip the lookup by
+	// name. Each way is one call into the store.
+	var slot plain.Lock
+	var token int64
+	var err error
+	var n *plainLock
+	if k != nil {
+		n = k.plainLock()
+	}
+	switch {
+	case weight != 0 && weight != 1:
+		slot, token, err = l.fast.AcquireWeighted(ctx, name, weight, waits)
+	case n != nil:
+		slot = n.Lock
+		token, err = n.Acquire(ctx, waits)
+	default:
+		slot, token, err = l.fast.Acquire(ctx, name, waits)
+	}
+	if err == nil {
+		return Lease{slot: slot, token: token}, nil
+	}
+	if err != plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
 		return Lease{}, err
 	}
-	if k != nil && k.err != nil {
-		return Lease{}, k.err
+	// A lock that grants no plain lease (rare; it may have been deleted):
+	// the general way, its name known good. A handle looks its lock up
+	// again next time.
+	if k != nil {
+		k.mem.Store(nil)
 	}
-	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
+	return l.acquireStore(ctx, name, nil, true, plainConfig{wait: wait, keepAlive: true}, opts)
+}
+
+// plainOptions reads opts as the plain path serves them: the weight they
+// ask for (0: one slot) and whether to wait (wait, unless NoWait); ok is
+// false when an option is one a plain lease cannot serve, or bad (the
+// general way reads them then, and reports the error).
+func plainOptions(opts []AcquireOption, wait bool) (weight int, waits bool, ok bool) {
+	p := plainConfig{wait: wait}
 	for _, o := range opts {
+		if !p.apply(o) {
+			return 0, wait, false
+		}
+	}
+	return p.weight, p.wait, p.err == nil
+}
+
+// acquireStore is the general way of acquire: it reads the options rest
+// into the full config, from p, and makes the store's Acquire of its
+// request (see request), and the lease's life when it needs one.
+func (l *Locks) acquireStore(ctx context.Context, name string, names []string, checked bool, p plainConfig, rest []AcquireOption) (Lease, error) {
+	c := acquireConfig{plainConfig: p, ttl: l.ttl}
+	for _, o := range rest {
 		c.apply(o)
 	}
 	if c.err != nil {
 		return Lease{}, c.err
 	}
-	checked := k != nil
-	if l.fast != nil && names == nil && c.plain() {
-		slot, token, err := l.acquirePlain(ctx, k, name, c.weight, c.wait)
-		if err == nil {
-			return Lease{slot: slot, token: token}, nil
-		}
-		if err != plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			return Lease{}, err
-		}
-		checked = true // a lock that grants no plain lease (rare): the general way, its name known good
-	}
-	return l.acquireStore(ctx, name, names, checked, &c)
-}
-
-// acquireStore is the general way of acquire: the store's Acquire of the
-// request for c (see request), and the lease's life when it needs one.
-func (l *Locks) acquireStore(ctx context.Context, name string, names []string, checked bool, c *acquireConfig) (Lease, error) {
 	req, err := c.request(name, names, checked)
 	if err != nil {
 		return Lease{}, err
@@ -414,39 +460,9 @@ func (l *Locks) acquireStore(ctx context.Context, name string, names []string, c
 	}
 	var lf *life
 	if lifeNeeded {
-		lf = l.startLife(g, c, start)
+		lf = l.startLife(g, &c, start)
 	}
 	return newLease(l, g, lf, false), nil
-}
-
-// acquirePlain takes weight slots (0: one) of name on the store's plain
-// path. A handle k keeps the lock it finds there (by name, once), so that
-// its calls skip the lookup by name; a family member, or a lock not
-// defined yet, is acquired by name.
-func (l *Locks) acquirePlain(ctx context.Context, k *Lock, name string, weight int, wait bool) (plain.Lock, int64, error) {
-	if weight != 0 && weight != 1 {
-		return l.fast.AcquireWeighted(ctx, name, weight, wait)
-	}
-	if k == nil {
-		return l.fast.Acquire(ctx, name, wait)
-	}
-	n := k.mem.Load()
-	if n == nil {
-		lk := l.fast.Lookup(name)
-		if lk == nil {
-			return l.fast.Acquire(ctx, name, wait)
-		}
-		n = &plainLock{lk}
-		k.mem.Store(n)
-	}
-	token, err := n.Acquire(ctx, wait)
-	if err != nil {
-		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			k.mem.Store(nil) // the lock may have been deleted: look it up again next time
-		}
-		return nil, 0, err
-	}
-	return n.Lock, token, nil
 }
 
 // request is the store's request for c, of name or (not nil) names,
@@ -555,30 +571,64 @@ func (flagOption) acquireOption()      {}
 func (bindOption) acquireOption()      {}
 func (executeOption) acquireOption()   {}
 
-// apply reads the option o into c; a bad one (nil, or a value out of
-// range) sets c's error. The options a plain lease can serve (a weight,
-// NoWait, NoKeepAlive) are read here, the others by applyGeneral.
-func (c *acquireConfig) apply(o AcquireOption) {
-	switch o := o.(type) {
-	case nil:
-		c.fail(errNilOption)
-	case flagOption:
-		c.applyFlag(o)
-	case weightOption:
-		if err := checkWeight(int(o)); err != nil {
-			c.fail(err)
-			return
-		}
-		c.setWeight(int(o), byWeight)
-	default:
-		c.general = true
-		c.applyGeneral(o)
-	}
+// plainConfig is what the options a plain lease can serve ask for: a
+// weight, not to wait, no keep-alive. It is all that the plain path reads,
+// small so that the hot path sets up no more (acquireConfig holds the
+// rest).
+type plainConfig struct {
+	weight    int // see Weight, Exclusive; 0: one slot
+	err       error
+	wait      bool
+	keepAlive bool
+	weightBy  weightSource // the option that set weight, to refuse a contradiction
 }
 
-// applyGeneral reads an option that asks for what a plain lease lacks.
-func (c *acquireConfig) applyGeneral(o AcquireOption) {
+// apply reads the option o into p when a plain lease can serve it (a bad
+// one, nil or out of range, sets p's error), and reports whether it did;
+// acquireConfig.apply reads the others.
+func (p *plainConfig) apply(o AcquireOption) bool {
 	switch o := o.(type) {
+	case nil:
+		p.fail(errNilOption)
+	case weightOption:
+		if err := checkWeight(int(o)); err != nil {
+			p.fail(err)
+			return true
+		}
+		p.setWeight(int(o), byWeight)
+	case flagOption:
+		switch o {
+		case sharedOption:
+			p.setWeight(1, byShared)
+		case exclusiveOption:
+			p.setWeight(store.WeightAll, byExclusive)
+		case noWaitOption:
+			p.wait = false
+		case noKeepAliveOption:
+			p.keepAlive = false
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// apply reads the option o into c; a bad one (nil, or a value out of
+// range) sets c's error.
+func (c *acquireConfig) apply(o AcquireOption) {
+	if c.plainConfig.apply(o) {
+		return
+	}
+	switch o := o.(type) {
+	case flagOption:
+		switch o {
+		case countedOption:
+			c.counted = true
+		case reenterAllOption:
+			c.reenterAll = true
+		}
 	case refOption:
 		if o == "" {
 			c.fail(store.Invalid(store.ErrInvalidRef, `""`, "a ref must not be empty (leave Ref out for a random one)"))
@@ -618,34 +668,12 @@ func (c *acquireConfig) applyGeneral(o AcquireOption) {
 	}
 }
 
-// applyFlag reads a flagOption into c.
-func (c *acquireConfig) applyFlag(o flagOption) {
-	switch o {
-	case sharedOption:
-		c.setWeight(1, byShared)
-	case exclusiveOption:
-		c.setWeight(store.WeightAll, byExclusive)
-	case noWaitOption:
-		c.wait = false
-	case countedOption:
-		c.counted, c.general = true, true
-	case reenterAllOption:
-		c.reenterAll, c.general = true, true
-	case noKeepAliveOption:
-		c.keepAlive = false
-	}
-}
-
-// acquireConfig is what an acquisition's options ask for (apply).
+// acquireConfig is what an acquisition's options ask for (apply): those a
+// plain lease can serve (plainConfig), and the rest.
 type acquireConfig struct {
-	weight     int // see Weight, Exclusive; 0: one slot
-	err        error
-	wait       bool
-	keepAlive  bool
+	plainConfig
 	counted    bool
-	reenterAll bool         // see ReenterAll
-	general    bool         // an option a plain lease cannot serve was given (see plain)
-	weightBy   weightSource // the option that set weight, to refuse a contradiction
+	reenterAll bool // see ReenterAll
 	ref, kind  string
 	ttl, hold  time.Duration
 	stale      time.Duration
@@ -654,14 +682,14 @@ type acquireConfig struct {
 	weights    map[string]int // see WeightFor
 }
 
-func (c *acquireConfig) fail(err error) {
+func (c *plainConfig) fail(err error) {
 	if c.err == nil {
 		c.err = err
 	}
 }
 
 // failOn is fail of err, when there is one.
-func (c *acquireConfig) failOn(err error) {
+func (c *plainConfig) failOn(err error) {
 	if err != nil {
 		c.fail(err)
 	}
@@ -669,15 +697,11 @@ func (c *acquireConfig) failOn(err error) {
 
 // failUnlessPositive fails with an *InvalidError of kind when d is not
 // positive.
-func (c *acquireConfig) failUnlessPositive(d time.Duration, kind error, rule string) {
+func (c *plainConfig) failUnlessPositive(d time.Duration, kind error, rule string) {
 	if d <= 0 {
 		c.fail(store.Invalid(kind, d.String(), rule))
 	}
 }
-
-// plain reports whether c asks nothing that a plain lease lacks: it may
-// ask for a weight, and not to wait.
-func (c *acquireConfig) plain() bool { return !c.general && c.ttl == 0 }
 
 // needsLife reports whether the lease needs its life at the grant: a
 // keep-alive or expiry watch (a TTL), or a context bound to a call. Other
@@ -767,19 +791,33 @@ func (o weightSource) name(w int) string {
 // different weights (Shared and Weight(3), Exclusive and Weight(3),
 // Weight(2) and Weight(3)) contradict each other: an *InvalidError naming
 // both, rather than the last one silently winning.
-func (c *acquireConfig) setWeight(w int, by weightSource) {
+func (c *plainConfig) setWeight(w int, by weightSource) {
 	if c.weightBy != byNone && c.weight != w {
-		first, second := c.weightBy.name(c.weight), by.name(w)
-		c.fail(store.Invalid(store.ErrInvalidWeight, first+" and "+second,
-			"the options contradict each other: give one weight option (Shared is one slot, Exclusive every slot)"))
+		c.contradict(w, by)
 		return
 	}
 	c.weight, c.weightBy = w, by
 }
 
+// contradict is setWeight's refusal of the weight w that by asks, after
+// another option asked a different one.
+func (c *plainConfig) contradict(w int, by weightSource) {
+	first, second := c.weightBy.name(c.weight), by.name(w)
+	c.fail(store.Invalid(store.ErrInvalidWeight, first+" and "+second,
+		"the options contradict each other: give one weight option (Shared is one slot, Exclusive every slot)"))
+}
+
 // checkWeight validates a caller's weight: store.WeightAll is Exclusive's,
 // not a number a caller gives.
 func checkWeight(k int) error {
+	if k >= 1 && k <= store.MaxSlots {
+		return nil // the common case, inlined
+	}
+	return badWeight(k)
+}
+
+// badWeight is checkWeight's error for a weight out of its range.
+func badWeight(k int) error {
 	if k == store.WeightAll {
 		return store.Invalid(store.ErrInvalidWeight, "-1", "a weight must be a positive integer no larger than 1000000 (Exclusive takes every slot)")
 	}

@@ -41,9 +41,13 @@ func TestOptionsReadIntoConfig(t *testing.T) {
 		{[]AcquireOption{WeightFor("a", 2)}, false, 0, false},
 	} {
 		for _, wait := range []bool{true, false} {
-			cfg := acquireConfig{wait: wait}
+			weight, waits, plain := plainOptions(c.opts, wait)
+			cfg := acquireConfig{plainConfig: plainConfig{wait: wait}}
 			for _, o := range c.opts {
 				cfg.apply(o)
+			}
+			if plain && (weight != cfg.weight || waits != cfg.wait) {
+				t.Errorf("%d options, wait %v: the plain path reads weight %d, wait %v; the config %d, %v", len(c.opts), wait, weight, waits, cfg.weight, cfg.wait)
 			}
 			if (cfg.err != nil) != c.bad {
 				t.Errorf("%d options: error %v, want refused %v", len(c.opts), cfg.err, c.bad)
@@ -53,8 +57,8 @@ func TestOptionsReadIntoConfig(t *testing.T) {
 				continue
 			}
 			noWait := slices.Contains(c.opts, NoWait())
-			if cfg.plain() != c.plain || cfg.weight != c.weight || cfg.wait != (wait && !noWait) {
-				t.Errorf("%d options, wait %v: plain %v, weight %d, wait %v", len(c.opts), wait, cfg.plain(), cfg.weight, cfg.wait)
+			if plain != c.plain || cfg.weight != c.weight || cfg.wait != (wait && !noWait) {
+				t.Errorf("%d options, wait %v: plain %v, weight %d, wait %v", len(c.opts), wait, plain, cfg.weight, cfg.wait)
 			}
 		}
 	}
