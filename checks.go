@@ -35,6 +35,21 @@ func (l *Locks) usable(ctx context.Context) error {
 	return l.err
 }
 
+// usableBy is usable for a call of the handle k (nil: a call by name),
+// whose name's error it returns too; a zero or nil handle has no Locks.
+func (l *Locks) usableBy(ctx context.Context, k *Lock) error {
+	if k != nil && l == nil {
+		return errNoHandle
+	}
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
+	if k != nil {
+		return k.err
+	}
+	return nil
+}
+
 // usable returns why x cannot serve a call with ctx: it holds nothing (the
 // zero Lease), or ctx is nil. (Release takes a nil ctx: it is cleanup.)
 func (x Lease) usable(ctx context.Context) error {

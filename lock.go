@@ -40,46 +40,48 @@ func (k *Lock) Name() string {
 
 // Acquire is (*Locks).Acquire of the handle's lock.
 func (k *Lock) Acquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	return k.acquire(ctx, true, opts)
+	if k == nil {
+		k = &noHandle
+	}
+	return k.l.acquire(ctx, k, k.name, true, nil, opts)
 }
 
 // TryAcquire is (*Locks).TryAcquire of the handle's lock.
 func (k *Lock) TryAcquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	return k.acquire(ctx, false, opts)
+	if k == nil {
+		k = &noHandle
+	}
+	return k.l.acquire(ctx, k, k.name, false, nil, opts)
 }
 
-func (k *Lock) acquire(ctx context.Context, wait bool, opts []AcquireOption) (Lease, error) {
-	if k == nil || k.l == nil {
-		return Lease{}, store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
-	}
-	l := k.l
-	if err := l.usable(ctx); err != nil {
-		return Lease{}, err
-	}
-	if k.err != nil {
-		return Lease{}, k.err
-	}
-	if len(opts) != 0 || l.fast == nil {
-		return l.acquire(ctx, k.name, nil, wait, opts)
-	}
-	n := k.mem.Load()
-	if n == nil {
-		lk := l.fast.Lookup(k.name)
-		if lk == nil {
-			return l.acquire(ctx, k.name, nil, wait, nil) // a family member, or not defined yet
-		}
-		n = &plainLock{lk}
-		k.mem.Store(n)
-	}
-	token, err := n.Acquire(ctx, wait)
-	if err != nil {
-		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			k.mem.Store(nil) // the lock may have been deleted: look it up again next time
-		}
-		return l.plainFailed(ctx, k.name, wait, err)
-	}
-	return Lease{slot: n.Lock, token: token}, nil
-}
+// noHandle stands for a nil Lock, whose calls return errNoHandle as
+// a zero Lock's do.
+var noHandle Lock
+
+// errNoHandle is the error of a call of a nil or zero Lock.
+var errNoHandle = store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
 
 // plainLock is a lock of the memory store that a handle found.
 type plainLock struct{ plain.Lock }
+
+// plainLock returns the lock of the plain path (Locks.fast) that k keeps,
+// looking it up the first time; nil for a lock the store has not defined
+// by k's name (a family member, or a lock not defined yet), which is
+// acquired by name.
+func (k *Lock) plainLock() *plainLock {
+	if n := k.mem.Load(); n != nil {
+		return n
+	}
+	return k.lookup()
+}
+
+// lookup is plainLock's first time.
+func (k *Lock) lookup() *plainLock {
+	lk := k.l.fast.Lookup(k.name)
+	if lk == nil {
+		return nil
+	}
+	n := &plainLock{lk}
+	k.mem.Store(n)
+	return n
+}

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
@@ -131,9 +130,12 @@ func New(s store.Store, opts ...Option) *Locks {
 	if s == nil {
 		l.store = memstore.New()
 	}
-	// The memory store's allocation-free path: memstore sets plain.Of in
-	// its init (memstore/plain.go); any other store answers nil.
-	mem := plain.Of(l.store)
+	// The memory store's allocation-free path (package internal/plain);
+	// any other store has none.
+	var mem plain.Store
+	if p, ok := l.store.(plain.Provider); ok {
+		mem = p.Plain()
+	}
 	if mem == nil {
 		l.ttl = DefaultTTL
 	}
@@ -333,41 +335,14 @@ func (l *Locks) List(ctx context.Context) ([]State, error) {
 // slot granted as ctx ended goes to the next waiter). A caller whose ref
 // holds the lock already gets its lease back at once (see Ref).
 func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	if len(opts) == 0 && l != nil && l.fast != nil && ctx != nil {
-		return l.acquirePlain(ctx, name, true)
-	}
-	return l.acquire(ctx, name, nil, true, opts)
-}
-
-// acquirePlain is the memory store's fast path: an anonymous lease of one
-// lock, with no options, no TTL and no notifier (the store checks a name
-// it does not hold already).
-func (l *Locks) acquirePlain(ctx context.Context, name string, wait bool) (Lease, error) {
-	slot, token, err := l.fast.Acquire(ctx, name, wait)
-	if err != nil {
-		return l.plainFailed(ctx, name, wait, err)
-	}
-	return Lease{slot: slot, token: token}, nil
-}
-
-// plainFailed is the answer to a plain acquisition that failed with err:
-// a lock that grants no plain lease (plain.ErrNotPlain) is acquired the
-// general way.
-func (l *Locks) plainFailed(ctx context.Context, name string, wait bool, err error) (Lease, error) {
-	if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
-		return l.acquire(ctx, name, nil, wait, []AcquireOption{}) // non-nil options: not the plain path again
-	}
-	return Lease{}, err
+	return l.acquire(ctx, nil, name, true, nil, opts)
 }
 
 // TryAcquire takes a slot of name if one is free and nobody waits for it,
 // without waiting; otherwise it returns a *BusyError (errors.Is(err,
 // ErrUnavailable)). It never jumps the queue.
 func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	if len(opts) == 0 && l != nil && l.fast != nil && ctx != nil {
-		return l.acquirePlain(ctx, name, false)
-	}
-	return l.acquire(ctx, name, nil, false, opts)
+	return l.acquire(ctx, nil, name, false, nil, opts)
 }
 
 // AcquireAll takes a slot of every lock in names, all or nothing, in one
@@ -381,64 +356,99 @@ func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireO
 	if len(names) == 0 {
 		return Lease{}, store.CheckNames(names)
 	}
-	return l.acquire(ctx, names[0], names, true, opts)
+	return l.acquire(ctx, nil, names[0], true, &names, opts)
 }
 
-func (l *Locks) acquire(ctx context.Context, name string, names []string, wait bool, opts []AcquireOption) (Lease, error) {
-	if err := l.usable(ctx); err != nil {
+// acquire is the one route of every acquisition to the store: of name, or
+// of *all when all is not nil (AcquireAll's names), or of the lock of the
+// handle k (whose name was checked when k was made). (all is a pointer so
+// that every argument of the hot path is passed in a register.) When the store has a plain
+// path (package internal/plain: the memory store's, allocation-free) and
+// every option is one a plain lease can serve (plainOptions), it takes
+// that path; otherwise it goes the general way (acquireStore), which reads
+// the options into the full config. The name is checked once: by the
+// plain path, for a name its store has no lock of, or by request.
+func (l *Locks) acquire(ctx context.Context, k *Lock, name string, wait bool, all *[]string, opts []AcquireOption) (Lease, error) {
+	weight, waits, plainOK := 0, wait, true
+	if len(opts) != 0 {
+		weight, waits, plainOK = plainOptions(opts, wait)
+	}
+	// l.fast is set only on usable Locks (see New), so that the plain
+	// path, the hot one, checks no more of l.
+	if !plainOK || all != nil || l == nil || l.fast == nil || ctx == nil || (k != nil && k.err != nil) {
+		if err := l.usableBy(ctx, k); err != nil {
+			return Lease{}, err
+		}
+		var names []string
+		if all != nil {
+			names = *all
+		}
+		return l.acquireStore(ctx, name, names, k != nil, plainConfig{wait: wait, keepAlive: true}, opts)
+	}
+	// The plain path: weight slots, by name or through the lock k keeps
+	// (the store's Lookup, once), so that its calls skip the lookup by
+	// name. Each way is one call into the store.
+	var slot plain.Lock
+	var token int64
+	var err error
+	var n *plainLock
+	if k != nil {
+		n = k.plainLock()
+	}
+	switch {
+	case weight != 0 && weight != 1:
+		slot, token, err = l.fast.AcquireWeighted(ctx, name, weight, waits)
+	case n != nil:
+		slot = n.Lock
+		token, err = n.Acquire(ctx, waits)
+	default:
+		slot, token, err = l.fast.Acquire(ctx, name, waits)
+	}
+	if err == nil {
+		return Lease{slot: slot, token: token}, nil
+	}
+	if err != plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
 		return Lease{}, err
 	}
-	if opts == nil && names == nil && l.fast != nil {
-		return l.acquirePlain(ctx, name, wait)
+	// A lock that grants no plain lease (rare; it may have been deleted):
+	// the general way, its name known good. A handle looks its lock up
+	// again next time.
+	if k != nil {
+		k.mem.Store(nil)
 	}
-	if names == nil && l.fast != nil {
-		if weight, waits, ok := plainWeight(opts, wait); ok {
-			return l.acquireWeighted(ctx, name, weight, waits)
+	return l.acquireStore(ctx, name, nil, true, plainConfig{wait: wait, keepAlive: true}, opts)
+}
+
+// plainOptions reads opts as the plain path serves them: the weight they
+// ask for (0: one slot) and whether to wait (wait, unless NoWait); ok is
+// false when an option is one a plain lease cannot serve, or bad (the
+// general way reads them then, and reports the error).
+func plainOptions(opts []AcquireOption, wait bool) (weight int, waits bool, ok bool) {
+	p := plainConfig{wait: wait}
+	for _, o := range opts {
+		if !p.apply(o) {
+			return 0, wait, false
 		}
 	}
-	c := acquireConfig{ttl: l.ttl, keepAlive: true, wait: wait}
-	if len(opts) > 0 {
-		p := configs.Get().(*acquireConfig) //nolint:forcetypeassert // only *acquireConfig is put
-		p.ttl, p.keepAlive, p.wait = l.ttl, true, wait
-		applyOptions(p, opts)
-		if p.err == nil && p.weight != 0 && names == nil && l.fast != nil && p.plainButWeight() {
-			// A weighted plain lease (Weight, Shared, Exclusive, NoWait
-			// and nothing else): read in place, as the rest is zero.
-			weight, waits := p.weight, p.wait
-			p.weight, p.weightBy, p.wait, p.keepAlive = 0, byNone, false, false
-			configs.Put(p)
-			return l.acquireWeighted(ctx, name, weight, waits)
-		}
-		c = takeConfig(p)
+	return p.weight, p.wait, p.err == nil
+}
+
+// acquireStore is the general way of acquire: it reads the options rest
+// into the full config, from p, and makes the store's Acquire of its
+// request (see request), and the lease's life when it needs one.
+func (l *Locks) acquireStore(ctx context.Context, name string, names []string, checked bool, p plainConfig, rest []AcquireOption) (Lease, error) {
+	c := acquireConfig{plainConfig: p, ttl: l.ttl}
+	for _, o := range rest {
+		c.apply(o)
 	}
 	if c.err != nil {
 		return Lease{}, c.err
 	}
-	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait, Counted: c.counted, ReenterAll: c.reenterAll,
-		Weight: c.weight, Events: l.emitter}
-	if names != nil {
-		if err := store.CheckNames(names); err != nil {
-			return Lease{}, err
-		}
-		if len(names) > 1 {
-			req.More = names[1:]
-		}
-	} else if err := store.CheckName(name); err != nil {
+	req, err := c.request(name, names, checked)
+	if err != nil {
 		return Lease{}, err
 	}
-	if c.weights != nil {
-		if err := weightsOf(&req, c.weights); err != nil {
-			return Lease{}, err
-		}
-	}
-	if err := store.CheckTTL(c.ttl, c.hold, true); err != nil {
-		return Lease{}, err
-	}
-	if c.ref != "" {
-		req.Ref = store.RefOf(c.ref)
-	} else {
-		req.Ref = store.NewRef()
-	}
+	req.Events = l.emitter
 	var start time.Time
 	lifeNeeded := c.needsLife()
 	if lifeNeeded {
@@ -453,6 +463,41 @@ func (l *Locks) acquire(ctx context.Context, name string, names []string, wait b
 		lf = l.startLife(g, &c, start)
 	}
 	return newLease(l, g, lf, false), nil
+}
+
+// request is the store's request for c, of name or (not nil) names,
+// checked: the locks' names, unless checked says name was; the weights
+// and the TTL.
+func (c *acquireConfig) request(name string, names []string, checked bool) (store.AcquireRequest, error) {
+	req := store.AcquireRequest{Name: name, Kind: c.kind, TTL: c.ttl, Hold: c.hold, StaleAfter: c.stale, Wait: c.wait,
+		Counted: c.counted, ReenterAll: c.reenterAll, Weight: c.weight}
+	switch {
+	case names != nil:
+		if err := store.CheckNames(names); err != nil {
+			return store.AcquireRequest{}, err
+		}
+		if len(names) > 1 {
+			req.More = names[1:]
+		}
+	case !checked:
+		if err := store.CheckName(name); err != nil {
+			return store.AcquireRequest{}, err
+		}
+	}
+	if c.weights != nil {
+		if err := weightsOf(&req, c.weights); err != nil {
+			return store.AcquireRequest{}, err
+		}
+	}
+	if err := store.CheckTTL(c.ttl, c.hold, true); err != nil {
+		return store.AcquireRequest{}, err
+	}
+	if c.ref != "" {
+		req.Ref = store.RefOf(c.ref)
+	} else {
+		req.Ref = store.NewRef()
+	}
+	return req, nil
 }
 
 // weightsOf sets req.Weights from WeightFor's map, refusing a name that is
@@ -478,150 +523,183 @@ func weightsOf(req *store.AcquireRequest, m map[string]int) error {
 	return nil
 }
 
-// plainWeight reads the weight and the wait that opts ask for, without
-// applying them, when they are options made once by this package (Weight
-// of 1 to fastWeights, Shared, Exclusive, NoWait) that set one weight: the
-// common weighted acquisition, which then needs no config from the pool
-// and no call of each option. ok is false for any other opts (another
-// option, a nil one, no weight, or two weights, which may contradict each
-// other): they are applied.
-func plainWeight(opts []AcquireOption, wait bool) (weight int, waits bool, ok bool) {
-	waits = wait
-	for _, o := range opts {
-		id := optionID(o)
-		i := 0
-		for i < len(knownOptions) && knownOptions[i] != id {
-			i++
-		}
-		if i == len(knownOptions) { // a nil option too: none is nil
-
-			return 0, false, false
-		}
-		switch k := knownWeights[i]; {
-		case k == 0: // NoWait
-			waits = false
-		case weight != 0:
-			return 0, false, false
-		default:
-			weight = k
-		}
-	}
-	return weight, waits, weight != 0
+// AcquireOption adjusts one acquisition. Its values are made by Ref,
+// Kind, TTL, Weight, NoWait and the other functions that return one; an
+// acquisition reads them (acquireConfig.apply) without calling any code of
+// theirs, so that reading them allocates nothing. A nil AcquireOption is a
+// bad option: the acquisition returns an error matching ErrInvalidConfig.
+type AcquireOption interface {
+	acquireOption()
 }
 
-// optionID is what tells one option value from another: a func value is
-// a pointer to the function and what it captured, which copies share.
-func optionID(o AcquireOption) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&o)) }
-
-// fastWeights is the largest weight for which Weight returns an option
-// made once (weightOptions), which plainWeight recognises.
-const fastWeights = 8
-
-var (
-	// weightOptions[k-1] is Weight(k), made once for each k of 1 to
-	// fastWeights.
-	weightOptions = func() (opts [fastWeights]AcquireOption) {
-		for i := range opts {
-			opts[i] = newWeight(i + 1)
-		}
-		return opts
-	}()
-	sharedOption    AcquireOption = func(c *acquireConfig) { c.setWeight(1, byShared) }
-	exclusiveOption AcquireOption = func(c *acquireConfig) { c.setWeight(store.WeightAll, byExclusive) }
-	noWaitOption    AcquireOption = func(c *acquireConfig) { c.wait = false }
-
-	// knownOptions are the options plainWeight recognises, by optionID,
-	// and knownWeights the weight each sets (0: NoWait, which sets none).
-	knownOptions, knownWeights = func() (ids [fastWeights + 3]unsafe.Pointer, weights [fastWeights + 3]int) {
-		for i, o := range weightOptions {
-			ids[i], weights[i] = optionID(o), i+1
-		}
-		ids[fastWeights], weights[fastWeights] = optionID(sharedOption), 1
-		ids[fastWeights+1], weights[fastWeights+1] = optionID(exclusiveOption), store.WeightAll
-		ids[fastWeights+2], weights[fastWeights+2] = optionID(noWaitOption), 0
-		return ids, weights
-	}()
+// The kinds of AcquireOption, each made by the function named.
+type (
+	refOption       string        // Ref
+	kindOption      string        // Kind
+	ttlOption       time.Duration // TTL
+	holdOption      time.Duration // Hold
+	staleOption     time.Duration // StaleAfter
+	weightOption    int           // Weight
+	weightForOption struct {      // WeightFor
+		name string
+		k    int
+	}
+	flagOption uint8                         // the options without a value
+	bindOption struct{ ctx context.Context } // BindTo
+	// executeOption binds the lease to Execute's context.
+	executeOption struct{ ctx context.Context }
 )
 
-// plainButWeight reports whether c asks nothing of a plain acquisition
-// but a weight.
-func (c *acquireConfig) plainButWeight() bool {
-	return c.ref == "" && c.kind == "" && c.ttl == 0 && c.hold == 0 && c.stale == 0 && !c.counted &&
-		c.bind == nil && c.execute == nil && !c.reenterAll && c.weights == nil && !c.general
-}
+// The flagOptions.
+const (
+	sharedOption flagOption = iota + 1
+	exclusiveOption
+	noWaitOption
+	countedOption
+	reenterAllOption
+	noKeepAliveOption
+)
 
-// acquireWeighted is the memory store's plain path with a weight: its
-// lease is a plain lease, whose Lock (the store's view of the lock for
-// that weight) says the slots it takes.
-func (l *Locks) acquireWeighted(ctx context.Context, name string, weight int, wait bool) (Lease, error) {
-	slot, token, err := l.fast.AcquireWeighted(ctx, name, weight, wait)
-	if err != nil {
-		if err == plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
-			return l.acquire(ctx, name, nil, wait, []AcquireOption{func(c *acquireConfig) { c.weight, c.general = weight, true }})
-		}
-		return Lease{}, err
-	}
-	return Lease{slot: slot, token: token}, nil
-}
+func (refOption) acquireOption()       {}
+func (kindOption) acquireOption()      {}
+func (ttlOption) acquireOption()       {}
+func (holdOption) acquireOption()      {}
+func (staleOption) acquireOption()     {}
+func (weightOption) acquireOption()    {}
+func (weightForOption) acquireOption() {}
+func (flagOption) acquireOption()      {}
+func (bindOption) acquireOption()      {}
+func (executeOption) acquireOption()   {}
 
-// withOptions applies opts to a copy of c. The options are given a
-// config from a pool: one on the stack would move to the heap on every
-// call, as the compiler cannot see what an option does with it.
-func withOptions(c acquireConfig, opts []AcquireOption) acquireConfig {
-	p := configs.Get().(*acquireConfig) //nolint:forcetypeassert // only *acquireConfig is put
-	*p = c
-	applyOptions(p, opts)
-	return takeConfig(p)
-}
-
-// takeConfig returns p's settings and puts p back in configs, zeroed so
-// that it keeps nothing the caller gave alive.
-func takeConfig(p *acquireConfig) acquireConfig {
-	c := *p
-	*p = acquireConfig{}
-	configs.Put(p)
-	return c
-}
-
-// applyOptions applies opts to p; a nil option is an error.
-func applyOptions(p *acquireConfig, opts []AcquireOption) {
-	for _, o := range opts {
-		if o == nil {
-			p.fail(errNilOption)
-			continue
-		}
-		o(p)
-	}
-}
-
-// configs are the configs options are applied to, zero when put back.
-var configs = sync.Pool{New: func() any { return new(acquireConfig) }}
-
-// AcquireOption adjusts one acquisition.
-type AcquireOption func(*acquireConfig)
-
-type acquireConfig struct {
-	ref, kind string
-	ttl, hold time.Duration
-	stale     time.Duration
-	wait      bool
-	counted   bool
-	keepAlive bool
-	bind      context.Context
-	execute   context.Context
+// plainConfig is what the options a plain lease can serve ask for: a
+// weight, not to wait, no keep-alive. It is all that the plain path reads,
+// small so that the hot path sets up no more (acquireConfig holds the
+// rest).
+type plainConfig struct {
+	weight    int // see Weight, Exclusive; 0: one slot
 	err       error
-
-	reenterAll bool // see ReenterAll
-
-	weight   int            // see Weight, Exclusive; 0: one slot
-	weightBy weightOption   // the option that set weight, to refuse a contradiction
-	weights  map[string]int // see WeightFor
-	general  bool           // not the plain path (it cannot grant this lock)
+	wait      bool
+	keepAlive bool
+	weightBy  weightSource // the option that set weight, to refuse a contradiction
 }
 
-func (c *acquireConfig) fail(err error) {
+// apply reads the option o into p when a plain lease can serve it (a bad
+// one, nil or out of range, sets p's error), and reports whether it did;
+// acquireConfig.apply reads the others.
+func (p *plainConfig) apply(o AcquireOption) bool {
+	switch o := o.(type) {
+	case nil:
+		p.fail(errNilOption)
+	case weightOption:
+		if err := checkWeight(int(o)); err != nil {
+			p.fail(err)
+			return true
+		}
+		p.setWeight(int(o), byWeight)
+	case flagOption:
+		switch o {
+		case sharedOption:
+			p.setWeight(1, byShared)
+		case exclusiveOption:
+			p.setWeight(store.WeightAll, byExclusive)
+		case noWaitOption:
+			p.wait = false
+		case noKeepAliveOption:
+			p.keepAlive = false
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	return true
+}
+
+// apply reads the option o into c; a bad one (nil, or a value out of
+// range) sets c's error.
+func (c *acquireConfig) apply(o AcquireOption) {
+	if c.plainConfig.apply(o) {
+		return
+	}
+	switch o := o.(type) {
+	case flagOption:
+		switch o {
+		case countedOption:
+			c.counted = true
+		case reenterAllOption:
+			c.reenterAll = true
+		}
+	case refOption:
+		if o == "" {
+			c.fail(store.Invalid(store.ErrInvalidRef, `""`, "a ref must not be empty (leave Ref out for a random one)"))
+			return
+		}
+		c.failOn(store.CheckRef("ref", string(o)))
+		c.ref = string(o)
+	case kindOption:
+		c.failOn(store.CheckRef("kind", string(o)))
+		c.kind = string(o)
+	case ttlOption:
+		c.failUnlessPositive(time.Duration(o), store.ErrInvalidTTL, "a TTL must be positive")
+		c.ttl = time.Duration(o)
+	case holdOption:
+		c.failUnlessPositive(time.Duration(o), store.ErrInvalidHold, "a hold must be positive")
+		c.hold = time.Duration(o)
+	case staleOption:
+		c.failUnlessPositive(time.Duration(o), store.ErrInvalidTTL, "StaleAfter must be positive")
+		c.stale = time.Duration(o)
+	case weightForOption:
+		if err := checkWeight(o.k); err != nil {
+			c.fail(err)
+			return
+		}
+		if c.weights == nil {
+			c.weights = make(map[string]int)
+		}
+		c.weights[o.name] = o.k
+	case bindOption:
+		if o.ctx == nil {
+			c.fail(store.Invalid(store.ErrInvalidConfig, "nil", "BindTo needs a context"))
+			return
+		}
+		c.bind = o.ctx
+	case executeOption:
+		c.execute = o.ctx
+	}
+}
+
+// acquireConfig is what an acquisition's options ask for (apply): those a
+// plain lease can serve (plainConfig), and the rest.
+type acquireConfig struct {
+	plainConfig
+	counted    bool
+	reenterAll bool // see ReenterAll
+	ref, kind  string
+	ttl, hold  time.Duration
+	stale      time.Duration
+	bind       context.Context
+	execute    context.Context
+	weights    map[string]int // see WeightFor
+}
+
+func (c *plainConfig) fail(err error) {
 	if c.err == nil {
 		c.err = err
+	}
+}
+
+// failOn is fail of err, when there is one.
+func (c *plainConfig) failOn(err error) {
+	if err != nil {
+		c.fail(err)
+	}
+}
+
+// failUnlessPositive fails with an *InvalidError of kind when d is not
+// positive.
+func (c *plainConfig) failUnlessPositive(d time.Duration, kind error, rule string) {
+	if d <= 0 {
+		c.fail(store.Invalid(kind, d.String(), rule))
 	}
 }
 
@@ -639,40 +717,15 @@ func (c *acquireConfig) needsLife() bool {
 // shared store, asking with the same ref gets the hold back too, and its
 // release frees it; give each holder a ref of its own. Without Ref every
 // acquisition gets a new random 128-bit ref.
-func Ref(ref string) AcquireOption {
-	return func(c *acquireConfig) {
-		if ref == "" {
-			c.fail(store.Invalid(store.ErrInvalidRef, `""`, "a ref must not be empty (leave Ref out for a random one)"))
-			return
-		}
-		if err := store.CheckRef("ref", ref); err != nil {
-			c.fail(err)
-		}
-		c.ref = ref
-	}
-}
+func Ref(ref string) AcquireOption { return refOption(ref) }
 
 // Kind says what the holder is ("turn", "click", "backup"): refusals
 // report it (BusyError.Kind) so a caller learns what holds the lock.
-func Kind(kind string) AcquireOption {
-	return func(c *acquireConfig) {
-		if err := store.CheckRef("kind", kind); err != nil {
-			c.fail(err)
-		}
-		c.kind = kind
-	}
-}
+func Kind(kind string) AcquireOption { return kindOption(kind) }
 
 // TTL sets this lease's TTL: once it passes without renewal the lease may
 // be taken over. d must be positive.
-func TTL(d time.Duration) AcquireOption {
-	return func(c *acquireConfig) {
-		if d <= 0 {
-			c.fail(store.Invalid(store.ErrInvalidTTL, d.String(), "a TTL must be positive"))
-		}
-		c.ttl = d
-	}
-}
+func TTL(d time.Duration) AcquireOption { return ttlOption(d) }
 
 // Hold makes the lease block others for d after it was taken or last
 // renewed, though its TTL is longer: it is dated back by TTL-d, so another
@@ -686,14 +739,7 @@ func TTL(d time.Duration) AcquireOption {
 // one-minute hold keeps its lock for the hour. With NoKeepAlive it blocks for d unless Keep is
 // called, and its Done closes when d has passed. To bound the time a holder
 // may work, give Execute (or the work) a context with a deadline.
-func Hold(d time.Duration) AcquireOption {
-	return func(c *acquireConfig) {
-		if d <= 0 {
-			c.fail(store.Invalid(store.ErrInvalidHold, d.String(), "a hold must be positive"))
-		}
-		c.hold = d
-	}
-}
+func Hold(d time.Duration) AcquireOption { return holdOption(d) }
 
 // StaleAfter makes this acquisition take over another holder's lease once
 // that lease has not been renewed for d (on the store's clock, a hold
@@ -702,14 +748,7 @@ func Hold(d time.Duration) AcquireOption {
 // over ("busy_since < now - ttl_s"). Without it a lease is taken over once
 // past its own expiry, which is the same when every holder uses the same
 // TTL and safer when they do not. d must be positive.
-func StaleAfter(d time.Duration) AcquireOption {
-	return func(c *acquireConfig) {
-		if d <= 0 {
-			c.fail(store.Invalid(store.ErrInvalidTTL, d.String(), "StaleAfter must be positive"))
-		}
-		c.stale = d
-	}
-}
+func StaleAfter(d time.Duration) AcquireOption { return staleOption(d) }
 
 // Weight makes the lease take k of the lock's slots, as one hold: one
 // token, one release (of every lock, for AcquireAll; WeightFor sets one
@@ -725,36 +764,20 @@ func StaleAfter(d time.Duration) AcquireOption {
 // Weight, Shared and Exclusive each set the weight: two of them that ask
 // different weights (Shared with Weight(3), Exclusive then Weight(3)) are
 // refused with an *InvalidError matching ErrInvalidWeight that names both.
-func Weight(k int) AcquireOption {
-	if k >= 1 && k <= fastWeights {
-		return weightOptions[k-1]
-	}
-	return newWeight(k)
-}
+func Weight(k int) AcquireOption { return weightOption(k) }
 
-// newWeight makes the option Weight(k).
-func newWeight(k int) AcquireOption {
-	return func(c *acquireConfig) {
-		if err := checkWeight(k); err != nil {
-			c.fail(err)
-			return
-		}
-		c.setWeight(k, byWeight)
-	}
-}
-
-// weightOption names the option that set a config's weight.
-type weightOption uint8
+// weightSource names the option that set a config's weight.
+type weightSource uint8
 
 const (
-	byNone weightOption = iota
+	byNone weightSource = iota
 	byWeight
 	byShared
 	byExclusive
 )
 
 // name is how the caller wrote the option of weight w.
-func (o weightOption) name(w int) string {
+func (o weightSource) name(w int) string {
 	switch o {
 	case byShared:
 		return "Shared()"
@@ -768,19 +791,33 @@ func (o weightOption) name(w int) string {
 // different weights (Shared and Weight(3), Exclusive and Weight(3),
 // Weight(2) and Weight(3)) contradict each other: an *InvalidError naming
 // both, rather than the last one silently winning.
-func (c *acquireConfig) setWeight(w int, by weightOption) {
+func (c *plainConfig) setWeight(w int, by weightSource) {
 	if c.weightBy != byNone && c.weight != w {
-		first, second := c.weightBy.name(c.weight), by.name(w)
-		c.fail(store.Invalid(store.ErrInvalidWeight, first+" and "+second,
-			"the options contradict each other: give one weight option (Shared is one slot, Exclusive every slot)"))
+		c.contradict(w, by)
 		return
 	}
 	c.weight, c.weightBy = w, by
 }
 
+// contradict is setWeight's refusal of the weight w that by asks, after
+// another option asked a different one.
+func (c *plainConfig) contradict(w int, by weightSource) {
+	first, second := c.weightBy.name(c.weight), by.name(w)
+	c.fail(store.Invalid(store.ErrInvalidWeight, first+" and "+second,
+		"the options contradict each other: give one weight option (Shared is one slot, Exclusive every slot)"))
+}
+
 // checkWeight validates a caller's weight: store.WeightAll is Exclusive's,
 // not a number a caller gives.
 func checkWeight(k int) error {
+	if k >= 1 && k <= store.MaxSlots {
+		return nil // the common case, inlined
+	}
+	return badWeight(k)
+}
+
+// badWeight is checkWeight's error for a weight out of its range.
+func badWeight(k int) error {
 	if k == store.WeightAll {
 		return store.Invalid(store.ErrInvalidWeight, "-1", "a weight must be a positive integer no larger than 1000000 (Exclusive takes every slot)")
 	}
@@ -790,18 +827,7 @@ func checkWeight(k int) error {
 // WeightFor makes the lease take k slots of the lock name (of an
 // AcquireAll), whatever Weight says for the others. name must be one of
 // the locks asked for.
-func WeightFor(name string, k int) AcquireOption {
-	return func(c *acquireConfig) {
-		if err := checkWeight(k); err != nil {
-			c.fail(err)
-			return
-		}
-		if c.weights == nil {
-			c.weights = make(map[string]int)
-		}
-		c.weights[name] = k
-	}
-}
+func WeightFor(name string, k int) AcquireOption { return weightForOption{name, k} }
 
 // WeightAll is the weight a queued exclusive caller reports in State's
 // queue (Waiter.Weight): every slot of the lock.
@@ -827,32 +853,24 @@ func NoWait() AcquireOption { return noWaitOption }
 
 // Counted makes a re-entrant acquire count: the lock is freed by as many
 // releases as acquisitions.
-func Counted() AcquireOption { return func(c *acquireConfig) { c.counted = true } }
+func Counted() AcquireOption { return countedOption }
 
 // ReenterAll makes AcquireAll re-enter only as a whole: a ref that holds
 // some of the locks but not all of them is refused at once, in the same
 // atomic step as the acquisition, with a *BusyError naming the first lock
 // of names that it holds (and that hold's kind). A ref that holds them all
 // gets its lease back (re-entrancy); one that holds none acquires as usual.
-func ReenterAll() AcquireOption { return func(c *acquireConfig) { c.reenterAll = true } }
+func ReenterAll() AcquireOption { return reenterAllOption }
 
 // NoKeepAlive turns off the automatic renewal of a lease with a TTL: it
 // expires TTL (or Hold) after it was taken unless Keep is called, and its
 // Done channel closes then.
-func NoKeepAlive() AcquireOption { return func(c *acquireConfig) { c.keepAlive = false } }
+func NoKeepAlive() AcquireOption { return noKeepAliveOption }
 
 // BindTo releases the lease when ctx ends, as a process monitor frees the
 // slot of a process that exits. Without it a lease outlives the context of
 // the call that acquired it.
-func BindTo(ctx context.Context) AcquireOption {
-	return func(c *acquireConfig) {
-		if ctx == nil {
-			c.fail(store.Invalid(store.ErrInvalidConfig, "nil", "BindTo needs a context"))
-			return
-		}
-		c.bind = ctx
-	}
-}
+func BindTo(ctx context.Context) AcquireOption { return bindOption{ctx} }
 
 // LeaseOf returns a handle to the hold that ref has on names, made without
 // acquiring: for code that keeps refs rather than Lease values (a turn id in
@@ -863,7 +881,11 @@ func (l *Locks) LeaseOf(ref string, names []string, opts ...AcquireOption) (Leas
 	if err := l.valid(); err != nil {
 		return Lease{}, err
 	}
-	c := withOptions(acquireConfig{ttl: l.ttl}, append([]AcquireOption{Ref(ref)}, opts...))
+	c := acquireConfig{ttl: l.ttl}
+	c.apply(Ref(ref))
+	for _, o := range opts {
+		c.apply(o)
+	}
 	if c.err != nil {
 		return Lease{}, c.err
 	}
@@ -910,7 +932,7 @@ func Execute[T any](ctx context.Context, l *Locks, name string, fn func(ctx cont
 	if fn == nil {
 		return zero, store.Invalid(store.ErrInvalidConfig, "nil", "Execute needs a function to run")
 	}
-	opts = append(opts[:len(opts):len(opts)], func(c *acquireConfig) { c.execute = ctx })
+	opts = append(opts[:len(opts):len(opts)], executeOption{ctx})
 	lease, err := l.Acquire(ctx, name, opts...)
 	if err != nil {
 		return zero, err

@@ -3,56 +3,67 @@ package sleeplock
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// The weighted options that plainWeight reads in place, without applying
-// them, ask what they ask when applied; the others are left to be applied.
-func TestPlainWeightReadsWhatOptionsApply(t *testing.T) {
+// What the options ask for, read into a config: a call that asks only
+// for a weight (and not to wait) may take the plain path; any other option
+// leaves it; a nil option and contradicting weights are refused.
+func TestOptionsReadIntoConfig(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
-		opts []AcquireOption
-		read bool // plainWeight reads them
+		opts   []AcquireOption
+		plain  bool // the config asks nothing a plain lease lacks
+		weight int
+		bad    bool // refused
 	}{
-		{[]AcquireOption{Weight(1)}, true},
-		{[]AcquireOption{Weight(3)}, true},
-		{[]AcquireOption{Weight(fastWeights)}, true},
-		{[]AcquireOption{Weight(fastWeights + 1)}, false},
-		{[]AcquireOption{Shared()}, true},
-		{[]AcquireOption{Exclusive()}, true},
-		{[]AcquireOption{Weight(2), NoWait()}, true},
-		{[]AcquireOption{NoWait(), Exclusive()}, true},
-		{[]AcquireOption{NoWait()}, false},               // no weight: the general path
-		{[]AcquireOption{Weight(2), Weight(2)}, false},   // two weights: applied, to refuse a contradiction
-		{[]AcquireOption{Shared(), Exclusive()}, false},  // the contradiction is refused
-		{[]AcquireOption{Weight(2), nil}, false},         // the nil option is refused
-		{[]AcquireOption{Weight(2), Ref("r")}, false},    // not plain
-		{[]AcquireOption{Weight(2), Kind("job")}, false}, // not plain
-		{[]AcquireOption{Counted(), Weight(2)}, false},   // not plain
-		{[]AcquireOption{}, false},
+		{[]AcquireOption{Weight(1)}, true, 1, false},
+		{[]AcquireOption{Weight(3)}, true, 3, false},
+		{[]AcquireOption{Weight(1000)}, true, 1000, false},
+		{[]AcquireOption{Shared()}, true, 1, false},
+		{[]AcquireOption{Exclusive()}, true, store.WeightAll, false},
+		{[]AcquireOption{Weight(2), NoWait()}, true, 2, false},
+		{[]AcquireOption{NoWait(), Exclusive()}, true, store.WeightAll, false},
+		{[]AcquireOption{NoWait()}, true, 0, false},
+		{[]AcquireOption{Weight(2), Weight(2)}, true, 2, false},
+		{[]AcquireOption{}, true, 0, false},
+		{[]AcquireOption{Shared(), Exclusive()}, false, 0, true}, // the contradiction is refused
+		{[]AcquireOption{Weight(2), nil}, false, 0, true},        // the nil option is refused
+		{[]AcquireOption{Weight(0)}, false, 0, true},
+		{[]AcquireOption{Weight(2), Ref("r")}, false, 2, false},    // not plain
+		{[]AcquireOption{Weight(2), Kind("job")}, false, 2, false}, // not plain
+		{[]AcquireOption{Counted(), Weight(2)}, false, 2, false},   // not plain
+		{[]AcquireOption{TTL(time.Second)}, false, 0, false},
+		{[]AcquireOption{WeightFor("a", 2)}, false, 0, false},
 	} {
 		for _, wait := range []bool{true, false} {
-			weight, waits, ok := plainWeight(c.opts, wait)
-			if ok != c.read {
-				t.Errorf("plainWeight(%d options, %v) ok = %v, want %v", len(c.opts), wait, ok, c.read)
+			weight, waits, plain := plainOptions(c.opts, wait)
+			cfg := acquireConfig{plainConfig: plainConfig{wait: wait}}
+			for _, o := range c.opts {
+				cfg.apply(o)
+			}
+			if plain && (weight != cfg.weight || waits != cfg.wait) {
+				t.Errorf("%d options, wait %v: the plain path reads weight %d, wait %v; the config %d, %v", len(c.opts), wait, weight, waits, cfg.weight, cfg.wait)
+			}
+			if (cfg.err != nil) != c.bad {
+				t.Errorf("%d options: error %v, want refused %v", len(c.opts), cfg.err, c.bad)
 				continue
 			}
-			if !ok {
+			if c.bad {
 				continue
 			}
-			applied := withOptions(acquireConfig{wait: wait}, c.opts)
-			if applied.err != nil || !applied.plainButWeight() || weight != applied.weight || waits != applied.wait {
-				t.Errorf("%d options, wait %v: read weight %d, wait %v; applied %+v", len(c.opts), wait, weight, waits, applied)
+			noWait := slices.Contains(c.opts, NoWait())
+			if plain != c.plain || cfg.weight != c.weight || cfg.wait != (wait && !noWait) {
+				t.Errorf("%d options, wait %v: plain %v, weight %d, wait %v", len(c.opts), wait, plain, cfg.weight, cfg.wait)
 			}
 		}
 	}
-	if w := withOptions(acquireConfig{}, []AcquireOption{Exclusive()}).weight; w != store.WeightAll {
-		t.Fatalf("Exclusive applied: weight %d", w)
-	}
 
-	// What is read in place takes the weighted plain path: a plain lease.
+	// What asks only for a weight takes the weighted plain path: a plain lease.
 	l := New(nil)
 	defer l.Close()
 	if err := l.Define(ctx, "gpu", 4); err != nil {

@@ -23,7 +23,7 @@ type plainLease struct {
 
 func acquirePlain(t *testing.T, s *memstore.Store, name string) plainLease {
 	t.Helper()
-	slot, token, err := plain.Of(s).Acquire(context.Background(), name, false)
+	slot, token, err := s.Plain().Acquire(context.Background(), name, false)
 	if err != nil {
 		t.Fatalf("AcquirePlain(%s): %v", name, err)
 	}
@@ -115,7 +115,7 @@ func TestPlainHolderOlderThanTheWindow(t *testing.T) {
 	}
 	// Full: a second holder, then a refusal.
 	x := acquirePlain(t, s, "w")
-	if _, _, err := plain.Of(s).Acquire(ctx, "w", false); !errors.Is(err, store.ErrUnavailable) {
+	if _, _, err := s.Plain().Acquire(ctx, "w", false); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("third try on 2 slots: %v", err)
 	}
 	for _, l := range []plainLease{old, x} {
@@ -271,7 +271,7 @@ func TestStressFastWordAgainstFreezes(t *testing.T) {
 					}
 				default:
 					wctx, cancel := context.WithTimeout(ctx, time.Millisecond)
-					slot, token, err := plain.Of(s).Acquire(wctx, "f", r%2 == 0)
+					slot, token, err := s.Plain().Acquire(wctx, "f", r%2 == 0)
 					cancel()
 					if err != nil {
 						if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
@@ -303,7 +303,7 @@ func TestStressFastWordAgainstFreezes(t *testing.T) {
 	}
 	// Empty again: the next grants take the fast path and still count.
 	a, b, c := acquirePlain(t, s, "f"), acquirePlain(t, s, "f"), acquirePlain(t, s, "f")
-	if _, _, err := plain.Of(s).Acquire(ctx, "f", false); !errors.Is(err, store.ErrUnavailable) {
+	if _, _, err := s.Plain().Acquire(ctx, "f", false); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("a fourth plain lease of 3 slots: %v", err)
 	}
 	for _, x := range []plainLease{a, b, c} {
@@ -373,7 +373,7 @@ func TestStressWeightedFastWordAgainstFreezes(t *testing.T) {
 				default:
 					w := 1 + r%4
 					wctx, cancel := context.WithTimeout(ctx, time.Millisecond)
-					slot, token, err := plain.Of(s).AcquireWeighted(wctx, "f", w, r%8 == 0)
+					slot, token, err := s.Plain().AcquireWeighted(wctx, "f", w, r%8 == 0)
 					cancel()
 					if err != nil {
 						if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
@@ -409,11 +409,11 @@ func TestStressWeightedFastWordAgainstFreezes(t *testing.T) {
 		t.Fatalf("holders left: %v", hs)
 	}
 	// Empty again: every slot can be taken at once, on the fast word.
-	slot, token, err := plain.Of(s).AcquireWeighted(ctx, "f", store.WeightAll, false)
+	slot, token, err := s.Plain().AcquireWeighted(ctx, "f", store.WeightAll, false)
 	if err != nil || slot.Weight() != slots {
 		t.Fatalf("every slot after the run: %v, weight %d", err, slot.Weight())
 	}
-	if _, _, err := plain.Of(s).Acquire(ctx, "f", false); !errors.Is(err, store.ErrUnavailable) {
+	if _, _, err := s.Plain().Acquire(ctx, "f", false); !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("a plain lease with every slot held: %v", err)
 	}
 	if err := slot.Release(token); err != nil {

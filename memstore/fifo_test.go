@@ -70,7 +70,7 @@ func TestStressFIFOAtTheLock(t *testing.T) {
 				var err error
 				if g%2 == 0 {
 					var slot plain.Lock
-					slot, token, err = plain.Of(s).Acquire(wctx, "q", g%8 != 6)
+					slot, token, err = s.Plain().Acquire(wctx, "q", g%8 != 6)
 					if err == nil {
 						ref, release = slot.Ref(token), func() error { return slot.Release(token) }
 					}

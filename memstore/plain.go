@@ -8,16 +8,16 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// init wires the memory store's plain path into package sleeplock:
-// sleeplock.New asks plain.Of for the fast path of the store it is given
-// (see package internal/plain).
-func init() {
-	plain.Of = func(st store.Store) plain.Store {
-		if s, ok := st.(*Store); ok && s != nil {
-			return (*plainStore)(s)
-		}
+// Plain returns the store's plain path: the allocation-free acquisitions
+// that package sleeplock makes when a call asks for nothing a plain lease
+// lacks (no ref, kind, TTL or notifier). It is there for package
+// sleeplock, which finds it with a type assertion when its Locks are made;
+// its type is internal. A nil Store has none.
+func (s *Store) Plain() plain.Store {
+	if s == nil {
 		return nil
 	}
+	return (*plainStore)(s)
 }
 
 // plainStore is a Store's plain path (package internal/plain): the fast
@@ -25,9 +25,10 @@ func init() {
 type plainStore Store
 
 var (
-	_ plain.Store = (*plainStore)(nil)
-	_ plain.Lock  = (*lock)(nil)
-	_ plain.Lock  = (*weightedLock)(nil)
+	_ plain.Provider = (*Store)(nil)
+	_ plain.Store    = (*plainStore)(nil)
+	_ plain.Lock     = (*lock)(nil)
+	_ plain.Lock     = (*weightedLock)(nil)
 )
 
 // Name implements plain.Lock.

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sleeplock/sleeplock/internal/plain"
 	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -185,7 +184,7 @@ func TestStressAcquireAllAgainstPlain(t *testing.T) {
 						t.Error(err)
 					}
 				default:
-					slot, token, err := plain.Of(s).Acquire(wctx, stressLocks[i].name, g%3 == 1)
+					slot, token, err := s.Plain().Acquire(wctx, stressLocks[i].name, g%3 == 1)
 					if err == nil {
 						idx, release = []int{i}, func() error { return slot.Release(token) }
 					} else if !errors.Is(err, store.ErrUnavailable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -246,7 +245,7 @@ func TestStressWordBesideRecords(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(g), 3))
 			for time.Now().Before(deadline) {
 				k := 1 + rng.IntN(3)
-				l, token, err := plain.Of(s).AcquireWeighted(ctx, "w", k, rng.IntN(4) > 0)
+				l, token, err := s.Plain().AcquireWeighted(ctx, "w", k, rng.IntN(4) > 0)
 				if errors.Is(err, store.ErrUnavailable) {
 					continue
 				}

@@ -59,6 +59,7 @@ var cases = []abCase{
 	{"g1000-slots10 throughput vs x/sync", "contended", "bench", "SideBySide/g1000-slots10$", "1x", metric("BenchmarkSideBySide/g1000-slots10", "throughput-ratio")},
 	{"g64-slots2 yielding holders vs x/sync", "queued", "bench", "SideBySide/g64-slots2-yield$", "1x", metric("BenchmarkSideBySide/g64-slots2-yield", "throughput-ratio")},
 	{"weighted 64g w1-4 8 slots vs x/sync", "weighted", "bench", "SideBySide/g64-weighted-slots8$", "1x", metric("BenchmarkSideBySide/g64-weighted-slots8", "throughput-ratio")},
+	{"uncontended by name, x/sync time / ours", "uncontended", "bench", "SideBySide/uncontended$", "1x", inverse(metric("BenchmarkSideBySide/uncontended", "time-ratio"))},
 	{"uncontended handle, x/sync time / ours", "uncontended", "bench", "SideBySide/uncontended-handle$", "1x", inverse(metric("BenchmarkSideBySide/uncontended-handle", "time-ratio"))},
 	{"64g over 10,000 locks vs sync.Map", "locks", "bench", "SideBySide/g64-locks10000$", "1x", metric("BenchmarkSideBySide/g64-locks10000", "throughput-ratio")},
 	{"pg pair 1 client vs upsert", "pg", "pgstore", "Pairs/durable/clients=1/", "1500x", quotient("BenchmarkPairs/durable/clients=1/upsert", "BenchmarkPairs/durable/clients=1/store")},

@@ -2,15 +2,14 @@
 // uses it: the acquisition of one lock for a new generated ref, with no
 // kind, no TTL and no notifier, whose lease is a lock and a token. It is
 // an interface, not memstore's own methods, so that the path stays out of
-// memstore's user-facing API; package memstore implements it and sets Of.
+// memstore's user-facing API.
 //
-// How a reader finds the wiring: memstore/plain.go's init sets Of (every
-// program that imports package sleeplock links memstore in, since it is
-// New's default store); sleeplock.New calls Of once and keeps what it
-// returns as the Locks' fast path (Locks.fast), used by Acquire,
-// TryAcquire, Execute and Lock handles when no option, TTL or notifier
-// asks for more. Of answers nil for every other store, which then takes
-// the general path (store.Store's Acquire).
+// How a reader finds the wiring: a store that has a plain path is a
+// Provider (the memory store's Plain method). sleeplock.New asks the store
+// it is given for it with a type assertion, and keeps what Plain returns
+// as the Locks' fast path (Locks.fast), which its one acquisition route
+// takes when the call asks for nothing a plain lease lacks. Any other
+// store is no Provider and takes the general path (store.Store's Acquire).
 //
 // A plain lease is a Lock and the fencing token of its grant: a value the
 // compiler keeps in registers, whose release needs no lookup by name.
@@ -74,6 +73,8 @@ type Lock interface {
 // through the store's Acquire.
 var ErrNotPlain = errors.New("sleeplock: the lock grants no plain lease")
 
-// Of returns the plain path of s when s is a memory store, and nil
-// otherwise. Package memstore sets it in its init (memstore/plain.go).
-var Of = func(store.Store) Store { return nil }
+// Provider is a store with a plain path: the memory store.
+type Provider interface {
+	// Plain returns the store's plain path (nil for a nil store).
+	Plain() Store
+}
