@@ -39,7 +39,8 @@ const (
 
 // Notifier receives events. Given to WithNotifier, Notify is called on a
 // goroutine of sleeplock's, one event at a time, never on the lock path, so
-// a slow notifier delays only later events (they queue in memory). Given to
+// a slow notifier delays only later events (they queue in memory), its own
+// and those of the other notifiers of WithNotifier. Given to
 // WithInlineNotifier, it is called on the lock path itself, by the caller
 // whose call made the change (see there). Events arrive in the order the
 // store made them, except that on a database store two changes of one lock
@@ -51,7 +52,8 @@ const (
 // A Notify that panics does not take the process down, nor the lock that
 // sent the event: the panic is recovered, that notifier misses that event,
 // the panic is counted (Locks.NotifierPanics), and the first panic of each
-// notifier is logged with its stack through slog.Default.
+// notifier is logged with its stack through slog.Default. The other
+// notifiers still get that event, and the one that panicked gets the next.
 type Notifier interface {
 	Notify(Event)
 }
@@ -156,19 +158,30 @@ func (l *Locks) NotifierPanics() int64 {
 }
 
 // dispatcher queues events and delivers them on a goroutine that runs only
-// while the queue is not empty.
+// while the queue is not empty: each event to every notifier, in the order
+// they were given, before the next event.
 type dispatcher struct {
-	n       *guarded
+	ns      []*guarded // set before the Locks are used; read-only after
 	mu      sync.Mutex
 	q       []Event
 	running bool
 	idle    *sync.Cond // signalled when running turns false
 }
 
-func newDispatcher(n *guarded) *dispatcher {
-	d := &dispatcher{n: n}
+func newDispatcher() *dispatcher {
+	d := &dispatcher{}
 	d.idle = sync.NewCond(&d.mu)
 	return d
+}
+
+// addNotifier adds n to the notifiers of WithNotifier: the first makes the
+// queue, the others join it.
+func (l *Locks) addNotifier(n Notifier) {
+	if l.ev == nil {
+		l.ev = newDispatcher()
+	}
+	l.ev.ns = append(l.ev.ns, l.guard(n))
+	l.setEmitter()
 }
 
 func (d *dispatcher) Emit(e Event) {
@@ -194,7 +207,9 @@ func (d *dispatcher) drain() {
 		batch, d.q = d.q, batch[:0]
 		d.mu.Unlock()
 		for i := range batch {
-			d.n.Notify(batch[i])
+			for _, n := range d.ns {
+				n.Notify(batch[i])
+			}
 			batch[i] = Event{}
 		}
 	}

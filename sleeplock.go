@@ -72,17 +72,20 @@ func WithTTL(d time.Duration) Option {
 }
 
 // WithNotifier sends every event of these Locks to n, queued and delivered
-// on a goroutine of sleeplock's, so a slow n never delays the lock path. A
-// nil n (or a nil pointer or func in it) is a bad option: leave
-// WithNotifier out for none. A panic in n is recovered (see Notifier).
+// on a goroutine of sleeplock's, so a slow n never delays the lock path.
+// Given more than once, it adds each notifier: every event goes to each of
+// them, in the order the options were given, through one queue (so a slow
+// one delays the others' later events, never the lock path). A nil n (or a
+// nil pointer or func in it) is a bad option: leave WithNotifier out for
+// none. A panic in n is recovered and counted (see Notifier); the other
+// notifiers still get the event.
 func WithNotifier(n Notifier) Option {
 	return func(l *Locks) {
 		if isNil(n) {
 			l.setErr(store.Invalid(store.ErrInvalidConfig, "nil", "WithNotifier needs a Notifier (leave the option out for none)"))
 			return
 		}
-		l.ev = newDispatcher(l.guard(n))
-		l.setEmitter()
+		l.addNotifier(n)
 	}
 }
 

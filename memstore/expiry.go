@@ -68,6 +68,14 @@ func renewed(h *holder) time.Time {
 	return h.x.expires.Add(-h.x.ttl)
 }
 
+// holdOf returns h's hold (store.Holder.Hold).
+func holdOf(h *holder) time.Duration {
+	if h.x == nil {
+		return 0
+	}
+	return h.x.hold
+}
+
 // takeover is when h may be taken over by a request with staleAfter: at its
 // expiry or, when staleAfter is not 0, staleAfter after its last renewal
 // whatever its expiry says (sooner or later). A lease with no TTL is never

@@ -65,7 +65,7 @@ func (s *Store) state(lk *lock, detail bool) store.State {
 	}
 	for _, h := range lk.holders {
 		st.Holders = append(st.Holders, store.Holder{Ref: h.ref.String(), Kind: h.kind(), Token: h.token, Count: int(h.holds()), Weight: h.weight(),
-			Acquired: h.acquired(), Renewed: renewed(h), Expires: h.expires()})
+			Acquired: h.acquired(), Renewed: renewed(h), Expires: h.expires(), Hold: holdOf(h)})
 	}
 	sort.Slice(st.Holders, func(i, j int) bool { return st.Holders[i].Token < st.Holders[j].Token })
 	for _, w := range lk.waits() {

@@ -14,7 +14,10 @@
 // sleeplock.hold.time (seconds, sums) with sleeplock.holds.timed (the
 // holds that hold.time sums: every one on SQLite and Redis, 1 in
 // store.Stats.HoldSampling on the memory and PostgreSQL stores); gauges sleeplock.slots,
-// .running, .expired, .waiting and .locks. The OpenTelemetry API has no
+// .running, .expired, .waiting and .locks; and, read with one Locks.List
+// more, the gauges of a stuck lock: sleeplock.hold.oldest (seconds), the
+// age of the oldest hold, and sleeplock.holders.late, the holders that
+// missed a renewal they owed (sleeplock.Holder.Late). The OpenTelemetry API has no
 // asynchronous histogram, so the wait and hold buckets are reported by
 // promevents only; the sums and counts give the means. Every measurement
 // has one attribute, sleeplock.lock, whose cardinality is bounded: a
@@ -113,7 +116,8 @@ type Metrics struct {
 	acq, ref, rel, exp, lost, timed metric.Int64ObservableCounter
 	wait, hold                      metric.Float64ObservableCounter
 	slots, running, expired         metric.Int64ObservableGauge
-	waiting, count                  metric.Int64ObservableGauge
+	waiting, count, late            metric.Int64ObservableGauge
+	oldest                          metric.Float64ObservableGauge
 	terms, takeovers                metric.Int64ObservableCounter
 	elections                       []election
 }
@@ -178,6 +182,10 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 	m.expired = gauge("sleeplock.expired", "{holder}", "Holders past their expiry that nobody has taken over yet.")
 	m.waiting = gauge("sleeplock.waiting", "{waiter}", "Callers waiting for the locks under the label.")
 	m.count = gauge("sleeplock.locks", "{lock}", "Locks under the label (defined, or family members in use).")
+	m.late = gauge("sleeplock.holders.late", "{holder}", "Holders that missed a renewal they owed: more than half their lease (hold, or TTL) since they last renewed; most likely dead, blocking their slots until their expiry.")
+	m.oldest, e = meter.Float64ObservableGauge("sleeplock.hold.oldest", metric.WithUnit("s"),
+		metric.WithDescription("Age of the oldest hold of the locks under the label, live or past its expiry (0: none)."))
+	err = errors.Join(err, e)
 	m.terms = counter("sleeplock.election.terms", "{term}", "Terms begun: grants of the election's lock, each a change of leader (a candidate that campaigns again counts again).")
 	m.takeovers = counter("sleeplock.election.takeovers", "{term}", "Terms that ended without their leader resigning, taken over after their TTL.")
 	if err != nil {
@@ -188,7 +196,7 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 			obs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(ElectionKey.String(n)))}})
 	}
 	m.reg, err = meter.RegisterCallback(m.observe, m.acq, m.ref, m.rel, m.exp, m.lost, m.timed, m.wait, m.hold,
-		m.slots, m.running, m.expired, m.waiting, m.count, m.terms, m.takeovers)
+		m.slots, m.running, m.expired, m.waiting, m.count, m.late, m.oldest, m.terms, m.takeovers)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +219,13 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 	if err != nil {
 		return err
 	}
-	for _, sum := range m.set.Sums(all) {
+	sums := m.set.Sums(all) // first: the Stats' order gives the labels
+	states, err := m.locks.List(ctx)
+	if err != nil {
+		return err
+	}
+	holds := m.set.Holds(states)
+	for _, sum := range sums {
 		a, s := sum.Label, &sum.Stats
 		o.ObserveInt64(m.acq, int64(s.Acquisitions), a.obs...)
 		o.ObserveInt64(m.ref, int64(s.Refusals), a.obs...)
@@ -226,6 +240,9 @@ func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
 		o.ObserveInt64(m.expired, int64(s.Expired), a.obs...)
 		o.ObserveInt64(m.waiting, int64(s.Waiting), a.obs...)
 		o.ObserveInt64(m.count, int64(s.Locks), a.obs...)
+		h := holds[a]
+		o.ObserveFloat64(m.oldest, h.Oldest.Seconds(), a.obs...)
+		o.ObserveInt64(m.late, int64(h.Late), a.obs...)
 	}
 	if len(m.elections) > 0 {
 		names := make([]string, len(m.elections))

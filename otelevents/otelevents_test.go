@@ -15,6 +15,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/internal/fakeclock"
+	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/otelevents"
 )
 
@@ -50,6 +52,10 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) collected {
 					vals[label(p.Attributes)] = float64(p.Value)
 				}
 			case metricdata.Sum[float64]:
+				for _, p := range d.DataPoints {
+					vals[label(p.Attributes)] = p.Value
+				}
+			case metricdata.Gauge[float64]:
 				for _, p := range d.DataPoints {
 					vals[label(p.Attributes)] = p.Value
 				}
@@ -98,6 +104,31 @@ func TestCardinality(t *testing.T) {
 	}
 	if n := len(got["sleeplock.refusals"]); n != 6 || got["sleeplock.refusals"][otelevents.Other] != 6 {
 		t.Errorf("refusals %v: want chat/* and 4 labels, + (other) with 6", got["sleeplock.refusals"])
+	}
+}
+
+// TestStuckGauges: a holder that stopped renewing counts in
+// sleeplock.holders.late before its expiry, and sleeplock.hold.oldest gives
+// its hold's age; a lock just taken has none late (issue 42).
+func TestStuckGauges(t *testing.T) {
+	ctx := context.Background()
+	clock := fakeclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	locks := sleeplock.New(memstore.New(memstore.WithClock(clock)), sleeplock.WithTTL(30*time.Second))
+	defer locks.Close()
+	r, _ := setup(t, locks)
+	must(t, locks.Define(ctx, "stuck", 1))
+	must(t, locks.Define(ctx, "fresh", 1))
+	_, err := locks.TryAcquire(ctx, "stuck", sleeplock.NoKeepAlive())
+	must(t, err)
+	clock.Advance(20 * time.Second) // past half the TTL, with no renewal
+	_, err = locks.TryAcquire(ctx, "fresh", sleeplock.NoKeepAlive())
+	must(t, err)
+	got := collect(t, r)
+	if late := got["sleeplock.holders.late"]; late["stuck"] != 1 || late["fresh"] != 0 || len(late) != 2 {
+		t.Errorf("sleeplock.holders.late %v, want stuck 1, fresh 0", late)
+	}
+	if oldest := got["sleeplock.hold.oldest"]; oldest["stuck"] != 20 || oldest["fresh"] != 0 || len(oldest) != 2 {
+		t.Errorf("sleeplock.hold.oldest %v, want stuck 20, fresh 0", oldest)
 	}
 }
 

@@ -66,7 +66,8 @@
 // it sends the bare UPDATE of the lock's row (queries/acquire_fast.sql,
 // acquire_slot.sql, acquire_weighted.sql, release_fast.sql,
 // release_slot.sql, and their untimed variants for the 255 holds in 256
-// whose length Stats does not sample), for the others
+// whose length Stats does not sample, and their sampled variants for a
+// hold timed by time, see Stats), for the others
 // the function that settles every case (acquire_one(), release_one()). A
 // lock seen fast that has since become slow or full takes a second
 // statement, once. A lock the store saw contended stays slow until it has

@@ -134,3 +134,11 @@ func (c crashConn) inTx(ctx context.Context, f func(c conn) error) error {
 	}
 	return c.conn.inTx(ctx, f)
 }
+
+// SetHoldSampleEvery sets how often a release of a lock times its hold by
+// time (0: never, the token rule alone); it returns a function that
+// restores it.
+func SetHoldSampleEvery(d time.Duration) func() {
+	old := holdSampleEvery.Swap(int64(d))
+	return func() { holdSampleEvery.Store(old) }
+}

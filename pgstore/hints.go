@@ -3,6 +3,7 @@ package pgstore
 import (
 	"hash/maphash"
 	"sync/atomic"
+	"time"
 )
 
 // fastHints remembers, per lock name (hashed into a fixed table, so two
@@ -34,6 +35,31 @@ type fastHints struct {
 	// its row (acquire_weighted.sql), which its release frees by the
 	// scalar statement (releaseWeighted) whatever many says.
 	weightedInRow [1024]atomic.Bool
+	// sampled: when this store last sent a release that times its hold
+	// by time, not by token (UnixNano; see sampleDue), per entry.
+	sampled [1024]atomic.Int64
+}
+
+// holdSampleEvery is how often a release of a lock (of the locks sharing
+// its entry) times its hold although its token is not timed(): so that a
+// lock taken every minute, or once per process as a cron job's is, has
+// hold times, where 1 in 256 by token alone leaves it none. 0: never
+// (tests of the token rule).
+var holdSampleEvery atomic.Int64
+
+func init() { holdSampleEvery.Store(int64(30 * time.Second)) }
+
+// sampleDue reports whether a release of name at now (UnixNano) is due to
+// time its hold: none was timed by time through its entry in the last
+// holdSampleEvery. Of concurrent callers at most one gets true.
+func (h *fastHints) sampleDue(name string, now int64) bool {
+	every := holdSampleEvery.Load()
+	if every <= 0 {
+		return false
+	}
+	e := &h.sampled[h.index(name)]
+	last := e.Load()
+	return (last == 0 || now-last >= every) && e.CompareAndSwap(last, now)
 }
 
 // slotModeMax is the most slots a lock may have for its row to go to slot

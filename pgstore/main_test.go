@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 		skipReason = err.Error()
 		fmt.Fprintf(os.Stderr, "\n*** SKIPPING every PostgreSQL test of pgstore: %v (set SLEEPLOCK_TEST_DATABASE_URL) ***\n\n", err)
 	}
+	// The tests count timed holds and the statements sent by the token
+	// rule alone; TestHoldsTimedByTime turns the sampling by time on.
+	pgstore.SetHoldSampleEvery(0)
 	goleak.VerifyTestMain(m)
 }
 

@@ -41,6 +41,10 @@ type queries struct {
 	// the same for an untimed hold (release.go: timed)
 	releaseFastUntimed, releaseFastUntimedEvents, releaseSlotUntimed string
 	releaseWeightedUntimed, releaseWeightedUntimedEvents             string
+	// The timed statements with their hold timed whatever its token
+	// (sampled: a release the store times by time, hints.go sampleDue).
+	releaseFastSampled, releaseFastEventsSampled, releaseSlotSampled string
+	releaseWeightedSampled, releaseWeightedEventsSampled             string
 	heldOne                                                          string
 	// function calls (sql/)
 	acquireOne, checkOne, releaseOne, release, undo string
@@ -231,7 +235,7 @@ func newQueries(schema string) queries {
 func fastQueries(schema string) queries {
 	s := quoteIdent(schema)
 	seqs := quoteLiteral(s+".seqs") + "::regclass"
-	return queries{
+	q := queries{
 		acquireFast: statement(acquireFastSQL, schema),
 		// With an event: the same UPDATE, which also reads the slots of the
 		// lock's definition (the name's patterns in $9, $4) and draws the
@@ -266,6 +270,29 @@ func fastQueries(schema string) queries {
 			rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
 		heldOne: statement(heldOneSQL, schema),
 	}
+	// The sampled variants: the timed statements, each timed() of the
+	// hold's token made true.
+	q.releaseFastSampled = sampledVariant(q.releaseFast, s)
+	q.releaseFastEventsSampled = sampledVariant(q.releaseFastEvents, s)
+	q.releaseSlotSampled = sampledVariant(q.releaseSlot, s)
+	q.releaseWeightedSampled = sampledVariant(q.releaseWeighted, s)
+	q.releaseWeightedEventsSampled = sampledVariant(q.releaseWeightedEvents, s)
+	return q
+}
+
+// sampledVariant is stmt, a timed release statement, tagged "…_sampled",
+// with every timed() of its hold's token (l.token, l.xtoken[p.k]) made
+// true: it times the hold whatever the token (see sampleDue).
+func sampledVariant(stmt, schema string) string {
+	out := stmt
+	for _, arg := range []string{"l.token", "l.xtoken[p.k]"} {
+		out = strings.ReplaceAll(out, schema+".timed("+arg+")", "true")
+	}
+	end := strings.Index(out, " */")
+	if out == stmt || !strings.HasPrefix(out, "/* sleeplock ") || end < 0 {
+		panic("pgstore: a release statement without timed() of its token, or without its tag: " + stmt)
+	}
+	return out[:end] + "_sampled" + out[end:]
 }
 
 // setCalls sets the statements that call the schema's functions.

@@ -71,23 +71,30 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	if !s.fast.is(h.Name) || (many && events) {
 		return nil, nil
 	}
-	// u: the untimed variant of each statement, or the timed one
-	u := func(timedQ, untimedQ string) string {
-		if h.Token != 0 && !timed(h.Token) {
+	// u: the untimed variant of each statement, the timed one, or the
+	// sampled one when the hold is due to be timed by time (sampleDue)
+	// though its token is not timed()
+	untimed := h.Token != 0 && !timed(h.Token)
+	sampled := untimed && s.fast.sampleDue(h.Name, time.Now().UnixNano())
+	u := func(timedQ, untimedQ, sampledQ string) string {
+		switch {
+		case sampled:
+			return sampledQ
+		case untimed:
 			return untimedQ
 		}
 		return timedQ
 	}
-	q, args := u(s.q.releaseFast, s.q.releaseFastUntimed), []any{h.Name, h.Token, ref}
+	q, args := u(s.q.releaseFast, s.q.releaseFastUntimed, s.q.releaseFastSampled), []any{h.Name, h.Token, ref}
 	switch {
 	case inRow && events:
-		q, args = u(s.q.releaseWeightedEvents, s.q.releaseWeightedUntimedEvents), append(args, patterns(h.Name))
+		q, args = u(s.q.releaseWeightedEvents, s.q.releaseWeightedUntimedEvents, s.q.releaseWeightedEventsSampled), append(args, patterns(h.Name))
 	case inRow:
-		q = u(s.q.releaseWeighted, s.q.releaseWeightedUntimed)
+		q = u(s.q.releaseWeighted, s.q.releaseWeightedUntimed, s.q.releaseWeightedSampled)
 	case many:
-		q = u(s.q.releaseSlot, s.q.releaseSlotUntimed)
+		q = u(s.q.releaseSlot, s.q.releaseSlotUntimed, s.q.releaseSlotSampled)
 	case events:
-		q, args = u(s.q.releaseFastEvents, s.q.releaseFastUntimedEvents), append(args, patterns(h.Name))
+		q, args = u(s.q.releaseFastEvents, s.q.releaseFastUntimedEvents, s.q.releaseFastEventsSampled), append(args, patterns(h.Name))
 	}
 	var rows []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -18,6 +19,7 @@ type jsonHolder struct {
 	Acquired int64  `json:"acquired"`
 	Renewed  int64  `json:"renewed"`
 	Expires  int64  `json:"expires"`
+	Hold     int64  `json:"hold"` // µs, 0: none
 }
 
 type jsonWaiter struct {
@@ -47,7 +49,8 @@ func (s *Store) states(ctx context.Context, names any, detail bool) ([]store.Sta
 			}
 			for _, h := range hs {
 				st.Holders = append(st.Holders, store.Holder{Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: h.Weight,
-					Acquired: fromMicros(h.Acquired), Renewed: fromMicros(h.Renewed), Expires: fromMicros(h.Expires)})
+					Acquired: fromMicros(h.Acquired), Renewed: fromMicros(h.Renewed), Expires: fromMicros(h.Expires),
+					Hold: time.Duration(h.Hold) * time.Microsecond})
 			}
 		}
 		if queue != "" {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sleeplock/sleeplock/pgstore"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -100,6 +102,50 @@ func TestRefusalsCountedInProcess(t *testing.T) {
 	got := statsEntry(t, e.s, "rf/*")
 	if got.Refusals != 6 || got.Acquisitions != 2 || got.Locks != 2 || got.Running != 2 || got.Slots != 2 {
 		t.Fatalf("family after 6 refusals of 2 members held: %+v", got)
+	}
+}
+
+// TestHoldsTimedByTime: a lock taken seldom has hold times although its
+// tokens are not timed (1 in 256 by token): the first release by the fast
+// row of each store (a cron job's process makes one per run) is the sampled
+// statement, which times its hold whatever its token; the next, within
+// holdSampleEvery, are untimed. Another store (the next run) times its
+// first again. The counts stay exact: one timed hold per sampled release.
+func TestHoldsTimedByTime(t *testing.T) {
+	t.Cleanup(pgstore.SetHoldSampleEvery(30 * time.Second))
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "cron", 1)
+	define(t, e.s, "cron3", 3)
+	_, err := e.pool.Exec(ctx, "SELECT setval('"+q+".tokens', 300)") // no multiple of 256 below 512
+	must(t, err)
+	for _, c := range []struct{ lock, release string }{{"cron", "release_fast"}, {"cron3", "release_slot"}} {
+		var sampled uint64
+		for run := range 2 { // two processes
+			s, tr := tracedStore(t, e)
+			var tags []string
+			for range 3 {
+				g, err := s.Acquire(ctx, req("job", time.Minute, c.lock))
+				must(t, err)
+				if g.Token%256 == 0 {
+					t.Fatalf("token %d is timed by token", g.Token)
+				}
+				must(t, s.Release(ctx, g.Handle(), nil))
+				for _, tag := range tr.sent() {
+					if strings.HasPrefix(tag, c.release) {
+						tags = append(tags, tag)
+					}
+				}
+			}
+			if len(tags) < 2 || tags[0] != c.release+"_sampled" || slices.Contains(tags[1:], c.release+"_sampled") {
+				t.Fatalf("%s: store %d sent the fast releases %q, want %s_sampled first and no other", c.lock, run, tags, c.release)
+			}
+			sampled++
+			if got := statsEntry(t, e.s, c.lock); got.Holds.Count != sampled || got.Releases != 3*uint64(run+1) {
+				t.Fatalf("%s: %d timed holds, %d releases after store %d, want %d and %d", c.lock, got.Holds.Count, got.Releases, run, sampled, 3*(run+1))
+			}
+		}
 	}
 }
 

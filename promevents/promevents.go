@@ -8,8 +8,12 @@
 // Nothing runs on the lock path: the store counts grants, releases,
 // refusals, expiries, losses, wait and hold times in its lock records, and
 // each scrape reads them with one Locks.Stats (one query on a database
-// store, counting every process's grants). No notifier is needed; events
-// (WithNotifier) stay for logs and streams.
+// store, counting every process's grants), and the holders with one
+// Locks.List for the gauges of a stuck lock: sleeplock_oldest_hold_seconds,
+// the age of the oldest hold, and sleeplock_late_holders, the holders that
+// missed a renewal they owed (sleeplock.Holder.Late), most likely dead
+// while their lease runs out. No notifier is needed; events (WithNotifier)
+// stay for logs and streams.
 //
 // Label cardinality is bounded: every metric has one label, "lock"; a
 // family's members are counted under the family ("chat/*"), and the
@@ -105,6 +109,8 @@ const (
 	expired
 	waiting
 	count
+	oldestHold
+	lateHolders
 	terms
 	takeovers
 	kinds
@@ -132,12 +138,14 @@ func New(locks *sleeplock.Locks, opts ...Option) *Metrics {
 		expirations:  desc("expirations_total", "Leases taken over after their TTL."),
 		lost:         desc("lost_total", "Holds ended by someone other than their holder (taken over, or released by another)."),
 		waitSeconds:  desc("wait_seconds", "Time grants spent in the queue (grants that did not wait, and on the memory store those before the first scrape: 0)."),
-		holdSeconds:  desc("hold_seconds", "Time a hold lasted, of sampled holds (memory and PostgreSQL stores: 1 in Stats.HoldSampling, by fencing token; releases_total+expirations_total count them all)."),
+		holdSeconds:  desc("hold_seconds", "Time a hold lasted, of sampled holds (memory and PostgreSQL stores: 1 in Stats.HoldSampling, by fencing token, and on PostgreSQL each process's first release of a lock and one every 30 s; releases_total+expirations_total count them all)."),
 		slots:        desc("slots", "Slots of the locks under the label."),
 		running:      desc("running", "Live holders of the locks under the label."),
 		expired:      desc("expired", "Holders past their expiry that nobody has taken over yet."),
 		waiting:      desc("waiting", "Callers waiting for the locks under the label."),
 		count:        desc("locks", "Locks under the label (defined, or family members in use)."),
+		oldestHold:   desc("oldest_hold_seconds", "Age of the oldest hold of the locks under the label, live or past its expiry (0: none)."),
+		lateHolders:  desc("late_holders", "Holders that missed a renewal they owed: more than half their lease (hold, or TTL) since they last renewed; most likely dead, blocking their slots until their expiry."),
 		terms: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "election", "terms_total"),
 			"Terms begun: grants of the election's lock, each a change of leader (a candidate that campaigns again counts again).", []string{"election"}, nil),
 		takeovers: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "election", "takeovers_total"),
@@ -163,7 +171,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(m.descs[acquisitions], err)
 		return
 	}
-	for _, sum := range m.set.Sums(all) {
+	sums := m.set.Sums(all) // first: the Stats' order gives the labels
+	states, err := m.locks.List(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(m.descs[oldestHold], err)
+		return
+	}
+	holds := m.set.Holds(states)
+	for _, sum := range sums {
 		l, a := sum.Label, &sum.Stats
 		counter := func(k int, v uint64) {
 			ch <- prometheus.MustNewConstMetric(m.descs[k], prometheus.CounterValue, float64(v), *l)
@@ -183,6 +198,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		gauge(expired, a.Expired)
 		gauge(waiting, a.Waiting)
 		gauge(count, a.Locks)
+		h := holds[l]
+		ch <- prometheus.MustNewConstMetric(m.descs[oldestHold], prometheus.GaugeValue, h.Oldest.Seconds(), *l)
+		gauge(lateHolders, h.Late)
 	}
 	for _, e := range labels.Elections(all, m.cfg.elections) {
 		ch <- prometheus.MustNewConstMetric(m.descs[terms], prometheus.CounterValue, float64(e.Terms), e.Name)

@@ -13,6 +13,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/internal/fakeclock"
+	"github.com/sleeplock/sleeplock/memstore"
 	"github.com/sleeplock/sleeplock/promevents"
 )
 
@@ -47,9 +49,9 @@ func TestCardinality(t *testing.T) {
 	must(t, reg.Register(m))
 	n, err := testutil.GatherAndCount(reg)
 	must(t, err)
-	// 2 labels × (5 counters + 2 histograms + 5 gauges).
-	if n != 2*12 {
-		t.Errorf("%d series after 100,000 family members, want 24", n)
+	// 2 labels × (5 counters + 2 histograms + 7 gauges).
+	if n != 2*14 {
+		t.Errorf("%d series after 100,000 family members, want 28", n)
 	}
 	if v := value(t, m, "sleeplock_acquisitions_total", "chat/*"); v != 50_000 {
 		t.Errorf("chat/* acquisitions %v, want 50000", v)
@@ -133,6 +135,36 @@ func TestGauges(t *testing.T) {
 		`sleeplock_running{lock="chat/*"} 2`,
 		`sleeplock_waiting{lock="chat/*"} 1`,
 		`sleeplock_locks{lock="chat/*"} 2`,
+	} {
+		if !strings.Contains(text, line+"\n") {
+			t.Errorf("no %q in\n%s", line, text)
+		}
+	}
+}
+
+// TestStuckGauges: a holder that stopped renewing counts in late_holders
+// before its expiry, and oldest_hold_seconds gives its hold's age; a lock
+// just taken has none late (issue 42).
+func TestStuckGauges(t *testing.T) {
+	ctx := context.Background()
+	clock := fakeclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	locks := sleeplock.New(memstore.New(memstore.WithClock(clock)), sleeplock.WithTTL(30*time.Second))
+	defer locks.Close()
+	m := promevents.New(locks)
+	must(t, locks.Define(ctx, "stuck", 1))
+	must(t, locks.Define(ctx, "fresh", 1))
+	_, err := locks.TryAcquire(ctx, "stuck", sleeplock.NoKeepAlive())
+	must(t, err)
+	clock.Advance(20 * time.Second) // past half the TTL, with no renewal
+	_, err = locks.TryAcquire(ctx, "fresh", sleeplock.NoKeepAlive())
+	must(t, err)
+	text := scrape(t, m)
+	for _, line := range []string{
+		`sleeplock_late_holders{lock="stuck"} 1`,
+		`sleeplock_oldest_hold_seconds{lock="stuck"} 20`,
+		`sleeplock_late_holders{lock="fresh"} 0`,
+		`sleeplock_oldest_hold_seconds{lock="fresh"} 0`,
+		`sleeplock_running{lock="stuck"} 1`,
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("no %q in\n%s", line, text)

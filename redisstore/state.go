@@ -42,9 +42,13 @@ func stateOf(a []any, now int64) store.State {
 		if len(h) < 8 {
 			continue
 		}
-		st.Holders = append(st.Holders, store.Holder{Ref: str(h[0]), Kind: str(h[1]), Token: integer(h[2]),
+		hd := store.Holder{Ref: str(h[0]), Kind: str(h[1]), Token: integer(h[2]),
 			Count: int(integer(h[3])), Weight: int(integer(h[4])), Acquired: fromMicros(integer(h[5])),
-			Renewed: fromMicros(integer(h[6])), Expires: fromMicros(integer(h[7]))})
+			Renewed: fromMicros(integer(h[6])), Expires: fromMicros(integer(h[7]))}
+		if len(h) > 8 {
+			hd.Hold = durMicros(integer(h[8]))
+		}
+		st.Holders = append(st.Holders, hd)
 	}
 	for _, x := range list(a[8]) {
 		q := list(x)

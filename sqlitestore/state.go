@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -61,7 +62,8 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 	}
 	for _, h := range l.holders {
 		st.Holders = append(st.Holders, store.Holder{Ref: h.ref, Kind: h.kind, Token: h.token, Count: h.count, Weight: h.weight,
-			Acquired: fromMicros(h.acquired), Renewed: fromMicros(h.renewed), Expires: fromMicros(h.expires)})
+			Acquired: fromMicros(h.acquired), Renewed: fromMicros(h.renewed), Expires: fromMicros(h.expires),
+			Hold: time.Duration(h.hold) * time.Microsecond})
 	}
 	for _, ticket := range l.queue {
 		var w store.Waiter

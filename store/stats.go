@@ -54,7 +54,10 @@ type Stats struct {
 	// Releases+Expiries is the exact number of ended holds.
 	Holds Histogram
 	// HoldSampling is N of "1 in N" for Holds (1: every hold is timed):
-	// 256 on the memory store and PostgreSQL, 1 on SQLite and Redis.
+	// 256 on the memory store and PostgreSQL, 1 on SQLite and Redis. On
+	// PostgreSQL it is at least 1 in N: each store also times the first
+	// hold its fast path releases of a lock, and one every 30 s after, so
+	// that a lock taken seldom has figures.
 	HoldSampling int
 }
 

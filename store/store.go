@@ -341,8 +341,52 @@ type Holder struct {
 	Count    int       // re-entrant holds (1 unless counted)
 	Weight   int       // the slots the hold takes (1 unless weighted)
 	Acquired time.Time // zero when not recorded
-	Renewed  time.Time
+	Renewed  time.Time // when taken or last kept, dated back by TTL-Hold for a hold (see AcquireRequest.Hold)
 	Expires  time.Time // zero: never
+	// Hold is the lease's hold (AcquireRequest.Hold): when shorter than
+	// its TTL (Expires-Renewed), a grant or renewal lasts Hold, not the
+	// TTL. 0: none.
+	Hold time.Duration
+}
+
+// Length is how long a grant or renewal of h lasts: its Hold when it has
+// one, else its TTL (Expires-Renewed). 0 for a lease that never expires.
+func (h Holder) Length() time.Duration {
+	if h.Expires.IsZero() || h.Renewed.IsZero() {
+		return 0
+	}
+	ttl := h.Expires.Sub(h.Renewed)
+	if h.Hold > 0 && h.Hold < ttl {
+		return h.Hold
+	}
+	return ttl
+}
+
+// Kept returns when h was taken or last renewed, on the store's clock:
+// Expires less Length (Renewed is dated back for a hold; Kept is not).
+// Zero for a lease that never expires.
+func (h Holder) Kept() time.Time {
+	n := h.Length()
+	if n <= 0 {
+		return time.Time{}
+	}
+	return h.Expires.Add(-n)
+}
+
+// LateAfter is how long after its last renewal (Kept) a holder is late: a
+// holder that lives renews every third of its Length (Lease's keep-alive),
+// so it is late once half its Length has passed, a third plus a margin of
+// half a third for a slow store or a paused process. A late holder missed
+// a renewal it owed: most likely its process died or stopped, and the lock
+// stays held until its expiry (Expires), which is not yet past.
+func (h Holder) LateAfter() time.Duration { return h.Length() / 2 }
+
+// Late reports whether h, at now on the store's clock, is late: it has an
+// expiry and was last renewed more than LateAfter before now. A holder
+// past its expiry is late too. A lease that never expires is never late.
+func (h Holder) Late(now time.Time) bool {
+	n := h.Length()
+	return n > 0 && now.Sub(h.Expires.Add(-n)) > n/2
 }
 
 // Waiter is one caller in a lock's queue.

@@ -43,6 +43,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			func() any { return &store.Handle{} },
 			func() any { return store.Ref{} },
 			func() any { return store.RefRange{} },
+			func() any { return store.Holder{} },
 			func() any { return (*store.RefSource)(nil) },
 			func() any { return &store.RefSource{} },
 			func() any { return store.EventType(0) },

@@ -3,6 +3,7 @@ package labels
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -88,5 +89,29 @@ func TestElections(t *testing.T) {
 	want := []Election{{Name: "none"}, {Name: "sched", Terms: 5, Takeovers: 2}, {Name: "z/*"}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("Elections = %v, want %v", got, want)
+	}
+}
+
+// Holds keeps, per label, the age of the oldest hold and counts the late
+// holders; a lock with no holder adds no label.
+func TestHolds(t *testing.T) {
+	s := NewSet(nil, 0, func(label string) *string { return &label })
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	onTime := store.Holder{Acquired: now.Add(-time.Hour), Renewed: now.Add(-time.Second), Expires: now.Add(29 * time.Second)}
+	late := store.Holder{Acquired: now.Add(-2 * time.Minute), Renewed: now.Add(-20 * time.Second), Expires: now.Add(10 * time.Second)}
+	holds := s.Holds([]store.State{
+		{Name: "chat/1", Now: now, Holders: []store.Holder{late}},
+		{Name: "chat/2", Now: now, Holders: []store.Holder{onTime, late}},
+		{Name: "pay", Now: now, Holders: []store.Holder{onTime}},
+		{Name: "idle", Now: now},
+	})
+	if got, want := holds[s.Get("chat/1")], (Holds{Oldest: time.Hour, Late: 2}); got != want {
+		t.Errorf("chat/*: %+v, want %+v", got, want)
+	}
+	if got, want := holds[s.Get("pay")], (Holds{Oldest: time.Hour}); got != want {
+		t.Errorf("pay: %+v, want %+v", got, want)
+	}
+	if _, ok := holds[s.Get("idle")]; ok || len(holds) != 2 {
+		t.Errorf("labels: %v, want chat/* and pay", holds)
 	}
 }

@@ -82,7 +82,8 @@ BEGIN
                 SELECT json_agg(json_build_object(
                         'ref', h.ref, 'kind', h.kind, 'token', h.token, 'count', h.count, 'weight', h.weight,
                         'acquired', {{schema}}.micros(h.acquired), 'renewed', {{schema}}.micros(h.renewed),
-                        'expires', {{schema}}.micros(h.expires)) ORDER BY h.token)::text
+                        'expires', {{schema}}.micros(h.expires), 'hold', h.hold)
+                        ORDER BY h.token)::text
                   INTO r_holders
                   FROM {{schema}}.holding h WHERE h.lock = v_name;
                 SELECT json_agg(json_build_object(

@@ -634,7 +634,7 @@ local function state(name, detail)
   local hs, qs = {}, {}
   for _, h in ipairs(l.h) do
     if live(h) then running = running + h.w else expired = expired + h.w end
-    if detail then hs[#hs + 1] = {h.r, h.k, h.t, h.c, h.w, h.a, h.n, h.e} end
+    if detail then hs[#hs + 1] = {h.r, h.k, h.t, h.c, h.w, h.a, h.n, h.e, h.o} end
   end
   qall(l)
   if detail then

@@ -132,6 +132,12 @@ func printStates(out io.Writer, states []sleeplock.State) {
 			if !h.Acquired.IsZero() {
 				s += " age " + roundDur(st.Now.Sub(h.Acquired))
 			}
+			if kept := h.Kept(); !kept.IsZero() {
+				s += ", renewed " + roundDur(st.Now.Sub(kept)) + " ago"
+				if h.Late(st.Now) {
+					s += " (LATE: owed every " + roundDur(h.Length()/3) + ")"
+				}
+			}
 			if !h.Expires.IsZero() {
 				if left := h.Expires.Sub(st.Now); left > 0 {
 					s += ", " + roundDur(left) + " left"

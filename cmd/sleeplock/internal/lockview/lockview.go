@@ -57,9 +57,15 @@ func ElectionOf(st store.State) *Election {
 }
 
 // Holder is one holder of a lock. Times are RFC 3339 with nanoseconds on
-// the store's clock, "" when not recorded; AgeMS and LeftMS are measured
-// against the lock's Now (LeftMS is null for a lease that never expires and
-// negative for one past its expiry).
+// the store's clock, "" when not recorded; AgeMS, LeftMS and KeptMS are
+// measured against the lock's Now (LeftMS is null for a lease that never
+// expires and negative for one past its expiry). Kept is when the holder
+// was taken or last renewed (Renewed is dated back for a hold shorter than
+// the TTL; Kept is not), KeptMS how long ago; a holder that lives renews
+// every third of its lease (its hold, or TTL), and Late says it missed a
+// renewal: more than LateAfterMS (half the lease) passed since Kept
+// (store.Holder.Late). Kept, KeptMS and LateAfterMS are ""/null for a
+// lease that never expires, which is never late.
 type Holder struct {
 	Ref    string `json:"ref"`
 	Kind   string `json:"kind"`
@@ -74,6 +80,10 @@ type Holder struct {
 	Expires   string `json:"expires"`
 	AgeMS     *int64 `json:"age_ms"`
 	LeftMS    *int64 `json:"left_ms"`
+	Kept      string `json:"kept"`
+	KeptMS    *int64 `json:"kept_ms"`
+	LateAfter *int64 `json:"late_after_ms"`
+	Late      bool   `json:"late"`
 }
 
 // Waiter is one caller in a lock's queue, in queue order.
@@ -105,11 +115,17 @@ func Of(st store.State) Lock {
 		Now: stamp(st.Now), Election: ElectionOf(st),
 	}
 	for _, h := range st.Holders {
-		v.Holders = append(v.Holders, Holder{
+		hv := Holder{
 			Ref: h.Ref, Kind: h.Kind, Token: h.Token, Count: h.Count, Weight: h.Weight, Exclusive: Exclusive(h.Weight, st.Slots),
 			Acquired: stamp(h.Acquired), Renewed: stamp(h.Renewed), Expires: stamp(h.Expires),
 			AgeMS: since(st.Now, h.Acquired), LeftMS: since(h.Expires, st.Now),
-		})
+			Kept: stamp(h.Kept()), KeptMS: since(st.Now, h.Kept()), Late: h.Late(st.Now),
+		}
+		if n := h.LateAfter(); n > 0 {
+			ms := n.Milliseconds()
+			hv.LateAfter = &ms
+		}
+		v.Holders = append(v.Holders, hv)
 	}
 	for _, w := range st.Queue {
 		locks := w.Locks

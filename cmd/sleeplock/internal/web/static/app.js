@@ -99,13 +99,16 @@
     for (const ho of v.holders) {
       if (drawn++ >= MAX_CELLS) break;
       const k = ho.kind ? " k-" + esc(ho.kind) : "";
-      const expired = ho.left_ms != null && ho.left_ms < 0 ? " expired" : "";
+      const expired = ho.left_ms != null && ho.left_ms < 0 ? " expired" : (ho.late ? " late" : "");
       h += '<div class="cell held' + k + expired + '" data-ref="' + esc(ho.ref) + '">' +
         (allowRelease && !v.family ? '<button data-release="' + esc(ho.ref) + '" title="release this holder">release</button>' : "") +
         '<div class="kind">' + esc(ho.kind || "holder") + weightText(ho) + "</div>" +
         '<div class="ref" title="' + esc(ho.ref) + '">' + esc(ho.ref) + "</div>" +
         '<div class="t">held <span data-up="' + (ho.age_ms ?? "") + '">' + dur(ho.age_ms) + "</span>" +
-        (ho.left_ms == null ? " · no expiry" : ' · left <span data-down="' + ho.left_ms + '">' + dur(ho.left_ms) + "</span>") + "</div></div>";
+        (ho.left_ms == null ? " · no expiry" : ' · left <span data-down="' + ho.left_ms + '">' + dur(ho.left_ms) + "</span>") +
+        (ho.kept_ms == null ? "" : ' · renewed <span data-up="' + ho.kept_ms + '">' + dur(ho.kept_ms) + "</span> ago" +
+          (ho.late ? ' <b class="late" title="it missed a renewal it owed (one every third of its lease): its process may be dead or stopped">LATE</b>' : "")) +
+        "</div></div>";
     }
     const free = v.family || gauged ? 0 : Math.max(0, v.slots - v.running);
     const freeCells = Math.min(free, Math.max(0, MAX_CELLS - drawn));
