@@ -184,7 +184,7 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 	m.count = gauge("sleeplock.locks", "{lock}", "Locks under the label (defined, or family members in use).")
 	m.late = gauge("sleeplock.holders.late", "{holder}", "Holders that missed a renewal they owed: more than half their lease (hold, or TTL) since they last renewed; most likely dead, blocking their slots until their expiry.")
 	m.oldest, e = meter.Float64ObservableGauge("sleeplock.hold.oldest", metric.WithUnit("s"),
-		metric.WithDescription("Age of the oldest hold of the locks under the label, live or past its expiry (0: none)."))
+		metric.WithDescription("Age of the oldest live hold of the locks under the label; a hold past its expiry is left out (0: none)."))
 	err = errors.Join(err, e)
 	m.terms = counter("sleeplock.election.terms", "{term}", "Terms begun: grants of the election's lock, each a change of leader (a candidate that campaigns again counts again).")
 	m.takeovers = counter("sleeplock.election.takeovers", "{term}", "Terms that ended without their leader resigning, taken over after their TTL.")

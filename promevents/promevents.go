@@ -10,7 +10,7 @@
 // each scrape reads them with one Locks.Stats (one query on a database
 // store, counting every process's grants), and the holders with one
 // Locks.List for the gauges of a stuck lock: sleeplock_oldest_hold_seconds,
-// the age of the oldest hold, and sleeplock_late_holders, the holders that
+// the age of the oldest live hold, and sleeplock_late_holders, the holders that
 // missed a renewal they owed (sleeplock.Holder.Late), most likely dead
 // while their lease runs out. No notifier is needed; events (WithNotifier)
 // stay for logs and streams.
@@ -144,7 +144,7 @@ func New(locks *sleeplock.Locks, opts ...Option) *Metrics {
 		expired:      desc("expired", "Holders past their expiry that nobody has taken over yet."),
 		waiting:      desc("waiting", "Callers waiting for the locks under the label."),
 		count:        desc("locks", "Locks under the label (defined, or family members in use)."),
-		oldestHold:   desc("oldest_hold_seconds", "Age of the oldest hold of the locks under the label, live or past its expiry (0: none)."),
+		oldestHold:   desc("oldest_hold_seconds", "Age of the oldest live hold of the locks under the label; a hold past its expiry is left out (0: none)."),
 		lateHolders:  desc("late_holders", "Holders that missed a renewal they owed: more than half their lease (hold, or TTL) since they last renewed; most likely dead, blocking their slots until their expiry."),
 		terms: prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "election", "terms_total"),
 			"Terms begun: grants of the election's lock, each a change of leader (a candidate that campaigns again counts again).", []string{"election"}, nil),

@@ -17,17 +17,24 @@ type Holds struct {
 
 // Holds sums the holders of states (one Locks.List, with detail) by
 // label: the oldest hold's age on each lock's clock, and the late holders.
-// Labels whose locks have no holder are absent.
+// A hold past its expiry is left out: nobody renews it, but the next
+// caller takes its slot, so it is not stuck (an alert on it would fire
+// until the lock is taken again). Labels whose locks have no live holder
+// are absent.
 func (s *Set[T]) Holds(states []store.State) map[*T]Holds {
 	out := make(map[*T]Holds)
 	for i := range states {
 		st := &states[i]
-		if len(st.Holders) == 0 {
-			continue
-		}
-		l := s.Get(st.Name)
-		h := out[l]
+		var l *T
+		var h Holds
 		for _, hd := range st.Holders {
+			if !hd.Expires.IsZero() && !st.Now.Before(hd.Expires) {
+				continue
+			}
+			if l == nil {
+				l = s.Get(st.Name)
+				h = out[l]
+			}
 			if !hd.Acquired.IsZero() {
 				h.Oldest = max(h.Oldest, st.Now.Sub(hd.Acquired))
 			}
@@ -35,7 +42,9 @@ func (s *Set[T]) Holds(states []store.State) map[*T]Holds {
 				h.Late++
 			}
 		}
-		out[l] = h
+		if l != nil {
+			out[l] = h
+		}
 	}
 	return out
 }

@@ -99,11 +99,15 @@ func TestHolds(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	onTime := store.Holder{Acquired: now.Add(-time.Hour), Renewed: now.Add(-time.Second), Expires: now.Add(29 * time.Second)}
 	late := store.Holder{Acquired: now.Add(-2 * time.Minute), Renewed: now.Add(-20 * time.Second), Expires: now.Add(10 * time.Second)}
+	// Past its expiry: its slot goes to the next caller, so it is neither
+	// the oldest hold nor late, and a lock with only such holds is absent.
+	expired := store.Holder{Acquired: now.Add(-3 * time.Hour), Renewed: now.Add(-time.Minute), Expires: now.Add(-30 * time.Second)}
 	holds := s.Holds([]store.State{
-		{Name: "chat/1", Now: now, Holders: []store.Holder{late}},
+		{Name: "chat/1", Now: now, Holders: []store.Holder{late, expired}},
 		{Name: "chat/2", Now: now, Holders: []store.Holder{onTime, late}},
 		{Name: "pay", Now: now, Holders: []store.Holder{onTime}},
 		{Name: "idle", Now: now},
+		{Name: "gone", Now: now, Holders: []store.Holder{expired}},
 	})
 	if got, want := holds[s.Get("chat/1")], (Holds{Oldest: time.Hour, Late: 2}); got != want {
 		t.Errorf("chat/*: %+v, want %+v", got, want)
@@ -112,6 +116,6 @@ func TestHolds(t *testing.T) {
 		t.Errorf("pay: %+v, want %+v", got, want)
 	}
 	if _, ok := holds[s.Get("idle")]; ok || len(holds) != 2 {
-		t.Errorf("labels: %v, want chat/* and pay", holds)
+		t.Errorf("labels: %v, want chat/* and pay (not idle, not gone)", holds)
 	}
 }
