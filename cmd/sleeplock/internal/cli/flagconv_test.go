@@ -286,7 +286,13 @@ func TestRedisPrefixFlag(t *testing.T) {
 		t.Errorf("--prefix and --schema that differ: exit %d, stderr %q; want 2 naming both", code, errOut)
 	}
 	_, errOut, code = run(t, "state", "--store", sqliteDSN(t), "--prefix", "p")
-	if code != 2 || !strings.Contains(errOut, "for Redis") {
-		t.Errorf("--prefix on SQLite: exit %d, stderr %q; want 2", code, errOut)
+	if code != 2 || !strings.Contains(errOut, "for Redis") || strings.Contains(errOut, "PostgreSQL") {
+		t.Errorf("--prefix on SQLite: exit %d, stderr %q; want 2, naming Redis and not PostgreSQL", code, errOut)
+	}
+	// A schema means nothing to SQLite: given, it is a bad command line,
+	// not a setting silently dropped.
+	_, errOut, code = run(t, "state", "--store", sqliteDSN(t), "--schema", "x")
+	if code != 2 || !strings.Contains(errOut, "--schema x") || !strings.Contains(errOut, "SQLite") {
+		t.Errorf("--schema on SQLite: exit %d, stderr %q; want 2 naming --schema and SQLite", code, errOut)
 	}
 }

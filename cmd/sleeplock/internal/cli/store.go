@@ -74,10 +74,15 @@ var keyValueDSN = regexp.MustCompile(`^\s*[A-Za-z_]+\s*=`)
 // if missing.
 func (f storeFlags) target() (storeKind, string, error) {
 	kind, dsn, err := f.where()
+	if err == nil && kind == sqliteStore && f.schema != nil && *f.schema != pgstore.DefaultSchema {
+		return 0, "", usagef("--schema %s: a SQLite store has no schema (its file is the store: --store sqlite:PATH)", *f.schema)
+	}
 	if err != nil || f.prefix == nil || *f.prefix == "" {
 		return kind, dsn, err
 	}
 	switch {
+	case kind == sqliteStore:
+		return 0, "", usagef("--prefix %s: the key prefix is for Redis stores (a SQLite store is its file: --store sqlite:PATH)", *f.prefix)
 	case kind != redisStore:
 		return 0, "", usagef("--prefix %s: the key prefix is for Redis stores (PostgreSQL's tables are in --schema)", *f.prefix)
 	case *f.schema != pgstore.DefaultSchema && *f.schema != *f.prefix:
