@@ -158,7 +158,10 @@ func TestStoppedWaiterGrantGoesBack(t *testing.T) {
 	}
 	b, out := startChildOut(t, srv, "longwaiter")
 	got := make(chan result, 1)
-	cctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	// Below the stopped waiter's TTL (a minute), so that only a grant taken
+	// back, not one that expired, lets the next waiter in; the setup below
+	// (a child process started on a loaded machine) counts against it too.
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Second)
 	defer cancel()
 	go func() {
 		x, err := l.Acquire(cctx, "k", sleeplock.TTL(time.Minute), sleeplock.Ref("c"))
