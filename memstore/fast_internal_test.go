@@ -42,6 +42,23 @@ func TestNotPlainWithoutRefs(t *testing.T) {
 	}
 }
 
+// firstHold takes and releases the first hold of the lock name: a new
+// lock keeps no fast word until its first grant, which is timed by time
+// (see HoldSampling).
+func firstHold(t *testing.T, s *Store, name string) {
+	t.Helper()
+	pl, tok, err := (*plainStore)(s).Acquire(context.Background(), name, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.Release(tok); err != nil {
+		t.Fatal(err)
+	}
+	if s.load(name).fast.Load()&fastFrozen != 0 {
+		t.Fatalf("%s: no fast word after the first hold", name)
+	}
+}
+
 // A weighted plain lease is granted on the fast word, whose count of
 // slots then includes its weight: the lock stays unfrozen, weight-1
 // grants fill the slots left and no more, and a freeze lists each holder
@@ -54,6 +71,7 @@ func TestWeightedGrantOnTheFastWord(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk := s.load("h")
+	firstHold(t, s, "h")
 	weighted, tok, err := (*plainStore)(s).AcquireWeighted(ctx, "h", 3, false)
 	if err != nil || weighted.Weight() != 3 {
 		t.Fatalf("weight 3: %v, weight %d", err, weighted.Weight())
@@ -103,6 +121,7 @@ func TestFreezeWaitsForAWeightedGrantsEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk := s.load("h")
+	firstHold(t, s, "h")
 	t1, ok := lk.tryFast()
 	if !ok {
 		t.Fatal("no fast grant on an idle lock")

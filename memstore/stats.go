@@ -15,7 +15,20 @@ import (
 // is a multiple of it are timed from grant to end, for the hold-time
 // histogram of Stats (store.Stats.Holds). The others read no clock. A
 // power of 2.
+//
+// Holds are also sampled by time, so that a lock taken seldom (a cron
+// job's, once a minute) has figures: the first grant of each lock (of a
+// family: of any member) is timed whatever its token, and so is the next
+// grant after a Stats read made HoldSampleEvery or more after the last
+// such timed grant began. A lock due to be timed so keeps no fast word
+// until its next grant (see thaw), which the mutex path times: the fast
+// path itself tests nothing more, and reads no clock.
 const HoldSampling = 256
+
+// HoldSampleEvery is how often, at most, a lock's hold is timed by time
+// rather than by token (see HoldSampling): a Stats read (a metrics
+// scrape) this long after the last one began arms the next.
+const HoldSampleEvery = 30 * time.Second
 
 // HoldSampling is a power of 2 (the fast path tests a mask): this does
 // not compile otherwise.
@@ -40,6 +53,15 @@ type lockStats struct {
 	// of grants that waited, timed in waits.
 	refused, expired, lost uint64
 	waits, holds           store.Histogram
+
+	// The hold timed by time (see HoldSampling). due: the next grant under
+	// a lock's mutex is timed (a lock that is due keeps no fast word, see
+	// thaw); set when the stats are made and by Stats (rearm). timing:
+	// tlk is set, so a release under the mutex looks (see remove).
+	due, timing atomic.Bool
+	tlk         *lock         // the lock of the hold being timed, nil when none (under mu)
+	ttok        int64         // its token
+	tat, tlast  time.Duration // when it began, and when the last one began (waitNano; 0: never)
 
 	byToken atomic.Pointer[tokenWeights] // a defined lock's, once it grants a weight (see tokenWeights)
 }
@@ -159,6 +181,65 @@ func (lk *lock) endSample(t int64) {
 	}
 }
 
+// newStats returns the stats of a new definition of s, due to time its
+// first grant (see HoldSampling).
+func newStats(s *Store, base int64) *lockStats {
+	st := &lockStats{s: s, base: base}
+	st.due.Store(true)
+	return st
+}
+
+// startTimed times the hold of token t of lk, just granted under lk.mu,
+// when st is due to time one (see HoldSampling): unless one is being
+// timed already, or t is timed by its token.
+func (st *lockStats) startTimed(lk *lock, t int64) {
+	if st == nil || !st.due.Load() {
+		return
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.due.Store(false)
+	if st.tlk != nil || t&(HoldSampling-1) == 0 || st.s == nil {
+		return
+	}
+	now := st.s.waitNano()
+	st.tlk, st.ttok, st.tat, st.tlast = lk, t, now, now
+	st.timing.Store(true)
+}
+
+// endTimed observes the hold of token t of lk, which just ended under
+// lk.mu, when it is the one st times by time.
+func (st *lockStats) endTimed(lk *lock, t int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.tlk != lk || st.ttok != t {
+		return
+	}
+	st.holds.Observe(max(st.s.waitNano()-st.tat, 0))
+	st.tlk = nil
+	st.timing.Store(false)
+}
+
+// forget drops the hold of lk that st times, if any: lk's holds are
+// counted elsewhere from now on (a family member defined as a lock).
+func (st *lockStats) forget(lk *lock) {
+	st.mu.Lock()
+	if st.tlk == lk {
+		st.tlk = nil
+		st.timing.Store(false)
+	}
+	st.mu.Unlock()
+}
+
+// rearm makes st due to time the next grant when its last hold timed by
+// time began HoldSampleEvery or more before now (waitNano) and none is
+// being timed; st.mu is held.
+func (st *lockStats) rearm(now time.Duration) {
+	if st.tlk == nil && !st.due.Load() && now-st.tlast >= HoldSampleEvery {
+		st.due.Store(true)
+	}
+}
+
 // read adds st's counters to out; st.mu is held. A defined lock's
 // grants, releases and holders come from the caller (lk).
 func (st *lockStats) read(out *store.Stats) {
@@ -186,10 +267,12 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 	}
 	out := make([]store.Stats, 0, len(s.fams)+16)
 	fams := make(map[*lockStats]int, len(s.fams))
+	tnow := s.waitNano() // to arm the sampling by time (rearm)
 	for _, f := range s.fams {
 		e := store.Stats{Name: f.pattern, Family: true, HoldSampling: HoldSampling}
 		if st := f.st; st != nil {
 			st.mu.Lock()
+			st.rearm(tnow)
 			st.read(&e)
 			e.Acquisitions = st.acquired
 			e.Releases = st.ended - st.expired
@@ -229,6 +312,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 			Waiting: len(lk.waits()), HoldSampling: HoldSampling}
 		if st := lk.st; st != nil {
 			st.mu.Lock()
+			st.rearm(tnow) // the lock keeps no fast word once due (unlockMu)
 			st.read(&e)
 			st.mu.Unlock()
 			e.Acquisitions = uint64(lk.token - st.base)
