@@ -42,23 +42,6 @@ func TestNotPlainWithoutRefs(t *testing.T) {
 	}
 }
 
-// firstHold takes and releases the first hold of the lock name: a new
-// lock keeps no fast word until its first grant, which is timed by time
-// (see HoldSampling).
-func firstHold(t *testing.T, s *Store, name string) {
-	t.Helper()
-	pl, tok, err := (*plainStore)(s).Acquire(context.Background(), name, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pl.Release(tok); err != nil {
-		t.Fatal(err)
-	}
-	if s.load(name).fast.Load()&fastFrozen != 0 {
-		t.Fatalf("%s: no fast word after the first hold", name)
-	}
-}
-
 // A weighted plain lease is granted on the fast word, whose count of
 // slots then includes its weight: the lock stays unfrozen, weight-1
 // grants fill the slots left and no more, and a freeze lists each holder
@@ -71,7 +54,6 @@ func TestWeightedGrantOnTheFastWord(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk := s.load("h")
-	firstHold(t, s, "h")
 	weighted, tok, err := (*plainStore)(s).AcquireWeighted(ctx, "h", 3, false)
 	if err != nil || weighted.Weight() != 3 {
 		t.Fatalf("weight 3: %v, weight %d", err, weighted.Weight())
@@ -121,7 +103,6 @@ func TestFreezeWaitsForAWeightedGrantsEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	lk := s.load("h")
-	firstHold(t, s, "h")
 	t1, ok := lk.tryFast()
 	if !ok {
 		t.Fatal("no fast grant on an idle lock")
@@ -288,9 +269,10 @@ func TestWordBesideRecords(t *testing.T) {
 	}
 }
 
-// A grant timed by time (the first of a lock, or the next after a Stats
-// read 30 s on: see HoldSampling) goes the mutex path, and allocates
-// nothing either; its release makes the fast word again.
+// A grant timed by time (see HoldSampling: the next after a Stats read
+// made 30 s after the last such) goes the mutex path, and allocates
+// nothing either; its release makes the fast word again. A lock nobody
+// reads the stats of keeps its fast word from the start.
 func TestTimedByTimeAllocatesNothing(t *testing.T) {
 	ctx := context.Background()
 	s := New()
@@ -298,8 +280,10 @@ func TestTimedByTimeAllocatesNothing(t *testing.T) {
 	if _, err := s.Define(ctx, "h", 2, nil); err != nil {
 		t.Fatal(err)
 	}
-	firstHold(t, s, "h")
 	lk := s.load("h")
+	if lk.fast.Load()&fastFrozen != 0 {
+		t.Fatal("a new lock has no fast word")
+	}
 	p := (*plainStore)(s)
 	allocs := testing.AllocsPerRun(100, func() {
 		lk.lockMu()

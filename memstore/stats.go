@@ -16,13 +16,14 @@ import (
 // histogram of Stats (store.Stats.Holds). The others read no clock. A
 // power of 2.
 //
-// Holds are also sampled by time, so that a lock taken seldom (a cron
-// job's, once a minute) has figures: the first grant of each lock (of a
-// family: of any member) is timed whatever its token, and so is the next
-// grant after a Stats read made HoldSampleEvery or more after the last
-// such timed grant began. A lock due to be timed so keeps no fast word
-// until its next grant (see thaw), which the mutex path times: the fast
-// path itself tests nothing more, and reads no clock.
+// Holds are also sampled by time, from the store's first Stats read on
+// (as waits are: a store whose stats nobody reads times nothing more),
+// so that a lock taken seldom (a cron job's, once a minute) has figures:
+// the next grant of a lock (of a family: of any member) after a Stats
+// read is timed whatever its token, unless one so timed began less than
+// HoldSampleEvery before the read. A lock due to be timed so keeps no
+// fast word until that grant (see thaw), which the mutex path times: the
+// fast path itself tests nothing more, and reads no clock.
 const HoldSampling = 256
 
 // HoldSampleEvery is how often, at most, a lock's hold is timed by time
@@ -56,8 +57,8 @@ type lockStats struct {
 
 	// The hold timed by time (see HoldSampling). due: the next grant under
 	// a lock's mutex is timed (a lock that is due keeps no fast word, see
-	// thaw); set when the stats are made and by Stats (rearm). timing:
-	// tlk is set, so a release under the mutex looks (see remove).
+	// thaw); set by Stats (rearm). timing: tlk is set, so a release under
+	// the mutex looks (see remove).
 	due, timing atomic.Bool
 	tlk         *lock         // the lock of the hold being timed, nil when none (under mu)
 	ttok        int64         // its token
@@ -181,21 +182,24 @@ func (lk *lock) endSample(t int64) {
 	}
 }
 
-// newStats returns the stats of a new definition of s, due to time its
-// first grant (see HoldSampling).
-func newStats(s *Store, base int64) *lockStats {
-	st := &lockStats{s: s, base: base}
-	st.due.Store(true)
-	return st
-}
+// newStats returns the stats of a new definition of s. It is not due to
+// time a grant until a Stats read (rearm): a lock defined and taken at
+// once by many callers starts on its fast word.
+func newStats(s *Store, base int64) *lockStats { return &lockStats{s: s, base: base} }
 
 // startTimed times the hold of token t of lk, just granted under lk.mu,
 // when st is due to time one (see HoldSampling): unless one is being
 // timed already, or t is timed by its token.
+// Small enough to inline into nextToken: a grant that is not due costs
+// one load.
 func (st *lockStats) startTimed(lk *lock, t int64) {
-	if st == nil || !st.due.Load() {
-		return
+	if st != nil && st.due.Load() {
+		st.timeHold(lk, t)
 	}
+}
+
+// timeHold is startTimed of a grant while st is due.
+func (st *lockStats) timeHold(lk *lock, t int64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.due.Store(false)
@@ -231,11 +235,11 @@ func (st *lockStats) forget(lk *lock) {
 	st.mu.Unlock()
 }
 
-// rearm makes st due to time the next grant when its last hold timed by
-// time began HoldSampleEvery or more before now (waitNano) and none is
-// being timed; st.mu is held.
+// rearm makes st due to time the next grant when none was timed by time
+// yet, or the last began HoldSampleEvery or more before now (waitNano),
+// and none is being timed; st.mu is held.
 func (st *lockStats) rearm(now time.Duration) {
-	if st.tlk == nil && !st.due.Load() && now-st.tlast >= HoldSampleEvery {
+	if st.tlk == nil && !st.due.Load() && (st.tlast == 0 || now-st.tlast >= HoldSampleEvery) {
 		st.due.Store(true)
 	}
 }

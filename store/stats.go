@@ -57,9 +57,9 @@ type Stats struct {
 	// 256 on the memory store and PostgreSQL, 1 on SQLite and Redis. It
 	// is at least 1 in N: so that a lock taken seldom has figures, each
 	// PostgreSQL store also times the first hold its fast path releases
-	// of a lock, and one every 30 s after; the memory store the first
-	// hold of a lock, and the next after a Stats read made 30 s or more
-	// after the last such one began.
+	// of a lock, and one every 30 s after; the memory store, from its
+	// first Stats read on, the next hold of a lock after a read, at most
+	// one every 30 s.
 	HoldSampling int
 }
 
