@@ -247,7 +247,7 @@ var _ = register("release", "release a holder's slots by its ref (operator clean
 func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("release", errOut, "[flags] NAME…")
 	sf := addStoreFlags(fs, errOut)
-	ref := fs.String("ref", "", "the holder's ref (required)")
+	ref := fs.String("ref", "", "the holder's `REF` (required)")
 	stale := fs.Bool("stale", false, "release only if the holder's lease of the first NAME has expired")
 	if err := parse(fs, args); err != nil {
 		return err
