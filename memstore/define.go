@@ -124,14 +124,15 @@ func (s *Store) defined(name string) (int, bool) {
 // define makes the definition name, which does not exist yet; global.
 func (s *Store) define(o *op, name string, slots int) {
 	if strings.HasSuffix(name, store.FamilySuffix) {
-		s.fams[name] = &family{pattern: name, slots: slots, st: &lockStats{s: s}}
+		s.fams[name] = &family{pattern: name, slots: slots, st: newStats(s, 0)}
 		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots})
 		return
 	}
 	if lk, _ := o.lockName(name, false); lk != nil {
 		// A family member in use becomes a lock of its own.
 		lk.defined = true
-		lk.st = &lockStats{s: s, base: lk.token - int64(len(lk.holders))}
+		lk.st.forget(lk)
+		lk.st = newStats(s, lk.token-int64(len(lk.holders)))
 		s.locks.Defined(name, lk)
 		o.emit(store.Event{Type: store.EventCreated, Lock: name, Slots: slots, Running: lk.used(), Waiting: len(lk.waits())})
 		s.setSlots(o, lk, slots)
@@ -139,7 +140,7 @@ func (s *Store) define(o *op, name string, slots int) {
 	}
 	rng := s.newRange() // before the floor is read: see newRange
 	lk := &lock{name: name, slots: int32(slots), defined: true, token: s.floor.Load(), rng: rng}
-	lk.st = &lockStats{s: s, base: lk.token}
+	lk.st = newStats(s, lk.token)
 	lk.fast.Store(fastFrozen)
 	s.thaw(lk) // not shared yet: no mutex needed
 	s.locks.Store(name, lk)

@@ -439,12 +439,12 @@ func putWaiter(w *waiter) {
 }
 
 // thaw makes the fast word again when lk needs no mutex: a defined lock
-// with few slots, nobody waiting, on a store that is open and records no
-// times, whose holders (if any) are bare records that leave a slot free
+// with few slots, nobody waiting, not due to time its next hold (see
+// HoldSampling), on a store that is open and records no times, whose holders (if any) are bare records that leave a slot free
 // and fit in the word's extra, which counts them. lk.mu is held and is
 // let go right after (or lk is not shared yet).
 func (s *Store) thaw(lk *lock) {
-	if !lk.defined || lk.gone || lk.multi() || len(lk.waits()) > 0 ||
+	if !lk.defined || lk.gone || lk.multi() || len(lk.waits()) > 0 || (lk.st != nil && lk.st.due.Load()) ||
 		lk.slots > fastMaxSlots || !lk.plainOK() || lk.token < 0 || s.times || s.closed.Load() ||
 		lk.fast.Load()&fastFrozen == 0 {
 		return

@@ -268,3 +268,45 @@ func TestWordBesideRecords(t *testing.T) {
 		t.Fatalf("stats %+v, %v", stats, err)
 	}
 }
+
+// A grant timed by time (see HoldSampling: the next after a Stats read
+// made 30 s after the last such) goes the mutex path, and allocates
+// nothing either; its release makes the fast word again. A lock nobody
+// reads the stats of keeps its fast word from the start.
+func TestTimedByTimeAllocatesNothing(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	defer s.Close()
+	if _, err := s.Define(ctx, "h", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	lk := s.load("h")
+	if lk.fast.Load()&fastFrozen != 0 {
+		t.Fatal("a new lock has no fast word")
+	}
+	p := (*plainStore)(s)
+	allocs := testing.AllocsPerRun(100, func() {
+		lk.lockMu()
+		lk.st.due.Store(true) // as a Stats read 30 s on does (rearm)
+		s.unlockMu(lk)
+		if lk.fast.Load()&fastFrozen == 0 {
+			t.Fatal("a lock due to be timed kept its fast word")
+		}
+		pl, tok, err := p.Acquire(ctx, "h", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pl.Release(tok); err != nil {
+			t.Fatal(err)
+		}
+		if lk.fast.Load()&fastFrozen != 0 {
+			t.Fatal("no fast word after the timed hold")
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a grant timed by time and its release allocate %.1f times", allocs)
+	}
+	if n := lk.st.holds.Count; n < 100 {
+		t.Fatalf("%d holds timed, want every one of the 100", n)
+	}
+}

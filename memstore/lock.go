@@ -138,13 +138,15 @@ func (lk *lock) setWeight(h *holder, w int) {
 // again never grants a token it granted before.
 //
 // It counts the grant, which waited wait (negative: did not wait), in
-// lk's stats, and times it when it is sampled (HoldSampling).
+// lk's stats, and times it when it is sampled, by token or by time
+// (HoldSampling).
 func (lk *lock) nextToken(wait time.Duration) int64 {
 	lk.token++
 	if !lk.defined || wait >= 0 { // else counted by its token (see granted)
 		lk.st.granted(!lk.defined, wait)
 	}
 	lk.sampled(lk.token)
+	lk.st.startTimed(lk, lk.token)
 	return lk.token
 }
 
@@ -208,6 +210,8 @@ func (lk *lock) remove(h *holder) {
 	h.w1 = 0
 	if h.token&(HoldSampling-1) == 0 {
 		lk.endSample(h.token)
+	} else if st := lk.st; st != nil && st.timing.Load() {
+		st.endTimed(lk, h.token)
 	}
 	if lk.indexed {
 		lk.unindex(h, false)

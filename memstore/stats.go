@@ -15,7 +15,21 @@ import (
 // is a multiple of it are timed from grant to end, for the hold-time
 // histogram of Stats (store.Stats.Holds). The others read no clock. A
 // power of 2.
+//
+// Holds are also sampled by time, from the store's first Stats read on
+// (as waits are: a store whose stats nobody reads times nothing more),
+// so that a lock taken seldom (a cron job's, once a minute) has figures:
+// the next grant of a lock (of a family: of any member) after a Stats
+// read is timed whatever its token, unless one so timed began less than
+// HoldSampleEvery before the read. A lock due to be timed so keeps no
+// fast word until that grant (see thaw), which the mutex path times: the
+// fast path itself tests nothing more, and reads no clock.
 const HoldSampling = 256
+
+// HoldSampleEvery is how often, at most, a lock's hold is timed by time
+// rather than by token (see HoldSampling): a Stats read (a metrics
+// scrape) this long after the last one began arms the next.
+const HoldSampleEvery = 30 * time.Second
 
 // HoldSampling is a power of 2 (the fast path tests a mask): this does
 // not compile otherwise.
@@ -40,6 +54,15 @@ type lockStats struct {
 	// of grants that waited, timed in waits.
 	refused, expired, lost uint64
 	waits, holds           store.Histogram
+
+	// The hold timed by time (see HoldSampling). due: the next grant under
+	// a lock's mutex is timed (a lock that is due keeps no fast word, see
+	// thaw); set by Stats (rearm). timing: tlk is set, so a release under
+	// the mutex looks (see remove).
+	due, timing atomic.Bool
+	tlk         *lock         // the lock of the hold being timed, nil when none (under mu)
+	ttok        int64         // its token
+	tat, tlast  time.Duration // when it began, and when the last one began (waitNano; 0: never)
 
 	byToken atomic.Pointer[tokenWeights] // a defined lock's, once it grants a weight (see tokenWeights)
 }
@@ -159,6 +182,68 @@ func (lk *lock) endSample(t int64) {
 	}
 }
 
+// newStats returns the stats of a new definition of s. It is not due to
+// time a grant until a Stats read (rearm): a lock defined and taken at
+// once by many callers starts on its fast word.
+func newStats(s *Store, base int64) *lockStats { return &lockStats{s: s, base: base} }
+
+// startTimed times the hold of token t of lk, just granted under lk.mu,
+// when st is due to time one (see HoldSampling): unless one is being
+// timed already, or t is timed by its token.
+// Small enough to inline into nextToken: a grant that is not due costs
+// one load.
+func (st *lockStats) startTimed(lk *lock, t int64) {
+	if st != nil && st.due.Load() {
+		st.timeHold(lk, t)
+	}
+}
+
+// timeHold is startTimed of a grant while st is due.
+func (st *lockStats) timeHold(lk *lock, t int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.due.Store(false)
+	if st.tlk != nil || t&(HoldSampling-1) == 0 || st.s == nil {
+		return
+	}
+	now := st.s.waitNano()
+	st.tlk, st.ttok, st.tat, st.tlast = lk, t, now, now
+	st.timing.Store(true)
+}
+
+// endTimed observes the hold of token t of lk, which just ended under
+// lk.mu, when it is the one st times by time.
+func (st *lockStats) endTimed(lk *lock, t int64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.tlk != lk || st.ttok != t {
+		return
+	}
+	st.holds.Observe(max(st.s.waitNano()-st.tat, 0))
+	st.tlk = nil
+	st.timing.Store(false)
+}
+
+// forget drops the hold of lk that st times, if any: lk's holds are
+// counted elsewhere from now on (a family member defined as a lock).
+func (st *lockStats) forget(lk *lock) {
+	st.mu.Lock()
+	if st.tlk == lk {
+		st.tlk = nil
+		st.timing.Store(false)
+	}
+	st.mu.Unlock()
+}
+
+// rearm makes st due to time the next grant when none was timed by time
+// yet, or the last began HoldSampleEvery or more before now (waitNano),
+// and none is being timed; st.mu is held.
+func (st *lockStats) rearm(now time.Duration) {
+	if st.tlk == nil && !st.due.Load() && (st.tlast == 0 || now-st.tlast >= HoldSampleEvery) {
+		st.due.Store(true)
+	}
+}
+
 // read adds st's counters to out; st.mu is held. A defined lock's
 // grants, releases and holders come from the caller (lk).
 func (st *lockStats) read(out *store.Stats) {
@@ -186,10 +271,12 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 	}
 	out := make([]store.Stats, 0, len(s.fams)+16)
 	fams := make(map[*lockStats]int, len(s.fams))
+	tnow := s.waitNano() // to arm the sampling by time (rearm)
 	for _, f := range s.fams {
 		e := store.Stats{Name: f.pattern, Family: true, HoldSampling: HoldSampling}
 		if st := f.st; st != nil {
 			st.mu.Lock()
+			st.rearm(tnow)
 			st.read(&e)
 			e.Acquisitions = st.acquired
 			e.Releases = st.ended - st.expired
@@ -229,6 +316,7 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 			Waiting: len(lk.waits()), HoldSampling: HoldSampling}
 		if st := lk.st; st != nil {
 			st.mu.Lock()
+			st.rearm(tnow) // the lock keeps no fast word once due (unlockMu)
 			st.read(&e)
 			st.mu.Unlock()
 			e.Acquisitions = uint64(lk.token - st.base)

@@ -2,7 +2,9 @@ package memstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sleeplock/sleeplock"
@@ -25,7 +27,7 @@ func statsOf(t *testing.T, s *memstore.Store, name string) store.Stats {
 
 // Holds are timed 1 in HoldSampling, by token, on the fast word too: of
 // HoldSampling pairs, the last is timed, by the store's clock; the
-// others read no clock.
+// others read no clock (nobody read the stats: none is timed by time).
 func TestStatsHoldSampled(t *testing.T) {
 	ctx := context.Background()
 	s, c := newStore(t)
@@ -46,6 +48,81 @@ func TestStatsHoldSampled(t *testing.T) {
 	if got.Acquisitions != memstore.HoldSampling || got.Releases != memstore.HoldSampling || got.HoldSampling != memstore.HoldSampling {
 		t.Fatalf("counts %+v", got)
 	}
+}
+
+// TestHoldsTimedByTime: a lock taken once a minute, none of whose tokens
+// is timed by token (1 in HoldSampling), has hold figures: from the first
+// Stats read on (a scrape, every 13 s here), the next hold after a read
+// made HoldSampleEvery after the last timed one began is timed, so every
+// hold of the cron job's lock is but the one before the first scrape. A
+// family's members share their family's.
+func TestHoldsTimedByTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s := memstore.New()
+		defer func() { must(t, s.Close()) }()
+		locks := sleeplock.New(s)
+		must(t, locks.Define(ctx, "cron", 1))
+		must(t, locks.Define(ctx, "jobs/*", 2))
+		const runs = 10
+		for run := range runs {
+			for _, name := range []string{"cron", fmt.Sprintf("jobs/%d", run%3)} {
+				l, err := locks.TryAcquire(ctx, name)
+				must(t, err)
+				time.Sleep(2 * time.Second) // the job
+				must(t, l.Release(ctx))
+			}
+			for range 4 {
+				time.Sleep(13 * time.Second)
+				_, err := s.Stats(ctx) // a scrape
+				must(t, err)
+			}
+		}
+		for _, c := range []struct {
+			name string
+			n    uint64
+		}{{"cron", runs - 1}, {"jobs/*", runs - 1}} {
+			got := statsOf(t, s, c.name)
+			if got.Acquisitions != runs || got.Holds.Count != c.n || got.Holds.Sum != time.Duration(c.n)*2*time.Second ||
+				got.Holds.Buckets[store.Bucket(2*time.Second)] != c.n {
+				t.Errorf("%s taken once a minute: %d grants, holds %+v; want %d timed holds of 2 s", c.name, got.Acquisitions, got.Holds, c.n)
+			}
+		}
+	})
+}
+
+// TestHoldsTimedByTimeAtMostEvery: at high volume the sampling by time
+// adds at most one timed hold per lock every HoldSampleEvery, however
+// often Stats is read: the rest are timed by token.
+func TestHoldsTimedByTimeAtMostEvery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		s := memstore.New()
+		defer func() { must(t, s.Close()) }()
+		locks := sleeplock.New(s)
+		must(t, locks.Define(ctx, "hot", 1))
+		pairs := func(n int) {
+			for i := range n {
+				l, err := locks.TryAcquire(ctx, "hot")
+				must(t, err)
+				must(t, l.Release(ctx))
+				if i%100 == 0 {
+					statsOf(t, s, "hot")
+				}
+			}
+		}
+		pairs(1000)
+		byToken := uint64(1000 / memstore.HoldSampling)
+		if got := statsOf(t, s, "hot"); got.Holds.Count != 1+byToken {
+			t.Fatalf("1,000 pairs at once: %d timed holds, want the one after the first read and %d by token", got.Holds.Count, byToken)
+		}
+		time.Sleep(memstore.HoldSampleEvery)
+		statsOf(t, s, "hot")
+		pairs(1)
+		if got := statsOf(t, s, "hot"); got.Holds.Count != 2+byToken {
+			t.Fatalf("a pair %v later: %d timed holds, want %d", memstore.HoldSampleEvery, got.Holds.Count, 2+byToken)
+		}
+	})
 }
 
 // A wait is timed only when the caller parked, by the store's clock,

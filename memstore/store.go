@@ -19,7 +19,9 @@
 // the whole grant.
 //
 // Stats counts exactly (a defined lock's grants are its fencing tokens).
-// Hold times are sampled, 1 grant in HoldSampling by token. Wait times
+// Hold times are sampled, 1 grant in HoldSampling by token, and by time
+// from the first Stats read on: the next grant of a lock after a read,
+// at most one every HoldSampleEvery (see HoldSampling). Wait times
 // are recorded from the store's first Stats read on: before it, a grant
 // that queued is counted in the wait histogram's first bucket, as one
 // that did not wait, so that a store whose Stats nobody reads reads no

@@ -13,7 +13,8 @@
 // .refusals, .releases, .expirations and .lost; sleeplock.wait.time and
 // sleeplock.hold.time (seconds, sums) with sleeplock.holds.timed (the
 // holds that hold.time sums: every one on SQLite and Redis, 1 in
-// store.Stats.HoldSampling on the memory and PostgreSQL stores); gauges sleeplock.slots,
+// store.Stats.HoldSampling on the memory and PostgreSQL stores, and one
+// every 30 s); gauges sleeplock.slots,
 // .running, .expired, .waiting and .locks; and, read with one Locks.List
 // more, the gauges of a stuck lock: sleeplock.hold.oldest (seconds), the
 // age of the oldest hold, and sleeplock.holders.late, the holders that

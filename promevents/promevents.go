@@ -138,7 +138,7 @@ func New(locks *sleeplock.Locks, opts ...Option) *Metrics {
 		expirations:  desc("expirations_total", "Leases taken over after their TTL."),
 		lost:         desc("lost_total", "Holds ended by someone other than their holder (taken over, or released by another)."),
 		waitSeconds:  desc("wait_seconds", "Time grants spent in the queue (grants that did not wait, and on the memory store those before the first scrape: 0)."),
-		holdSeconds:  desc("hold_seconds", "Time a hold lasted, of sampled holds (memory and PostgreSQL stores: 1 in Stats.HoldSampling, by fencing token, and on PostgreSQL each process's first release of a lock and one every 30 s; releases_total+expirations_total count them all)."),
+		holdSeconds:  desc("hold_seconds", "Time a hold lasted, of sampled holds (memory and PostgreSQL stores: 1 in Stats.HoldSampling, by fencing token, and one every 30 s, so a lock taken seldom has figures; releases_total+expirations_total count them all)."),
 		slots:        desc("slots", "Slots of the locks under the label."),
 		running:      desc("running", "Live holders of the locks under the label."),
 		expired:      desc("expired", "Holders past their expiry that nobody has taken over yet."),

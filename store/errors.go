@@ -169,8 +169,8 @@ func (e *ConflictError) Error() string {
 	if e == nil {
 		return ErrAlreadyDefined.Error()
 	}
-	return fmt.Sprintf("sleeplock: lock %q already defined with %d slots (asked for %d; use Resize to change it)",
-		e.Name, e.Slots, e.Requested)
+	return fmt.Sprintf("sleeplock: lock %q already defined with %d %s (asked for %d; use Resize to change it)",
+		e.Name, e.Slots, plural(e.Slots, "slot", "slots"), e.Requested)
 }
 
 // Unwrap returns ErrAlreadyDefined.
@@ -248,7 +248,7 @@ func (e *WeightError) Error() string {
 	if e == nil {
 		return ErrTooHeavy.Error()
 	}
-	s := fmt.Sprintf("sleeplock: lock %q has %d slots, fewer than the %d asked", e.Lock, e.Slots, e.Weight)
+	s := fmt.Sprintf("sleeplock: lock %q has %d %s, fewer than the %d asked", e.Lock, e.Slots, plural(e.Slots, "slot", "slots"), e.Weight)
 	if e.Resized {
 		s += " (resized while waiting)"
 	}

@@ -54,10 +54,12 @@ type Stats struct {
 	// Releases+Expiries is the exact number of ended holds.
 	Holds Histogram
 	// HoldSampling is N of "1 in N" for Holds (1: every hold is timed):
-	// 256 on the memory store and PostgreSQL, 1 on SQLite and Redis. On
-	// PostgreSQL it is at least 1 in N: each store also times the first
-	// hold its fast path releases of a lock, and one every 30 s after, so
-	// that a lock taken seldom has figures.
+	// 256 on the memory store and PostgreSQL, 1 on SQLite and Redis. It
+	// is at least 1 in N: so that a lock taken seldom has figures, each
+	// PostgreSQL store also times the first hold its fast path releases
+	// of a lock, and one every 30 s after; the memory store, from its
+	// first Stats read on, the next hold of a lock after a read, at most
+	// one every 30 s.
 	HoldSampling int
 }
 

@@ -285,15 +285,10 @@ func lockError(name string, err error) error {
 }
 
 // message is err's text in the command line's terms: the library's
-// "sleeplock: " prefixes dropped (Main names the command once), and a
-// count of one in the singular ("has 1 slots" in the library's words is
-// "has 1 slot").
+// "sleeplock: " prefixes dropped (Main names the command once).
 func message(err error) string {
-	return oneOfMany.ReplaceAllString(strings.ReplaceAll(err.Error(), "sleeplock: ", ""), "${1}1 $2")
+	return strings.ReplaceAll(err.Error(), "sleeplock: ", "")
 }
-
-// oneOfMany matches a count of one with a plural noun: "1 slots".
-var oneOfMany = regexp.MustCompile(`(^|[^0-9.,])1 (slot|holder|waiter|lock|hold|lease|member)s\b`)
 
 // flags returns a flag set that reports errors instead of exiting. It
 // prints nothing itself: parse returns the error, which Main reports once,

@@ -80,8 +80,8 @@ type demoConfig struct {
 
 func parseDemo(args []string, errOut io.Writer) (demoConfig, error) {
 	fs := flags("demo", errOut, "[flags]")
-	tasks := fs.Int("tasks", 6, "number of tasks")
-	slots := fs.Int("slots", 2, "slots of the lock")
+	tasks := fs.Int("tasks", 6, "`N` tasks")
+	slots := fs.Int("slots", 2, "`N` slots of the lock")
 	work := duration(fs, "work", time.Second, "time each task works while it holds a slot")
 	jitter := duration(fs, "jitter", 100*time.Millisecond, "up to this much random extra work per task")
 	events := fs.Bool("events", false, "also print the lock's events, in the order the store made them (by Seq)")

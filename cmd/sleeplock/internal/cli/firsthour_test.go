@@ -5,7 +5,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -164,6 +166,60 @@ func TestServeShownAddr(t *testing.T) {
 	} {
 		if got := shownAddr(c.given, c.got); got != c.want {
 			t.Errorf("%s listening on %v: shown %q, want %q", c.given, c.got, got, c.want)
+		}
+	}
+}
+
+// The synopsis of README's "Command line" (and docs/cli.md's) names every
+// flag of each command but the store's, by one of its names: a new user
+// reading it found no --stats for state (issue 42, tried again). And help
+// names every flag's value by what it is (REF, ADDR, N), never by its Go
+// type ("--ref string").
+func TestSynopsisNamesEveryFlag(t *testing.T) {
+	for _, doc := range []string{"../../../../README.md", "../../../../docs/cli.md"} {
+		md, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, block, ok := strings.Cut(string(md), "sleeplock [--store STORE] COMMAND [flags] [ARGS…]\n")
+		block, _, _ = strings.Cut(block, "```")
+		if !ok || block == "" {
+			t.Fatalf("%s: no synopsis block", doc)
+		}
+		lines := map[string]string{} // command → its synopsis lines
+		for _, l := range strings.Split(block, "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "sleeplock" {
+				lines[f[1]] += " " + l + " "
+			}
+		}
+		for name := range commands {
+			syn, ok := lines[name]
+			if !ok {
+				continue // version, help and the rest without flags of their own
+			}
+			out, _, _ := run(t, "help", name)
+			for _, l := range strings.Split(out, "\n") {
+				if !strings.HasPrefix(l, "  -") {
+					continue
+				}
+				var names []string
+				for _, n := range strings.Split(strings.TrimSpace(l), ", ") {
+					flag, placeholder, _ := strings.Cut(n, " ")
+					switch placeholder {
+					case "string", "int", "uint", "float", "value", "int64", "float64":
+						t.Errorf("help %s: %q names its value by its Go type", name, n)
+					}
+					names = append(names, flag)
+				}
+				if slices.ContainsFunc(names, func(n string) bool { return n == "--store" || n == "--schema" || n == "--prefix" }) {
+					continue
+				}
+				if !slices.ContainsFunc(names, func(n string) bool {
+					return regexp.MustCompile(`[\[ |]` + regexp.QuoteMeta(n) + `[\] |]`).MatchString(syn)
+				}) {
+					t.Errorf("%s: the synopsis of %s names none of %v", doc, name, names)
+				}
+			}
 		}
 	}
 }

@@ -7,7 +7,9 @@ import (
 
 // TestMigrateLoggedUnlogged: migrate says which way the lease and queue
 // tables are, --unlogged makes them UNLOGGED, a plain migrate leaves them
-// so, --logged undoes it, and state shows the mode under its table.
+// so, --logged undoes it, and state notes the mode on stderr, not on
+// stdout, which is the table alone for a script to read (issue 42), and
+// not at all with -q.
 func TestMigrateLoggedUnlogged(t *testing.T) {
 	pg := newPG(t)
 	migrate := func(want string, flags ...string) {
@@ -20,11 +22,14 @@ func TestMigrateLoggedUnlogged(t *testing.T) {
 	state := func(want string) {
 		t.Helper()
 		out, errOut, code := pg.run(t, "state")
-		if code != 0 || !strings.Contains(out, want) {
-			t.Fatalf("state: exit %d %q %q, want %q", code, out, errOut, want)
+		if code != 0 || !strings.Contains(errOut, want) || strings.Contains(out, "tables") || strings.Contains(out, "schema") {
+			t.Fatalf("state: exit %d, stdout %q, stderr %q; want %q on stderr alone", code, out, errOut, want)
 		}
-		if out, _, _ := pg.run(t, "state", "--json"); strings.Contains(out, "tables") {
-			t.Fatalf("state --json carries the mode line: %q", out)
+		for _, args := range [][]string{{"state", "-q"}, {"state", "--stats", "-q"}, {"state", "--json"}} {
+			out, errOut, code := pg.run(t, args...)
+			if code != 0 || strings.Contains(out+errOut, "tables") {
+				t.Fatalf("%v: exit %d, stdout %q, stderr %q: carries the mode line", args, code, out, errOut)
+			}
 		}
 	}
 	migrate("tables logged")

@@ -31,7 +31,7 @@ func runServe(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("serve", errOut, "[flags]")
 	sf := addStoreFlags(fs, errOut)
 	sf.warnings(fs, "quiet: no warnings about the store's configuration (a Redis that keeps nothing on disk) on stderr, only errors")
-	addr := fs.String("addr", "127.0.0.1:7070", "address to listen on (loopback by default: the API shows holder refs)")
+	addr := fs.String("addr", "127.0.0.1:7070", "`ADDR` to listen on (loopback by default: the API shows holder refs)")
 	allow := fs.Bool("allow-release", false, "allow POST /api/locks/NAME/release?ref=REF with the bearer token")
 	tokenFile := fs.String("token-file", "", "`FILE` holding the bearer token for release; without it the token is the value of $"+serveTokenEnv)
 	newToken := fs.String("new-token-file", "", "write a new random bearer token for release to `FILE` (created, mode 0600; never overwritten) and use it")

@@ -23,7 +23,7 @@ var _ = register("state", "show locks: slots, running, waiting, holders and queu
 func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("state", errOut, "[flags] [NAME…]")
 	sf := addStoreFlags(fs, errOut)
-	sf.warnings(fs, "quiet: no warnings about the store's configuration (a Redis that keeps nothing on disk) on stderr, only errors")
+	sf.warnings(fs, "quiet: no warnings or notes about the store's configuration (a Redis that keeps nothing on disk, a PostgreSQL schema's table mode) on stderr, only errors")
 	asJSON := fs.Bool("json", false, "print JSON: a list of locks, [] for none")
 	watch := fs.Bool("watch", false, "redraw every --every until interrupted")
 	every := duration(fs, "every", time.Second, "with --watch, the time between redraws")
@@ -50,7 +50,13 @@ func runState(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if *stats {
 		show = showStats
 	}
-	show = withTablesMode(s, show)
+	if !*asJSON && !*sf.quiet {
+		// Once, on stderr (not at each redraw of --watch): stdout is the
+		// table alone.
+		if err := noteTablesMode(ctx, s, errOut); err != nil {
+			return err
+		}
+	}
 	if !*watch {
 		return show(ctx, locks, names, *asJSON, out)
 	}
@@ -241,7 +247,7 @@ var _ = register("release", "release a holder's slots by its ref (operator clean
 func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flags("release", errOut, "[flags] NAME…")
 	sf := addStoreFlags(fs, errOut)
-	ref := fs.String("ref", "", "the holder's ref (required)")
+	ref := fs.String("ref", "", "the holder's `REF` (required)")
 	stale := fs.Bool("stale", false, "release only if the holder's lease of the first NAME has expired")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
 	"github.com/sleeplock/sleeplock/redisstore"
 	"github.com/sleeplock/sleeplock/sqlitestore"
@@ -380,24 +379,20 @@ func tablesMode(ctx context.Context, s *pgstore.Store) (string, error) {
 	return "tables logged: leases survive a crash of PostgreSQL", nil
 }
 
-// withTablesMode makes show, a drawing of state, end with the mode of a
-// PostgreSQL schema's tables (tablesMode) unless it draws JSON.
-func withTablesMode(s store.Store, show func(context.Context, *sleeplock.Locks, []string, bool, io.Writer) error) func(context.Context, *sleeplock.Locks, []string, bool, io.Writer) error {
+// noteTablesMode prints on errOut the mode of a PostgreSQL schema's tables
+// (tablesMode), a note about the store's configuration: stdout keeps the
+// table alone, for a script to read.
+func noteTablesMode(ctx context.Context, s store.Store, errOut io.Writer) error {
 	ps, ok := s.(*pgstore.Store)
 	if !ok {
-		return show
-	}
-	return func(ctx context.Context, locks *sleeplock.Locks, names []string, asJSON bool, out io.Writer) error {
-		if err := show(ctx, locks, names, asJSON, out); err != nil || asJSON {
-			return err
-		}
-		mode, err := tablesMode(ctx, ps)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "schema %q: %s\n", ps.Schema(), mode)
 		return nil
 	}
+	mode, err := tablesMode(ctx, ps)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "sleeplock: schema %q: %s\n", ps.Schema(), mode)
+	return nil
 }
 
 // openRedis opens a Redis store (its keys start with "SCHEMA:" when
