@@ -59,8 +59,7 @@ var operations = []string{"acquire", "release", "keep", "held", "state", "list",
 
 // fastPaths are the functions of lua/fast.lua that answer an operation's
 // common cases before its general path runs (nil: not one of them): the
-// uncontended acquire, refused try and release, and the release that
-// hands its lock to the head waiter alone.
+// uncontended acquire, refused try and release.
 var fastPaths = map[string]string{"acquire": "fastacquire", "release": "fastrelease"}
 
 func readLua(name string) string {
@@ -271,12 +270,15 @@ func (s *Store) runEach(ctx context.Context, f function, calls []call) ([]reply,
 }
 
 func parseReply(v any) (reply, error) {
+	if n, ok := v.(int64); ok { // lua/fast.lua's grant (a token) or release (1)
+		return reply{status: "int", now: n}, nil
+	}
 	a, ok := v.([]any)
 	if ok && len(a) >= 2 {
 		if st, _ := a[0].(string); len(st) == 1 {
 			// A flat reply of lua/fast.lua (no events, no messages):
-			// {G, now, token, expires, weight}, {R, now}, or {B, now, ...}
-			// with busy's fields.
+			// {G, now, token, expires, weight}, or {B, now, ...} with
+			// busy's fields.
 			return reply{status: flat[st], now: integer(a[1]), rest: a[2:]}, nil
 		}
 	}
@@ -288,7 +290,7 @@ func parseReply(v any) (reply, error) {
 }
 
 // flat are the statuses of lua/fast.lua's flat replies.
-var flat = map[string]string{"G": "fastgranted", "R": "released", "B": "busy"}
+var flat = map[string]string{"G": "fastgranted", "B": "busy"}
 
 func str(v any) string {
 	switch x := v.(type) {

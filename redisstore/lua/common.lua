@@ -5,19 +5,22 @@
 --
 -- Keys of one root R (a name up to its first "/", so that a lock and the
 -- families that cover it share it) all carry the hash tag {R}:
---   P{R}:d  hash  definition name -> slots; field "" the last token/seq drawn
---   P{R}:l:NAME   string (msgpack) the length of the queue, then the holders of lock NAME (arrays: see HR)
+--   P{R}:d  hash  definition name -> slots
+--   P{R}:s  hash  the state of the root: field NAME the record of lock
+--                 NAME (msgpack: the length of its queue, its holders as
+--                 arrays, see HR, and the hold times its holders released
+--                 by lua/fast.lua left to count, µs); field "" the last
+--                 token or sequence number drawn; fields "definition\tC"
+--                 the counters (see count)
 --   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
 --   P{R}:b:NAME   hash  waiter id -> its request (msgpack)
---   P{R}:u  set   names with holders or waiters
 --   P{R}:q  set   names with waiters
---   P{R}:s  hash  "definition\tcounter" -> count
 --   P{R}:n  hash  node -> µs until which its waiters count as alive
 
 -- The state of one call, reset by begin.
 local P, NODE, NOW
 local RO      -- a call that writes nothing: dead waiters are skipped, not removed
-local defs, last, hws, alive, locks, order, stats
+local defs, hws, alive, locks, order, stats
 local EV      -- events for the caller: arrays (see events.go)
 local MSG     -- node -> list of messages
 local ME      -- the calling waiter's id, if any (no message to itself)
@@ -57,7 +60,7 @@ end
 local function begin(argv)
   P, NODE = argv[1], argv[2]
   clock()
-  defs, last, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}, {}
+  defs, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}
   EV, MSG, ME, MINE, LOCAL = {}, {}, '', nil, {}
   RO = false
 end
@@ -78,7 +81,6 @@ local function root(name)
 end
 
 local function tagkey(name, s) return P .. '{' .. root(name) .. '}:' .. s end
-local function lockkey(name) return P .. '{' .. root(name) .. '}:l:' .. name end
 
 -- patterns: the name, then the families that cover it, most specific
 -- first (a "/" after the first byte and before the last cuts a family).
@@ -100,6 +102,16 @@ local function patterns(name)
   return out
 end
 
+-- members returns the names that have a record in state hash k (P{R}:s):
+-- held or queued, or with hold times left to count.
+local function members(k)
+  local out = {}
+  for _, f in ipairs(redis.call('HKEYS', k)) do
+    if f ~= '' and not string.find(f, '\t', 1, true) then out[#out + 1] = f end
+  end
+  return out
+end
+
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
 -- defof returns the definition covering name and its slots, or nil.
@@ -107,10 +119,7 @@ local function defof(name)
   local d = defs[name]
   if d then return d[1], d[2] end
   local ps = patterns(name)
-  local k = tagkey(name, 'd')
-  local vs = redis.call('HMGET', k, '', unpack(ps)) -- and the last id drawn (nextid)
-  if not last[k] then last[k] = tonumber(vs[1] or '0') end
-  table.remove(vs, 1)
+  local vs = redis.call('HMGET', tagkey(name, 'd'), unpack(ps))
   for i, p in ipairs(ps) do
     local v = vs[i]
     if v then
@@ -125,8 +134,8 @@ end
 -- The last token or sequence number drawn under a root: both are the
 -- server's clock in µs, raised past the last one drawn.
 local function nextid(name)
-  local k = tagkey(name, 'd')
-  local v = hws[k] or last[k]
+  local k = tagkey(name, 's')
+  local v = hws[k]
   if not v then v = tonumber(redis.call('HGET', k, '') or '0') end
   if v + 1 > NOW then v = v + 1 else v = NOW end
   hws[k] = v
@@ -201,17 +210,17 @@ local function load(name)
   local def, slots = defof(name)
   if not def then return nil end
   l = {name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
-    lk = lockkey(name), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
-  local raw = redis.call('GET', l.lk)
+    sk = tagkey(name, 's'), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
+  local raw = redis.call('HGET', l.sk, name)
   l.qlen = 0
   if raw then
     local hs
-    l.qlen, hs = cmsgpack.unpack(raw)
+    l.qlen, hs, l.pend = cmsgpack.unpack(raw)
     for i, x in ipairs(hs) do l.h[i] = holderof(x) end
   end
   l.head0 = ''
   if l.qlen > 0 and not RO then l.head0 = redis.call('LINDEX', l.wk, 0) end
-  l.u0, l.q0 = #l.h > 0 or l.qlen > 0, l.qlen > 0
+  l.q0 = l.qlen > 0
   locks[name] = l
   order[#order + 1] = name
   return l
@@ -313,10 +322,11 @@ end
 
 -- Counters of definitions: P{R}:s, field "definition\tcounter", raised
 -- at the end (HINCRBY). Counters: 1 acquisitions, 3 expiries, 4 losses,
--- 5 waited, 6 wait µs, 8 hold µs; wN and hN the waits and holds of bucket
--- N. Releases (2) are not counted: every hold that ends is in one hold
--- bucket, so they are the holds less the expiries (lua/stats.lua); 7, the
--- holds, is 2 + 3.
+-- 5 waited, 6 wait µs; wN the waits of bucket N. The holds that ended
+-- are in one field, "definition\tH" (see addholds), which lua/fast.lua
+-- reads and writes with a lock's record. Releases (2) are not counted:
+-- every hold that ends is in one hold bucket, so they are the holds less
+-- the expiries (lua/stats.lua); 7, the holds, is 2 + 3.
 local function count(l, c, n)
   local k = tagkey(l.name, 's')
   local byk = stats[k]
@@ -333,6 +343,31 @@ local function bucket(d)
   return #BOUNDS + 1
 end
 
+-- addholds returns the value of a field "definition\tH" (packed, as read:
+-- false when none), msgpack {hold µs in all, then the holds of each
+-- bucket}, with the holds of the durations ds (µs) added.
+local function addholds(packed, ds)
+  local t = packed and cmsgpack.unpack(packed) or {}
+  for i = 1, #BOUNDS + 2 do t[i] = t[i] or 0 end
+  for _, d in ipairs(ds) do
+    if d < 0 then d = 0 end
+    local b = bucket(d) + 1
+    t[1], t[b] = t[1] + d, t[b] + 1
+  end
+  return cmsgpack.pack(t)
+end
+
+-- held adds hold times ds (µs) of l's definition, written at the end.
+local function held(l, ds)
+  local k = l.sk
+  local byk = stats[k]
+  if not byk then byk = {}; stats[k] = byk end
+  local f = l.def .. '\tH'
+  local t = byk[f]
+  if not t then t = {}; byk[f] = t end
+  for _, d in ipairs(ds) do t[#t + 1] = d end
+end
+
 local function granted(l, since)
   count(l, '1', 1)
   if since > 0 then
@@ -347,10 +382,7 @@ end
 local function ended(l, h, expired, lost)
   if expired then count(l, '3', 1) end
   if lost then count(l, '4', 1) end
-  local held = NOW - h.a
-  if held < 0 then held = 0 end
-  count(l, '8', held)
-  count(l, 'h' .. bucket(held), 1)
+  held(l, {NOW - h.a})
 end
 
 -- event types, as store.EventType
@@ -568,22 +600,23 @@ end
 -- save writes l's record back (or deletes it when l has nobody), and
 -- keeps the sets of names in use and queued true.
 local function save(l)
+  if l.pend then
+    held(l, l.pend)
+    l.pend = nil
+  end
   if #l.h == 0 and l.qlen == 0 then
-    redis.call('DEL', l.lk)
+    redis.call('HDEL', l.sk, l.name)
   else
     local hs = {}
     for i, h in ipairs(l.h) do hs[i] = recordof(h) end
-    redis.call('SET', l.lk, cmsgpack.pack(l.qlen, hs))
+    redis.call('HSET', l.sk, l.name, cmsgpack.pack(l.qlen, hs))
   end
   -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)
   if head and head.i ~= l.head0 and head.i ~= ME then
     publish(head.d, table.concat({'c', head.i, num(wakeat(l, head.x)), num(NOW)}, '\t'))
   end
-  local inuse, queued = #l.h > 0 or l.qlen > 0, l.qlen > 0
-  if inuse ~= l.u0 then
-    if inuse then redis.call('SADD', tagkey(l.name, 'u'), l.name) else redis.call('SREM', tagkey(l.name, 'u'), l.name) end
-  end
+  local queued = l.qlen > 0
   if queued ~= l.q0 then
     if queued then redis.call('SADD', tagkey(l.name, 'q'), l.name) else redis.call('SREM', tagkey(l.name, 'q'), l.name) end
   end
@@ -596,7 +629,13 @@ local function flush()
     if l.dirty then save(l) end
   end
   for k, byk in pairs(stats) do
-    for f, n in pairs(byk) do redis.call('HINCRBY', k, f, n) end
+    for f, n in pairs(byk) do
+      if type(n) == 'table' then
+        redis.call('HSET', k, f, addholds(redis.call('HGET', k, f), n))
+      else
+        redis.call('HINCRBY', k, f, n)
+      end
+    end
   end
   for k, v in pairs(hws) do redis.call('HSET', k, '', num(v)) end
   for node, ms in pairs(MSG) do
@@ -656,7 +695,7 @@ local function doom(name)
   if not slots then return nil end
   local x = {name = name, slots = tonumber(slots), ls = {}}
   if isfamily(name) then
-    local ms = redis.call('SMEMBERS', tagkey(name, 'u'))
+    local ms = members(tagkey(name, 's'))
     table.sort(ms)
     for _, m in ipairs(ms) do
       local l = load(m)
@@ -696,6 +735,7 @@ local function remove(x)
     end
     redis.call('DEL', l.wk, l.bk)
     l.q, l.qraw, l.qlen = {}, 0, 0
+    l.pend = nil -- its definition's counters go
     local lost = 'released by another caller: lock "' .. l.name .. '" was deleted'
     while #l.h > 0 do drop(l, #l.h, false, lost) end
     l.dirty = true
@@ -707,7 +747,7 @@ local function remove(x)
   defs = {} -- the definitions cached may be the one deleted
   local sk = tagkey(x.name, 's')
   local byk = stats[sk] or {}
-  local fields = {}
+  local fields = {x.name .. '\tH'}
   for _, c in ipairs({'1', '2', '3', '4', '5', '6', '7', '8'}) do fields[#fields + 1] = x.name .. '\t' .. c end
   for b = 1, #BOUNDS + 1 do
     fields[#fields + 1] = x.name .. '\tw' .. b
@@ -724,7 +764,7 @@ local function resize(name, slots)
   redis.call('HSET', tagkey(name, 'd'), name, num(slots))
   defs = {}
   if isfamily(name) then
-    for _, m in ipairs(redis.call('SMEMBERS', tagkey(name, 'u'))) do
+    for _, m in ipairs(members(tagkey(name, 's'))) do
       local l = load(m)
       if l and l.def == name then
         l.slots = slots
