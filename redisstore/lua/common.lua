@@ -20,7 +20,7 @@
 -- The state of one call, reset by begin.
 local P, NODE, NOW
 local RO      -- a call that writes nothing: dead waiters are skipped, not removed
-local defs, hws, alive, locks, order, stats
+local defs, last, hws, alive, locks, order, stats
 local EV      -- events for the caller: arrays (see events.go)
 local MSG     -- node -> list of messages
 local ME      -- the calling waiter's id, if any (no message to itself)
@@ -60,7 +60,7 @@ end
 local function begin(argv)
   P, NODE = argv[1], argv[2]
   clock()
-  defs, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}
+  defs, last, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}, {}
   EV, MSG, ME, MINE, LOCAL = {}, {}, '', nil, {}
   RO = false
 end
@@ -135,7 +135,7 @@ end
 -- server's clock in µs, raised past the last one drawn.
 local function nextid(name)
   local k = tagkey(name, 's')
-  local v = hws[k]
+  local v = hws[k] or last[k]
   if not v then v = tonumber(redis.call('HGET', k, '') or '0') end
   if v + 1 > NOW then v = v + 1 else v = NOW end
   hws[k] = v
@@ -211,15 +211,15 @@ local function load(name)
   if not def then return nil end
   l = {name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
     sk = tagkey(name, 's'), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
-  local raw = redis.call('HGET', l.sk, name)
+  local vs = redis.call('HMGET', l.sk, name, '') -- and the last id drawn (nextid)
+  if not last[l.sk] then last[l.sk] = tonumber(vs[2] or '0') end
   l.qlen = 0
-  if raw then
+  if vs[1] then
     local hs
-    l.qlen, hs, l.pend = cmsgpack.unpack(raw)
+    l.qlen, hs, l.pend = cmsgpack.unpack(vs[1])
     for i, x in ipairs(hs) do l.h[i] = holderof(x) end
   end
-  l.head0 = ''
-  if l.qlen > 0 and not RO then l.head0 = redis.call('LINDEX', l.wk, 0) end
+  if l.qlen == 0 then l.head0 = '' end -- else the first id loadq reads
   l.q0 = l.qlen > 0
   locks[name] = l
   order[#order + 1] = name
@@ -242,6 +242,7 @@ local function loadq(l, k)
     local n = math.min(math.max(k - #l.q, 1), 256)
     local ids = redis.call('LRANGE', l.wk, l.qraw, l.qraw + n - 1)
     if #ids == 0 then break end
+    if not l.head0 then l.head0 = ids[1] end
     local bodies = redis.call('HMGET', l.bk, unpack(ids))
     for j, id in ipairs(ids) do
       local w = bodies[j] and cmsgpack.unpack(bodies[j])
@@ -597,9 +598,9 @@ local function advance(l, resized)
   end
 end
 
--- save writes l's record back (or deletes it when l has nobody), and
--- keeps the sets of names in use and queued true.
-local function save(l)
+-- save writes l's record back (or deletes it when l has nobody) with
+-- put (see flush), and keeps the set of names queued true.
+local function save(l, put)
   if l.pend then
     held(l, l.pend)
     l.pend = nil
@@ -609,7 +610,7 @@ local function save(l)
   else
     local hs = {}
     for i, h in ipairs(l.h) do hs[i] = recordof(h) end
-    redis.call('HSET', l.sk, l.name, cmsgpack.pack(l.qlen, hs))
+    put(l.sk, l.name, cmsgpack.pack(l.qlen, hs))
   end
   -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)
@@ -622,22 +623,46 @@ local function save(l)
   end
 end
 
--- flush writes what changed and sends the messages.
-local function flush()
-  for _, name in ipairs(order) do
-    local l = locks[name]
-    if l.dirty then save(l) end
-  end
-  for k, byk in pairs(stats) do
-    for f, n in pairs(byk) do
-      if type(n) == 'table' then
-        redis.call('HSET', k, f, addholds(redis.call('HGET', k, f), n))
-      else
-        redis.call('HINCRBY', k, f, n)
-      end
+-- hset sets the fields of key k given in t {field, value, ...}, 500 at
+-- a time (unpack has a limit).
+local function hset(k, t)
+  for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
+end
+
+-- counted adds to w (see flush) the counters of stats hash k, byk
+-- (field -> what to add: a count, or hold times), read in one call.
+local function counted(k, byk, put)
+  local fs = {}
+  for f in pairs(byk) do fs[#fs + 1] = f end
+  if #fs == 0 then return end
+  local vs = redis.call('HMGET', k, unpack(fs))
+  for i, f in ipairs(fs) do
+    local n = byk[f]
+    if type(n) == 'table' then
+      put(k, f, addholds(vs[i], n))
+    else
+      put(k, f, num((tonumber(vs[i]) or 0) + n))
     end
   end
-  for k, v in pairs(hws) do redis.call('HSET', k, '', num(v)) end
+end
+
+-- flush writes what changed, one HSET per state hash (records, counters
+-- and the last id drawn), and sends the messages.
+local function flush()
+  local w = {}
+  local function put(k, f, v)
+    local t = w[k]
+    if not t then t = {}; w[k] = t end
+    t[#t + 1] = f
+    t[#t + 1] = v
+  end
+  for _, name in ipairs(order) do
+    local l = locks[name]
+    if l.dirty then save(l, put) end
+  end
+  for k, byk in pairs(stats) do counted(k, byk, put) end
+  for k, v in pairs(hws) do put(k, '', num(v)) end
+  for k, t in pairs(w) do hset(k, t) end
   for node, ms in pairs(MSG) do
     redis.call('PUBLISH', P .. 'node:' .. node, table.concat(ms, '\n'))
   end
