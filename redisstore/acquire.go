@@ -122,10 +122,14 @@ func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, que
 	case "heavy":
 		return store.Grant{}, false, &store.WeightError{Lock: str(r.arg(0)), Weight: int(integer(r.arg(1))),
 			Slots: int(integer(r.arg(2))), Resized: integer(r.arg(3)) == 1}
+	case "fastbusy": // {kind, ref, expires, definition, slots, free}: the request says the rest
+		s.refused(str(r.arg(3)))
+		slots := int(integer(r.arg(4)))
+		e := store.Busy(req.Name, req.WeightOf(0), slots, slots-int(integer(r.arg(5))))
+		e.Kind, e.Ref, e.Expires = str(r.arg(0)), str(r.arg(1)), fromMicros(integer(r.arg(2)))
+		return store.Grant{}, false, e
 	case "busy":
-		s.mu.Lock()
-		s.refusals[str(r.arg(5))]++
-		s.mu.Unlock()
+		s.refused(str(r.arg(5)))
 		e := &store.BusyError{Lock: str(r.arg(0))}
 		if slots := int(integer(r.arg(6))); slots > 0 { // a refusal about slots, not ReenterAll's
 			e = store.Busy(e.Lock, int(integer(r.arg(8))), slots, slots-int(integer(r.arg(7))))
@@ -134,6 +138,14 @@ func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, que
 		return store.Grant{}, false, e
 	}
 	return store.Grant{}, false, fmt.Errorf("redisstore: unexpected answer %q", r.status)
+}
+
+// refused counts a refusal of definition def (a refused try writes
+// nothing).
+func (s *Store) refused(def string) {
+	s.mu.Lock()
+	s.refusals[def]++
+	s.mu.Unlock()
 }
 
 // grantOf reads a grant: {reentered, kind, ttl, hold, {name, token,

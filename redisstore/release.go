@@ -42,7 +42,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	case "notheld":
 		return store.ErrNotHeld
 	case "int": // lua/fast.lua's, with no message: end the hold's watchers here
-		s.w.Ended(h.Name, ref, h.Token, store.ErrReleased)
+		s.w.Ended(h.Name, "", h.Token, store.ErrReleased)
 		return nil
 	}
 	if missing := list(r.arg(0)); len(missing) > 0 {

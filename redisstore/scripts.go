@@ -277,8 +277,8 @@ func parseReply(v any) (reply, error) {
 	if ok && len(a) >= 2 {
 		if st, _ := a[0].(string); len(st) == 1 {
 			// A flat reply of lua/fast.lua (no events, no messages):
-			// {G, now, token, expires, weight}, or {B, now, ...} with
-			// busy's fields.
+			// {G, now, token, expires, weight}, or {B, now, kind, ref,
+			// expires, definition, slots, free}.
 			return reply{status: flat[st], now: integer(a[1]), rest: a[2:]}, nil
 		}
 	}
@@ -290,7 +290,7 @@ func parseReply(v any) (reply, error) {
 }
 
 // flat are the statuses of lua/fast.lua's flat replies.
-var flat = map[string]string{"G": "fastgranted", "B": "busy"}
+var flat = map[string]string{"G": "fastgranted", "B": "fastbusy"}
 
 func str(v any) string {
 	switch x := v.(type) {

@@ -46,7 +46,7 @@ end
 
 -- fastbusy answers a try refused with no lease to take over (nil: the
 -- general path judges).
-local function fastbusy(argv, name, def, slots, used, hs, w)
+local function fastbusy(argv, def, slots, used, hs)
   local stale = tonum(argv[9])
   local first
   for _, h in ipairs(hs) do
@@ -54,7 +54,7 @@ local function fastbusy(argv, name, def, slots, used, hs, w)
     if not first and hlive(h) then first = h end
   end
   first = first or hs[1]
-  return {'B', NOW, name, first[HK], first[HR], first[HE], 0, def, slots, math.max(slots - used, 0), w}
+  return {'B', NOW, first[HK], first[HR], first[HE], def, slots, math.max(slots - used, 0)}
 end
 
 -- fastacquire answers a try or a first attempt ('try', 'wait') at one
@@ -85,7 +85,7 @@ local function fastacquire(keys, argv)
   local n = need(w, slots)
   if used + n > slots then
     if argv[4] ~= 'try' then return nil end
-    return fastbusy(argv, name, def, slots, used, hs, w)
+    return fastbusy(argv, def, slots, used, hs)
   end
   local ttl, hold = tonum(argv[7]), tonum(argv[8])
   local token = tonumber(vs[2] or '0') + 1
