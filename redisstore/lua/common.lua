@@ -745,7 +745,7 @@ end
 -- remove deletes x: its waiters leave every queue and are told to check
 -- again (they find no definition), its holds end (released by another;
 -- their nodes are told), its definition and counters go. The root's last
--- token (field "" of P{R}:d) stays, so a lock defined again grants tokens
+-- token (field "" of P{R}:s) stays, so a lock defined again grants tokens
 -- above its old ones.
 local function remove(x)
   for _, l in ipairs(x.ls) do
