@@ -26,6 +26,11 @@
 // key changes, nothing is appended to the AOF, nothing is replicated.
 // List and Stats run one call per root in one pipeline.
 //
+// With WithRueidis, the calls of the lock operations go through a client
+// of github.com/redis/rueidis, which pipelines the calls of concurrent
+// goroutines on one connection (the go-redis client keeps the rest): the
+// conformance suite runs on both (TestConformanceRueidis, on one server).
+//
 // # Keys
 //
 // The keys of a lock share the hash tag of its root: the name up to its

@@ -14,7 +14,9 @@
 // instead (INFO commandstats, INFO cpu), which load moves less, and
 // BenchmarkAllocs the client's allocations per pair. BenchmarkClients
 // measures go-redis against github.com/redis/rueidis (also a test-only
-// requirement here) on one call shaped like redisstore's acquire.
+// requirement here) on one call shaped like redisstore's acquire, and
+// BenchmarkRueidis the pair and refused-try rows with the store's calls
+// sent through rueidis (redisstore.WithRueidis).
 package redispeer_test
 
 import (
