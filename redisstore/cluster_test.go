@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/redisstore"
@@ -23,6 +24,7 @@ import (
 func TestCluster(t *testing.T) {
 	rc := redistest.StartCluster(t, 0, 0, 0)
 	t.Run("Conformance", func(t *testing.T) { clusterConformance(t, rc) })
+	t.Run("ConformanceRueidis", func(t *testing.T) { clusterConformanceRueidis(t, rc) })
 	t.Run("CheckEveryPrimary", func(t *testing.T) { clusterCheck(t, rc) })
 	t.Run("WakeUpsAcrossNodes", func(t *testing.T) { clusterWakeUps(t, rc) })
 	t.Run("ReshardToNodeWithoutLibrary", func(t *testing.T) { clusterReshard(t, rc) })
@@ -46,6 +48,34 @@ func openCluster(t *testing.T, c *redis.ClusterClient, prefix string) *redisstor
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// clusterConformanceRueidis runs the conformance suite on rc with the
+// lock operations sent through a rueidis client of the cluster
+// (WithRueidis).
+func clusterConformanceRueidis(t *testing.T, rc *redistest.Cluster) {
+	open := func(t *testing.T, c *redis.ClusterClient, prefix string) store.Store {
+		ru, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Options().Addrs, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ru.Close) // after the store's Close
+		s, err := redisstore.New(context.Background(), c, redisstore.WithPrefix(prefix), redisstore.WithRueidis(ru))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	h := harness
+	h.New = func(t *testing.T) store.Store {
+		c := clusterClient(t, rc)
+		return open(t, c, redistest.Prefix(t, c))
+	}
+	h.Reopen = func(t *testing.T, s store.Store) store.Store {
+		return open(t, clusterClient(t, rc), s.(*redisstore.Store).Prefix())
+	}
+	storetest.Run(t, h)
 }
 
 // clusterConformance runs the conformance suite on rc, each test with a

@@ -29,7 +29,8 @@
 // With WithRueidis, the calls of the lock operations go through a client
 // of github.com/redis/rueidis, which pipelines the calls of concurrent
 // goroutines on one connection (the go-redis client keeps the rest): the
-// conformance suite runs on both (TestConformanceRueidis, on one server).
+// conformance suite runs on both, on one server and on a cluster
+// (TestConformanceRueidis, TestCluster).
 //
 // # Keys
 //
