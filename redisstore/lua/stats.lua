@@ -42,28 +42,7 @@ end
 for f, ds in pairs(stats[sk] or {}) do
   redis.call('HSET', sk, f, addholds(redis.call('HGET', sk, f), ds))
 end
-local counters = {}
-local s = redis.call('HGETALL', sk)
-for i = 1, #s, 2 do
-  local def, c = string.match(s[i], '^(.*)\t(.-)$')
-  if def then
-    local e = counters[def]
-    if not e then
-      e = {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
-      counters[def] = e
-    end
-    local k, b = string.sub(c, 1, 1), tonumber(string.sub(c, 2))
-    if c == 'H' then
-      local t = cmsgpack.unpack(s[i + 1])
-      e[8] = t[1]
-      for j = 1, #BOUNDS + 1 do e[10][j] = t[j + 1] end
-    elseif k == 'w' then
-      e[9][b] = tonumber(s[i + 1])
-    else
-      e[tonumber(c)] = tonumber(s[i + 1])
-    end
-  end
-end
+local counters = countersof(sk)
 for _, x in ipairs(out) do
   local c = counters[x[1]] or {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
   local wb, hb, ends = {}, {}, 0
