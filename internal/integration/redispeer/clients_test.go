@@ -2,12 +2,10 @@ package redispeer_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"testing"
 
-	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
@@ -79,7 +77,7 @@ func BenchmarkClients(b *testing.B) {
 
 // newRueidisLocks is newLocks on a store that sends its lock operations
 // through a rueidis client of the same server (redisstore.WithRueidis).
-func newRueidisLocks(b *testing.B, c *redis.Client, prefix string) *sleeplock.Locks {
+func newRueidisLocks(b *testing.B, c *redis.Client, prefix string, opts ...sleeplock.Option) *sleeplock.Locks {
 	b.Helper()
 	ru, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Options().Addr},
 		SelectDB: c.Options().DB, Password: c.Options().Password, DisableCache: true})
@@ -92,7 +90,7 @@ func newRueidisLocks(b *testing.B, c *redis.Client, prefix string) *sleeplock.Lo
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := sleeplock.New(s, sleeplock.WithTTL(ttl))
+	l := sleeplock.New(s, append([]sleeplock.Option{sleeplock.WithTTL(ttl)}, opts...)...)
 	b.Cleanup(func() { _ = l.Close() })
 	return l
 }
@@ -101,71 +99,8 @@ func newRueidisLocks(b *testing.B, c *redis.Client, prefix string) *sleeplock.Lo
 // the store's calls sent through rueidis (redisstore.WithRueidis), against
 // redislock on go-redis.
 func BenchmarkRueidis(b *testing.B) {
-	ctx := context.Background()
 	for _, clients := range []int{1, 8} {
-		b.Run(fmt.Sprintf("pair/clients=%d", clients), func(b *testing.B) {
-			c := newClient(b)
-			p := newPrefix(b, c)
-			l := newRueidisLocks(b, c, p)
-			if err := l.Define(ctx, "p/*", 1); err != nil {
-				b.Fatal(err)
-			}
-			rl := redislock.New(c)
-			for b.Loop() {
-				sideBySide(b, func() int64 {
-					return parallel(b, clients, span, func(w int) error {
-						lease, err := l.TryAcquire(ctx, "p/"+strconv.Itoa(w))
-						if err != nil {
-							return err
-						}
-						return lease.Release(ctx)
-					})
-				}, func() int64 {
-					return parallel(b, clients, span, func(w int) error {
-						lk, err := rl.Obtain(ctx, p+"rl:"+strconv.Itoa(w), ttl, nil)
-						if err != nil {
-							return err
-						}
-						return lk.Release(ctx)
-					})
-				})
-			}
-		})
+		b.Run(fmt.Sprintf("pair/clients=%d", clients), func(b *testing.B) { pairRow(b, clients, newRueidisLocks) })
 	}
-	b.Run("refused/clients=8", func(b *testing.B) {
-		c := newClient(b)
-		p := newPrefix(b, c)
-		l := newRueidisLocks(b, c, p)
-		if err := l.Define(ctx, "held", 1); err != nil {
-			b.Fatal(err)
-		}
-		holder, err := l.TryAcquire(ctx, "held", sleeplock.NoKeepAlive())
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() { _ = holder.Release(ctx) }()
-		rl := redislock.New(c)
-		lk, err := rl.Obtain(ctx, p+"rl:held", ttl, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() { _ = lk.Release(ctx) }()
-		for b.Loop() {
-			sideBySide(b, func() int64 {
-				return parallel(b, 8, span, func(int) error {
-					if _, err := l.TryAcquire(ctx, "held"); !errors.Is(err, sleeplock.ErrUnavailable) {
-						return fmt.Errorf("refused try: %w", err)
-					}
-					return nil
-				})
-			}, func() int64 {
-				return parallel(b, 8, span, func(int) error {
-					if _, err := rl.Obtain(ctx, p+"rl:held", ttl, nil); !errors.Is(err, redislock.ErrNotObtained) {
-						return fmt.Errorf("refused obtain: %w", err)
-					}
-					return nil
-				})
-			})
-		}
-	})
+	b.Run("refused/clients=8", func(b *testing.B) { refusedRow(b, newRueidisLocks) })
 }
