@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -10,20 +11,18 @@ import (
 // acquireArgs returns the command of lua/acquire.lua (see callOf).
 func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) []any {
 	names := req.Names()
-	nkeys := len(names)
-	if nkeys == 1 {
-		nkeys = 4 // and fastKeys'
-	}
-	a := callOf(fnAcquire, nkeys, 12+2*len(names))
-	for _, n := range names {
-		a = append(a, s.lockKey(n))
-	}
-	if len(names) == 1 {
-		a = append(a, s.fastKeys(names[0])[:]...)
+	var a []any
+	if len(names) == 1 { // lua/fast.lua's keys: the root's
+		a = append(callOf(fnAcquire, 2, 13+2), s.fastKeys(names[0])[:]...)
+	} else {
+		a = callOf(fnAcquire, len(names), 13+2*len(names))
+		for _, n := range names {
+			a = append(a, s.lockKey(n))
+		}
 	}
 	a = append(a, s.head[:]...)
-	a = append(a, wid, mode, req.Ref.String(), req.Kind, micros(req.TTL), micros(req.Hold),
-		micros(req.StaleAfter), b2i(req.Counted), b2i(req.ReenterAll), micros(s.cfg.waiterTTL), len(names))
+	a = append(a, wid, mode, req.Ref.String(), req.Kind, s.box(micros(req.TTL)), micros(req.Hold),
+		micros(req.StaleAfter), b2i(req.Counted), b2i(req.ReenterAll), s.wttl, len(names))
 	for _, n := range names {
 		a = append(a, n)
 	}
@@ -36,11 +35,11 @@ func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) []any {
 // maxFastKeys is how many roots' fastKeys a store keeps.
 const maxFastKeys = 1024
 
-// fastKeys returns the keys of name's root that lua/fast.lua writes (d,
-// s, u), which a call on one lock names after the lock's, so that the
+// fastKeys returns the keys of name's root that lua/fast.lua reads and
+// writes (s, d), which a call on one lock names as its keys, so that the
 // script builds none of them. They are built and boxed once per root, for
 // up to maxFastKeys roots.
-func (s *Store) fastKeys(name string) *[3]any {
+func (s *Store) fastKeys(name string) *[2]any {
 	r := root(name)
 	s.fastMu.RLock()
 	k := s.fast[r]
@@ -48,11 +47,11 @@ func (s *Store) fastKeys(name string) *[3]any {
 	if k != nil {
 		return k
 	}
-	k = &[3]any{s.rootKey(r, "d"), s.rootKey(r, "s"), s.rootKey(r, "u")}
+	k = &[2]any{s.rootKey(r, "s"), s.rootKey(r, "d")}
 	s.fastMu.Lock()
 	if len(s.fast) < maxFastKeys {
 		if s.fast == nil {
-			s.fast = map[string]*[3]any{}
+			s.fast = map[string]*[2]any{}
 		}
 		s.fast[r] = k
 	}
@@ -89,10 +88,12 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		defer s.removeWaiter(w)
 		wid = w.id
 	}
+	t0 := time.Now()
 	r, err := s.runCall(ctx, req.Events, s.acquireArgs(&req, mode, wid))
 	if err != nil {
 		return store.Grant{}, err
 	}
+	s.reckon(t0, r.now)
 	g, queued, err := s.outcome(&req, &r)
 	if err != nil || !queued {
 		return g, err
@@ -103,6 +104,11 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 // outcome reads the answer of lua/acquire.lua and emits its events.
 func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, queued bool, err error) {
 	switch r.status {
+	case "int": // lua/fast.lua's token, the server's clock: the request says the rest
+		w := max(req.WeightOf(0), 1)
+		return store.Grant{Lock: store.Lock{Name: req.Name, Token: r.now}, Ref: req.Ref, Kind: req.Kind,
+			TTL: durMicros(micros(req.TTL)), Hold: durMicros(micros(req.Hold)), Acquired: fromMicros(r.now),
+			Expires: fromMicros(leaseEnd(r.now, req.TTL, req.Hold)), Weight: w}, false, nil
 	case "fastgranted": // {token, expires, weight}: the request says the rest
 		return store.Grant{Lock: store.Lock{Name: req.Name, Token: integer(r.arg(0))}, Ref: req.Ref, Kind: req.Kind,
 			TTL: durMicros(micros(req.TTL)), Hold: durMicros(micros(req.Hold)), Acquired: fromMicros(r.now),
@@ -116,10 +122,14 @@ func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, que
 	case "heavy":
 		return store.Grant{}, false, &store.WeightError{Lock: str(r.arg(0)), Weight: int(integer(r.arg(1))),
 			Slots: int(integer(r.arg(2))), Resized: integer(r.arg(3)) == 1}
+	case "fastbusy": // {kind, ref, expires, definition, slots, free}: the request says the rest
+		s.refused(str(r.arg(3)))
+		slots := int(integer(r.arg(4)))
+		e := store.Busy(req.Name, req.WeightOf(0), slots, slots-int(integer(r.arg(5))))
+		e.Kind, e.Ref, e.Expires = str(r.arg(0)), str(r.arg(1)), fromMicros(integer(r.arg(2)))
+		return store.Grant{}, false, e
 	case "busy":
-		s.mu.Lock()
-		s.refusals[str(r.arg(5))]++
-		s.mu.Unlock()
+		s.refused(str(r.arg(5)))
 		e := &store.BusyError{Lock: str(r.arg(0))}
 		if slots := int(integer(r.arg(6))); slots > 0 { // a refusal about slots, not ReenterAll's
 			e = store.Busy(e.Lock, int(integer(r.arg(8))), slots, slots-int(integer(r.arg(7))))
@@ -128,6 +138,14 @@ func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, que
 		return store.Grant{}, false, e
 	}
 	return store.Grant{}, false, fmt.Errorf("redisstore: unexpected answer %q", r.status)
+}
+
+// refused counts a refusal of definition def (a refused try writes
+// nothing).
+func (s *Store) refused(def string) {
+	s.mu.Lock()
+	s.refusals[def]++
+	s.mu.Unlock()
 }
 
 // grantOf reads a grant: {reentered, kind, ttl, hold, {name, token,

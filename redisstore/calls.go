@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -76,3 +77,50 @@ func (s *Store) perRoot(ctx context.Context, f function, args ...any) ([]reply, 
 	})
 	return replies, err
 }
+
+// boxed is an argument boxed once (see box).
+type boxed struct {
+	v int64
+	a any
+}
+
+// box returns v as an argument, the same boxed value as the last call's
+// when v is the same (a store's callers mostly give one TTL): no
+// allocation per call.
+func (s *Store) box(v int64) any {
+	if b := s.ttl.Load(); b != nil && b.v == v {
+		return b.a
+	}
+	b := &boxed{v, v}
+	s.ttl.Store(b)
+	return b.a
+}
+
+// leaseEnd returns when a lease granted at now (µs) with ttl and hold
+// expires (0: never), as lua/common.lua's leasetimes does.
+func leaseEnd(now int64, ttl, hold time.Duration) int64 {
+	t, h := micros(ttl), micros(hold)
+	if t <= 0 {
+		return 0
+	}
+	if h > 0 && h < t {
+		t = h
+	}
+	return now + t
+}
+
+// reckon notes the server's clock, now (µs), read by a call sent at t0
+// and answered at once: the offset of the server's clock to this
+// process's, taken at the middle of the round trip.
+func (s *Store) reckon(t0 time.Time, now int64) {
+	if now <= 0 {
+		return
+	}
+	t1 := time.Now()
+	s.skew.Store(now - t0.UnixMicro() - t1.Sub(t0).Microseconds()/2)
+}
+
+// serverNow returns this process's reckoning of the server's clock (µs),
+// which times a hold that lua/fast.lua's release ends (see doc.go,
+// "Statistics"): within a round trip of the server's own.
+func (s *Store) serverNow() int64 { return time.Now().UnixMicro() + s.skew.Load() }

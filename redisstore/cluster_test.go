@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/redisstore"
@@ -23,6 +24,7 @@ import (
 func TestCluster(t *testing.T) {
 	rc := redistest.StartCluster(t, 0, 0, 0)
 	t.Run("Conformance", func(t *testing.T) { clusterConformance(t, rc) })
+	t.Run("ConformanceRueidis", func(t *testing.T) { clusterConformanceRueidis(t, rc) })
 	t.Run("CheckEveryPrimary", func(t *testing.T) { clusterCheck(t, rc) })
 	t.Run("WakeUpsAcrossNodes", func(t *testing.T) { clusterWakeUps(t, rc) })
 	t.Run("ReshardToNodeWithoutLibrary", func(t *testing.T) { clusterReshard(t, rc) })
@@ -38,9 +40,9 @@ func clusterClient(t *testing.T, rc *redistest.Cluster) *redis.ClusterClient {
 }
 
 // openCluster returns a store of prefix on c, closed after the test.
-func openCluster(t *testing.T, c *redis.ClusterClient, prefix string) *redisstore.Store {
+func openCluster(t *testing.T, c *redis.ClusterClient, prefix string, opts ...redisstore.Option) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(context.Background(), c, redisstore.WithPrefix(prefix))
+	s, err := redisstore.New(context.Background(), c, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,16 +50,38 @@ func openCluster(t *testing.T, c *redis.ClusterClient, prefix string) *redisstor
 	return s
 }
 
+// clusterConformanceRueidis runs the conformance suite on rc with the
+// lock operations sent through a rueidis client of the cluster
+// (WithRueidis).
+func clusterConformanceRueidis(t *testing.T, rc *redistest.Cluster) {
+	clusterConformanceOf(t, rc, func(t *testing.T, c *redis.ClusterClient, prefix string) *redisstore.Store {
+		ru, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Options().Addrs, DisableCache: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ru.Close) // after the store's Close
+		return openCluster(t, c, prefix, redisstore.WithRueidis(ru))
+	})
+}
+
 // clusterConformance runs the conformance suite on rc, each test with a
 // key prefix of its own, another node with a client of its own.
 func clusterConformance(t *testing.T, rc *redistest.Cluster) {
+	clusterConformanceOf(t, rc, func(t *testing.T, c *redis.ClusterClient, prefix string) *redisstore.Store {
+		return openCluster(t, c, prefix)
+	})
+}
+
+// clusterConformanceOf runs the conformance suite on rc with the stores
+// that open makes.
+func clusterConformanceOf(t *testing.T, rc *redistest.Cluster, open func(*testing.T, *redis.ClusterClient, string) *redisstore.Store) {
 	h := harness // Advance and Begin as on one server
 	h.New = func(t *testing.T) store.Store {
 		c := clusterClient(t, rc)
-		return openCluster(t, c, redistest.Prefix(t, c))
+		return open(t, c, redistest.Prefix(t, c))
 	}
 	h.Reopen = func(t *testing.T, s store.Store) store.Store {
-		return openCluster(t, clusterClient(t, rc), s.(*redisstore.Store).Prefix())
+		return open(t, clusterClient(t, rc), s.(*redisstore.Store).Prefix())
 	}
 	storetest.Run(t, h)
 }

@@ -26,6 +26,12 @@
 // key changes, nothing is appended to the AOF, nothing is replicated.
 // List and Stats run one call per root in one pipeline.
 //
+// With WithRueidis, the calls of the lock operations go through a client
+// of github.com/redis/rueidis, which pipelines the calls of concurrent
+// goroutines on one connection (the go-redis client keeps the rest): the
+// conformance suite runs on both, on one server and on a cluster
+// (TestConformanceRueidis, TestCluster).
+//
 // # Keys
 //
 // The keys of a lock share the hash tag of its root: the name up to its
@@ -33,19 +39,43 @@
 // family that may cover it ("a/b/c", "a/b/*", "a/*") live in one Redis
 // Cluster slot. With prefix P and root R:
 //
-//	P{R}:d        hash: definition → slots (field "": the last token drawn)
-//	P{R}:l:NAME   string: its queue's length, then its holders, each an array of its fields (MessagePack; no key when it has neither)
+//	P{R}:d        hash: definition → slots
+//	P{R}:s        hash: the root's state: field NAME the record of lock NAME (MessagePack: its queue's length,
+//	              its holders, each an array of its fields, and the hold times left to count; no field when it
+//	              has none of them), field "" the last token drawn, fields "definition\tcounter" the counters
 //	P{R}:w:NAME   list: the ids of the lock's waiters, oldest first
 //	P{R}:b:NAME   hash: waiter id → its request (MessagePack)
-//	P{R}:u        set: names with holders or waiters
 //	P{R}:q        set: names with waiters
-//	P{R}:s        hash: "definition\tcounter" → count (HINCRBY)
 //	P{R}:n        hash: node → until when its waiters count as alive
 //	Proots        set: the roots with definitions (for List and Stats)
 //
 // An operation reads a queue from its head, as far as it needs: a
 // release that hands the lock over reads the waiters it grants and the
 // next, however long the queue. State, List and Stats read whole queues.
+//
+// An uncontended acquire (one lock, no queue, no Emitter) runs four
+// commands on the server: HMGET of the definition, HMGET of the lock's
+// record with the root's last token and the definition's counters, TIME,
+// and one HSET of the three; its release, two: HGET of the record and
+// HSET of it without the hold. A refused try reads the same and writes
+// nothing.
+//
+// # Statistics
+//
+// Stats (store.StatsReader) reads P{R}:s of every root. The counts are
+// exact: an acquisition is counted by the write that grants it. A hold
+// that an uncontended release ends is counted without a write of its
+// own: the release leaves its duration in the lock's record, and the next
+// write of that record (the next grant of the lock, or any call of the
+// general path) adds it to the counters; Stats adds those left in the
+// records to what it reads. Such a hold is timed from its grant, on the
+// server's clock, to the release as the releasing process reckons the
+// server's clock (its own clock, offset by what the server answered its
+// last acquire: within one round trip); every other hold, and every
+// wait, is timed on the server's clock alone. Refusals are counted per
+// process, in memory: a refused try writes nothing. A lock name released
+// by the uncontended path and not acquired again keeps its record (tens of
+// bytes) until Stats counts what it holds, or its definition is deleted.
 //
 // # Redis Cluster
 //

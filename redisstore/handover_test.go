@@ -51,9 +51,9 @@ type handOver struct {
 }
 
 // TestHandOverFastAsGeneral: a release that hands its lock to the head
-// waiter answers the same from lua/fast.lua (the hold's own node
-// releases it) as from the general path (another node releases it by its
-// handle): the events of the releaser and of the waiter granted, the
+// waiter answers the same when the hold's own node releases it as when
+// another node releases it by its handle (both take the one hand-over
+// path, lua/common.lua's; lua/fast.lua hands nothing over): the events of the releaser and of the waiter granted, the
 // grant, the lock's state and its counters. The next waiter, on the
 // releaser's node, is then granted in its turn.
 func TestHandOverFastAsGeneral(t *testing.T) {

@@ -27,7 +27,7 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 	case "notfound":
 		return time.Time{}, store.NotFound(str(r.arg(0)))
 	case "notheld":
-		s.w.Ended(h.Name, h.Ref.String(), h.Token, lostBecause("taken over or released by another holder"))
+		s.w.Ended(h.Name, "", h.Token, lostBecause("taken over or released by another holder"))
 		return time.Time{}, store.ErrNotHeld
 	}
 	return fromMicros(integer(r.arg(0))), nil

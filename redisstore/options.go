@@ -4,6 +4,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/sleeplock/sleeplock/internal/options"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -25,6 +27,7 @@ type config struct {
 	prefix    string
 	waiterTTL time.Duration
 	unsafe    bool
+	ru        rueidis.Client // WithRueidis
 	options.Errs
 }
 

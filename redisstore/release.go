@@ -24,9 +24,9 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	ref := h.Ref.String()
 	var a []any
 	if len(h.More) == 0 { // one lock: lua/fast.lua's keys, in one go
-		a = append(callOf(fnRelease, 4, 7), s.lockKey(h.Name))
-		a = append(append(a, s.fastKeys(h.Name)[:]...), s.head[:]...)
-		a = append(a, ref, "release", 0, 1, h.Name, h.Token, b2i(ev != nil))
+		a = append(callOf(fnRelease, 2, 8), s.fastKeys(h.Name)[:]...)
+		a = append(a, s.head[:]...)
+		a = append(a, ref, "release", 0, 1, h.Name, h.Token, b2i(ev != nil), s.serverNow())
 	} else {
 		keys, args := s.handleArgs(&h)
 		args = append(append(s.withNode(4+len(args)), ref, "release", 0), args...)
@@ -41,8 +41,8 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		return store.NotFound(str(r.arg(0)))
 	case "notheld":
 		return store.ErrNotHeld
-	case "released": // lua/fast.lua's, with no message: end the hold's watchers here
-		s.w.Ended(h.Name, ref, h.Token, store.ErrReleased)
+	case "int": // lua/fast.lua's, with no message: end the hold's watchers here
+		s.w.Ended(h.Name, "", h.Token, store.ErrReleased)
 		return nil
 	}
 	if missing := list(r.arg(0)); len(missing) > 0 {

@@ -59,8 +59,7 @@ var operations = []string{"acquire", "release", "keep", "held", "state", "list",
 
 // fastPaths are the functions of lua/fast.lua that answer an operation's
 // common cases before its general path runs (nil: not one of them): the
-// uncontended acquire, refused try and release, and the release that
-// hands its lock to the head waiter alone.
+// uncontended acquire, refused try and release.
 var fastPaths = map[string]string{"acquire": "fastacquire", "release": "fastrelease"}
 
 func readLua(name string) string {
@@ -204,6 +203,9 @@ func (s *Store) execCall(ctx context.Context, ev store.Emitter, a []any) (reply,
 // send sends a command of callOf, as go-redis's FCall does: a cluster
 // client routes it by its first key.
 func (s *Store) send(ctx context.Context, a []any) (any, error) {
+	if s.cfg.ru != nil {
+		return s.sendRueidis(ctx, a)
+	}
 	cmd := redis.NewCmd(ctx, a...)
 	if a[2] != 0 {
 		cmd.SetFirstKeyPos(3)
@@ -271,12 +273,15 @@ func (s *Store) runEach(ctx context.Context, f function, calls []call) ([]reply,
 }
 
 func parseReply(v any) (reply, error) {
+	if n, ok := v.(int64); ok { // lua/fast.lua's grant (a token) or release (1)
+		return reply{status: "int", now: n}, nil
+	}
 	a, ok := v.([]any)
 	if ok && len(a) >= 2 {
 		if st, _ := a[0].(string); len(st) == 1 {
 			// A flat reply of lua/fast.lua (no events, no messages):
-			// {G, now, token, expires, weight}, {R, now}, or {B, now, ...}
-			// with busy's fields.
+			// {G, now, token, expires, weight}, or {B, now, kind, ref,
+			// expires, definition, slots, free}.
 			return reply{status: flat[st], now: integer(a[1]), rest: a[2:]}, nil
 		}
 	}
@@ -288,7 +293,7 @@ func parseReply(v any) (reply, error) {
 }
 
 // flat are the statuses of lua/fast.lua's flat replies.
-var flat = map[string]string{"G": "fastgranted", "R": "released", "B": "busy"}
+var flat = map[string]string{"G": "fastgranted", "B": "fastbusy"}
 
 func str(v any) string {
 	switch x := v.(type) {

@@ -37,7 +37,10 @@ type Store struct {
 	waits   sync.WaitGroup // callers waiting in Acquire
 
 	fastMu sync.RWMutex
-	fast   map[string]*[3]any // fastKeys, by root
+	fast   map[string]*[2]any    // fastKeys, by root
+	ttl    atomic.Pointer[boxed] // the last TTL boxed (see box)
+	wttl   any                   // the waiter TTL (µs), boxed once
+	skew   atomic.Int64          // the server's clock less this process's, µs (see reckon)
 
 	w     endwatch.Set // watchers of this node's holds
 	ann   announce.Set // listeners of announcements (Listen)
@@ -77,6 +80,7 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 		waiters: map[string]*waiter{}, roots: map[string]int{}, refusals: map[string]uint64{},
 		ready: make(chan struct{})}
 	s.head = [2]any{s.cfg.prefix, s.id}
+	s.wttl = micros(s.cfg.waiterTTL)
 	if err := client.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)
 	}

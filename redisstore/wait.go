@@ -168,7 +168,7 @@ func (s *Store) deliver(line string) {
 			if f[5] != "" {
 				reason = lostBecause(f[5])
 			}
-			s.w.Ended(f[2], f[3], atoi64(f[4]), reason)
+			s.w.Ended(f[2], "", atoi64(f[4]), reason) // a hold is its lock and token (see Watch)
 		}
 	default:
 		s.tell(f[1], line)

@@ -5,13 +5,16 @@
 --
 -- Keys of one root R (a name up to its first "/", so that a lock and the
 -- families that cover it share it) all carry the hash tag {R}:
---   P{R}:d  hash  definition name -> slots; field "" the last token/seq drawn
---   P{R}:l:NAME   string (msgpack) the length of the queue, then the holders of lock NAME (arrays: see HR)
+--   P{R}:d  hash  definition name -> slots
+--   P{R}:s  hash  the state of the root: field NAME the record of lock
+--                 NAME (msgpack: the length of its queue, its holders as
+--                 arrays, see HR, and the hold times its holders released
+--                 by lua/fast.lua left to count, µs); field "" the last
+--                 token or sequence number drawn; fields "definition\tC"
+--                 the counters (see count)
 --   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
 --   P{R}:b:NAME   hash  waiter id -> its request (msgpack)
---   P{R}:u  set   names with holders or waiters
 --   P{R}:q  set   names with waiters
---   P{R}:s  hash  "definition\tcounter" -> count
 --   P{R}:n  hash  node -> µs until which its waiters count as alive
 
 -- The state of one call, reset by begin.
@@ -78,7 +81,6 @@ local function root(name)
 end
 
 local function tagkey(name, s) return P .. '{' .. root(name) .. '}:' .. s end
-local function lockkey(name) return P .. '{' .. root(name) .. '}:l:' .. name end
 
 -- patterns: the name, then the families that cover it, most specific
 -- first (a "/" after the first byte and before the last cuts a family).
@@ -100,6 +102,16 @@ local function patterns(name)
   return out
 end
 
+-- members returns the names that have a record in state hash k (P{R}:s):
+-- held or queued, or with hold times left to count.
+local function members(k)
+  local out = {}
+  for _, f in ipairs(redis.call('HKEYS', k)) do
+    if f ~= '' and not string.find(f, '\t', 1, true) then out[#out + 1] = f end
+  end
+  return out
+end
+
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
 -- defof returns the definition covering name and its slots, or nil.
@@ -107,10 +119,7 @@ local function defof(name)
   local d = defs[name]
   if d then return d[1], d[2] end
   local ps = patterns(name)
-  local k = tagkey(name, 'd')
-  local vs = redis.call('HMGET', k, '', unpack(ps)) -- and the last id drawn (nextid)
-  if not last[k] then last[k] = tonumber(vs[1] or '0') end
-  table.remove(vs, 1)
+  local vs = redis.call('HMGET', tagkey(name, 'd'), unpack(ps))
   for i, p in ipairs(ps) do
     local v = vs[i]
     if v then
@@ -125,7 +134,7 @@ end
 -- The last token or sequence number drawn under a root: both are the
 -- server's clock in µs, raised past the last one drawn.
 local function nextid(name)
-  local k = tagkey(name, 'd')
+  local k = tagkey(name, 's')
   local v = hws[k] or last[k]
   if not v then v = tonumber(redis.call('HGET', k, '') or '0') end
   if v + 1 > NOW then v = v + 1 else v = NOW end
@@ -201,17 +210,17 @@ local function load(name)
   local def, slots = defof(name)
   if not def then return nil end
   l = {name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
-    lk = lockkey(name), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
-  local raw = redis.call('GET', l.lk)
+    sk = tagkey(name, 's'), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
+  local vs = redis.call('HMGET', l.sk, name, '') -- and the last id drawn (nextid)
+  if not last[l.sk] then last[l.sk] = tonumber(vs[2] or '0') end
   l.qlen = 0
-  if raw then
+  if vs[1] then
     local hs
-    l.qlen, hs = cmsgpack.unpack(raw)
+    l.qlen, hs, l.pend = cmsgpack.unpack(vs[1])
     for i, x in ipairs(hs) do l.h[i] = holderof(x) end
   end
-  l.head0 = ''
-  if l.qlen > 0 and not RO then l.head0 = redis.call('LINDEX', l.wk, 0) end
-  l.u0, l.q0 = #l.h > 0 or l.qlen > 0, l.qlen > 0
+  if l.qlen == 0 then l.head0 = '' end -- else the first id loadq reads
+  l.q0 = l.qlen > 0
   locks[name] = l
   order[#order + 1] = name
   return l
@@ -233,6 +242,7 @@ local function loadq(l, k)
     local n = math.min(math.max(k - #l.q, 1), 256)
     local ids = redis.call('LRANGE', l.wk, l.qraw, l.qraw + n - 1)
     if #ids == 0 then break end
+    if not l.head0 then l.head0 = ids[1] end
     local bodies = redis.call('HMGET', l.bk, unpack(ids))
     for j, id in ipairs(ids) do
       local w = bodies[j] and cmsgpack.unpack(bodies[j])
@@ -313,10 +323,11 @@ end
 
 -- Counters of definitions: P{R}:s, field "definition\tcounter", raised
 -- at the end (HINCRBY). Counters: 1 acquisitions, 3 expiries, 4 losses,
--- 5 waited, 6 wait µs, 8 hold µs; wN and hN the waits and holds of bucket
--- N. Releases (2) are not counted: every hold that ends is in one hold
--- bucket, so they are the holds less the expiries (lua/stats.lua); 7, the
--- holds, is 2 + 3.
+-- 5 waited, 6 wait µs; wN the waits of bucket N. The holds that ended
+-- are in one field, "definition\tH" (see addholds), which lua/fast.lua
+-- reads and writes with a lock's record. Releases (2) are not counted:
+-- every hold that ends is in one hold bucket, so they are the holds less
+-- the expiries (lua/stats.lua); 7, the holds, is 2 + 3.
 local function count(l, c, n)
   local k = tagkey(l.name, 's')
   local byk = stats[k]
@@ -333,6 +344,31 @@ local function bucket(d)
   return #BOUNDS + 1
 end
 
+-- addholds returns the value of a field "definition\tH" (packed, as read:
+-- false when none), msgpack {hold µs in all, then the holds of each
+-- bucket}, with the holds of the durations ds (µs) added.
+local function addholds(packed, ds)
+  local t = packed and cmsgpack.unpack(packed) or {}
+  for i = 1, #BOUNDS + 2 do t[i] = t[i] or 0 end
+  for _, d in ipairs(ds) do
+    if d < 0 then d = 0 end
+    local b = bucket(d) + 1
+    t[1], t[b] = t[1] + d, t[b] + 1
+  end
+  return cmsgpack.pack(t)
+end
+
+-- held adds hold times ds (µs) of l's definition, written at the end.
+local function held(l, ds)
+  local k = l.sk
+  local byk = stats[k]
+  if not byk then byk = {}; stats[k] = byk end
+  local f = l.def .. '\tH'
+  local t = byk[f]
+  if not t then t = {}; byk[f] = t end
+  for _, d in ipairs(ds) do t[#t + 1] = d end
+end
+
 local function granted(l, since)
   count(l, '1', 1)
   if since > 0 then
@@ -347,10 +383,7 @@ end
 local function ended(l, h, expired, lost)
   if expired then count(l, '3', 1) end
   if lost then count(l, '4', 1) end
-  local held = NOW - h.a
-  if held < 0 then held = 0 end
-  count(l, '8', held)
-  count(l, 'h' .. bucket(held), 1)
+  held(l, {NOW - h.a})
 end
 
 -- event types, as store.EventType
@@ -565,40 +598,71 @@ local function advance(l, resized)
   end
 end
 
--- save writes l's record back (or deletes it when l has nobody), and
--- keeps the sets of names in use and queued true.
-local function save(l)
+-- save writes l's record back (or deletes it when l has nobody) with
+-- put (see flush), and keeps the set of names queued true.
+local function save(l, put)
+  if l.pend then
+    held(l, l.pend)
+    l.pend = nil
+  end
   if #l.h == 0 and l.qlen == 0 then
-    redis.call('DEL', l.lk)
+    redis.call('HDEL', l.sk, l.name)
   else
     local hs = {}
     for i, h in ipairs(l.h) do hs[i] = recordof(h) end
-    redis.call('SET', l.lk, cmsgpack.pack(l.qlen, hs))
+    put(l.sk, l.name, cmsgpack.pack(l.qlen, hs))
   end
   -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)
   if head and head.i ~= l.head0 and head.i ~= ME then
     publish(head.d, table.concat({'c', head.i, num(wakeat(l, head.x)), num(NOW)}, '\t'))
   end
-  local inuse, queued = #l.h > 0 or l.qlen > 0, l.qlen > 0
-  if inuse ~= l.u0 then
-    if inuse then redis.call('SADD', tagkey(l.name, 'u'), l.name) else redis.call('SREM', tagkey(l.name, 'u'), l.name) end
-  end
+  local queued = l.qlen > 0
   if queued ~= l.q0 then
     if queued then redis.call('SADD', tagkey(l.name, 'q'), l.name) else redis.call('SREM', tagkey(l.name, 'q'), l.name) end
   end
 end
 
--- flush writes what changed and sends the messages.
+-- hset sets the fields of key k given in t {field, value, ...}, 500 at
+-- a time (unpack has a limit).
+local function hset(k, t)
+  for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
+end
+
+-- counted adds to w (see flush) the counters of stats hash k, byk
+-- (field -> what to add: a count, or hold times), read in one call.
+local function counted(k, byk, put)
+  local fs = {}
+  for f in pairs(byk) do fs[#fs + 1] = f end
+  if #fs == 0 then return end
+  local vs = redis.call('HMGET', k, unpack(fs))
+  for i, f in ipairs(fs) do
+    local n = byk[f]
+    if type(n) == 'table' then
+      put(k, f, addholds(vs[i], n))
+    else
+      put(k, f, num((tonumber(vs[i]) or 0) + n))
+    end
+  end
+end
+
+-- flush writes what changed, one HSET per state hash (records, counters
+-- and the last id drawn), and sends the messages.
 local function flush()
+  local w = {}
+  local function put(k, f, v)
+    local t = w[k]
+    if not t then t = {}; w[k] = t end
+    t[#t + 1] = f
+    t[#t + 1] = v
+  end
   for _, name in ipairs(order) do
     local l = locks[name]
-    if l.dirty then save(l) end
+    if l.dirty then save(l, put) end
   end
-  for k, byk in pairs(stats) do
-    for f, n in pairs(byk) do redis.call('HINCRBY', k, f, n) end
-  end
-  for k, v in pairs(hws) do redis.call('HSET', k, '', num(v)) end
+  for k, byk in pairs(stats) do counted(k, byk, put) end
+  for k, v in pairs(hws) do put(k, '', num(v)) end
+  for k, t in pairs(w) do hset(k, t) end
   for node, ms in pairs(MSG) do
     redis.call('PUBLISH', P .. 'node:' .. node, table.concat(ms, '\n'))
   end
@@ -614,6 +678,35 @@ end
 -- readreply returns the answer of a script that writes nothing.
 local function readreply(status, ...)
   return {status, NOW, EV, LOCAL, ...}
+end
+
+-- countersof returns the counters of the definitions of state hash sk
+-- (see count), by definition: {1..8 as count's, the wait buckets, the
+-- hold buckets}.
+local function countersof(sk)
+  local counters = {}
+  local s = redis.call('HGETALL', sk)
+  for i = 1, #s, 2 do
+    local def, c = string.match(s[i], '^(.*)\t(.-)$')
+    if def then
+      local e = counters[def]
+      if not e then
+        e = {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
+        counters[def] = e
+      end
+      local k, b = string.sub(c, 1, 1), tonumber(string.sub(c, 2))
+      if c == 'H' then
+        local t = cmsgpack.unpack(s[i + 1])
+        e[8] = t[1]
+        for j = 1, #BOUNDS + 1 do e[10][j] = t[j + 1] end
+      elseif k == 'w' then
+        e[9][b] = tonumber(s[i + 1])
+      else
+        e[tonumber(c)] = tonumber(s[i + 1])
+      end
+    end
+  end
+  return counters
 end
 
 local function rootkey(r, s) return P .. '{' .. r .. '}:' .. s end
@@ -656,7 +749,7 @@ local function doom(name)
   if not slots then return nil end
   local x = {name = name, slots = tonumber(slots), ls = {}}
   if isfamily(name) then
-    local ms = redis.call('SMEMBERS', tagkey(name, 'u'))
+    local ms = members(tagkey(name, 's'))
     table.sort(ms)
     for _, m in ipairs(ms) do
       local l = load(m)
@@ -681,7 +774,7 @@ end
 -- remove deletes x: its waiters leave every queue and are told to check
 -- again (they find no definition), its holds end (released by another;
 -- their nodes are told), its definition and counters go. The root's last
--- token (field "" of P{R}:d) stays, so a lock defined again grants tokens
+-- token (field "" of P{R}:s) stays, so a lock defined again grants tokens
 -- above its old ones.
 local function remove(x)
   for _, l in ipairs(x.ls) do
@@ -696,6 +789,7 @@ local function remove(x)
     end
     redis.call('DEL', l.wk, l.bk)
     l.q, l.qraw, l.qlen = {}, 0, 0
+    l.pend = nil -- its definition's counters go
     local lost = 'released by another caller: lock "' .. l.name .. '" was deleted'
     while #l.h > 0 do drop(l, #l.h, false, lost) end
     l.dirty = true
@@ -707,7 +801,7 @@ local function remove(x)
   defs = {} -- the definitions cached may be the one deleted
   local sk = tagkey(x.name, 's')
   local byk = stats[sk] or {}
-  local fields = {}
+  local fields = {x.name .. '\tH'}
   for _, c in ipairs({'1', '2', '3', '4', '5', '6', '7', '8'}) do fields[#fields + 1] = x.name .. '\t' .. c end
   for b = 1, #BOUNDS + 1 do
     fields[#fields + 1] = x.name .. '\tw' .. b
@@ -724,7 +818,7 @@ local function resize(name, slots)
   redis.call('HSET', tagkey(name, 'd'), name, num(slots))
   defs = {}
   if isfamily(name) then
-    for _, m in ipairs(redis.call('SMEMBERS', tagkey(name, 'u'))) do
+    for _, m in ipairs(members(tagkey(name, 's'))) do
       local l = load(m)
       if l and l.def == name then
         l.slots = slots

@@ -12,7 +12,7 @@ for i = 1, #d, 2 do
     defined[d[i]] = true
   end
 end
-for _, m in ipairs(redis.call('SMEMBERS', rootkey(r, 'u'))) do
+for _, m in ipairs(members(rootkey(r, 's'))) do
   if not seen[m] then names[#names + 1] = m end
 end
 local out = {}

@@ -1,51 +1,24 @@
 -- stats: the counters and gauges of every definition of one root, its
--- families' members folded in; writes nothing. ARGV: prefix, node, root.
--- Entry: {name, family, slots, locks, running, expired, waiting,
+-- families' members folded in. It writes only the hold times that
+-- lua/fast.lua's releases left in the records (see addholds): into the
+-- counters, and a record left with nothing else goes. ARGV: prefix, node,
+-- root. Entry: {name, family, slots, locks, running, expired, waiting,
 -- {counters...}, {wait buckets}, {hold buckets}}.
 RO = true
 local r = ARGV[3]
-local d = redis.call('HGETALL', rootkey(r, 's'))
-local counters = {}
-for i = 1, #d, 2 do
-  local def, c = string.match(d[i], '^(.*)\t(.-)$')
-  local e = counters[def]
-  if not e then
-    e = {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
-    counters[def] = e
-  end
-  local n = tonumber(d[i + 1])
-  local k, b = string.sub(c, 1, 1), tonumber(string.sub(c, 2))
-  if k == 'w' then
-    e[9][b] = n
-  elseif k == 'h' then
-    e[10][b] = n
-  else
-    e[tonumber(c)] = n
-  end
-end
+local sk = rootkey(r, 's')
 local out, at = {}, {}
-d = redis.call('HGETALL', rootkey(r, 'd'))
+local d = redis.call('HGETALL', rootkey(r, 'd'))
 for i = 1, #d, 2 do
-  local name = d[i]
-  if name ~= '' then
-    local c = counters[name] or {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
-    local wb, hb, ends = {}, {}, 0
-    for b = 1, #BOUNDS + 1 do
-      wb[b] = c[9][b] or 0
-      hb[b] = c[10][b] or 0
-      ends = ends + hb[b]
-    end
-    c[2] = ends - c[3] -- every hold that ended, released or expired, is in one hold bucket
-    local fam, slots, nl = 0, tonumber(d[i + 1]), 1
-    if isfamily(name) then fam, slots, nl = 1, 0, 0 end
-    out[#out + 1] = {name, fam, slots, nl, 0, 0, 0, {c[1], c[2], c[3], c[4], c[5], c[6], c[2] + c[3], c[8]}, wb, hb}
-    at[name] = out[#out]
-  end
+  local x = {d[i], 0, tonumber(d[i + 1]), 1, 0, 0, 0}
+  if isfamily(d[i]) then x[2], x[3], x[4] = 1, 0, 0 end
+  out[#out + 1] = x
+  at[d[i]] = x
 end
-for _, m in ipairs(redis.call('SMEMBERS', rootkey(r, 'u'))) do
+for _, m in ipairs(members(sk)) do
   local l = load(m)
-  if l and at[l.def] then
-    local e = at[l.def]
+  local e = l and at[l.def]
+  if e then
     for _, h in ipairs(l.h) do
       if live(h) then e[5] = e[5] + 1 else e[6] = e[6] + 1 end
     end
@@ -55,5 +28,30 @@ for _, m in ipairs(redis.call('SMEMBERS', rootkey(r, 'u'))) do
       e[3] = e[3] + l.slots
     end
   end
+  if e and l.pend then
+    held(l, l.pend)
+    local hs = {}
+    for i, h in ipairs(l.h) do hs[i] = recordof(h) end
+    if #hs == 0 and l.qlen == 0 then
+      redis.call('HDEL', sk, m)
+    else
+      redis.call('HSET', sk, m, cmsgpack.pack(l.qlen, hs))
+    end
+  end
+end
+for f, ds in pairs(stats[sk] or {}) do
+  redis.call('HSET', sk, f, addholds(redis.call('HGET', sk, f), ds))
+end
+local counters = countersof(sk)
+for _, x in ipairs(out) do
+  local c = counters[x[1]] or {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
+  local wb, hb, ends = {}, {}, 0
+  for b = 1, #BOUNDS + 1 do
+    wb[b] = c[9][b] or 0
+    hb[b] = c[10][b] or 0
+    ends = ends + hb[b]
+  end
+  c[2] = ends - c[3] -- every hold that ended, released or expired, is in one hold bucket
+  x[8], x[9], x[10] = {c[1], c[2], c[3], c[4], c[5], c[6], c[2] + c[3], c[8]}, wb, hb
 end
 return readreply('ok', out)

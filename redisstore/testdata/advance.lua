@@ -4,16 +4,18 @@
 local d = tonumber(ARGV[3])
 for j = 4, #ARGV do
   local r = ARGV[j]
-  for _, name in ipairs(redis.call('SMEMBERS', rootkey(r, 'u'))) do
-    local key = lockkey(name)
-    local raw = redis.call('GET', key)
+  local sk = rootkey(r, 's')
+  for _, name in ipairs(members(sk)) do
+    local raw = redis.call('HGET', sk, name)
     if raw then
-      local n, hs = cmsgpack.unpack(raw)
+      local n, hs, pend = cmsgpack.unpack(raw)
       for _, h in ipairs(hs) do -- arrays (see HR in lua/common.lua)
         h[HA], h[HN] = h[HA] - d, h[HN] - d
         if h[HE] ~= 0 then h[HE] = h[HE] - d end
       end
-      redis.call('SET', key, cmsgpack.pack(n, hs))
+      local v = cmsgpack.pack(n, hs)
+      if pend then v = cmsgpack.pack(n, hs, pend) end
+      redis.call('HSET', sk, name, v)
     end
     local bk = tagkey(name, 'b:' .. name)
     local ws = redis.call('HGETALL', bk)

@@ -6,7 +6,11 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+
+	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/redisstore"
 )
 
 // clientLib is a function that answers at once what a granted fast
@@ -69,4 +73,34 @@ func BenchmarkClients(b *testing.B) {
 			}
 		})
 	}
+}
+
+// newRueidisLocks is newLocks on a store that sends its lock operations
+// through a rueidis client of the same server (redisstore.WithRueidis).
+func newRueidisLocks(b *testing.B, c *redis.Client, prefix string, opts ...sleeplock.Option) *sleeplock.Locks {
+	b.Helper()
+	ru, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Options().Addr},
+		SelectDB: c.Options().DB, Password: c.Options().Password, DisableCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(ru.Close)
+	s, err := redisstore.New(context.Background(), c, redisstore.WithPrefix(prefix), redisstore.WithoutSafetyChecks(),
+		redisstore.WithRueidis(ru))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := sleeplock.New(s, append([]sleeplock.Option{sleeplock.WithTTL(ttl)}, opts...)...)
+	b.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// BenchmarkRueidis: BenchmarkPair's and BenchmarkRefusedTry's rows with
+// the store's calls sent through rueidis (redisstore.WithRueidis), against
+// redislock on go-redis.
+func BenchmarkRueidis(b *testing.B) {
+	for _, clients := range []int{1, 8} {
+		b.Run(fmt.Sprintf("pair/clients=%d", clients), func(b *testing.B) { pairRow(b, clients, newRueidisLocks) })
+	}
+	b.Run("refused/clients=8", func(b *testing.B) { refusedRow(b, newRueidisLocks) })
 }

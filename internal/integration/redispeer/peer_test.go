@@ -14,7 +14,9 @@
 // instead (INFO commandstats, INFO cpu), which load moves less, and
 // BenchmarkAllocs the client's allocations per pair. BenchmarkClients
 // measures go-redis against github.com/redis/rueidis (also a test-only
-// requirement here) on one call shaped like redisstore's acquire.
+// requirement here) on one call shaped like redisstore's acquire, and
+// BenchmarkRueidis the pair and refused-try rows with the store's calls
+// sent through rueidis (redisstore.WithRueidis).
 package redispeer_test
 
 import (
@@ -180,34 +182,38 @@ func median(xs []float64) float64 {
 // own, against redislock's Obtain+Release.
 func BenchmarkPair(b *testing.B) {
 	for _, clients := range []int{1, 8} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
-			ctx := context.Background()
-			c := newClient(b)
-			p := newPrefix(b, c)
-			l := newLocks(b, c, p)
-			if err := l.Define(ctx, "p/*", 1); err != nil {
-				b.Fatal(err)
-			}
-			rl := redislock.New(c)
-			for b.Loop() {
-				sideBySide(b, func() int64 {
-					return parallel(b, clients, span, func(w int) error {
-						lease, err := l.TryAcquire(ctx, "p/"+strconv.Itoa(w))
-						if err != nil {
-							return err
-						}
-						return lease.Release(ctx)
-					})
-				}, func() int64 {
-					return parallel(b, clients, span, func(w int) error {
-						lk, err := rl.Obtain(ctx, p+"rl:"+strconv.Itoa(w), ttl, nil)
-						if err != nil {
-							return err
-						}
-						return lk.Release(ctx)
-					})
-				})
-			}
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { pairRow(b, clients, newLocks) })
+	}
+}
+
+// pairRow is a row of BenchmarkPair with sleeplock from newL (a store on
+// go-redis, or on rueidis).
+func pairRow(b *testing.B, clients int, newL func(*testing.B, *redis.Client, string, ...sleeplock.Option) *sleeplock.Locks) {
+	ctx := context.Background()
+	c := newClient(b)
+	p := newPrefix(b, c)
+	l := newL(b, c, p)
+	if err := l.Define(ctx, "p/*", 1); err != nil {
+		b.Fatal(err)
+	}
+	rl := redislock.New(c)
+	for b.Loop() {
+		sideBySide(b, func() int64 {
+			return parallel(b, clients, span, func(w int) error {
+				lease, err := l.TryAcquire(ctx, "p/"+strconv.Itoa(w))
+				if err != nil {
+					return err
+				}
+				return lease.Release(ctx)
+			})
+		}, func() int64 {
+			return parallel(b, clients, span, func(w int) error {
+				lk, err := rl.Obtain(ctx, p+"rl:"+strconv.Itoa(w), ttl, nil)
+				if err != nil {
+					return err
+				}
+				return lk.Release(ctx)
+			})
 		})
 	}
 }
@@ -240,12 +246,16 @@ func infoField(b *testing.B, c *redis.Client, section, field string) string {
 // BenchmarkRefusedTry: 8 clients trying a lock another holds, against
 // redislock's refused Obtain. writes is the server's changes counted
 // while sleeplock's clients ran (0 on a server nobody else writes to).
-func BenchmarkRefusedTry(b *testing.B) {
+func BenchmarkRefusedTry(b *testing.B) { refusedRow(b, newLocks) }
+
+// refusedRow is BenchmarkRefusedTry with sleeplock from newL (a store on
+// go-redis, or on rueidis).
+func refusedRow(b *testing.B, newL func(*testing.B, *redis.Client, string, ...sleeplock.Option) *sleeplock.Locks) {
 	const clients = 8
 	ctx := context.Background()
 	c := newClient(b)
 	p := newPrefix(b, c)
-	l := newLocks(b, c, p)
+	l := newL(b, c, p)
 	if err := l.Define(ctx, "held", 1); err != nil {
 		b.Fatal(err)
 	}
