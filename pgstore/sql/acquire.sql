@@ -47,7 +47,7 @@ DECLARE
     v_bad    integer; -- the first lock that cannot be granted now
     v_since  timestamptz;
     v_wexp   timestamptz;
-    v_raced  boolean;
+    v_raced  boolean; v_took boolean;
     v_races  integer := 0;
     v_before bigint := CASE WHEN p_ticket > 0 THEN p_ticket ELSE 9223372036854775807 END;
     i        integer;
@@ -69,10 +69,12 @@ BEGIN
     LOOP
         v_pass := v_pass + 1;
         IF v_pass = 2 THEN
-            IF NOT {{schema}}.take_rows(p_names, p_op) THEN
-                r_ev := 'cancelled';
-                RETURN NEXT;
-                RETURN;
+            v_took := {{schema}}.take_rows(p_names, p_op);
+            IF v_took IS NOT TRUE THEN -- cancelled, or (NULL) a lock deleted meanwhile: the first
+                r_ev := CASE WHEN v_took IS NULL THEN 'notfound' ELSE 'cancelled' END;
+                r_idx := coalesce((SELECT min(u.i) FROM unnest(p_names) WITH ORDINALITY u(n, i)
+                                    WHERE v_took IS NULL AND {{schema}}.slots_of(u.n) IS NULL), 0);
+                r_lock := coalesce(p_names[r_idx], ''); RETURN NEXT; RETURN;
             END IF;
             v_now := clock_timestamp();
         END IF;
@@ -158,9 +160,7 @@ BEGIN
             END IF;
         END IF;
 
-        IF v_bad = 0 THEN
-            CONTINUE; -- pass 1 found it grantable: lock and decide again
-        END IF;
+        CONTINUE WHEN v_bad = 0; -- pass 1 found it grantable: lock and decide again
 
         -- Not now: a waiter waits, a try is refused, else pass 2 queues.
         RETURN QUERY SELECT * FROM {{schema}}.answer_not_now(p_names[v_bad], v_bad, p_ticket, p_wait, p_wttl, v_wexp,
@@ -218,7 +218,8 @@ $sleeplock$;
 
 -- take_rows: acquire()'s second pass takes the rows of p_names (sorted,
 -- spilled, created when missing) and drops the dead waiters of their
--- queues; false when acquisition p_op was cancelled meanwhile.
+-- queues; false when acquisition p_op was cancelled meanwhile, NULL when
+-- a lock lost its definition meanwhile (lock_rows()).
 CREATE OR REPLACE FUNCTION {{schema}}.take_rows(p_names text[], p_op bigint)
 RETURNS boolean
 LANGUAGE plpgsql AS $sleeplock$
@@ -226,12 +227,8 @@ DECLARE
     v_now timestamptz;
     i     integer;
 BEGIN
-    IF cardinality(p_names) = 1 THEN
-        INSERT INTO {{schema}}.locks AS l (name) VALUES (p_names[1])
-            ON CONFLICT (name) DO UPDATE SET name = excluded.name;
-        PERFORM {{schema}}.spill(p_names[1]);
-    ELSE
-        PERFORM {{schema}}.lock_rows(p_names, true);
+    IF NOT {{schema}}.lock_rows(p_names, true) THEN
+        RETURN NULL;
     END IF;
     IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         RETURN false;
@@ -606,9 +603,10 @@ $sleeplock$;
 
 -- lock_rows: takes and spills the rows of p_names in sorted order (no
 -- deadlock between callers naming them in other orders), creating the
--- missing ones when p_create, skipping them otherwise.
+-- missing ones when p_create (make_row()), skipping them otherwise. False
+-- when a row to create was not: no definition covers its name any more.
 CREATE OR REPLACE FUNCTION {{schema}}.lock_rows(p_names text[], p_create boolean)
- RETURNS void
+ RETURNS boolean
  LANGUAGE plpgsql
 AS $sleeplock$
 DECLARE
@@ -620,8 +618,37 @@ BEGIN
     FOREACH v_name IN ARRAY p_names LOOP
         LOOP
             EXIT WHEN {{schema}}.spill(v_name) OR NOT p_create;
-            INSERT INTO {{schema}}.locks (name) VALUES (v_name) ON CONFLICT DO NOTHING;
+            IF {{schema}}.make_row(v_name) IS NULL THEN
+                RETURN false;
+            END IF;
         END LOOP;
     END LOOP;
+    RETURN true;
+END
+$sleeplock$;
+
+-- make_row: makes the row of lock p_name (slow, free) unless it exists:
+-- true when this call made it, false when it existed, NULL (nothing made)
+-- when no definition covers the name. The one statement that inserts a
+-- lock's row. It takes the definitions' advisory lock (defs_key()) shared
+-- first, and reads the definition after it: a Delete, which takes that
+-- lock exclusively before any row, either committed before (no definition
+-- here, no row made) or waits until this transaction ends and then finds
+-- the row and what was granted in it. Without it, a row made after the
+-- Delete looked for it (the insert waiting behind another transaction's)
+-- outlived its definition, with a hold in it. A caller that holds other
+-- rows may meet a Delete waiting for them: a deadlock, rolled back and
+-- retried (rare: the lock is being deleted).
+CREATE OR REPLACE FUNCTION {{schema}}.make_row(p_name text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $sleeplock$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
+    IF {{schema}}.slots_of(p_name) IS NULL THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+    RETURN FOUND;
 END
 $sleeplock$;

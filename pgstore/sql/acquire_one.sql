@@ -107,8 +107,12 @@ BEGIN
                            OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
           INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
         IF NOT FOUND THEN
-            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
-            v_new := FOUND;
+            v_new := {{schema}}.make_row(p_name);
+            IF v_new IS NULL THEN -- deleted meanwhile
+                RETURN QUERY SELECT 'notfound'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+                RETURN;
+            END IF;
         END IF;
         RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
             v_slots, v_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
@@ -184,8 +188,7 @@ DECLARE
 BEGIN
     SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name;
     IF NOT FOUND THEN
-        INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
-        IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+        IF {{schema}}.make_row(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
             -- A new row: nothing holds or queues; it is ours.
             UPDATE {{schema}}.locks x SET fast = true, freed = clock_timestamp() WHERE x.name = p_name
             RETURNING x.fast, x.ref, x.xref INTO l;
