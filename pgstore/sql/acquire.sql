@@ -28,10 +28,12 @@
 -- every slot). Slots in use and free are counted with the holders' weights,
 -- and the slots the waiters ahead ask with theirs; r_weight is the weight
 -- of the hold of the row (granted, reentered, expired), else the one asked.
+-- p_sample: time the expired holds taken over whatever their tokens (the
+-- store samples by time, as a release's p_sample).
 -- This function decides: the arrays a_* hold, per lock, its slots, the
 -- slots asked and lock_state()'s counts; grant_locks() grants,
 -- answer_not_now() says why not, queue_waiter() queues.
-CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[])
+CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[], p_sample boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -133,7 +135,7 @@ BEGIN
             v_raced := false;
             FOR c IN SELECT * FROM {{schema}}.grant_locks(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op, p_ticket,
                                                           p_stale, v_now, v_since, a_slots, a_need, a_rows, a_mine,
-                                                          a_total, a_wahead) LOOP
+                                                          a_total, a_wahead, p_sample) LOOP
                 IF c.r_ev = 'raced' THEN
                     v_raced := true;
                 ELSIF c.r_ev = 'blocked' THEN
@@ -292,7 +294,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.grant_locks(p_names text[], p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_stale bigint, p_now timestamptz,
     p_since timestamptz, a_slots integer[], a_need integer[], a_rows integer[], a_mine boolean[],
-    a_total integer[], a_wahead integer[])
+    a_total integer[], a_wahead integer[], p_sample boolean)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
     r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
     r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
@@ -338,7 +340,8 @@ BEGIN
     FOR k IN 1 .. coalesce(cardinality(t_idx), 0) LOOP
         i := t_idx[k];
         DELETE FROM {{schema}}.holders h WHERE h.lock = p_names[i] AND h.ref = t_ref[k];
-        PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]), t_token[k]);
+        PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]),
+            p_sample OR {{schema}}.timed(t_token[k]));
         a_rows[i] := a_rows[i] - t_w[k];
         r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
         r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k]; r_weight := t_w[k];
@@ -395,7 +398,7 @@ BEGIN
             r_expires := {{schema}}.micros(v_exp);
             r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
             r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold; r_weight := a_need[i];
-            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL, 0);
+            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL, false);
             RETURN NEXT;
         END IF;
     END LOOP;
@@ -527,7 +530,8 @@ $sleeplock$;
 -- acquire()'s, after reaping (p_whole: re-entry only as a whole, see
 -- acquire()). p_weights: the weight asked of each lock. Rows: acquire()'s,
 -- with the event's Seq.
-CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[])
+CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[],
+    p_sample boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint)
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -592,7 +596,7 @@ BEGIN
     RETURN QUERY
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
           FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
-                                  p_stale, p_whole, p_weights) a;
+                                  p_stale, p_whole, p_weights, p_sample) a;
     IF {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.
