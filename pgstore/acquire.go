@@ -237,7 +237,8 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 	length, back := lease(req.TTL, req.Hold)
 	args := acquireOneArgs{name: req.Name, ref: req.Ref.String(), kind: req.Kind, ttl: micros(req.TTL),
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, wttl: micros(s.cfg.waiterTTL),
-		pats: patterns(req.Name), lease: length, back: back, node: s.d.node, weight: int64(req.WeightOf(0))}
+		pats: patterns(req.Name), lease: length, back: back, node: s.d.node, weight: int64(req.WeightOf(0)),
+		sample: s.fast.samplePeek(a.names, time.Now().UnixNano())}
 	var rows []arow
 	var fast bool
 	err := s.attempt(ctx, a, func() (err error) {
@@ -269,7 +270,7 @@ func (s *Store) checkOneArgs(a *acquisition, ticket int64) checkOneArgs {
 	return checkOneArgs{names: textArray(a.names), ref: req.Ref.String(), kind: req.Kind, ttl: micros(req.TTL),
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, ticket: ticket,
 		wttl: micros(s.cfg.waiterTTL), stale: micros(max(req.StaleAfter, 0)), node: s.d.node, whole: req.ReenterAll,
-		weights: weightsOf(req, len(a.names))}
+		weights: weightsOf(req, len(a.names)), sample: s.fast.samplePeek(a.names, time.Now().UnixNano())}
 }
 
 // weightsOf is the weight asked of each of n locks of req, as an intArray.
@@ -506,6 +507,8 @@ func (s *Store) emitRows(ev store.Emitter, req *store.AcquireRequest, rows []aro
 		switch r.ev {
 		case "expired":
 			e.Type, e.Held = store.EventExpired, time.Duration(r.dur)*time.Microsecond
+			// timed if due (samplePeek); the next in holdSampleEvery is not
+			s.fast.sampleDue(r.lock, time.Now().UnixNano())
 			s.ended(r.lock, r.ref, r.token, fmt.Errorf("%w: taken over after its TTL", store.ErrLeaseLost))
 		case "granted":
 			e.Type, e.Waited = store.EventAcquired, time.Duration(r.dur)*time.Microsecond

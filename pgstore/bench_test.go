@@ -508,6 +508,16 @@ func BenchmarkWaiters1000(b *testing.B) {
 		b.ReportMetric(queued.Seconds(), "s-to-queue")
 		b.ReportMetric(idle, "stmts/s-waiting")
 		b.ReportMetric(waiters/drain.Seconds(), "drain-grants/s")
+		// For scale: one client's TryAcquire+Release pairs on a lock of
+		// its own, on the same stores (the drain's target is this rate).
+		define(b, nodes[0], "alone", 1)
+		t2 := time.Now()
+		for range 300 {
+			g, err := nodes[0].Acquire(ctx, req("alone", time.Minute, "alone"))
+			must(b, err)
+			must(b, nodes[0].Release(ctx, g.Handle(), nil))
+		}
+		b.ReportMetric(300/time.Since(t2).Seconds(), "pair/s")
 		refs := make([]string, 0, waiters)
 		for ref := range rec.waited {
 			refs = append(refs, ref)

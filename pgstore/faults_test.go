@@ -35,7 +35,7 @@ func lateAcquire(ctx context.Context, e *env, lock string, op, ttl int64) <-chan
 	go func() {
 		var ev string
 		err := e.pool.QueryRow(ctx, "SELECT r_ev FROM "+pgx.Identifier{e.schema}.Sanitize()+".acquire_one($1::text, 'late', '', "+
-			"$2::bigint, 0, false, true, $3::bigint, 10000000, ARRAY[$1::text], $2::bigint, 0, 78, 1)", lock, ttl, op).Scan(&ev)
+			"$2::bigint, 0, false, true, $3::bigint, 10000000, ARRAY[$1::text], $2::bigint, 0, 78, 1, false)", lock, ttl, op).Scan(&ev)
 		if err != nil {
 			ev = err.Error()
 		}
@@ -194,7 +194,7 @@ func TestLateAcquisitionAfterUndoGrantsNothing(t *testing.T) {
 		must(t, err)
 		var ev string
 		must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire_one('late', 'gone', '', 60000000, 0, false, $1, $2, "+
-			"10000000, '{late}', 60000000, 0, 0, 1)", wait, op).Scan(&ev))
+			"10000000, '{late}', 60000000, 0, 0, 1, false)", wait, op).Scan(&ev))
 		if ev != "cancelled" {
 			t.Fatalf("late acquisition (wait %v) after its undo: %s", wait, ev)
 		}

@@ -62,6 +62,23 @@ func (h *fastHints) sampleDue(name string, now int64) bool {
 	return (last == 0 || now-last >= every) && e.CompareAndSwap(last, now)
 }
 
+// samplePeek reports whether a hold of one of names that ends now is due
+// to be timed by time (as sampleDue, but taking nothing): an acquisition
+// sends it, so that an expired hold it takes over is timed; the store then
+// takes the sample (sampleDue) when a takeover came back.
+func (h *fastHints) samplePeek(names []string, now int64) bool {
+	every := holdSampleEvery.Load()
+	if every <= 0 {
+		return false
+	}
+	for _, n := range names {
+		if last := h.sampled[h.index(n)].Load(); last == 0 || now-last >= every {
+			return true
+		}
+	}
+	return false
+}
+
 // slotModeMax is the most slots a lock may have for its row to go to slot
 // mode (one element of the row's arrays per slot: acquire_one.sql,
 // grant_slot_in_row()). A wider lock keeps its holders in holder rows, or

@@ -182,7 +182,7 @@ func TestPausedWaiterLosesItsPlace(t *testing.T) {
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	// The paused node resumes and checks its ticket: gone.
 	var ev string
-	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire('{p}', 'paused', '', 60000000, 0, false, true, 42, $1, 1000000, 0, false, '{1}')",
+	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire('{p}', 'paused', '', 60000000, 0, false, true, 42, $1, 1000000, 0, false, '{1}', false)",
 		ticket).Scan(&ev))
 	if ev != "gone" {
 		t.Fatalf("the paused waiter's check: %s, want gone", ev)
@@ -483,7 +483,7 @@ func TestLateNodeKeepsItsWaiters(t *testing.T) {
 	must(t, e.pool.QueryRow(ctx, "SELECT "+q+".node_beat(200, 10000000, '{}', '{}', '{}')").Scan(&n))
 	var ev string
 	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".check_one('{pause}', 'paused', '', 60000000, 0, false, true, 600, $1, "+
-		"10000000, 0, 200, false, '{1}')", ticket).Scan(&ev))
+		"10000000, 0, 200, false, '{1}', false)", ticket).Scan(&ev))
 	if n != 1 || ev != "granted" {
 		t.Fatalf("after the node's heartbeat (%d rows) its waiter's check: %s, want granted", n, ev)
 	}

@@ -332,7 +332,8 @@ func TestNodesLostDequeueGivenUp(t *testing.T) {
 	// the new primary kept of a waiter the old one had dequeued.
 	_, err = e.pool.Exec(ctx, "SELECT * FROM "+pgx.Identifier{e.schema}.Sanitize()+`.acquire_one(p_name => 'ghost',
 		p_ref => 'lost', p_kind => '', p_ttl => 60000000, p_hold => 0, p_counted => false, p_wait => true,
-		p_op => 4242, p_wttl => 1000000, p_pats => ARRAY['ghost'], p_lease => 60000000, p_back => 0, p_node => $1, p_weight => 1)`,
+		p_op => 4242, p_wttl => 1000000, p_pats => ARRAY['ghost'], p_lease => 60000000, p_back => 0, p_node => $1, p_weight => 1,
+		p_sample => false)`,
 		n.NodeID())
 	must(t, err)
 	wantState(t, e.s, "ghost", 1, 1)

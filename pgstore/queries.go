@@ -71,14 +71,14 @@ type fn struct {
 var (
 	acquireOneFn = fn{"acquire_one", []string{"p_name text", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_wttl bigint", "p_pats text[]",
-		"p_lease bigint", "p_back bigint", "p_node bigint", "p_weight integer"}}
+		"p_lease bigint", "p_back bigint", "p_node bigint", "p_weight integer", "p_sample boolean"}}
 	checkOneFn = fn{"check_one", []string{"p_names text[]", "p_ref text", "p_kind text", "p_ttl bigint",
 		"p_hold bigint", "p_counted boolean", "p_wait boolean", "p_op bigint", "p_ticket bigint", "p_wttl bigint",
-		"p_stale bigint", "p_node bigint", "p_whole boolean", "p_weights integer[]"}}
+		"p_stale bigint", "p_node bigint", "p_whole boolean", "p_weights integer[]", "p_sample boolean"}}
 	releaseOneFn = fn{"release_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_events boolean",
-		"p_pats text[]", "p_node bigint"}}
+		"p_pats text[]", "p_node bigint", "p_sample boolean"}}
 	releaseFn = fn{"release", []string{"p_names text[]", "p_tokens bigint[]", "p_ref text", "p_stale bigint",
-		"p_events boolean"}}
+		"p_events boolean", "p_sample boolean"}}
 	undoFn    = fn{"undo", []string{"p_names text[]", "p_ref text", "p_op bigint"}}
 	keepOneFn = fn{"keep_one", []string{"p_name text", "p_token bigint", "p_ref text", "p_ttl bigint", "p_hold bigint",
 		"p_lease bigint", "p_back bigint"}}
@@ -135,11 +135,12 @@ type acquireOneArgs struct {
 	lease, back     int64  // lease()
 	node            int64
 	weight          int64 // AcquireRequest.WeightOf(0)
+	sample          bool  // time an expired hold taken over (samplePeek)
 }
 
 func (a *acquireOneArgs) values() []any {
 	return []any{a.name, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.wttl, a.pats, a.lease, a.back, a.node,
-		a.weight}
+		a.weight, a.sample}
 }
 
 // checkOneArgs are check_one()'s arguments.
@@ -151,11 +152,12 @@ type checkOneArgs struct {
 	stale, node      int64
 	whole            bool   // ReenterAll
 	weights          string // intArray of AcquireRequest.WeightOf
+	sample           bool   // time an expired hold taken over (samplePeek)
 }
 
 func (a *checkOneArgs) values() []any {
 	return []any{a.names, a.ref, a.kind, a.ttl, a.hold, a.counted, a.wait, a.op, a.ticket, a.wttl, a.stale, a.node, a.whole,
-		a.weights}
+		a.weights, a.sample}
 }
 
 // releaseOneArgs are release_one()'s arguments.
@@ -166,10 +168,11 @@ type releaseOneArgs struct {
 	events bool
 	pats   string
 	node   int64
+	sample bool // time the hold whatever its token (sampleDue)
 }
 
 func (a *releaseOneArgs) values() []any {
-	return []any{a.name, a.token, a.ref, a.events, a.pats, a.node}
+	return []any{a.name, a.token, a.ref, a.events, a.pats, a.node, a.sample}
 }
 
 // releaseArgs are release()'s arguments.
@@ -177,9 +180,12 @@ type releaseArgs struct {
 	names, tokens, ref string // textArray, intArray
 	stale              any    // nil: Release; µs: ReleaseStale
 	events             bool
+	sample             bool // time the holds whatever their tokens (sampleDue)
 }
 
-func (a *releaseArgs) values() []any { return []any{a.names, a.tokens, a.ref, a.stale, a.events} }
+func (a *releaseArgs) values() []any {
+	return []any{a.names, a.tokens, a.ref, a.stale, a.events, a.sample}
+}
 
 // keepOneArgs are keep_one()'s arguments.
 type keepOneArgs struct {

@@ -42,12 +42,29 @@ func (s *Store) scanRelease(ctx context.Context, q string, args []any) ([]rrow, 
 
 // releaseSingle releases a lease of one lock: releaseFast when the lock
 // was last seen fast (see fastHints), else, or when that released nothing,
-// releaseOne.
-func (s *Store) releaseSingle(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
-	if rows, err := s.releaseFast(ctx, h, events); err != nil || len(rows) > 0 {
+// releaseOne. Whichever ends the hold times it when sampled (see
+// sampled; decided once per Release, before its retries).
+func (s *Store) releaseSingle(ctx context.Context, h *store.Handle, events, sampled bool) ([]rrow, error) {
+	if rows, err := s.releaseFast(ctx, h, events, sampled); err != nil || len(rows) > 0 {
 		return rows, err
 	}
-	return s.releaseOne(ctx, h, events)
+	return s.releaseOne(ctx, h, events, sampled)
+}
+
+// sampled reports whether the release of h is to time its holds although
+// their tokens are not timed(): some lock of h is due (sampleDue: the
+// first release of a lock by this store, then one every holdSampleEvery),
+// on every path a hold ends by, fast row or holder rows. A hold whose
+// token is timed, or a release without tokens, is timed or not by token.
+func (s *Store) sampled(h *store.Handle) bool {
+	now := time.Now().UnixNano()
+	due := false
+	h.Each(func(l store.Lock) {
+		if l.Token != 0 && !timed(l.Token) && s.fast.sampleDue(l.Name, now) {
+			due = true
+		}
+	})
+	return due
 }
 
 // timed reports whether the hold of token is one whose length is recorded:
@@ -62,7 +79,7 @@ func timed(token int64) bool { return token%holdSampling == 0 }
 // token is known and not timed is released by the untimed variant of each
 // (release_fast_untimed.sql, release_slot_untimed.sql), which writes the count
 // and nothing else. No rows: nothing changed.
-func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
+func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events, sampled bool) ([]rrow, error) {
 	ref := h.Ref.String()
 	inRow := s.fast.isWeightedInRow(h.Name)
 	many := s.fast.isMany(h.Name) && !inRow
@@ -75,7 +92,6 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 	// sampled one when the hold is due to be timed by time (sampleDue)
 	// though its token is not timed()
 	untimed := h.Token != 0 && !timed(h.Token)
-	sampled := untimed && s.fast.sampleDue(h.Name, time.Now().UnixNano())
 	u := func(timedQ, untimedQ, sampledQ string) string {
 		switch {
 		case sampled:
@@ -121,8 +137,9 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events bool) (
 // releaseOne sends release_one(), which settles every case of one lock and
 // hands the freed slot to the head waiters, and notes what it says of the
 // lock's row for the next call.
-func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events bool) ([]rrow, error) {
-	args := releaseOneArgs{name: h.Name, token: h.Token, ref: h.Ref.String(), events: events, pats: "{}", node: s.d.node}
+func (s *Store) releaseOne(ctx context.Context, h *store.Handle, events, sampled bool) ([]rrow, error) {
+	args := releaseOneArgs{name: h.Name, token: h.Token, ref: h.Ref.String(), events: events, pats: "{}", node: s.d.node,
+		sample: sampled}
 	if events {
 		args.pats = patterns(h.Name)
 	}
@@ -202,13 +219,15 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		defer s.d.releasing(h.Name)()
 	}
 	var rows []rrow
+	sampled := s.sampled(&h)
 	err := s.retry(ctx, false, func() error {
 		var err error
 		if len(h.More) == 0 && h.Token != 0 {
-			rows, err = s.releaseSingle(ctx, &h, ev != nil)
+			rows, err = s.releaseSingle(ctx, &h, ev != nil, sampled)
 		} else {
 			names, tokens := handleArgs(&h)
-			args := releaseArgs{names: names, tokens: tokens, ref: h.Ref.String(), events: ev != nil}
+			args := releaseArgs{names: names, tokens: tokens, ref: h.Ref.String(), events: ev != nil,
+				sample: sampled}
 			rows, err = s.scanRelease(ctx, s.q.release, args.values())
 		}
 		return err
@@ -248,7 +267,8 @@ func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter tim
 		return false, err
 	}
 	names, tokens := handleArgs(&h)
-	args := releaseArgs{names: names, tokens: tokens, ref: h.Ref.String(), stale: micros(max(staleAfter, 0)), events: ev != nil}
+	args := releaseArgs{names: names, tokens: tokens, ref: h.Ref.String(), stale: micros(max(staleAfter, 0)), events: ev != nil,
+		sample: s.sampled(&h)}
 	var rows []rrow
 	err := s.retry(ctx, false, func() error {
 		var err error

@@ -101,11 +101,13 @@ const holdSampling = 256
 // release count and no histogram. Tokens are drawn from one sequence for
 // every lock, so a lock's share of timed holds is 1 in 256 on average over
 // many grants, not exactly. So that a lock taken seldom (a cron job's,
-// whose process releases it once) has hold times too, a release by the
-// fast path is also timed when the store has timed none of that lock (of
-// the locks sharing its hint entry) by time in the last 30 s
-// (holdSampleEvery: the sampled statements, hints.go sampleDue); a release
-// by release_one() or release() is timed by token alone. A grant's wait is timed from when it queued,
+// whose process releases it once) has hold times too, a hold's end is
+// also timed when the store has timed none of that lock (of the locks
+// sharing its hint entry) by time in the last 30 s (holdSampleEvery,
+// hints.go sampleDue): by the fast path (the sampled statements), by
+// release_one() and release() (p_sample: a lock of more than 1,024 slots,
+// several locks at once) and by the takeover of an expired hold
+// (acquire()'s p_sample, samplePeek). A grant's wait is timed from when it queued,
 // every one. Refusals are this process's only: a refused try writes
 // nothing to the database.
 func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {

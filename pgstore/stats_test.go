@@ -149,6 +149,84 @@ func TestHoldsTimedByTime(t *testing.T) {
 	}
 }
 
+// TestHoldsTimedByTimeOnHolderRows: the sampling by time of
+// TestHoldsTimedByTime on the paths of holder rows: release_one() of a
+// lock of more than 1,024 slots that another holds beside (its holds in
+// holder rows), and release() of two locks at once. Each store (a cron
+// job's process) times its first release of each lock whatever the token,
+// and not the next within holdSampleEvery; every hold the sampled release
+// ends is timed, and the counts stay exact.
+func TestHoldsTimedByTimeOnHolderRows(t *testing.T) {
+	t.Cleanup(pgstore.SetHoldSampleEvery(30 * time.Second))
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "wide", 2000)
+	define(t, e.s, "ma", 1)
+	define(t, e.s, "mb", 1)
+	_, err := e.pool.Exec(ctx, "SELECT setval('"+q+".tokens', 300)") // no multiple of 256 below 512
+	must(t, err)
+	_, err = e.s.Acquire(ctx, req("keeper", time.Minute, "wide")) // the job's holds go to holder rows
+	must(t, err)
+	for _, c := range []struct {
+		names   []string
+		release string
+	}{{[]string{"wide"}, "release_one"}, {[]string{"ma", "mb"}, ".release("}} {
+		for run := range 2 { // two processes
+			s, tr := tracedStore(t, e)
+			for range 3 {
+				g, err := s.Acquire(ctx, req("job", time.Minute, c.names...))
+				must(t, err)
+				if g.Token%256 == 0 {
+					t.Fatalf("token %d is timed by token", g.Token)
+				}
+				tr.sent()
+				must(t, s.Release(ctx, g.Handle(), nil))
+				if got := tr.sent(); len(got) != 1 || !strings.Contains(got[0], c.release) {
+					t.Fatalf("%v: the release sent %q, want %s", c.names, got, c.release)
+				}
+			}
+			for _, name := range c.names {
+				if got := statsEntry(t, e.s, name); got.Holds.Count != uint64(run+1) || got.Releases != 3*uint64(run+1) {
+					t.Fatalf("%s: %d timed holds, %d releases after store %d, want %d and %d", name, got.Holds.Count,
+						got.Releases, run, run+1, 3*(run+1))
+				}
+			}
+		}
+	}
+}
+
+// TestHoldsTimedByTimeOnExpiry: an expired hold taken over is timed by
+// time as a released one is: the first takeover of a lock by a store (a
+// cron job's process) times the expired hold whatever its token, the next
+// within holdSampleEvery does not; the counts stay exact.
+func TestHoldsTimedByTimeOnExpiry(t *testing.T) {
+	t.Cleanup(pgstore.SetHoldSampleEvery(30 * time.Second))
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	define(t, e.s, "lapse", 1)
+	_, err := e.pool.Exec(ctx, "SELECT setval('"+q+".tokens', 300)") // no multiple of 256 below 512
+	must(t, err)
+	s, _ := tracedStore(t, e)
+	for i, want := range []uint64{1, 1} {
+		g, err := s.Acquire(ctx, req(fmt.Sprint("dead", i), time.Minute, "lapse"))
+		must(t, err)
+		must(t, e.s.Advance(ctx, 2*time.Minute))
+		if g.Token%256 == 0 {
+			t.Fatalf("token %d is timed by token", g.Token)
+		}
+		// the next caller takes the expired hold over
+		g2, err := s.Acquire(ctx, req(fmt.Sprint("next", i), time.Minute, "lapse"))
+		must(t, err)
+		must(t, s.Release(ctx, g2.Handle(), nil))
+		got := statsEntry(t, e.s, "lapse")
+		if got.Expiries != uint64(i+1) || got.Holds.Count != want {
+			t.Fatalf("takeover %d: %d expiries, %d timed holds; want %d and %d", i, got.Expiries, got.Holds.Count, i+1, want)
+		}
+	}
+}
+
 // TestHoldsTimedByToken: a hold is timed exactly when its token is a
 // multiple of 256 (HoldSampling), on each way a hold ends: the fast row's
 // release (release_fast.sql), a slot of the row's arrays (release_slot.sql)

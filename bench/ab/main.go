@@ -65,6 +65,21 @@ var cases = []abCase{
 	{"pg pair 1 client vs upsert", "pg", "pgstore", "Pairs/durable/clients=1/", "1500x", quotient("BenchmarkPairs/durable/clients=1/upsert", "BenchmarkPairs/durable/clients=1/store")},
 	{"pg pair 8 clients vs upsert", "pg", "pgstore", "Pairs/durable/clients=8/", "3000x", quotient("BenchmarkPairs/durable/clients=8/upsert", "BenchmarkPairs/durable/clients=8/store")},
 	{"pg refused try 8 clients vs upsert", "pg", "pgstore", "HotLock/clients=8/", "6000x", quotient("BenchmarkHotLock/clients=8/upsert", "BenchmarkHotLock/clients=8/store")},
+	{"pg hot lock, grants/s 32 clients ÷ 1 client", "pghot", "pgstore", "Cycle/", "1000x", quotient("BenchmarkCycle/clients=1", "BenchmarkCycle/clients=32")},
+	{"pg hand-over to another node, pair time ÷ p50", "pghot", "pgstore", "HandoffTrace$", "200x", ratio("BenchmarkHandoffTrace", "pair-ms", "p50-ms")},
+	{"pg 1,000 waiters, drain grants/s ÷ pair rate", "pgdrain", "pgstore", "Waiters1000$", "1x", ratio("BenchmarkWaiters1000", "drain-grants/s", "pair/s")},
+}
+
+// ratio is one metric of a benchmark over another of the same run.
+func ratio(bench, num, den string) func(results) (float64, error) {
+	return func(r results) (float64, error) {
+		n, err := metric(bench, num)(r)
+		if err != nil {
+			return 0, err
+		}
+		d, err := metric(bench, den)(r)
+		return n / d, err
+	}
 }
 
 // metric reads one reported metric of one benchmark.
@@ -107,7 +122,7 @@ type build struct {
 
 func main() {
 	n := flag.Int("n", 5, "rounds: runs of each case for each build")
-	sel := flag.String("cases", "contended,weighted,uncontended,pg", "groups of cases: contended, weighted, uncontended, locks, queued, pg")
+	sel := flag.String("cases", "contended,weighted,uncontended,pg", "groups of cases: contended, weighted, uncontended, locks, queued, pg, pghot, pgdrain")
 	harness := flag.String("harness", "work", "benchmark files for the base: work (the working tree's, copied) or own")
 	flag.Usage = func() {
 		fmt.Fprintln(flag.CommandLine.Output(), "usage: go run ./bench/ab [flags] COMMIT")
@@ -191,11 +206,11 @@ func choose(sel string) ([]abCase, []string, error) {
 }
 
 // copyBenchFiles copies pkg's benchmark files from the working tree into the
-// base's tree: every _test.go file of bench, pgstore's bench_test.go.
+// base's tree: every _test.go file of bench, pgstore's *bench_test.go.
 func copyBenchFiles(root, baseDir, pkg string) error {
 	pattern := "*_test.go"
 	if pkg != "bench" {
-		pattern = "bench_test.go"
+		pattern = "*bench_test.go"
 	}
 	files, err := filepath.Glob(filepath.Join(root, pkg, pattern))
 	if err != nil {

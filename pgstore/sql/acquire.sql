@@ -28,10 +28,12 @@
 -- every slot). Slots in use and free are counted with the holders' weights,
 -- and the slots the waiters ahead ask with theirs; r_weight is the weight
 -- of the hold of the row (granted, reentered, expired), else the one asked.
+-- p_sample: time the expired holds taken over whatever their tokens (the
+-- store samples by time, as a release's p_sample).
 -- This function decides: the arrays a_* hold, per lock, its slots, the
 -- slots asked and lock_state()'s counts; grant_locks() grants,
 -- answer_not_now() says why not, queue_waiter() queues.
-CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[])
+CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[], p_sample boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -47,7 +49,7 @@ DECLARE
     v_bad    integer; -- the first lock that cannot be granted now
     v_since  timestamptz;
     v_wexp   timestamptz;
-    v_raced  boolean;
+    v_raced  boolean; v_took boolean;
     v_races  integer := 0;
     v_before bigint := CASE WHEN p_ticket > 0 THEN p_ticket ELSE 9223372036854775807 END;
     i        integer;
@@ -69,10 +71,12 @@ BEGIN
     LOOP
         v_pass := v_pass + 1;
         IF v_pass = 2 THEN
-            IF NOT {{schema}}.take_rows(p_names, p_op) THEN
-                r_ev := 'cancelled';
-                RETURN NEXT;
-                RETURN;
+            v_took := {{schema}}.take_rows(p_names, p_op);
+            IF v_took IS NOT TRUE THEN -- cancelled, or (NULL) a lock deleted meanwhile: the first
+                r_ev := CASE WHEN v_took IS NULL THEN 'notfound' ELSE 'cancelled' END;
+                r_idx := coalesce((SELECT min(u.i) FROM unnest(p_names) WITH ORDINALITY u(n, i)
+                                    WHERE v_took IS NULL AND {{schema}}.slots_of(u.n) IS NULL), 0);
+                r_lock := coalesce(p_names[r_idx], ''); RETURN NEXT; RETURN;
             END IF;
             v_now := clock_timestamp();
         END IF;
@@ -131,7 +135,7 @@ BEGIN
             v_raced := false;
             FOR c IN SELECT * FROM {{schema}}.grant_locks(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op, p_ticket,
                                                           p_stale, v_now, v_since, a_slots, a_need, a_rows, a_mine,
-                                                          a_total, a_wahead) LOOP
+                                                          a_total, a_wahead, p_sample) LOOP
                 IF c.r_ev = 'raced' THEN
                     v_raced := true;
                 ELSIF c.r_ev = 'blocked' THEN
@@ -158,9 +162,7 @@ BEGIN
             END IF;
         END IF;
 
-        IF v_bad = 0 THEN
-            CONTINUE; -- pass 1 found it grantable: lock and decide again
-        END IF;
+        CONTINUE WHEN v_bad = 0; -- pass 1 found it grantable: lock and decide again
 
         -- Not now: a waiter waits, a try is refused, else pass 2 queues.
         RETURN QUERY SELECT * FROM {{schema}}.answer_not_now(p_names[v_bad], v_bad, p_ticket, p_wait, p_wttl, v_wexp,
@@ -218,7 +220,8 @@ $sleeplock$;
 
 -- take_rows: acquire()'s second pass takes the rows of p_names (sorted,
 -- spilled, created when missing) and drops the dead waiters of their
--- queues; false when acquisition p_op was cancelled meanwhile.
+-- queues; false when acquisition p_op was cancelled meanwhile, NULL when
+-- a lock lost its definition meanwhile (lock_rows()).
 CREATE OR REPLACE FUNCTION {{schema}}.take_rows(p_names text[], p_op bigint)
 RETURNS boolean
 LANGUAGE plpgsql AS $sleeplock$
@@ -226,12 +229,8 @@ DECLARE
     v_now timestamptz;
     i     integer;
 BEGIN
-    IF cardinality(p_names) = 1 THEN
-        INSERT INTO {{schema}}.locks AS l (name) VALUES (p_names[1])
-            ON CONFLICT (name) DO UPDATE SET name = excluded.name;
-        PERFORM {{schema}}.spill(p_names[1]);
-    ELSE
-        PERFORM {{schema}}.lock_rows(p_names, true);
+    IF NOT {{schema}}.lock_rows(p_names, true) THEN
+        RETURN NULL;
     END IF;
     IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         RETURN false;
@@ -295,7 +294,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.grant_locks(p_names text[], p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_stale bigint, p_now timestamptz,
     p_since timestamptz, a_slots integer[], a_need integer[], a_rows integer[], a_mine boolean[],
-    a_total integer[], a_wahead integer[])
+    a_total integer[], a_wahead integer[], p_sample boolean)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
     r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
     r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
@@ -341,7 +340,8 @@ BEGIN
     FOR k IN 1 .. coalesce(cardinality(t_idx), 0) LOOP
         i := t_idx[k];
         DELETE FROM {{schema}}.holders h WHERE h.lock = p_names[i] AND h.ref = t_ref[k];
-        PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]), t_token[k]);
+        PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]),
+            p_sample OR {{schema}}.timed(t_token[k]));
         a_rows[i] := a_rows[i] - t_w[k];
         r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
         r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k]; r_weight := t_w[k];
@@ -398,7 +398,7 @@ BEGIN
             r_expires := {{schema}}.micros(v_exp);
             r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
             r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold; r_weight := a_need[i];
-            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL, 0);
+            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL, false);
             RETURN NEXT;
         END IF;
     END LOOP;
@@ -530,7 +530,8 @@ $sleeplock$;
 -- acquire()'s, after reaping (p_whole: re-entry only as a whole, see
 -- acquire()). p_weights: the weight asked of each lock. Rows: acquire()'s,
 -- with the event's Seq.
-CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[])
+CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[],
+    p_sample boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint)
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -595,7 +596,7 @@ BEGIN
     RETURN QUERY
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
           FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
-                                  p_stale, p_whole, p_weights) a;
+                                  p_stale, p_whole, p_weights, p_sample) a;
     IF {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.
@@ -606,9 +607,10 @@ $sleeplock$;
 
 -- lock_rows: takes and spills the rows of p_names in sorted order (no
 -- deadlock between callers naming them in other orders), creating the
--- missing ones when p_create, skipping them otherwise.
+-- missing ones when p_create (make_row()), skipping them otherwise. False
+-- when a row to create was not: no definition covers its name any more.
 CREATE OR REPLACE FUNCTION {{schema}}.lock_rows(p_names text[], p_create boolean)
- RETURNS void
+ RETURNS boolean
  LANGUAGE plpgsql
 AS $sleeplock$
 DECLARE
@@ -620,8 +622,37 @@ BEGIN
     FOREACH v_name IN ARRAY p_names LOOP
         LOOP
             EXIT WHEN {{schema}}.spill(v_name) OR NOT p_create;
-            INSERT INTO {{schema}}.locks (name) VALUES (v_name) ON CONFLICT DO NOTHING;
+            IF {{schema}}.make_row(v_name) IS NULL THEN
+                RETURN false;
+            END IF;
         END LOOP;
     END LOOP;
+    RETURN true;
+END
+$sleeplock$;
+
+-- make_row: makes the row of lock p_name (slow, free) unless it exists:
+-- true when this call made it, false when it existed, NULL (nothing made)
+-- when no definition covers the name. The one statement that inserts a
+-- lock's row. It takes the definitions' advisory lock (defs_key()) shared
+-- first, and reads the definition after it: a Delete, which takes that
+-- lock exclusively before any row, either committed before (no definition
+-- here, no row made) or waits until this transaction ends and then finds
+-- the row and what was granted in it. Without it, a row made after the
+-- Delete looked for it (the insert waiting behind another transaction's)
+-- outlived its definition, with a hold in it. A caller that holds other
+-- rows may meet a Delete waiting for them: a deadlock, rolled back and
+-- retried (rare: the lock is being deleted).
+CREATE OR REPLACE FUNCTION {{schema}}.make_row(p_name text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+AS $sleeplock$
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
+    IF {{schema}}.slots_of(p_name) IS NULL THEN
+        RETURN NULL;
+    END IF;
+    INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
+    RETURN FOUND;
 END
 $sleeplock$;

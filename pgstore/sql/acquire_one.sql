@@ -41,7 +41,7 @@
 -- decides to queue (each asks one at least).
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
-    p_node bigint, p_weight integer)
+    p_node bigint, p_weight integer, p_sample boolean)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
     r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
     r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
@@ -107,8 +107,12 @@ BEGIN
                            OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
           INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
         IF NOT FOUND THEN
-            INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
-            v_new := FOUND;
+            v_new := {{schema}}.make_row(p_name);
+            IF v_new IS NULL THEN -- deleted meanwhile
+                RETURN QUERY SELECT 'notfound'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+                RETURN;
+            END IF;
         END IF;
         RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
             v_slots, v_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
@@ -145,7 +149,7 @@ BEGIN
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
                a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
           FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
-                                  p_wttl, 0::bigint, false, ARRAY[p_weight]) a;
+                                  p_wttl, 0::bigint, false, ARRAY[p_weight], p_sample) a;
     IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
         -- Queued: its node's, soft state only.
         PERFORM {{schema}}.set_async_commit();
@@ -184,8 +188,7 @@ DECLARE
 BEGIN
     SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name;
     IF NOT FOUND THEN
-        INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;
-        IF FOUND AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+        IF {{schema}}.make_row(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
             -- A new row: nothing holds or queues; it is ours.
             UPDATE {{schema}}.locks x SET fast = true, freed = clock_timestamp() WHERE x.name = p_name
             RETURNING x.fast, x.ref, x.xref INTO l;
@@ -368,7 +371,7 @@ BEGIN
     ON CONFLICT DO NOTHING
     RETURNING token INTO v_tok;
     IF v_tok IS NOT NULL THEN
-        PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL, 0);
+        PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL, false);
         RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, f.n + p_need, 0, p_ref, p_kind,
             v_tok, {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint,
             p_ttl, p_hold, p_need, nextval({{seqs}}), f.n = 0 AND p_slots <= 1;

@@ -75,7 +75,14 @@ BEGIN
         END IF;
         EXIT WHEN v_pass = 2;
         -- Under the rows (sorted, spilled to holder rows), as every other
-        -- writer of their holders and queues; then counted again.
+        -- writer of their holders and queues, a family's idle members'
+        -- too (a grant in one would be deleted with it, unsaid); then
+        -- counted again. No row is made meanwhile (make_row() waits for
+        -- the advisory lock).
+        IF v_family THEN
+            v_names := v_names || ARRAY(SELECT l.name FROM {{schema}}.locks l
+                                         WHERE starts_with(l.name, v_prefix) AND {{schema}}.def_of(l.name) = p_name);
+        END IF;
         PERFORM {{schema}}.lock_rows(v_names, false);
     END LOOP;
     v_now := clock_timestamp();

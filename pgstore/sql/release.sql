@@ -18,11 +18,12 @@
 --   4. Other holders or waiters: the hold deleted; the stale nodes'
 --      waiters reaped, the dead dropped, the heads granted.
 --   5. Everything else (a counted hold, not held, no definition): release().
--- p_events: the event's slots are wanted; p_pats: the name's patterns.
+-- p_events: the event's slots are wanted; p_pats: the name's patterns;
+-- p_sample: time the hold whatever its token (the store samples by time).
 -- r_running counts slots (the holders' weights); r_weight is the released
 -- hold's.
 CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
-    p_pats text[], p_node bigint)
+    p_pats text[], p_node bigint, p_sample boolean)
 RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
     r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer, r_seq bigint)
 LANGUAGE plpgsql AS $sleeplock$
@@ -49,10 +50,10 @@ BEGIN
             v_now := clock_timestamp();
             UPDATE {{schema}}.locks x
                SET xref[v_k] = NULL, freed = v_now, rels = x.rels + 1,
-                   holds = x.holds + CASE WHEN {{schema}}.timed(x.xtoken[v_k]) THEN 1 ELSE 0 END,
-                   hold_us = x.hold_us + CASE WHEN {{schema}}.timed(x.xtoken[v_k])
+                   holds = x.holds + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k]) THEN 1 ELSE 0 END,
+                   hold_us = x.hold_us + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k])
                        THEN greatest({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]), 0) ELSE 0 END,
-                   hb = CASE WHEN {{schema}}.timed(x.xtoken[v_k])
+                   hb = CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k])
                        THEN {{schema}}.bump(x.hb, {{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k])) ELSE x.hb END
              WHERE x.name = p_name
             RETURNING x.xkind[v_k] AS kind, x.xtoken[v_k] AS token, x.xacquired[v_k] AS acquired,
@@ -76,7 +77,8 @@ BEGIN
              WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
             RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
             IF FOUND THEN
-                PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.token);
+                PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
+                p_sample OR {{schema}}.timed(r.token));
                 SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
                 v_slots := {{schema}}.slots_of(p_name);
                 RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
@@ -103,7 +105,8 @@ BEGIN
         RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
         IF FOUND THEN
             v_now := clock_timestamp();
-            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.token);
+            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
+                p_sample OR {{schema}}.timed(r.token));
             UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
             RETURN QUERY SELECT 'released'::text, 1, p_name,
                 CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
@@ -117,7 +120,8 @@ BEGIN
         RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
         IF FOUND THEN
             v_now := clock_timestamp();
-            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.token);
+            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
+                p_sample OR {{schema}}.timed(r.token));
             v_seq := nextval({{seqs}});
             -- Waiters of nodes that stopped renewing: their node's expiry.
             IF {{schema}}.nodes_stale(v_now) THEN
@@ -155,7 +159,7 @@ BEGIN
     -- 5. release().
     RETURN QUERY
         SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events) b;
+          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events, p_sample) b;
 END
 $sleeplock$;
 
@@ -271,7 +275,7 @@ BEGIN
         v_exp := CASE WHEN w.ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
         v_renew := CASE WHEN w.ttl > 0 THEN p_now - (w.ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
         v_tok := {{schema}}.next_token();
-        PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), 0, 0, 0, NULL, 0);
+        PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), 0, 0, 0, NULL, false);
         p_run := p_run + w.need;
         p_wait := p_wait - 1;
         WITH g AS (
@@ -305,11 +309,13 @@ $sleeplock$;
 -- that p_ref holds (with the token, where not 0), under their rows; a
 -- counted hold is decremented, and freed slots go to the waiters. A hold
 -- released without its token (by another caller naming its ref, or as
--- stale) is told to its holder's node (lost()). Rows:
+-- stale) is told to its holder's node (lost()). p_sample: time the holds
+-- ended whatever their tokens (the store samples by time). Rows:
 -- notfound, or released / decremented / notheld, one per lock in the
 -- caller's order; none when a stale release found the first lock not
 -- stale.
-CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean)
+CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean,
+    p_sample boolean)
  RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer)
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -360,7 +366,8 @@ BEGIN
         RETURNING h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight INTO r;
         IF FOUND THEN
             r_ev := 'released';
-            PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d, r.token);
+            PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d,
+                p_sample OR {{schema}}.timed(r.token));
             IF v_tok = 0 THEN -- not by the holder: tell its node
                 PERFORM {{schema}}.lost(v_name, p_ref, r.token, CASE WHEN p_stale IS NULL THEN 'r' ELSE 's' END);
             END IF;
@@ -428,7 +435,7 @@ BEGIN
             RETURNING h.lock, h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight)
         SELECT 'released', array_position(p_names, g.lock), g.lock, 0, 0, 0, p_ref, g.kind, g.token,
                {{schema}}.micros(v_now), g.d, g.weight
-          FROM gone g CROSS JOIN LATERAL {{schema}}.tally(g.lock, 0, NULL, 1, 0, 0, g.d, g.token) t;
+          FROM gone g CROSS JOIN LATERAL {{schema}}.tally(g.lock, 0, NULL, 1, 0, 0, g.d, {{schema}}.timed(g.token)) t;
     -- What this acquisition held or where it queued may be free now.
     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
       WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);

@@ -54,9 +54,10 @@ $sleeplock$;
 -- path did: p_acqs grants (p_wait: the wait of one that queued, in µs;
 -- NULL: it did not), p_rels releases or p_exps takeovers of an expired
 -- hold, p_lost of them by another's hand, p_hold the ended hold's length
--- (µs; NULL: no hold ended), recorded when its token p_token is timed().
+-- (µs; NULL: no hold ended), recorded when p_timed: its token is timed(),
+-- or the store samples it by time (p_sample of release_one(), release()).
 CREATE OR REPLACE FUNCTION {{schema}}.tally(p_name text, p_acqs integer, p_wait bigint, p_rels integer,
-    p_exps integer, p_lost integer, p_hold bigint, p_token bigint)
+    p_exps integer, p_lost integer, p_hold bigint, p_timed boolean)
  RETURNS void
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -69,7 +70,7 @@ BEGIN
            SET waited = l.waited + 1, wait_us = l.wait_us + greatest(p_wait, 0), wb = {{schema}}.bump(l.wb, p_wait)
          WHERE l.name = p_name;
     END IF;
-    IF p_hold IS NOT NULL AND {{schema}}.timed(p_token) THEN
+    IF p_hold IS NOT NULL AND p_timed THEN
         UPDATE {{schema}}.locks l
            SET holds = l.holds + 1, hold_us = l.hold_us + greatest(p_hold, 0), hb = {{schema}}.bump(l.hb, p_hold)
          WHERE l.name = p_name;
