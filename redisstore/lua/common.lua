@@ -8,7 +8,7 @@
 --   P{R}:d  hash  definition name -> slots
 --   P{R}:s  hash  the state of the root: field NAME the record of lock
 --                 NAME (msgpack: the length of its queue, its holders as
---                 arrays, see HR, and the hold times its holders released
+--                 tables, see grant, and the hold times its holders released
 --                 by lua/fast.lua left to count, µs); field "" the last
 --                 token or sequence number drawn; fields "definition\tC"
 --                 the counters (see count)
@@ -177,26 +177,11 @@ local function publish(node, m)
 end
 
 
--- A holder in a lock's record is an array, its fields by position:
--- ref, kind, token, count, weight, acquired, ttl, hold, waiter id, node,
--- expires, renewed (µs; expires 0: no lease), the acquired event of a
--- grant to a waiter (for its check), if any, and 1 while a grant handed
--- to a waiter is unclaimed (see grant). Positions pack and unpack
--- for 10-20 % less than names (no names to write, read and hash), and the
--- fast paths (lua/fast.lua) use them as they are; the general path reads
--- a holder's fields by name (h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i,
--- h.d, h.e, h.n, h.v, h.u): load names them (holderof), save positions
--- them again (recordof).
-local HR, HK, HT, HC, HW, HA, HL, HO, HI, HD, HE, HN, HV, HU = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
-
-local function holderof(x)
-  return {r = x[HR], k = x[HK], t = x[HT], c = x[HC], w = x[HW], a = x[HA], l = x[HL], o = x[HO], i = x[HI],
-    d = x[HD], e = x[HE], n = x[HN], v = x[HV], u = x[HU]}
-end
-
-local function recordof(h)
-  return {h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i, h.d, h.e, h.n, h.v, h.u}
-end
+-- A holder in a lock's record, by field: r ref, k kind, t token, c count,
+-- w weight, a acquired, l ttl, o hold, i waiter id, d node, e expires and
+-- n renewed (µs; e 0: no lease), v the acquired event of a grant to a
+-- waiter (for its check), u 1 while a grant handed to a waiter is
+-- unclaimed (see grant).
 
 -- load returns the lock name with its definition and holders, or nil
 -- when no definition covers it. Its queue is read lazily, from the head
@@ -215,9 +200,7 @@ local function load(name)
   if not last[l.sk] then last[l.sk] = tonumber(vs[2] or '0') end
   l.qlen = 0
   if vs[1] then
-    local hs
-    l.qlen, hs, l.pend = cmsgpack.unpack(vs[1])
-    for i, x in ipairs(hs) do l.h[i] = holderof(x) end
+    l.qlen, l.h, l.pend = cmsgpack.unpack(vs[1])
   end
   if l.qlen == 0 then l.head0 = '' end -- else the first id loadq reads
   l.q0 = l.qlen > 0
@@ -608,9 +591,7 @@ local function save(l, put)
   if #l.h == 0 and l.qlen == 0 then
     redis.call('HDEL', l.sk, l.name)
   else
-    local hs = {}
-    for i, h in ipairs(l.h) do hs[i] = recordof(h) end
-    put(l.sk, l.name, cmsgpack.pack(l.qlen, hs))
+    put(l.sk, l.name, cmsgpack.pack(l.qlen, l.h))
   end
   -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)

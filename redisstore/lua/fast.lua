@@ -36,12 +36,12 @@ end
 -- writes: acquisitions, and the holds (see addholds).
 local fieldsof = memo(function(def) return {def .. '\t1', def .. '\tH'} end)
 
-local function hlive(h) return h[HE] == 0 or h[HE] > NOW end
+local function hlive(h) return h.e == 0 or h.e > NOW end
 
 local function htakeable(h, stale)
-  if h[HE] == 0 then return false end
-  if stale > 0 then return h[HN] + stale <= NOW end
-  return h[HE] <= NOW
+  if h.e == 0 then return false end
+  if stale > 0 then return h.n + stale <= NOW end
+  return h.e <= NOW
 end
 
 -- fastbusy answers a try refused with no lease to take over (nil: the
@@ -50,11 +50,11 @@ local function fastbusy(argv, def, slots, used, hs)
   local stale = tonum(argv[9])
   local first
   for _, h in ipairs(hs) do
-    if htakeable(h, stale) or h[HU] then return nil end -- HU: the general path judges its node
+    if htakeable(h, stale) or h.u then return nil end -- u: the general path judges its node
     if not first and hlive(h) then first = h end
   end
   first = first or hs[1]
-  return {'B', NOW, first[HK], first[HR], first[HE], def, slots, math.max(slots - used, 0)}
+  return {'B', NOW, first.k, first.r, first.e, def, slots, math.max(slots - used, 0)}
 end
 
 -- fastacquire answers a try or a first attempt ('try', 'wait') at one
@@ -79,8 +79,8 @@ local function fastacquire(keys, argv)
   clock()
   local used = 0
   for _, h in ipairs(hs) do
-    if h[HR] == ref then return nil end -- re-entry
-    used = used + h[HW]
+    if h.r == ref then return nil end -- re-entry
+    used = used + h.w
   end
   local n = need(w, slots)
   if used + n > slots then
@@ -91,7 +91,7 @@ local function fastacquire(keys, argv)
   local token = tonumber(vs[2] or '0') + 1
   if token < NOW then token = NOW end
   local e, renewed = leasetimes(ttl, hold, NOW)
-  hs[#hs + 1] = {ref, argv[6], token, 1, n, NOW, ttl, hold, '', NODE, e, renewed} -- see HR
+  hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = NOW, l = ttl, o = hold, i = '', d = NODE, e = e, n = renewed}
   local acq = num(tonumber(vs[3] or '0') + 1)
   if pend then
     redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs), '', num(token), f[1], acq, f[2], addholds(vs[4], pend))
@@ -115,12 +115,12 @@ local function fastrelease(keys, argv)
   if qlen > 0 then return nil end
   local ref, at = argv[3], nil
   for i, h in ipairs(hs) do
-    if h[HR] == ref and h[HT] == token then at = i; break end
+    if h.r == ref and h.t == token then at = i; break end
   end
-  if not at or hs[at][HC] > 1 or hs[at][HD] ~= argv[2] then return nil end
+  if not at or hs[at].c > 1 or hs[at].d ~= argv[2] then return nil end
   local h = table.remove(hs, at)
   pend = pend or {}
-  pend[#pend + 1] = tonumber(argv[10]) - h[HA]
+  pend[#pend + 1] = tonumber(argv[10]) - h.a
   redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend))
   return 1
 end

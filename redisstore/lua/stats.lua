@@ -30,12 +30,10 @@ for _, m in ipairs(members(sk)) do
   end
   if e and l.pend then
     held(l, l.pend)
-    local hs = {}
-    for i, h in ipairs(l.h) do hs[i] = recordof(h) end
-    if #hs == 0 and l.qlen == 0 then
+    if #l.h == 0 and l.qlen == 0 then
       redis.call('HDEL', sk, m)
     else
-      redis.call('HSET', sk, m, cmsgpack.pack(l.qlen, hs))
+      redis.call('HSET', sk, m, cmsgpack.pack(l.qlen, l.h))
     end
   end
 end

@@ -9,9 +9,9 @@ for j = 4, #ARGV do
     local raw = redis.call('HGET', sk, name)
     if raw then
       local n, hs, pend = cmsgpack.unpack(raw)
-      for _, h in ipairs(hs) do -- arrays (see HR in lua/common.lua)
-        h[HA], h[HN] = h[HA] - d, h[HN] - d
-        if h[HE] ~= 0 then h[HE] = h[HE] - d end
+      for _, h in ipairs(hs) do -- see the holder's fields in lua/common.lua
+        h.a, h.n = h.a - d, h.n - d
+        if h.e ~= 0 then h.e = h.e - d end
       end
       local v = cmsgpack.pack(n, hs)
       if pend then v = cmsgpack.pack(n, hs, pend) end
