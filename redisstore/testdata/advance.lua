@@ -4,7 +4,7 @@
 local d = tonumber(ARGV[3])
 for j = 4, #ARGV do
   local r = ARGV[j]
-  local sk = rootkey(r, 's')
+  local sk = rootkey(cx, r, 's')
   for _, name in ipairs(members(sk)) do
     local raw = redis.call('HGET', sk, name)
     if raw then
@@ -17,7 +17,7 @@ for j = 4, #ARGV do
       if pend then v = cmsgpack.pack(n, hs, pend) end
       redis.call('HSET', sk, name, v)
     end
-    local bk = tagkey(name, 'b:' .. name)
+    local bk = tagkey(cx, name, 'b:' .. name)
     local ws = redis.call('HGETALL', bk)
     for i = 1, #ws, 2 do
       local w = cmsgpack.unpack(ws[i + 1])
@@ -25,7 +25,7 @@ for j = 4, #ARGV do
       redis.call('HSET', bk, ws[i], cmsgpack.pack(w))
     end
   end
-  local nodes = redis.call('HKEYS', rootkey(r, 'n'))
-  for _, node in ipairs(nodes) do redis.call('PUBLISH', P .. 'node:' .. node, 'a\t') end
+  local nodes = redis.call('HKEYS', rootkey(cx, r, 'n'))
+  for _, node in ipairs(nodes) do redis.call('PUBLISH', cx.p .. 'node:' .. node, 'a\t') end
 end
-return {'ok', NOW, {}, {}}
+return {'ok', cx.now, {}, {}}
