@@ -17,11 +17,9 @@
 --   P{R}:q  set   names with waiters
 --   P{R}:n  hash  node -> µs until which its waiters count as alive
 
--- memo returns f (a function of a string, with no side effects)
--- remembering its results, for strings that come back from call to call:
--- a lookup of a string (interned) costs a fraction of building or parsing
--- one. The memo outlives the call, as the library's Lua state does; it
--- starts again when it holds 256 strings.
+-- memo returns f, a pure function of a string, remembering up to 256
+-- results: the only state that outlives a call, and immutable, since f's
+-- result for a string never changes.
 local function memo(f)
   local m, n = {}, 0
   return function(k)
@@ -35,13 +33,9 @@ local function memo(f)
   end
 end
 
--- tonum is tonumber for the numbers that recur (slots, weights, TTLs, the
--- seconds of TIME): tonumber goes through strtod, 1.5k-2k instructions
--- even for '1'; tonum's lookup, about 600. (A function loading may not
--- read tonumber, a global: it is read when called.)
+-- tonum is tonumber for recurring numbers: a lookup costs a third of strtod.
 local tonum = memo(function(s) return tonumber(s) end)
 
--- servertime returns the server's clock (µs).
 local function servertime()
   local t = redis.call('TIME')
   return tonum(t[1]) * 1000000 + tonumber(t[2])
@@ -60,9 +54,7 @@ local function begin(argv)
     alive = {}, locks = {}, order = {}, stats = {}, ev = {}, msg = {}, me = '', mine = nil, loc = {}}
 end
 
--- num formats an integer (a token, µs, a count): '%d' is a long here,
--- exact to 2^53, and costs a third of '%.0f', which goes through the
--- floating-point printer.
+-- num formats an integer: '%d' is exact to 2^53, a third of '%.0f'.
 local function num(x) return string.format('%d', x) end
 
 local function root(name)
@@ -75,12 +67,18 @@ local function root(name)
   return r
 end
 
-local function tagkey(cx, name, s) return cx.p .. '{' .. root(name) .. '}:' .. s end
+local function rootkey(cx, r, s) return cx.p .. '{' .. r .. '}:' .. s end
+local function tagkey(cx, name, s) return rootkey(cx, root(name), s) end
+
+-- sub returns t[k], a table, made when missing.
+local function sub(t, k)
+  local v = t[k]
+  if not v then v = {}; t[k] = v end
+  return v
+end
 
 -- patterns: the name, then the families that cover it, most specific
 -- first (a "/" after the first byte and before the last cuts a family).
--- It finds the cuts with string.find rather than reading the name byte by
--- byte: a name of 30 bytes costs a third of the time.
 local function patterns(name)
   local out = {name}
   local n = #name
@@ -137,12 +135,11 @@ local function nextid(cx, name)
   return v
 end
 
--- Node liveness, cached per script: nodeUntil is until when (µs) the
--- node's waiters under name's root count as alive (0: not at all).
+-- nodeUntil returns until when (µs) node's waiters under name's root
+-- count as alive (0: not at all), read once per call.
 local function nodeUntil(cx, name, node)
   local k = tagkey(cx, name, 'n')
-  local c = cx.alive[k]
-  if not c then c = {}; cx.alive[k] = c end
+  local c = sub(cx.alive, k)
   local v = c[node]
   if v == nil then
     v = tonumber(redis.call('HGET', k, node) or '0')
@@ -159,31 +156,21 @@ local function need(w, slots)
   return w
 end
 
-
-
+-- publish sends message m to node, at the end (flush), or in the reply.
 local function publish(cx, node, m)
-  if node == cx.node then
-    cx.loc[#cx.loc + 1] = m
-    return
-  end
-  local l = cx.msg[node]
-  if not l then l = {}; cx.msg[node] = l end
+  local l = node == cx.node and cx.loc or sub(cx.msg, node)
   l[#l + 1] = m
 end
 
-
--- A holder in a lock's record, by field: r ref, k kind, t token, c count,
--- w weight, a acquired, l ttl, o hold, i waiter id, d node, e expires and
--- n renewed (µs; e 0: no lease), v the acquired event of a grant to a
--- waiter (for its check), u 1 while a grant handed to a waiter is
--- unclaimed (see grant).
-
 -- load returns the lock name with its definition and holders, or nil
--- when no definition covers it. Its queue is read lazily, from the head
--- (loadq): l.q holds the live waiters read so far, l.qraw the entries of
--- the list read, l.qlen the entries of the list (dead waiters not yet read
--- included). Outside RO, the dead waiters read are removed, so that l.q is
--- the head of the list.
+-- when no definition covers it. A holder's fields: r ref, k kind, t token,
+-- c count, w weight, a acquired, l ttl, o hold, i waiter id, d node, e
+-- expires and n renewed (µs; e 0: no lease), v the acquired event of a
+-- grant to a waiter (for its check), u 1 while a grant handed to a waiter
+-- is unclaimed (see grant). Its queue is read lazily, from the head
+-- (loadq): l.q the live waiters read so far, l.qraw the entries of the
+-- list read, l.qlen the entries of the list. Outside cx.ro, the dead
+-- waiters read are removed, so that l.q is the head of the list.
 local function load(cx, name)
   local l = cx.locks[name]
   if l then return l end
@@ -194,9 +181,7 @@ local function load(cx, name)
   local vs = redis.call('HMGET', l.sk, name, '') -- and the last id drawn (nextid)
   if not cx.last[l.sk] then cx.last[l.sk] = tonumber(vs[2] or '0') end
   l.qlen = 0
-  if vs[1] then
-    l.qlen, l.h, l.pend = cmsgpack.unpack(vs[1])
-  end
+  if vs[1] then l.qlen, l.h, l.pend = cmsgpack.unpack(vs[1]) end
   if l.qlen == 0 then l.head0 = '' end -- else the first id loadq reads
   l.q0 = l.qlen > 0
   cx.locks[name] = l
@@ -276,11 +261,8 @@ local function position(l, wid)
   return nil
 end
 
--- aheadover returns the slots l's waiters ask of it, reading the queue
--- from the head only until they pass limit: past it, a request that asks
--- more than limit slots' complement cannot fit, whatever is behind, and
--- the caller decides the same as with the whole queue's sum. A request at
--- a lock with a long queue reads its head, not the whole queue.
+-- aheadover returns the slots l's waiters ask of it, reading from the
+-- head only until they pass limit (past it, the caller's answer is the same).
 local function aheadover(l, limit)
   local n, i = 0, 1
   while n <= limit do
@@ -308,10 +290,7 @@ end
 -- every hold that ends is in one hold bucket, so they are the holds less
 -- the expiries (lua/stats.lua); 7, the holds, is 2 + 3.
 local function count(l, c, n)
-  local cx = l.cx
-  local k = tagkey(cx, l.name, 's')
-  local byk = cx.stats[k]
-  if not byk then byk = {}; cx.stats[k] = byk end
+  local byk = sub(l.cx.stats, l.sk)
   local f = l.def .. '\t' .. c
   byk[f] = (byk[f] or 0) + n
 end
@@ -340,22 +319,14 @@ end
 
 -- held adds hold times ds (µs) of l's definition, written at the end.
 local function held(l, ds)
-  local cx = l.cx
-  local k = l.sk
-  local byk = cx.stats[k]
-  if not byk then byk = {}; cx.stats[k] = byk end
-  local f = l.def .. '\tH'
-  local t = byk[f]
-  if not t then t = {}; byk[f] = t end
+  local t = sub(sub(l.cx.stats, l.sk), l.def .. '\tH')
   for _, d in ipairs(ds) do t[#t + 1] = d end
 end
 
 local function granted(l, since)
-  local cx = l.cx
   count(l, '1', 1)
   if since > 0 then
-    local w = cx.now - since
-    if w < 0 then w = 0 end
+    local w = math.max(l.cx.now - since, 0)
     count(l, '5', 1)
     count(l, '6', w)
     count(l, 'w' .. bucket(w), 1)
@@ -363,14 +334,18 @@ local function granted(l, since)
 end
 
 local function ended(l, h, expired, lost)
-  local cx = l.cx
   if expired then count(l, '3', 1) end
   if lost then count(l, '4', 1) end
-  held(l, {cx.now - h.a})
+  held(l, {l.cx.now - h.a})
 end
 
 -- event types, as store.EventType
-local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED = 1, 2, 3, 4, 5, 6, 8
+local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED, DELETED = 1, 2, 3, 4, 5, 6, 8, 9
+
+-- defevent adds an event of definition name with slots, no lock's use.
+local function defevent(cx, typ, name, slots)
+  cx.ev[#cx.ev + 1] = {typ, name, slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(cx, name), ''}
+end
 
 -- event returns an event of l: {type, lock, slots, running, waiting, ref,
 -- kind, token, weight, waited, held, holder, seq, lost}.
@@ -387,9 +362,7 @@ local function drop(l, i, expired, lost)
   local h = table.remove(l.h, i)
   l.dirty = true
   ended(l, h, expired, lost ~= nil)
-  local typ = RELEASED
-  if expired then typ = EXPIRED end
-  cx.ev[#cx.ev + 1] = event(typ, l, h.r, h.k, h.t, h.w, 0, cx.now - h.a, '', lost)
+  cx.ev[#cx.ev + 1] = event(expired and EXPIRED or RELEASED, l, h.r, h.k, h.t, h.w, 0, cx.now - h.a, '', lost)
   if h.d then publish(cx, h.d, table.concat({'e', '', l.name, h.r, num(h.t), lost or ''}, '\t')) end
   return h
 end
@@ -533,10 +506,6 @@ local function fits(cx, w)
   return true
 end
 
--- grantmsg is the message that tells a waiter's node of its grant: "g"
--- and the waiter. The waiter's check claims the grant and reads it.
-local function grantmsg(wid) return 'g\t' .. wid end
-
 -- removewaiter takes waiter w out of every queue it is in.
 local function removewaiter(cx, w)
   for _, name in ipairs(w.L) do
@@ -575,7 +544,7 @@ local function advance(l, resized)
       if w.i == cx.me then
         cx.mine = {g, evs}
       else
-        publish(cx, w.d, grantmsg(w.i))
+        publish(cx, w.d, 'g\t' .. w.i) -- its check claims the grant
       end
     else
       before = n
@@ -608,8 +577,7 @@ local function save(l, put)
   end
 end
 
--- hset sets the fields of key k given in t {field, value, ...}, 500 at
--- a time (unpack has a limit).
+-- hset sets the fields of key k, t {field, value, ...}, 500 at a time.
 local function hset(k, t)
   for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
 end
@@ -636,8 +604,7 @@ end
 local function flush(cx)
   local w = {}
   local function put(k, f, v)
-    local t = w[k]
-    if not t then t = {}; w[k] = t end
+    local t = sub(w, k)
     t[#t + 1] = f
     t[#t + 1] = v
   end
@@ -694,7 +661,6 @@ local function countersof(sk)
   return counters
 end
 
-local function rootkey(cx, r, s) return cx.p .. '{' .. r .. '}:' .. s end
 
 -- state returns the state of name: {name, slots, family, running,
 -- expired, leases, waiting, holders, queue}, or nil when no definition
@@ -723,8 +689,6 @@ end
 
 -- Deletion (delete, reconcile): doom loads a definition to delete, inuse
 -- adds up its holders and waiters, remove deletes it.
-
-local DELETED = 9
 
 -- doom returns the definition name with its locks (a family's members in
 -- use), or nil when name has no definition of its own. Call it under RO:
@@ -779,7 +743,7 @@ local function remove(cx, x)
     while #l.h > 0 do drop(l, #l.h, false, lost) end
     l.dirty = true
     if l.name ~= x.name then
-      cx.ev[#cx.ev + 1] = {DELETED, l.name, l.slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(cx, l.name), ''}
+      defevent(cx, DELETED, l.name, l.slots)
     end
   end
   redis.call('HDEL', tagkey(cx, x.name, 'd'), x.name)
@@ -794,7 +758,7 @@ local function remove(cx, x)
   end
   for _, f in ipairs(fields) do byk[f] = nil end
   redis.call('HDEL', sk, unpack(fields))
-  cx.ev[#cx.ev + 1] = {DELETED, x.name, x.slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(cx, x.name), ''}
+  defevent(cx, DELETED, x.name, x.slots)
 end
 
 -- resize sets the slots of the definition name (which exists) and grants
@@ -810,7 +774,7 @@ local function resize(cx, name, slots)
         advance(l, true)
       end
     end
-    cx.ev[#cx.ev + 1] = {RESIZED, name, slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(cx, name), ''}
+    defevent(cx, RESIZED, name, slots)
   else
     local l = load(cx, name)
     l.slots = slots

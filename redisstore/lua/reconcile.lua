@@ -57,7 +57,7 @@ local function create(cx, name, slots)
   redis.call('HSET', tagkey(cx, name, 'd'), name, num(slots))
   cx.defs = {}
   if isfamily(name) then
-    cx.ev[#cx.ev + 1] = {CREATED, name, slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(cx, name), ''}
+    defevent(cx, CREATED, name, slots)
     return
   end
   local l = cx.locks[name]
