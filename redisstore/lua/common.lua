@@ -661,7 +661,6 @@ local function countersof(sk)
   return counters
 end
 
-
 -- state returns the state of name: {name, slots, family, running,
 -- expired, leases, waiting, holders, queue}, or nil when no definition
 -- covers it. Holders: {ref, kind, token, count, weight, acquired, renewed,
@@ -742,20 +741,15 @@ local function remove(cx, x)
     local lost = 'released by another caller: lock "' .. l.name .. '" was deleted'
     while #l.h > 0 do drop(l, #l.h, false, lost) end
     l.dirty = true
-    if l.name ~= x.name then
-      defevent(cx, DELETED, l.name, l.slots)
-    end
+    if l.name ~= x.name then defevent(cx, DELETED, l.name, l.slots) end
   end
   redis.call('HDEL', tagkey(cx, x.name, 'd'), x.name)
   cx.defs = {} -- the definitions cached may be the one deleted
   local sk = tagkey(cx, x.name, 's')
   local byk = cx.stats[sk] or {}
-  local fields = {x.name .. '\tH'}
-  for _, c in ipairs({'1', '2', '3', '4', '5', '6', '7', '8'}) do fields[#fields + 1] = x.name .. '\t' .. c end
-  for b = 1, #BOUNDS + 1 do
-    fields[#fields + 1] = x.name .. '\tw' .. b
-    fields[#fields + 1] = x.name .. '\th' .. b
-  end
+  local fields = {}
+  for _, c in ipairs({'H', '1', '3', '4', '5', '6'}) do fields[#fields + 1] = x.name .. '\t' .. c end
+  for b = 1, #BOUNDS + 1 do fields[#fields + 1] = x.name .. '\tw' .. b end
   for _, f in ipairs(fields) do byk[f] = nil end
   redis.call('HDEL', sk, unpack(fields))
   defevent(cx, DELETED, x.name, x.slots)

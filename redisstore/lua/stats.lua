@@ -29,18 +29,9 @@ local function main(cx, argv)
         e[3] = e[3] + l.slots
       end
     end
-    if e and l.pend then
-      held(l, l.pend)
-      if #l.h == 0 and l.qlen == 0 then
-        redis.call('HDEL', sk, m)
-      else
-        redis.call('HSET', sk, m, cmsgpack.pack(l.qlen, l.h))
-      end
-    end
+    if e and l.pend then l.dirty = true end -- save counts its hold times
   end
-  for f, ds in pairs(cx.stats[sk] or {}) do
-    redis.call('HSET', sk, f, addholds(redis.call('HGET', sk, f), ds))
-  end
+  flush(cx)
   local counters = countersof(sk)
   for _, x in ipairs(out) do
     local c = counters[x[1]] or {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
