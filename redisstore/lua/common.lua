@@ -107,21 +107,38 @@ end
 
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
--- defof returns the definition covering name and its slots, or nil.
-local function defof(cx, name)
-  local d = cx.defs[name]
-  if d then return d[1], d[2] end
-  local ps = patterns(name)
-  local vs = redis.call('HMGET', tagkey(cx, name, 'd'), unpack(ps))
-  for i, p in ipairs(ps) do
-    local v = vs[i]
-    if v then
-      local n = tonum(v)
-      cx.defs[name] = {p, n}
-      return p, n
-    end
+-- famof returns the patterns that may define name, name itself first, or
+-- false for a lock of no family.
+local famof = memo(function(name)
+  local cut = string.find(name, '/', 2, true)
+  if not cut or cut == #name then return false end
+  return patterns(name)
+end)
+
+-- definition returns the definition covering name in hash dk (P{R}:d)
+-- and its slots, or nil.
+local function definition(dk, name)
+  local ps = famof(name)
+  if not ps then
+    local v = redis.call('HGET', dk, name)
+    if v then return name, tonum(v) end
+    return nil
+  end
+  local vs = redis.call('HMGET', dk, unpack(ps))
+  for i = 1, #ps do
+    if vs[i] then return ps[i], tonum(vs[i]) end
   end
   return nil
+end
+
+-- defof is definition, read once per call.
+local function defof(cx, name)
+  local d = cx.defs[name]
+  if not d then
+    d = {definition(tagkey(cx, name, 'd'), name)}
+    cx.defs[name] = d
+  end
+  return d[1], d[2]
 end
 
 -- The last token or sequence number drawn under a root: both are the

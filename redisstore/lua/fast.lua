@@ -9,29 +9,6 @@
 -- until the next write of the record, or lua/stats.lua, counts it. KEYS:
 -- the root's state and definitions (P{R}:s, P{R}:d).
 
--- famof returns the patterns that may define name, name itself first, or
--- false for a lock of no family.
-local famof = memo(function(name)
-  local cut = string.find(name, '/', 2, true)
-  if not cut or cut == #name then return false end
-  return patterns(name)
-end)
-
--- fastdef returns the definition covering name and its slots, or nil.
-local function fastdef(dk, name)
-  local ps = famof(name)
-  if not ps then
-    local v = redis.call('HGET', dk, name)
-    if v then return name, tonum(v) end
-    return nil
-  end
-  local vs = redis.call('HMGET', dk, unpack(ps))
-  for i = 1, #ps do
-    if vs[i] then return ps[i], tonum(vs[i]) end
-  end
-  return nil
-end
-
 -- fieldsof returns the counter fields of definition def that a grant
 -- writes: acquisitions, and the holds (see addholds).
 local fieldsof = memo(function(def) return {def .. '\t1', def .. '\tH'} end)
@@ -57,7 +34,7 @@ end
 local function fastacquire(keys, argv)
   if argv[13] ~= '1' or argv[16] ~= '0' or argv[4] == 'check' or #keys ~= 2 then return nil end
   local name, w, ref = argv[14], tonum(argv[15]), argv[5]
-  local def, slots = fastdef(keys[2], name)
+  local def, slots = definition(keys[2], name)
   if not def or (w ~= -1 and w > slots) then return nil end
   local f = fieldsof(def)
   local vs = redis.call('HMGET', keys[1], name, '', f[1], f[2])
