@@ -570,6 +570,18 @@ local function advance(l, resized)
   end
 end
 
+-- sweep takes the waiters of dead nodes out of root r's queues and grants
+-- the waiters that then fit.
+local function sweep(cx, r)
+  for _, name in ipairs(redis.call('SMEMBERS', rootkey(cx, r, 'q'))) do
+    local l = load(cx, name)
+    if l then
+      qall(l)
+      advance(l, false)
+    end
+  end
+end
+
 -- save writes l's record back (or deletes it when l has nobody) with
 -- put (see flush), and keeps the set of names queued true.
 local function save(l, put)

@@ -17,13 +17,7 @@ local function main(cx, argv)
       if tonumber(nodes[i + 1]) <= cx.now then dead[#dead + 1] = nodes[i] end
     end
     if #dead > 0 then
-      for _, name in ipairs(redis.call('SMEMBERS', rootkey(cx, r, 'q'))) do
-        local l = load(cx, name)
-        if l then
-          qall(l) -- takes the dead waiters out
-          advance(l, false)
-        end
-      end
+      sweep(cx, r)
       redis.call('HDEL', k, unpack(dead))
     end
   end

@@ -3,18 +3,16 @@
 local function main(cx, argv)
   cx.ro = true
   local r, detail = argv[3], argv[4] == '1'
-  local names, seen = {}, {}
+  local names, defined = {}, {}
   local d = redis.call('HGETALL', rootkey(cx, r, 'd'))
-  local defined = {}
   for i = 1, #d, 2 do
     if d[i] ~= '' then
       names[#names + 1] = d[i]
-      seen[d[i]] = true
       defined[d[i]] = true
     end
   end
   for _, m in ipairs(members(rootkey(cx, r, 's'))) do
-    if not seen[m] then names[#names + 1] = m end
+    if not defined[m] then names[#names + 1] = m end
   end
   local out = {}
   for _, name in ipairs(names) do
