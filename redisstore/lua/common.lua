@@ -661,35 +661,6 @@ local function readreply(cx, status, ...)
   return {status, cx.now, cx.ev, cx.loc, ...}
 end
 
--- countersof returns the counters of the definitions of state hash sk
--- (see count), by definition: {1..8 as count's, the wait buckets, the
--- hold buckets}.
-local function countersof(sk)
-  local counters = {}
-  local s = redis.call('HGETALL', sk)
-  for i = 1, #s, 2 do
-    local def, c = string.match(s[i], '^(.*)\t(.-)$')
-    if def then
-      local e = counters[def]
-      if not e then
-        e = {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
-        counters[def] = e
-      end
-      local k, b = string.sub(c, 1, 1), tonumber(string.sub(c, 2))
-      if c == 'H' then
-        local t = cmsgpack.unpack(s[i + 1])
-        e[8] = t[1]
-        for j = 1, #BOUNDS + 1 do e[10][j] = t[j + 1] end
-      elseif k == 'w' then
-        e[9][b] = tonumber(s[i + 1])
-      else
-        e[tonumber(c)] = tonumber(s[i + 1])
-      end
-    end
-  end
-  return counters
-end
-
 -- state returns the state of name: {name, slots, family, running,
 -- expired, leases, waiting, holders, queue}, or nil when no definition
 -- covers it. Holders: {ref, kind, token, count, weight, acquired, renewed,

@@ -15,12 +15,7 @@ local function main(cx, argv)
   if mode == 'stale' then
     local l = load(cx, names[1])
     local i = find(l, ref, tokens[1])
-    if not i then return readreply(cx, 'no') end
-    local h = l.h[i]
-    if h.e == 0 then return readreply(cx, 'no') end
-    local old = h.e <= cx.now
-    if stale > 0 then old = h.n + stale <= cx.now end
-    if not old then return readreply(cx, 'no') end
+    if not i or not takeable(l.h[i], stale, cx.now) then return readreply(cx, 'no') end
     for j = 2, n do tokens[j] = 0 end
   end
   local missing, freed = {}, 0
