@@ -17,7 +17,7 @@ var scriptAdvance = func() *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(string(common) + "\nbegin(ARGV)\n" + string(body))
+	return redis.NewScript(string(common) + "\nlocal cx = begin(ARGV)\n" + string(body))
 }()
 
 // Advance moves every stored time of the store's locks back by d, as if d

@@ -27,12 +27,13 @@ type function struct {
 
 // library is the Lua library of every operation: lua/common.lua and
 // lua/fast.lua loaded once per server (FUNCTION LOAD), then one function
-// per operation, whose body is lua/NAME.lua after begin(ARGV) (and, for
-// acquire and release, after their fast path: see fastPaths). Its name and its functions'
-// carry a hash of its code, so that stores of other versions on the same
-// server keep theirs. Each operation is one call of its function: one
-// round trip, atomic on the server, with no setup of the shared code per
-// call.
+// per operation: lua/NAME.lua defines its steps and main(cx, argv), which
+// the function calls with a new state of the call (begin), after the fast
+// path for acquire and release (see fastPaths). Its name and its
+// functions' carry a hash of its code, so that stores of other versions on
+// the same server keep theirs. Each operation is one call of its function:
+// one round trip, atomic on the server, with no setup of the shared code
+// per call.
 var library, libraryName = build()
 
 var (
@@ -76,13 +77,12 @@ func build() (code, name string) {
 	body.WriteString(readLua("common"))
 	body.WriteString(readLua("fast"))
 	for _, op := range operations {
-		body.WriteString("\nredis.register_function('@_" + op + "', function(KEYS, ARGV)\n")
+		body.WriteString("\ndo\n" + readLua(op))
+		body.WriteString("redis.register_function('@_" + op + "', function(KEYS, ARGV)\n")
 		if f, ok := fastPaths[op]; ok {
 			body.WriteString("local fast = " + f + "(KEYS, ARGV)\nif fast then return fast end\n")
 		}
-		body.WriteString("begin(ARGV)\n")
-		body.WriteString(readLua(op))
-		body.WriteString("\nend)\n")
+		body.WriteString("return main(begin(ARGV), ARGV)\nend)\nend\n")
 	}
 	sum := sha1.Sum([]byte(body.String()))
 	name = "sleeplock_" + hex.EncodeToString(sum[:8])

@@ -2,28 +2,26 @@
 -- ('wait'), or a queued waiter's check ('check'). ARGV: prefix, node,
 -- waiter id, mode, ref, kind, ttl µs, hold µs, staleAfter µs, counted,
 -- reenterAll, waiter TTL µs, n, n names, n weights, events wanted (fast.lua).
-local node, wid, mode = ARGV[2], ARGV[3], ARGV[4]
-local r = {r = ARGV[5], k = ARGV[6], l = tonumber(ARGV[7]), o = tonumber(ARGV[8]), x = tonumber(ARGV[9]),
-  c = tonumber(ARGV[10]), i = '', s = 0, d = node, L = {}, W = {}}
-local reenterAll, wttl = ARGV[11] == '1', tonumber(ARGV[12])
-local n = tonumber(ARGV[13])
-for j = 1, n do
-  r.L[j] = ARGV[13 + j]
-  r.W[j] = tonumber(ARGV[13 + n + j])
-end
-ME = wid
 
-local ls = {}
-for j, name in ipairs(r.L) do
-  local l = load(name)
-  if not l then return readreply('notfound', name) end
-  ls[j] = l
+-- request returns the request of ARGV (the fields of a waiter, see grant),
+-- with its locks loaded (ls), or nil and the name of one not defined.
+local function request(cx, argv)
+  local r = {r = argv[5], k = argv[6], l = tonumber(argv[7]), o = tonumber(argv[8]), x = tonumber(argv[9]),
+    c = tonumber(argv[10]), i = '', s = 0, d = cx.node, L = {}, W = {}, ls = {}, mode = argv[4],
+    all = argv[11] == '1', wttl = tonumber(argv[12])}
+  local n = tonumber(argv[13])
+  for j = 1, n do
+    r.L[j], r.W[j] = argv[13 + j], tonumber(argv[13 + n + j])
+    r.ls[j] = load(cx, r.L[j])
+    if not r.ls[j] then return nil, r.L[j] end
+  end
+  return r
 end
 
 -- busy refuses the request at lock l, naming holder h (or the queue).
 -- A refusal about slots (no h given) says the lock's slots and how many
 -- are free (BusyError.Slots, Free); a ReenterAll refusal says 0, 0.
-local function busy(l, w, h)
+local function busy(cx, l, w, h)
   local queued, slots, nfree = 0, 0, 0
   if not h then
     slots, nfree = l.slots, math.max(l.slots - used(l), 0)
@@ -32,21 +30,23 @@ local function busy(l, w, h)
     elseif #l.h > 0 then
       h = l.h[1]
       for _, x in ipairs(l.h) do
-        if live(x) then h = x; break end
+        if live(x, cx.now) then h = x; break end
       end
     end
   end
   local kind, ref, exp = '', '', 0
   if h then kind, ref, exp = h.k, h.r, h.e end
-  EV[#EV + 1] = event(REFUSED, l, '', '', 0, w, 0, 0, kind, '')
-  return reply('busy', l.name, kind, ref, exp, queued, l.def, slots, nfree, w)
+  cx.ev[#cx.ev + 1] = event(REFUSED, l, '', '', 0, w, 0, 0, kind, '')
+  return reply(cx, 'busy', l.name, kind, ref, exp, queued, l.def, slots, nfree, w)
 end
 
-local function heavy(resized)
-  for j, l in ipairs(ls) do
+-- heavy returns the first lock r asks more slots of than it has, with
+-- the weight and slots (a waiter that checks leaves the queues), or nil.
+local function heavy(cx, r, checking)
+  for j, l in ipairs(r.ls) do
     local w = r.W[j]
     if w ~= -1 and w > l.slots and not find(l, r.r, 0) then
-      if resized == 1 then removewaiter({L = r.L, i = wid}) end
+      if checking then removewaiter(cx, {L = r.L, i = cx.me}) end
       return l.name, w, l.slots
     end
   end
@@ -55,39 +55,39 @@ end
 
 -- queued answers a waiter still in the queue: when it is at the head of a
 -- lock, the time (µs) when a holder of it becomes takeable.
-local function queued()
+local function queued(cx, r)
   local wake = 0
-  for _, l in ipairs(ls) do
+  for _, l in ipairs(r.ls) do
     local head = qat(l, 1)
     if head and head.i == r.i then
       local at = wakeat(l, r.x)
       if at > 0 and (wake == 0 or at < wake) then wake = at end
     end
   end
-  return reply('queued', wake)
+  return reply(cx, 'queued', wake)
 end
 
 -- enqueue puts the request at the back of every queue.
-local function enqueue()
-  r.i, r.s = wid, NOW
-  local k = tagkey(r.L[1], 'n')
-  for j, l in ipairs(ls) do
-    k = tagkey(l.name, 'n')
-    redis.call('HSET', k, node, num(NOW + wttl))
-    alive[k] = nil
-    pushq(l, {i = wid, d = node, r = r.r, k = r.k, s = NOW, w = r.W[j], L = r.L, W = r.W,
+local function enqueue(cx, r)
+  r.i, r.s = cx.me, cx.now
+  for j, l in ipairs(r.ls) do
+    local k = tagkey(cx, l.name, 'n')
+    redis.call('HSET', k, cx.node, num(cx.now + r.wttl))
+    cx.alive[k] = nil
+    pushq(l, {i = r.i, d = cx.node, r = r.r, k = r.k, s = cx.now, w = r.W[j], L = r.L, W = r.W,
       l = r.l, o = r.o, x = r.x, c = r.c})
-    EV[#EV + 1] = event(WAITING, l, r.r, r.k, 0, r.W[j], 0, 0, '', '')
+    cx.ev[#cx.ev + 1] = event(WAITING, l, r.r, r.k, 0, r.W[j], 0, 0, '', '')
   end
 end
 
 -- claim answers a check: the grant handed to the waiter, now claimed (its
 -- holds no longer go back when its node stops beating, and no longer
--- carry their acquired events), or nil. A lock
--- the ref held already counts as granted (a re-entry keeps its hold). A
--- grant of several locks part of which went back (its node was taken for
--- dead) goes back whole: the waiter queues again.
-local function claim()
+-- carry their acquired events), or nil. A lock the ref held already
+-- counts as granted (a re-entry keeps its hold). A grant of several locks
+-- part of which went back (its node was taken for dead) goes back whole:
+-- the waiter queues again.
+local function claim(cx, r)
+  local wid, ls = cx.me, r.ls
   local g, evs, mine, handed = {0, r.k, r.l, r.o}, {}, {}, 0
   for _, l in ipairs(ls) do
     local x
@@ -111,58 +111,75 @@ local function claim()
     end
   end
   if #mine < #ls then return nil end
-  for _, e in ipairs(evs) do EV[#EV + 1] = e end
+  for _, e in ipairs(evs) do cx.ev[#cx.ev + 1] = e end
   return g
 end
 
-if mode == 'check' then
-  -- Handed over already?
-  local g = claim()
-  if g then return reply('granted', g) end
-  local p = position(ls[1], wid)
+-- check answers a queued waiter's check: its grant, handed over already
+-- or made now, else where it waits.
+local function check(cx, r)
+  local g = claim(cx, r)
+  if g then return reply(cx, 'granted', g) end
+  local p = position(r.ls[1], cx.me)
   if p then
-    r.i, r.s = wid, ls[1].q[p].s
+    r.i, r.s = cx.me, r.ls[1].q[p].s
   else
-    enqueue() -- taken for dead meanwhile: back of the queue
+    enqueue(cx, r) -- taken for dead meanwhile: back of the queue
   end
-  local name, w, slots = heavy(1)
-  if name then return reply('heavy', name, w, slots, 1) end
-  for _, l in ipairs(ls) do
+  local name, w, slots = heavy(cx, r, true)
+  if name then return reply(cx, 'heavy', name, w, slots, 1) end
+  for _, l in ipairs(r.ls) do
     advance(l, false)
-    if MINE then break end
+    if cx.mine then
+      for _, e in ipairs(cx.mine[2]) do cx.ev[#cx.ev + 1] = e end
+      return reply(cx, 'granted', cx.mine[1])
+    end
   end
-  if MINE then
-    for _, e in ipairs(MINE[2]) do EV[#EV + 1] = e end
-    return reply('granted', MINE[1])
-  end
-  return queued()
+  return queued(cx, r)
 end
 
-if reenterAll then
+-- partly returns the first lock r's ref holds and its hold, when it holds
+-- some of r's locks but not all.
+local function partly(r)
   local first, held = nil, 0
-  for _, l in ipairs(ls) do
+  for _, l in ipairs(r.ls) do
     local i = find(l, r.r, 0)
     if i then
       held = held + 1
-      if not first then first = {l, l.h[i]} end
+      first = first or {l, l.h[i]}
     end
   end
-  if held > 0 and held < #ls then return busy(first[1], r.W[1], first[2]) end
+  if held > 0 and held < #r.ls then return first[1], first[2] end
 end
-local name, w, slots = heavy(0)
-if name then return readreply('heavy', name, w, slots, 0) end
-for _, l in ipairs(ls) do advance(l, false) end
-local ok = true
-for j, l in ipairs(ls) do
-  if not find(l, r.r, 0) then
-    local n = need(r.W[j], l.slots)
-    local want = aheadover(l, l.slots - n) + n
-    if want > free(l, want, r.x) then
-      ok = false
-      if mode == 'try' then return busy(l, r.W[j], nil) end
+
+-- attempt answers a try or a first attempt: granted, refused, or queued.
+local function attempt(cx, r)
+  local l, h = nil, nil
+  if r.all then l, h = partly(r) end
+  if l then return busy(cx, l, r.W[1], h) end
+  local name, w, slots = heavy(cx, r, false)
+  if name then return readreply(cx, 'heavy', name, w, slots, 0) end
+  for _, x in ipairs(r.ls) do advance(x, false) end
+  local ok = true
+  for j, x in ipairs(r.ls) do
+    if not find(x, r.r, 0) then
+      local n = need(r.W[j], x.slots)
+      local want = aheadover(x, x.slots - n) + n
+      if want > free(x, want, r.x) then
+        ok = false
+        if r.mode == 'try' then return busy(cx, x, r.W[j], nil) end
+      end
     end
   end
+  if ok then return reply(cx, 'granted', grant(cx, r, cx.ev)) end
+  enqueue(cx, r)
+  return queued(cx, r)
 end
-if ok then return reply('granted', grant(r, EV)) end
-enqueue()
-return queued()
+
+local function main(cx, argv)
+  cx.me = argv[3]
+  local r, missing = request(cx, argv)
+  if not r then return readreply(cx, 'notfound', missing) end
+  if r.mode == 'check' then return check(cx, r) end
+  return attempt(cx, r)
+end

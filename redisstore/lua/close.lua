@@ -1,25 +1,9 @@
 -- close: takes a closing node's waiters out of the queues under each
 -- root given. ARGV: prefix, node, roots.
-local node = ARGV[2]
-for j = 3, #ARGV do
-  local r = ARGV[j]
-  for _, name in ipairs(redis.call('SMEMBERS', rootkey(r, 'q'))) do
-    local l = load(name)
-    if l then
-      local i = 1
-      qall(l)
-      while i <= #l.q do
-        local w = l.q[i]
-        if w.d == node then
-          table.remove(l.q, i)
-          dropq(l, w.i, true)
-        else
-          i = i + 1
-        end
-      end
-      advance(l, false)
-    end
+local function main(cx, argv)
+  for j = 3, #argv do
+    redis.call('HDEL', rootkey(cx, argv[j], 'n'), cx.node) -- its waiters are dead from now
+    sweep(cx, argv[j])
   end
-  redis.call('HDEL', rootkey(r, 'n'), node)
+  return reply(cx, 'ok')
 end
-return reply('ok')

@@ -8,7 +8,7 @@
 --   P{R}:d  hash  definition name -> slots
 --   P{R}:s  hash  the state of the root: field NAME the record of lock
 --                 NAME (msgpack: the length of its queue, its holders as
---                 arrays, see HR, and the hold times its holders released
+--                 tables, see grant, and the hold times its holders released
 --                 by lua/fast.lua left to count, µs); field "" the last
 --                 token or sequence number drawn; fields "definition\tC"
 --                 the counters (see count)
@@ -17,21 +17,9 @@
 --   P{R}:q  set   names with waiters
 --   P{R}:n  hash  node -> µs until which its waiters count as alive
 
--- The state of one call, reset by begin.
-local P, NODE, NOW
-local RO      -- a call that writes nothing: dead waiters are skipped, not removed
-local defs, last, hws, alive, locks, order, stats
-local EV      -- events for the caller: arrays (see events.go)
-local MSG     -- node -> list of messages
-local ME      -- the calling waiter's id, if any (no message to itself)
-local MINE    -- the calling waiter's grant, when advance made it
-local LOCAL   -- messages for the calling node, in the reply
-
--- memo returns f (a function of a string, with no side effects)
--- remembering its results, for strings that come back from call to call:
--- a lookup of a string (interned) costs a fraction of building or parsing
--- one. The memo outlives the call, as the library's Lua state does; it
--- starts again when it holds 256 strings.
+-- memo returns f, a pure function of a string, remembering up to 256
+-- results: the only state that outlives a call, and immutable, since f's
+-- result for a string never changes.
 local function memo(f)
   local m, n = {}, 0
   return function(k)
@@ -45,29 +33,28 @@ local function memo(f)
   end
 end
 
--- tonum is tonumber for the numbers that recur (slots, weights, TTLs, the
--- seconds of TIME): tonumber goes through strtod, 1.5k-2k instructions
--- even for '1'; tonum's lookup, about 600. (A function loading may not
--- read tonumber, a global: it is read when called.)
+-- tonum is tonumber for recurring numbers: a lookup costs a third of strtod.
 local tonum = memo(function(s) return tonumber(s) end)
 
--- clock reads the server's clock into NOW (µs).
-local function clock()
+local function servertime()
   local t = redis.call('TIME')
-  NOW = tonum(t[1]) * 1000000 + tonumber(t[2])
+  return tonum(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- begin returns the state of one call, passed along to every step that
+-- needs it: the key prefix (ARGV[1]), the calling node (ARGV[2]), the
+-- server's clock read once (now); ro for a call that writes nothing
+-- (dead waiters are skipped, not removed); what the call read and will
+-- write (defs, last, hws, alive, locks in load order, stats); ev, the
+-- events for the caller (see events.go); msg, node -> its messages, loc
+-- those for the calling node; me, the calling waiter's id, if any, and
+-- mine, its grant, when advance made it.
 local function begin(argv)
-  P, NODE = argv[1], argv[2]
-  clock()
-  defs, last, hws, alive, locks, order, stats = {}, {}, {}, {}, {}, {}, {}
-  EV, MSG, ME, MINE, LOCAL = {}, {}, '', nil, {}
-  RO = false
+  return {p = argv[1], node = argv[2], now = servertime(), ro = false, defs = {}, last = {}, hws = {},
+    alive = {}, locks = {}, order = {}, stats = {}, ev = {}, msg = {}, me = '', mine = nil, loc = {}}
 end
 
--- num formats an integer (a token, µs, a count): '%d' is a long here,
--- exact to 2^53, and costs a third of '%.0f', which goes through the
--- floating-point printer.
+-- num formats an integer: '%d' is exact to 2^53, a third of '%.0f'.
 local function num(x) return string.format('%d', x) end
 
 local function root(name)
@@ -80,12 +67,18 @@ local function root(name)
   return r
 end
 
-local function tagkey(name, s) return P .. '{' .. root(name) .. '}:' .. s end
+local function rootkey(cx, r, s) return cx.p .. '{' .. r .. '}:' .. s end
+local function tagkey(cx, name, s) return rootkey(cx, root(name), s) end
+
+-- sub returns t[k], a table, made when missing.
+local function sub(t, k)
+  local v = t[k]
+  if not v then v = {}; t[k] = v end
+  return v
+end
 
 -- patterns: the name, then the families that cover it, most specific
 -- first (a "/" after the first byte and before the last cuts a family).
--- It finds the cuts with string.find rather than reading the name byte by
--- byte: a name of 30 bytes costs a third of the time.
 local function patterns(name)
   local out = {name}
   local n = #name
@@ -114,40 +107,56 @@ end
 
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
--- defof returns the definition covering name and its slots, or nil.
-local function defof(name)
-  local d = defs[name]
-  if d then return d[1], d[2] end
-  local ps = patterns(name)
-  local vs = redis.call('HMGET', tagkey(name, 'd'), unpack(ps))
-  for i, p in ipairs(ps) do
-    local v = vs[i]
-    if v then
-      local n = tonum(v)
-      defs[name] = {p, n}
-      return p, n
-    end
+-- famof returns the patterns that may define name, name itself first, or
+-- false for a lock of no family.
+local famof = memo(function(name)
+  local cut = string.find(name, '/', 2, true)
+  if not cut or cut == #name then return false end
+  return patterns(name)
+end)
+
+-- definition returns the definition covering name in hash dk (P{R}:d)
+-- and its slots, or nil.
+local function definition(dk, name)
+  local ps = famof(name)
+  if not ps then
+    local v = redis.call('HGET', dk, name)
+    if v then return name, tonum(v) end
+    return nil
+  end
+  local vs = redis.call('HMGET', dk, unpack(ps))
+  for i = 1, #ps do
+    if vs[i] then return ps[i], tonum(vs[i]) end
   end
   return nil
 end
 
+-- defof is definition, read once per call.
+local function defof(cx, name)
+  local d = cx.defs[name]
+  if not d then
+    d = {definition(tagkey(cx, name, 'd'), name)}
+    cx.defs[name] = d
+  end
+  return d[1], d[2]
+end
+
 -- The last token or sequence number drawn under a root: both are the
 -- server's clock in µs, raised past the last one drawn.
-local function nextid(name)
-  local k = tagkey(name, 's')
-  local v = hws[k] or last[k]
+local function nextid(cx, name)
+  local k = tagkey(cx, name, 's')
+  local v = cx.hws[k] or cx.last[k]
   if not v then v = tonumber(redis.call('HGET', k, '') or '0') end
-  if v + 1 > NOW then v = v + 1 else v = NOW end
-  hws[k] = v
+  if v + 1 > cx.now then v = v + 1 else v = cx.now end
+  cx.hws[k] = v
   return v
 end
 
--- Node liveness, cached per script: nodeUntil is until when (µs) the
--- node's waiters under name's root count as alive (0: not at all).
-local function nodeUntil(name, node)
-  local k = tagkey(name, 'n')
-  local c = alive[k]
-  if not c then c = {}; alive[k] = c end
+-- nodeUntil returns until when (µs) node's waiters under name's root
+-- count as alive (0: not at all), read once per call.
+local function nodeUntil(cx, name, node)
+  local k = tagkey(cx, name, 'n')
+  local c = sub(cx.alive, k)
   local v = c[node]
   if v == nil then
     v = tonumber(redis.call('HGET', k, node) or '0')
@@ -156,7 +165,7 @@ local function nodeUntil(name, node)
   return v
 end
 
-local function nodeAlive(name, node) return nodeUntil(name, node) > NOW end
+local function nodeAlive(cx, name, node) return nodeUntil(cx, name, node) > cx.now end
 
 local function need(w, slots)
   if w == -1 then return slots end
@@ -164,65 +173,36 @@ local function need(w, slots)
   return w
 end
 
-
-
-local function publish(node, m)
-  if node == NODE then
-    LOCAL[#LOCAL + 1] = m
-    return
-  end
-  local l = MSG[node]
-  if not l then l = {}; MSG[node] = l end
+-- publish sends message m to node, at the end (flush), or in the reply.
+local function publish(cx, node, m)
+  local l = node == cx.node and cx.loc or sub(cx.msg, node)
   l[#l + 1] = m
 end
 
-
--- A holder in a lock's record is an array, its fields by position:
--- ref, kind, token, count, weight, acquired, ttl, hold, waiter id, node,
--- expires, renewed (µs; expires 0: no lease), the acquired event of a
--- grant to a waiter (for its check), if any, and 1 while a grant handed
--- to a waiter is unclaimed (see grant). Positions pack and unpack
--- for 10-20 % less than names (no names to write, read and hash), and the
--- fast paths (lua/fast.lua) use them as they are; the general path reads
--- a holder's fields by name (h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i,
--- h.d, h.e, h.n, h.v, h.u): load names them (holderof), save positions
--- them again (recordof).
-local HR, HK, HT, HC, HW, HA, HL, HO, HI, HD, HE, HN, HV, HU = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
-
-local function holderof(x)
-  return {r = x[HR], k = x[HK], t = x[HT], c = x[HC], w = x[HW], a = x[HA], l = x[HL], o = x[HO], i = x[HI],
-    d = x[HD], e = x[HE], n = x[HN], v = x[HV], u = x[HU]}
-end
-
-local function recordof(h)
-  return {h.r, h.k, h.t, h.c, h.w, h.a, h.l, h.o, h.i, h.d, h.e, h.n, h.v, h.u}
-end
-
 -- load returns the lock name with its definition and holders, or nil
--- when no definition covers it. Its queue is read lazily, from the head
--- (loadq): l.q holds the live waiters read so far, l.qraw the entries of
--- the list read, l.qlen the entries of the list (dead waiters not yet read
--- included). Outside RO, the dead waiters read are removed, so that l.q is
--- the head of the list.
-local function load(name)
-  local l = locks[name]
+-- when no definition covers it. A holder's fields: r ref, k kind, t token,
+-- c count, w weight, a acquired, l ttl, o hold, i waiter id, d node, e
+-- expires and n renewed (µs; e 0: no lease), v the acquired event of a
+-- grant to a waiter (for its check), u 1 while a grant handed to a waiter
+-- is unclaimed (see grant). Its queue is read lazily, from the head
+-- (loadq): l.q the live waiters read so far, l.qraw the entries of the
+-- list read, l.qlen the entries of the list. Outside cx.ro, the dead
+-- waiters read are removed, so that l.q is the head of the list.
+local function load(cx, name)
+  local l = cx.locks[name]
   if l then return l end
-  local def, slots = defof(name)
+  local def, slots = defof(cx, name)
   if not def then return nil end
-  l = {name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
-    sk = tagkey(name, 's'), wk = tagkey(name, 'w:' .. name), bk = tagkey(name, 'b:' .. name)}
+  l = {cx = cx, name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
+    sk = tagkey(cx, name, 's'), wk = tagkey(cx, name, 'w:' .. name), bk = tagkey(cx, name, 'b:' .. name)}
   local vs = redis.call('HMGET', l.sk, name, '') -- and the last id drawn (nextid)
-  if not last[l.sk] then last[l.sk] = tonumber(vs[2] or '0') end
+  if not cx.last[l.sk] then cx.last[l.sk] = tonumber(vs[2] or '0') end
   l.qlen = 0
-  if vs[1] then
-    local hs
-    l.qlen, hs, l.pend = cmsgpack.unpack(vs[1])
-    for i, x in ipairs(hs) do l.h[i] = holderof(x) end
-  end
+  if vs[1] then l.qlen, l.h, l.pend = cmsgpack.unpack(vs[1]) end
   if l.qlen == 0 then l.head0 = '' end -- else the first id loadq reads
   l.q0 = l.qlen > 0
-  locks[name] = l
-  order[#order + 1] = name
+  cx.locks[name] = l
+  cx.order[#cx.order + 1] = name
   return l
 end
 
@@ -238,6 +218,7 @@ end
 
 -- loadq reads l's queue until k live waiters are read, or the list ends.
 local function loadq(l, k)
+  local cx = l.cx
   while #l.q < k and l.qraw < l.qlen do
     local n = math.min(math.max(k - #l.q, 1), 256)
     local ids = redis.call('LRANGE', l.wk, l.qraw, l.qraw + n - 1)
@@ -247,9 +228,9 @@ local function loadq(l, k)
     for j, id in ipairs(ids) do
       local w = bodies[j] and cmsgpack.unpack(bodies[j])
       l.qraw = l.qraw + 1
-      if w and nodeAlive(l.name, w.d) then
+      if w and nodeAlive(cx, l.name, w.d) then
         l.q[#l.q + 1] = w
-      elseif not RO then
+      elseif not cx.ro then
         dropq(l, id, true)
       end
     end
@@ -274,7 +255,7 @@ local function used(l)
   return n
 end
 
-local function live(h) return h.e == 0 or h.e > NOW end
+local function live(h, now) return h.e == 0 or h.e > now end
 
 local function find(l, ref, token)
   for i, h in ipairs(l.h) do
@@ -297,11 +278,8 @@ local function position(l, wid)
   return nil
 end
 
--- aheadover returns the slots l's waiters ask of it, reading the queue
--- from the head only until they pass limit: past it, a request that asks
--- more than limit slots' complement cannot fit, whatever is behind, and
--- the caller decides the same as with the whole queue's sum. A request at
--- a lock with a long queue reads its head, not the whole queue.
+-- aheadover returns the slots l's waiters ask of it, reading from the
+-- head only until they pass limit (past it, the caller's answer is the same).
 local function aheadover(l, limit)
   local n, i = 0, 1
   while n <= limit do
@@ -329,9 +307,7 @@ end
 -- every hold that ends is in one hold bucket, so they are the holds less
 -- the expiries (lua/stats.lua); 7, the holds, is 2 + 3.
 local function count(l, c, n)
-  local k = tagkey(l.name, 's')
-  local byk = stats[k]
-  if not byk then byk = {}; stats[k] = byk end
+  local byk = sub(l.cx.stats, l.sk)
   local f = l.def .. '\t' .. c
   byk[f] = (byk[f] or 0) + n
 end
@@ -360,20 +336,14 @@ end
 
 -- held adds hold times ds (µs) of l's definition, written at the end.
 local function held(l, ds)
-  local k = l.sk
-  local byk = stats[k]
-  if not byk then byk = {}; stats[k] = byk end
-  local f = l.def .. '\tH'
-  local t = byk[f]
-  if not t then t = {}; byk[f] = t end
+  local t = sub(sub(l.cx.stats, l.sk), l.def .. '\tH')
   for _, d in ipairs(ds) do t[#t + 1] = d end
 end
 
 local function granted(l, since)
   count(l, '1', 1)
   if since > 0 then
-    local w = NOW - since
-    if w < 0 then w = 0 end
+    local w = math.max(l.cx.now - since, 0)
     count(l, '5', 1)
     count(l, '6', w)
     count(l, 'w' .. bucket(w), 1)
@@ -383,42 +353,46 @@ end
 local function ended(l, h, expired, lost)
   if expired then count(l, '3', 1) end
   if lost then count(l, '4', 1) end
-  held(l, {NOW - h.a})
+  held(l, {l.cx.now - h.a})
 end
 
 -- event types, as store.EventType
-local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED = 1, 2, 3, 4, 5, 6, 8
+local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED, DELETED = 1, 2, 3, 4, 5, 6, 8, 9
+
+-- defevent adds an event of definition name with slots, no lock's use.
+local function defevent(cx, typ, name, slots)
+  cx.ev[#cx.ev + 1] = {typ, name, slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(cx, name), ''}
+end
 
 -- event returns an event of l: {type, lock, slots, running, waiting, ref,
 -- kind, token, weight, waited, held, holder, seq, lost}.
 local function event(typ, l, ref, kind, token, weight, waited, held, holder, lost)
   local seq = 0
-  if typ ~= REFUSED then seq = nextid(l.name) end
+  if typ ~= REFUSED then seq = nextid(l.cx, l.name) end
   return {typ, l.name, l.slots, used(l), l.qlen, ref or '', kind or '', token or 0, weight or 0,
     waited or 0, held or 0, holder or '', seq, lost or ''}
 end
 
 -- drop removes holder i of l, counted as released or expired.
 local function drop(l, i, expired, lost)
+  local cx = l.cx
   local h = table.remove(l.h, i)
   l.dirty = true
   ended(l, h, expired, lost ~= nil)
-  local typ = RELEASED
-  if expired then typ = EXPIRED end
-  EV[#EV + 1] = event(typ, l, h.r, h.k, h.t, h.w, 0, NOW - h.a, '', lost)
-  if h.d then publish(h.d, table.concat({'e', '', l.name, h.r, num(h.t), lost or ''}, '\t')) end
+  cx.ev[#cx.ev + 1] = event(expired and EXPIRED or RELEASED, l, h.r, h.k, h.t, h.w, 0, cx.now - h.a, '', lost)
+  if h.d then publish(cx, h.d, table.concat({'e', '', l.name, h.r, num(h.t), lost or ''}, '\t')) end
   return h
 end
 
 -- unclaimed reports whether h, a hold of l, is a grant handed to a waiter
 -- whose node stopped beating before the waiter claimed it: it goes back
 -- as a lease past its TTL would.
-local function unclaimed(l, h) return h.u ~= nil and not nodeAlive(l.name, h.d) end
+local function unclaimed(l, h) return h.u ~= nil and not nodeAlive(l.cx, l.name, h.d) end
 
-local function takeable(h, stale)
+local function takeable(h, stale, now)
   if h.e == 0 then return false end
-  if stale > 0 then return h.n + stale <= NOW end
-  return h.e <= NOW
+  if stale > 0 then return h.n + stale <= now end
+  return h.e <= now
 end
 
 -- free returns l's free slots, first taking over takeable leases when
@@ -431,7 +405,7 @@ local function free(l, n, stale)
     local h = l.h[i]
     if unclaimed(l, h) then
       drop(l, i, true, 'granted to a waiter whose node died before it took the grant')
-    elseif takeable(h, stale) then
+    elseif takeable(h, stale, l.cx.now) then
       drop(l, i, true, 'taken over after its TTL')
     else
       i = i + 1
@@ -443,6 +417,7 @@ end
 -- wakeat returns when the first holder of l becomes takeable (0: never):
 -- an unclaimed grant, when its waiter's node stops counting as alive.
 local function wakeat(l, stale)
+  local cx = l.cx
   local at = 0
   for _, h in ipairs(l.h) do
     local x = 0
@@ -451,7 +426,7 @@ local function wakeat(l, stale)
       if stale > 0 then x = h.n + stale end
     end
     if h.u then
-      local dead = math.max(nodeUntil(l.name, h.d), 1) -- no entry: at once
+      local dead = math.max(nodeUntil(cx, l.name, h.d), 1) -- no entry: at once
       if x == 0 or dead < x then x = dead end
     end
     if x ~= 0 and (at == 0 or x < at) then at = x end
@@ -459,11 +434,11 @@ local function wakeat(l, stale)
   return at
 end
 
-local function leasetimes(ttl, hold, acquired)
+local function leasetimes(now, ttl, hold, acquired)
   if ttl <= 0 then return 0, acquired end
   local length = ttl
   if hold > 0 and hold < ttl then length = hold end
-  return NOW + length, NOW - (ttl - length)
+  return now + length, now - (ttl - length)
 end
 
 local function unqueue(l, wid)
@@ -496,10 +471,10 @@ end
 -- the waiter's check claims them, and go back (takeable) if its node
 -- stops beating first, so that a waiter that died cannot keep a slot
 -- for its TTL.
-local function grant(r, evs, handed)
+local function grant(cx, r, evs, handed)
   local g = {1, r.k, r.l, r.o}
   for j, name in ipairs(r.L) do
-    local l = load(name)
+    local l = load(cx, name)
     if r.i ~= '' then unqueue(l, r.i) end
     local i = find(l, r.r, 0)
     local h
@@ -507,21 +482,21 @@ local function grant(r, evs, handed)
       h = l.h[i]
       if r.c == 1 then h.c = h.c + 1; l.dirty = true end
       if r.l > 0 then
-        h.e, h.n = leasetimes(r.l, r.o, h.a)
+        h.e, h.n = leasetimes(cx.now, r.l, r.o, h.a)
         h.l, h.o = r.l, r.o
         l.dirty = true
       end
       if #r.L == 1 then g[2], g[3], g[4] = h.k, h.l, h.o end
     else
       g[1] = 0
-      h = {r = r.r, k = r.k, t = nextid(name), c = 1, w = need(r.W[j], l.slots), a = NOW, l = r.l, o = r.o, i = r.i,
+      h = {r = r.r, k = r.k, t = nextid(cx, name), c = 1, w = need(r.W[j], l.slots), a = cx.now, l = r.l, o = r.o, i = r.i,
         d = r.d}
-      h.e, h.n = leasetimes(r.l, r.o, NOW)
+      h.e, h.n = leasetimes(cx.now, r.l, r.o, cx.now)
       l.h[#l.h + 1] = h
       l.dirty = true
       granted(l, r.s)
       local waited = 0
-      if r.s > 0 then waited = NOW - r.s end
+      if r.s > 0 then waited = cx.now - r.s end
       local e = event(ACQUIRED, l, r.r, r.k, h.t, h.w, waited, 0, '', '')
       evs[#evs + 1] = e
       if r.i ~= '' then h.v = e end -- for a check that finds the grant before its message
@@ -534,9 +509,9 @@ end
 
 -- fits reports whether waiter w, at its place in every queue, can be
 -- granted now (taking over takeable leases on the way).
-local function fits(w)
+local function fits(cx, w)
   for j, name in ipairs(w.L) do
-    local l = load(name)
+    local l = load(cx, name)
     if not l then return false end
     if not find(l, w.r, 0) then
       local p = position(l, w.i)
@@ -548,14 +523,10 @@ local function fits(w)
   return true
 end
 
--- grantmsg is the message that tells a waiter's node of its grant: "g"
--- and the waiter. The waiter's check claims the grant and reads it.
-local function grantmsg(wid) return 'g\t' .. wid end
-
 -- removewaiter takes waiter w out of every queue it is in.
-local function removewaiter(w)
+local function removewaiter(cx, w)
   for _, name in ipairs(w.L) do
-    local l = load(name)
+    local l = load(cx, name)
     if l then unqueue(l, w.i) end
   end
 end
@@ -564,14 +535,15 @@ end
 -- grant through its node. With resized, waiters asking more than l's
 -- slots are told so and leave first.
 local function advance(l, resized)
+  local cx = l.cx
   if resized then
     qall(l)
     local i = 1
     while i <= #l.q do
       local w = l.q[i]
       if w.w ~= -1 and w.w > l.slots and not find(l, w.r, 0) then
-        removewaiter(w)
-        publish(w.d, table.concat({'h', w.i, l.name, num(w.w), num(l.slots)}, '\t'))
+        removewaiter(cx, w)
+        publish(cx, w.d, table.concat({'h', w.i, l.name, num(w.w), num(l.slots)}, '\t'))
       else
         i = i + 1
       end
@@ -583,13 +555,13 @@ local function advance(l, resized)
     local w = l.q[i]
     local n = before + need(w.w, l.slots)
     if n > free(l, n, w.x) then break end
-    if fits(w) then
+    if fits(cx, w) then
       local evs = {}
-      local g = grant(w, evs, w.i ~= ME)
-      if w.i == ME then
-        MINE = {g, evs}
+      local g = grant(cx, w, evs, w.i ~= cx.me)
+      if w.i == cx.me then
+        cx.mine = {g, evs}
       else
-        publish(w.d, grantmsg(w.i))
+        publish(cx, w.d, 'g\t' .. w.i) -- its check claims the grant
       end
     else
       before = n
@@ -598,9 +570,22 @@ local function advance(l, resized)
   end
 end
 
+-- sweep takes the waiters of dead nodes out of root r's queues and grants
+-- the waiters that then fit.
+local function sweep(cx, r)
+  for _, name in ipairs(redis.call('SMEMBERS', rootkey(cx, r, 'q'))) do
+    local l = load(cx, name)
+    if l then
+      qall(l)
+      advance(l, false)
+    end
+  end
+end
+
 -- save writes l's record back (or deletes it when l has nobody) with
 -- put (see flush), and keeps the set of names queued true.
 local function save(l, put)
+  local cx = l.cx
   if l.pend then
     held(l, l.pend)
     l.pend = nil
@@ -608,23 +593,20 @@ local function save(l, put)
   if #l.h == 0 and l.qlen == 0 then
     redis.call('HDEL', l.sk, l.name)
   else
-    local hs = {}
-    for i, h in ipairs(l.h) do hs[i] = recordof(h) end
-    put(l.sk, l.name, cmsgpack.pack(l.qlen, hs))
+    put(l.sk, l.name, cmsgpack.pack(l.qlen, l.h))
   end
   -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)
-  if head and head.i ~= l.head0 and head.i ~= ME then
-    publish(head.d, table.concat({'c', head.i, num(wakeat(l, head.x)), num(NOW)}, '\t'))
+  if head and head.i ~= l.head0 and head.i ~= cx.me then
+    publish(cx, head.d, table.concat({'c', head.i, num(wakeat(l, head.x)), num(cx.now)}, '\t'))
   end
   local queued = l.qlen > 0
   if queued ~= l.q0 then
-    if queued then redis.call('SADD', tagkey(l.name, 'q'), l.name) else redis.call('SREM', tagkey(l.name, 'q'), l.name) end
+    if queued then redis.call('SADD', tagkey(cx, l.name, 'q'), l.name) else redis.call('SREM', tagkey(cx, l.name, 'q'), l.name) end
   end
 end
 
--- hset sets the fields of key k given in t {field, value, ...}, 500 at
--- a time (unpack has a limit).
+-- hset sets the fields of key k, t {field, value, ...}, 500 at a time.
 local function hset(k, t)
   for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
 end
@@ -648,85 +630,53 @@ end
 
 -- flush writes what changed, one HSET per state hash (records, counters
 -- and the last id drawn), and sends the messages.
-local function flush()
+local function flush(cx)
   local w = {}
   local function put(k, f, v)
-    local t = w[k]
-    if not t then t = {}; w[k] = t end
+    local t = sub(w, k)
     t[#t + 1] = f
     t[#t + 1] = v
   end
-  for _, name in ipairs(order) do
-    local l = locks[name]
+  for _, name in ipairs(cx.order) do
+    local l = cx.locks[name]
     if l.dirty then save(l, put) end
   end
-  for k, byk in pairs(stats) do counted(k, byk, put) end
-  for k, v in pairs(hws) do put(k, '', num(v)) end
+  for k, byk in pairs(cx.stats) do counted(k, byk, put) end
+  for k, v in pairs(cx.hws) do put(k, '', num(v)) end
   for k, t in pairs(w) do hset(k, t) end
-  for node, ms in pairs(MSG) do
-    redis.call('PUBLISH', P .. 'node:' .. node, table.concat(ms, '\n'))
+  for node, ms in pairs(cx.msg) do
+    redis.call('PUBLISH', cx.p .. 'node:' .. node, table.concat(ms, '\n'))
   end
 end
 
 -- reply writes what changed (nothing, for a refused try) and returns
 -- {status, now, events, ...}.
-local function reply(status, ...)
-  flush()
-  return {status, NOW, EV, LOCAL, ...}
+local function reply(cx, status, ...)
+  flush(cx)
+  return {status, cx.now, cx.ev, cx.loc, ...}
 end
 
 -- readreply returns the answer of a script that writes nothing.
-local function readreply(status, ...)
-  return {status, NOW, EV, LOCAL, ...}
+local function readreply(cx, status, ...)
+  return {status, cx.now, cx.ev, cx.loc, ...}
 end
-
--- countersof returns the counters of the definitions of state hash sk
--- (see count), by definition: {1..8 as count's, the wait buckets, the
--- hold buckets}.
-local function countersof(sk)
-  local counters = {}
-  local s = redis.call('HGETALL', sk)
-  for i = 1, #s, 2 do
-    local def, c = string.match(s[i], '^(.*)\t(.-)$')
-    if def then
-      local e = counters[def]
-      if not e then
-        e = {0, 0, 0, 0, 0, 0, 0, 0, {}, {}}
-        counters[def] = e
-      end
-      local k, b = string.sub(c, 1, 1), tonumber(string.sub(c, 2))
-      if c == 'H' then
-        local t = cmsgpack.unpack(s[i + 1])
-        e[8] = t[1]
-        for j = 1, #BOUNDS + 1 do e[10][j] = t[j + 1] end
-      elseif k == 'w' then
-        e[9][b] = tonumber(s[i + 1])
-      else
-        e[tonumber(c)] = tonumber(s[i + 1])
-      end
-    end
-  end
-  return counters
-end
-
-local function rootkey(r, s) return P .. '{' .. r .. '}:' .. s end
 
 -- state returns the state of name: {name, slots, family, running,
 -- expired, leases, waiting, holders, queue}, or nil when no definition
 -- covers it. Holders: {ref, kind, token, count, weight, acquired, renewed,
 -- expires}; queue: {ref, kind, since, weight, {locks}}.
-local function state(name, detail)
+local function state(cx, name, detail)
   if isfamily(name) then
-    local v = redis.call('HGET', tagkey(name, 'd'), name)
+    local v = redis.call('HGET', tagkey(cx, name, 'd'), name)
     if not v then return nil end
     return {name, tonumber(v), 1, 0, 0, 0, 0, {}, {}}
   end
-  local l = load(name)
+  local l = load(cx, name)
   if not l then return nil end
   local running, expired = 0, 0
   local hs, qs = {}, {}
   for _, h in ipairs(l.h) do
-    if live(h) then running = running + h.w else expired = expired + h.w end
+    if live(h, cx.now) then running = running + h.w else expired = expired + h.w end
     if detail then hs[#hs + 1] = {h.r, h.k, h.t, h.c, h.w, h.a, h.n, h.e, h.o} end
   end
   qall(l)
@@ -739,24 +689,22 @@ end
 -- Deletion (delete, reconcile): doom loads a definition to delete, inuse
 -- adds up its holders and waiters, remove deletes it.
 
-local DELETED = 9
-
 -- doom returns the definition name with its locks (a family's members in
 -- use), or nil when name has no definition of its own. Call it under RO:
 -- a refusal writes nothing.
-local function doom(name)
-  local slots = redis.call('HGET', tagkey(name, 'd'), name)
+local function doom(cx, name)
+  local slots = redis.call('HGET', tagkey(cx, name, 'd'), name)
   if not slots then return nil end
   local x = {name = name, slots = tonumber(slots), ls = {}}
   if isfamily(name) then
-    local ms = members(tagkey(name, 's'))
+    local ms = members(tagkey(cx, name, 's'))
     table.sort(ms)
     for _, m in ipairs(ms) do
-      local l = load(m)
+      local l = load(cx, m)
       if l and l.def == name then x.ls[#x.ls + 1] = l end
     end
   else
-    x.ls[1] = load(name)
+    x.ls[1] = load(cx, name)
   end
   return x
 end
@@ -776,16 +724,16 @@ end
 -- their nodes are told), its definition and counters go. The root's last
 -- token (field "" of P{R}:s) stays, so a lock defined again grants tokens
 -- above its old ones.
-local function remove(x)
+local function remove(cx, x)
   for _, l in ipairs(x.ls) do
     for _, w in ipairs(l.q) do
       for _, other in ipairs(w.L) do
         if other ~= l.name then
-          local o = load(other)
+          local o = load(cx, other)
           if o then unqueue(o, w.i) end
         end
       end
-      publish(w.d, 'c\t' .. w.i)
+      publish(cx, w.d, 'c\t' .. w.i)
     end
     redis.call('DEL', l.wk, l.bk)
     l.q, l.qraw, l.qlen = {}, 0, 0
@@ -793,43 +741,38 @@ local function remove(x)
     local lost = 'released by another caller: lock "' .. l.name .. '" was deleted'
     while #l.h > 0 do drop(l, #l.h, false, lost) end
     l.dirty = true
-    if l.name ~= x.name then
-      EV[#EV + 1] = {DELETED, l.name, l.slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(l.name), ''}
-    end
+    if l.name ~= x.name then defevent(cx, DELETED, l.name, l.slots) end
   end
-  redis.call('HDEL', tagkey(x.name, 'd'), x.name)
-  defs = {} -- the definitions cached may be the one deleted
-  local sk = tagkey(x.name, 's')
-  local byk = stats[sk] or {}
-  local fields = {x.name .. '\tH'}
-  for _, c in ipairs({'1', '2', '3', '4', '5', '6', '7', '8'}) do fields[#fields + 1] = x.name .. '\t' .. c end
-  for b = 1, #BOUNDS + 1 do
-    fields[#fields + 1] = x.name .. '\tw' .. b
-    fields[#fields + 1] = x.name .. '\th' .. b
-  end
+  redis.call('HDEL', tagkey(cx, x.name, 'd'), x.name)
+  cx.defs = {} -- the definitions cached may be the one deleted
+  local sk = tagkey(cx, x.name, 's')
+  local byk = cx.stats[sk] or {}
+  local fields = {}
+  for _, c in ipairs({'H', '1', '3', '4', '5', '6'}) do fields[#fields + 1] = x.name .. '\t' .. c end
+  for b = 1, #BOUNDS + 1 do fields[#fields + 1] = x.name .. '\tw' .. b end
   for _, f in ipairs(fields) do byk[f] = nil end
   redis.call('HDEL', sk, unpack(fields))
-  EV[#EV + 1] = {DELETED, x.name, x.slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(x.name), ''}
+  defevent(cx, DELETED, x.name, x.slots)
 end
 
 -- resize sets the slots of the definition name (which exists) and grants
 -- the waiters that now fit.
-local function resize(name, slots)
-  redis.call('HSET', tagkey(name, 'd'), name, num(slots))
-  defs = {}
+local function resize(cx, name, slots)
+  redis.call('HSET', tagkey(cx, name, 'd'), name, num(slots))
+  cx.defs = {}
   if isfamily(name) then
-    for _, m in ipairs(members(tagkey(name, 's'))) do
-      local l = load(m)
+    for _, m in ipairs(members(tagkey(cx, name, 's'))) do
+      local l = load(cx, m)
       if l and l.def == name then
         l.slots = slots
         advance(l, true)
       end
     end
-    EV[#EV + 1] = {RESIZED, name, slots, 0, 0, '', '', 0, 0, 0, 0, '', nextid(name), ''}
+    defevent(cx, RESIZED, name, slots)
   else
-    local l = load(name)
+    local l = load(cx, name)
     l.slots = slots
     advance(l, true)
-    EV[#EV + 1] = event(RESIZED, l, '', '', 0, 0, 0, 0, '', '')
+    cx.ev[#cx.ev + 1] = event(RESIZED, l, '', '', 0, 0, 0, 0, '', '')
   end
 end

@@ -3,13 +3,15 @@
 -- ARGV: prefix, node, name, force. Answers: 'notfound'; 'inuse', the
 -- first lock in use, holders, waiters (nothing written); 'ok', holders,
 -- waiters ended (see remove in common.lua).
-local name, force = ARGV[3], ARGV[4] == '1'
-RO = true -- until it goes ahead: a refusal writes nothing
-local x = doom(name)
-if not x then return readreply('notfound', name) end
-local t = {holders = 0, waiters = 0}
-inuse(x, t)
-if t.first and not force then return readreply('inuse', t.first, t.holders, t.waiters) end
-RO = false
-remove(x)
-return reply('ok', t.holders, t.waiters)
+local function main(cx, argv)
+  local name, force = argv[3], argv[4] == '1'
+  cx.ro = true -- until it goes ahead: a refusal writes nothing
+  local x = doom(cx, name)
+  if not x then return readreply(cx, 'notfound', name) end
+  local t = {holders = 0, waiters = 0}
+  inuse(x, t)
+  if t.first and not force then return readreply(cx, 'inuse', t.first, t.holders, t.waiters) end
+  cx.ro = false
+  remove(cx, x)
+  return reply(cx, 'ok', t.holders, t.waiters)
+end

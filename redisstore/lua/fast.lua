@@ -9,52 +9,21 @@
 -- until the next write of the record, or lua/stats.lua, counts it. KEYS:
 -- the root's state and definitions (P{R}:s, P{R}:d).
 
--- famof returns the patterns that may define name, name itself first, or
--- false for a lock of no family.
-local famof = memo(function(name)
-  local cut = string.find(name, '/', 2, true)
-  if not cut or cut == #name then return false end
-  return patterns(name)
-end)
-
--- fastdef returns the definition covering name and its slots, or nil.
-local function fastdef(dk, name)
-  local ps = famof(name)
-  if not ps then
-    local v = redis.call('HGET', dk, name)
-    if v then return name, tonum(v) end
-    return nil
-  end
-  local vs = redis.call('HMGET', dk, unpack(ps))
-  for i = 1, #ps do
-    if vs[i] then return ps[i], tonum(vs[i]) end
-  end
-  return nil
-end
-
 -- fieldsof returns the counter fields of definition def that a grant
 -- writes: acquisitions, and the holds (see addholds).
 local fieldsof = memo(function(def) return {def .. '\t1', def .. '\tH'} end)
 
-local function hlive(h) return h[HE] == 0 or h[HE] > NOW end
-
-local function htakeable(h, stale)
-  if h[HE] == 0 then return false end
-  if stale > 0 then return h[HN] + stale <= NOW end
-  return h[HE] <= NOW
-end
-
 -- fastbusy answers a try refused with no lease to take over (nil: the
 -- general path judges).
-local function fastbusy(argv, def, slots, used, hs)
+local function fastbusy(now, argv, def, slots, used, hs)
   local stale = tonum(argv[9])
   local first
   for _, h in ipairs(hs) do
-    if htakeable(h, stale) or h[HU] then return nil end -- HU: the general path judges its node
-    if not first and hlive(h) then first = h end
+    if takeable(h, stale, now) or h.u then return nil end -- u: the general path judges its node
+    if not first and live(h, now) then first = h end
   end
   first = first or hs[1]
-  return {'B', NOW, first[HK], first[HR], first[HE], def, slots, math.max(slots - used, 0)}
+  return {'B', now, first.k, first.r, first.e, def, slots, math.max(slots - used, 0)}
 end
 
 -- fastacquire answers a try or a first attempt ('try', 'wait') at one
@@ -64,9 +33,8 @@ end
 -- weight; else {'G', now, token, expires, weight}.
 local function fastacquire(keys, argv)
   if argv[13] ~= '1' or argv[16] ~= '0' or argv[4] == 'check' or #keys ~= 2 then return nil end
-  P, NODE = argv[1], argv[2]
   local name, w, ref = argv[14], tonum(argv[15]), argv[5]
-  local def, slots = fastdef(keys[2], name)
+  local def, slots = definition(keys[2], name)
   if not def or (w ~= -1 and w > slots) then return nil end
   local f = fieldsof(def)
   local vs = redis.call('HMGET', keys[1], name, '', f[1], f[2])
@@ -76,30 +44,30 @@ local function fastacquire(keys, argv)
     qlen, hs, pend = cmsgpack.unpack(vs[1])
     if qlen > 0 then return nil end
   end
-  clock()
+  local now = servertime()
   local used = 0
   for _, h in ipairs(hs) do
-    if h[HR] == ref then return nil end -- re-entry
-    used = used + h[HW]
+    if h.r == ref then return nil end -- re-entry
+    used = used + h.w
   end
   local n = need(w, slots)
   if used + n > slots then
     if argv[4] ~= 'try' then return nil end
-    return fastbusy(argv, def, slots, used, hs)
+    return fastbusy(now, argv, def, slots, used, hs)
   end
   local ttl, hold = tonum(argv[7]), tonum(argv[8])
   local token = tonumber(vs[2] or '0') + 1
-  if token < NOW then token = NOW end
-  local e, renewed = leasetimes(ttl, hold, NOW)
-  hs[#hs + 1] = {ref, argv[6], token, 1, n, NOW, ttl, hold, '', NODE, e, renewed} -- see HR
+  if token < now then token = now end
+  local e, renewed = leasetimes(now, ttl, hold, now)
+  hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
   local acq = num(tonumber(vs[3] or '0') + 1)
   if pend then
     redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs), '', num(token), f[1], acq, f[2], addholds(vs[4], pend))
   else
     redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs), '', num(token), f[1], acq)
   end
-  if token == NOW and w ~= -1 then return token end
-  return {'G', NOW, token, e, n}
+  if token == now and w ~= -1 then return token end
+  return {'G', now, token, e, n}
 end
 
 -- fastrelease answers the release of one hold, counted once, of this
@@ -115,12 +83,12 @@ local function fastrelease(keys, argv)
   if qlen > 0 then return nil end
   local ref, at = argv[3], nil
   for i, h in ipairs(hs) do
-    if h[HR] == ref and h[HT] == token then at = i; break end
+    if h.r == ref and h.t == token then at = i; break end
   end
-  if not at or hs[at][HC] > 1 or hs[at][HD] ~= argv[2] then return nil end
+  if not at or hs[at].c > 1 or hs[at].d ~= argv[2] then return nil end
   local h = table.remove(hs, at)
   pend = pend or {}
-  pend[#pend + 1] = tonumber(argv[10]) - h[HA]
+  pend[#pend + 1] = tonumber(argv[10]) - h.a
   redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend))
   return 1
 end

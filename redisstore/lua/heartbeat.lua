@@ -2,28 +2,24 @@
 -- takes the waiters of nodes that stopped beating out of the queues.
 -- ARGV: prefix, node, waiter TTL µs, roots. Answer: the roots where the
 -- node had been taken for dead (its waiters must queue again).
-local node, wttl = ARGV[2], tonumber(ARGV[3])
-local lapsed = {}
-for j = 4, #ARGV do
-  local r = ARGV[j]
-  local k = rootkey(r, 'n')
-  local was = tonumber(redis.call('HGET', k, node) or '0')
-  if was <= NOW then lapsed[#lapsed + 1] = r end
-  redis.call('HSET', k, node, num(NOW + wttl))
-  local nodes = redis.call('HGETALL', k)
-  local dead = {}
-  for i = 1, #nodes, 2 do
-    if tonumber(nodes[i + 1]) <= NOW then dead[#dead + 1] = nodes[i] end
-  end
-  if #dead > 0 then
-    for _, name in ipairs(redis.call('SMEMBERS', rootkey(r, 'q'))) do
-      local l = load(name)
-      if l then
-        qall(l) -- takes the dead waiters out
-        advance(l, false)
-      end
+local function main(cx, argv)
+  local node, wttl = argv[2], tonumber(argv[3])
+  local lapsed = {}
+  for j = 4, #argv do
+    local r = argv[j]
+    local k = rootkey(cx, r, 'n')
+    local was = tonumber(redis.call('HGET', k, node) or '0')
+    if was <= cx.now then lapsed[#lapsed + 1] = r end
+    redis.call('HSET', k, node, num(cx.now + wttl))
+    local nodes = redis.call('HGETALL', k)
+    local dead = {}
+    for i = 1, #nodes, 2 do
+      if tonumber(nodes[i + 1]) <= cx.now then dead[#dead + 1] = nodes[i] end
     end
-    redis.call('HDEL', k, unpack(dead))
+    if #dead > 0 then
+      sweep(cx, r)
+      redis.call('HDEL', k, unpack(dead))
+    end
   end
+  return reply(cx, 'ok', lapsed)
 end
-return reply('ok', lapsed)

@@ -1,8 +1,10 @@
 -- resize: changes the slots of a lock or family and grants the waiters
 -- that now fit (resize in common.lua). ARGV: prefix, node, name, slots.
-local name, slots = ARGV[3], tonumber(ARGV[4])
-local have = redis.call('HGET', tagkey(name, 'd'), name)
-if not have then return readreply('notfound', name) end
-if tonumber(have) == slots then return readreply('ok') end
-resize(name, slots)
-return reply('ok')
+local function main(cx, argv)
+  local name, slots = argv[3], tonumber(argv[4])
+  local have = redis.call('HGET', tagkey(cx, name, 'd'), name)
+  if not have then return readreply(cx, 'notfound', name) end
+  if tonumber(have) == slots then return readreply(cx, 'ok') end
+  resize(cx, name, slots)
+  return reply(cx, 'ok')
+end

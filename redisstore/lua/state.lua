@@ -1,5 +1,7 @@
 -- state: one lock or family; writes nothing. ARGV: prefix, node, name, detail.
-RO = true
-local st = state(ARGV[3], ARGV[4] == '1')
-if not st then return readreply('notfound', ARGV[3]) end
-return readreply('ok', st)
+local function main(cx, argv)
+  cx.ro = true
+  local st = state(cx, argv[3], argv[4] == '1')
+  if not st then return readreply(cx, 'notfound', argv[3]) end
+  return readreply(cx, 'ok', st)
+end

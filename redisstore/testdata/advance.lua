@@ -4,20 +4,20 @@
 local d = tonumber(ARGV[3])
 for j = 4, #ARGV do
   local r = ARGV[j]
-  local sk = rootkey(r, 's')
+  local sk = rootkey(cx, r, 's')
   for _, name in ipairs(members(sk)) do
     local raw = redis.call('HGET', sk, name)
     if raw then
       local n, hs, pend = cmsgpack.unpack(raw)
-      for _, h in ipairs(hs) do -- arrays (see HR in lua/common.lua)
-        h[HA], h[HN] = h[HA] - d, h[HN] - d
-        if h[HE] ~= 0 then h[HE] = h[HE] - d end
+      for _, h in ipairs(hs) do -- see the holder's fields in lua/common.lua
+        h.a, h.n = h.a - d, h.n - d
+        if h.e ~= 0 then h.e = h.e - d end
       end
       local v = cmsgpack.pack(n, hs)
       if pend then v = cmsgpack.pack(n, hs, pend) end
       redis.call('HSET', sk, name, v)
     end
-    local bk = tagkey(name, 'b:' .. name)
+    local bk = tagkey(cx, name, 'b:' .. name)
     local ws = redis.call('HGETALL', bk)
     for i = 1, #ws, 2 do
       local w = cmsgpack.unpack(ws[i + 1])
@@ -25,7 +25,7 @@ for j = 4, #ARGV do
       redis.call('HSET', bk, ws[i], cmsgpack.pack(w))
     end
   end
-  local nodes = redis.call('HKEYS', rootkey(r, 'n'))
-  for _, node in ipairs(nodes) do redis.call('PUBLISH', P .. 'node:' .. node, 'a\t') end
+  local nodes = redis.call('HKEYS', rootkey(cx, r, 'n'))
+  for _, node in ipairs(nodes) do redis.call('PUBLISH', cx.p .. 'node:' .. node, 'a\t') end
 end
-return {'ok', NOW, {}, {}}
+return {'ok', cx.now, {}, {}}
