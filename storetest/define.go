@@ -72,6 +72,20 @@ var _ = add("Define/SameAgainIsNoOpOtherSlotsIsConflict", func(t *testing.T, e *
 	}
 })
 
+// Store.Define reports whether it created the definition: true for a new
+// lock or family, false for the same definition again.
+var _ = add("Define/ReportsCreated", func(t *testing.T, e *env) {
+	_, s := e.locks(t)
+	for _, name := range []string{"payments", "chat/*"} {
+		if created, err := s.Define(ctx(t), name, 2, nil); err != nil || !created {
+			t.Fatalf("Define(%q) of a new definition = %v, %v; want true, nil", name, created, err)
+		}
+		if created, err := s.Define(ctx(t), name, 2, nil); err != nil || created {
+			t.Fatalf("Define(%q) again = %v, %v; want false, nil", name, created, err)
+		}
+	}
+})
+
 var _ = add("Define/UnknownLockIsNotFound", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	if _, err := l.TryAcquire(ctx(t), "nope"); !errors.Is(err, sleeplock.ErrNotFound) {
