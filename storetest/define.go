@@ -137,6 +137,30 @@ var _ = add("Define/FamilyCoversMembers", func(t *testing.T, e *env) {
 	wantState(t, l, "chat/42", 0, 0)
 })
 
+// Resizing a family resizes its members in use, and no member of another
+// family.
+var _ = add("Define/ResizeFamilyOnlyItsMembers", func(t *testing.T, e *env) {
+	l, _ := e.locks(t)
+	define(t, l, "a/*", 1)
+	define(t, l, "b/*", 1)
+	a, err := l.TryAcquire(ctx(t), "a/1")
+	must(t, err)
+	b, err := l.TryAcquire(ctx(t), "b/1")
+	must(t, err)
+	must(t, l.Resize(ctx(t), "a/*", 2))
+	if st := state(t, l, "a/1"); st.Slots != 2 || st.Running != 1 {
+		t.Fatalf("member of the resized family: %d slots, %d running; want 2, 1", st.Slots, st.Running)
+	}
+	if st := state(t, l, "b/1"); st.Slots != 1 || st.Running != 1 {
+		t.Fatalf("member of the other family: %d slots, %d running; want 1, 1", st.Slots, st.Running)
+	}
+	if _, err := l.TryAcquire(ctx(t), "b/1"); !errors.Is(err, sleeplock.ErrUnavailable) {
+		t.Fatalf("a second holder of the other family's one-slot member = %v, want ErrUnavailable", err)
+	}
+	must(t, a.Release(ctx(t)))
+	must(t, b.Release(ctx(t)))
+})
+
 var _ = add("Define/ResizeKeepsHoldersAndGrantsWaiters", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	define(t, l, "gpu", 2)
