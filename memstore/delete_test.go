@@ -141,3 +141,44 @@ func TestResizeDropsHeavyWaiterAndGrantsBehindIt(t *testing.T) {
 	must(t, <-behind)
 	must(t, h.Release(ctx))
 }
+
+// A forced Delete that ends a waiter of several locks grants the waiters
+// it held back on its other locks: a caller queued behind it on a free
+// lock is granted in the same step.
+func TestForcedDeleteEndsWaiterAndGrantsBehindIt(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	l := sleeplock.New(s)
+	defer l.Close()
+	must(t, l.Define(ctx, "a", 1))
+	must(t, l.Define(ctx, "b", 1))
+	h, err := l.TryAcquire(ctx, "a")
+	must(t, err)
+	both := make(chan error, 1)
+	go func() {
+		_, err := l.AcquireAll(ctx, []string{"a", "b"})
+		both <- err
+	}()
+	waitWaiting(t, s, "b", 1) // queued on a (held) and on b
+	behind := make(chan error, 1)
+	go func() {
+		x, err := l.Acquire(ctx, "b")
+		if err == nil {
+			err = x.Release(ctx)
+		}
+		behind <- err
+	}()
+	waitWaiting(t, s, "b", 2) // queued on b behind the waiter of both
+	_, err = l.Delete(ctx, "a", sleeplock.Force())
+	must(t, err)
+	if st, err := s.State(ctx, "b", false); err != nil || st.Waiting != 0 {
+		t.Fatalf("b after the delete ended the waiter of both: %+v, %v; want nobody waiting", st, err)
+	}
+	if err := <-both; !errors.Is(err, sleeplock.ErrNotFound) {
+		t.Fatalf("the waiter of a deleted lock: %v, want ErrNotFound", err)
+	}
+	must(t, <-behind)
+	if err := h.Release(ctx); !errors.Is(err, sleeplock.ErrNotHeld) && !errors.Is(err, sleeplock.ErrLeaseLost) {
+		t.Fatalf("release of a hold the delete ended = %v", err)
+	}
+}
