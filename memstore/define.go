@@ -220,13 +220,7 @@ func (s *Store) dropTooHeavy(o *op, lk *lock) {
 			i++
 			continue
 		}
-		for _, l := range w.locks {
-			o.lock(l)
-			l.dequeue(w)
-			if l != lk {
-				others = append(others, l)
-			}
-		}
+		others = o.unqueue(w, lk, others)
 		w.err = &store.WeightError{Lock: lk.name, Weight: weight, Slots: int(lk.slots), Resized: true}
 		w.signal()
 	}

@@ -133,15 +133,23 @@ func (s *Store) pumpAll(o *op, others []*lock) {
 func (s *Store) endWaiters(o *op, lk *lock, others []*lock) []*lock {
 	for len(lk.waits()) > 0 {
 		w := lk.waits()[0]
-		for _, l := range w.locks {
-			o.lock(l)
-			l.dequeue(w)
-			if l != lk {
-				others = append(others, l)
-			}
-		}
+		others = o.unqueue(w, lk, others)
 		w.err = store.DeletedWhileWaiting(lk.name)
 		w.signal()
+	}
+	return others
+}
+
+// unqueue takes w out of the queue of each of its locks and returns
+// others with those of them other than lk, whose queues may move on;
+// global.
+func (o *op) unqueue(w *waiter, lk *lock, others []*lock) []*lock {
+	for _, l := range w.locks {
+		o.lock(l)
+		l.dequeue(w)
+		if l != lk {
+			others = append(others, l)
+		}
 	}
 	return others
 }
