@@ -35,6 +35,15 @@ func (l *Locks) usable(ctx context.Context) error {
 	return l.err
 }
 
+// usableFor is usable for a call on the definition name with slots (1
+// for a call that names a lock or a family pattern, whatever its slots).
+func (l *Locks) usableFor(ctx context.Context, name string, slots int) error {
+	if err := l.usable(ctx); err != nil {
+		return err
+	}
+	return store.CheckDefinition(name, slots)
+}
+
 // usableBy is usable for a call of the handle k (nil: a call by name),
 // whose name's error it returns too; a zero or nil handle has no Locks.
 func (l *Locks) usableBy(ctx context.Context, k *Lock) error {

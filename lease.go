@@ -28,7 +28,7 @@ import (
 // extension: four words, which the compiler passes and returns in
 // registers, so the plain path allocates nothing.
 type Lease struct {
-	slot  plain.Lock // a plain lease of the memory store: its lock (nil otherwise)
+	plk   plain.Lock // a plain lease of the memory store: its lock (nil otherwise)
 	token int64      // of the first lock
 	x     *leaseExt  // nil for a plain lease of the memory store
 }
@@ -59,8 +59,8 @@ func (x Lease) store() store.Store {
 	switch {
 	case x.x != nil:
 		return x.x.l.store
-	case x.slot != nil:
-		return x.slot.Store()
+	case x.plk != nil:
+		return x.plk.Store()
 	}
 	return nil
 }
@@ -81,18 +81,18 @@ func (x Lease) handle() store.Handle {
 
 // plainName is the lock of a plain lease ("" for the zero Lease).
 func (x Lease) plainName() string {
-	if x.slot == nil {
+	if x.plk == nil {
 		return ""
 	}
-	return x.slot.Name()
+	return x.plk.Name()
 }
 
 // plainRef is the ref of a plain lease (the zero Ref for the zero Lease).
 func (x Lease) plainRef() store.Ref {
-	if x.slot == nil {
+	if x.plk == nil {
 		return store.Ref{}
 	}
-	return x.slot.Ref(x.token)
+	return x.plk.Ref(x.token)
 }
 
 // loadLife returns the lease's life if it has been made, and nil
@@ -106,7 +106,7 @@ func (x Lease) loadLife() *life {
 
 // ensureLife returns the lease's life, making it on first use for a lease
 // that had no need of one at its grant (loadLife only loads it). nil for a
-// plain lease of the memory store's fast path and for a LeaseOf handle.
+// plain lease of the memory store's plain path and for a LeaseOf handle.
 func (x Lease) ensureLife() *life {
 	if x.x == nil || x.x.byRef {
 		return nil
@@ -143,11 +143,15 @@ func (x Lease) Name() string {
 
 // Names returns every lock of the lease, in the order they were asked for.
 func (x Lease) Names() []string {
-	g := x.grant()
-	out := make([]string, 0, 1+len(g.More))
-	out = append(out, g.Name)
+	return eachLock(x.grant(), func(l store.Lock) string { return l.Name })
+}
+
+// eachLock returns f of every lock of g, in the order they were asked for.
+func eachLock[T any](g store.Grant, f func(store.Lock) T) []T {
+	out := make([]T, 0, 1+len(g.More))
+	out = append(out, f(g.Lock))
 	for _, m := range g.More {
-		out = append(out, m.Name)
+		out = append(out, f(m))
 	}
 	return out
 }
@@ -171,13 +175,7 @@ func (x Lease) Token() int64 { return x.token }
 
 // Tokens returns the fencing token of each lock, in Names' order.
 func (x Lease) Tokens() []int64 {
-	g := x.grant()
-	out := make([]int64, 0, 1+len(g.More))
-	out = append(out, g.Token)
-	for _, m := range g.More {
-		out = append(out, m.Token)
-	}
-	return out
+	return eachLock(x.grant(), func(l store.Lock) int64 { return l.Token })
 }
 
 // Acquired returns when the lease was granted, on the store's clock (zero
@@ -199,8 +197,8 @@ func (x Lease) Weight() int {
 			return 1
 		}
 		return x.x.g.Weight
-	case x.slot != nil:
-		return x.slot.Weight()
+	case x.plk != nil:
+		return x.plk.Weight()
 	}
 	return 0
 }
@@ -210,7 +208,7 @@ func (x Lease) Weight() int {
 func (x Lease) Reentered() bool { return x.grant().Reentered }
 
 func (x Lease) ok() error {
-	if x.x == nil && x.slot == nil {
+	if x.x == nil && x.plk == nil {
 		return store.ErrNotHeld
 	}
 	return nil
@@ -232,9 +230,9 @@ const ReleaseTimeout = 5 * time.Second
 // there: Err stays nil, the keep-alive stops, and the lease ends (Done,
 // ErrLeaseLost) when it expires; Release may be called again meanwhile.
 func (x Lease) Release(ctx context.Context) error {
-	if x.slot != nil {
+	if x.plk != nil {
 		// A plain lease of the memory store: no context is needed.
-		return x.slot.Release(x.token)
+		return x.plk.Release(x.token)
 	}
 	return x.release(ctx)
 }
@@ -390,7 +388,7 @@ func (x Lease) Done() <-chan struct{} {
 // LeaseOf handle's context never ends.
 func (x Lease) Context() context.Context {
 	if x.x == nil {
-		if x.slot == nil {
+		if x.plk == nil {
 			return endedContext
 		}
 		return x.plainContext()
@@ -405,10 +403,10 @@ func (x Lease) Context() context.Context {
 // same error as context.Cause(x.Context()). ErrNotHeld for the zero Lease.
 func (x Lease) Err() error {
 	if x.x == nil {
-		if x.slot == nil {
+		if x.plk == nil {
 			return store.ErrNotHeld
 		}
-		return x.slot.Err(x.token) // as the cause, without making the context
+		return x.plk.Err(x.token) // as the cause, without making the context
 	}
 	return context.Cause(x.Context())
 }
@@ -420,8 +418,8 @@ var endedContext = func() context.Context {
 	return ctx
 }()
 
-// plainContext is the context of a plain lease of the memory store's fast
+// plainContext is the context of a plain lease of the memory store's plain
 // path: made once, in the lease's holder record, on the first call.
 func (x Lease) plainContext() context.Context {
-	return x.slot.Context(x.token)
+	return x.plk.Context(x.token)
 }

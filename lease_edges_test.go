@@ -247,3 +247,30 @@ func TestNoKeepAliveLeaseKeptByRefElsewhere(t *testing.T) {
 		}
 	})
 }
+
+// Close ends every live lease as lost and returns, a lease that renews
+// nothing (NoKeepAlive: no renewal loop to wait for) and one that does
+// (Close waits for its loop to stop) alike.
+func TestCloseEndsLeasesWithAndWithoutKeepAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := sleeplock.New(nil)
+		ctx := context.Background()
+		must(t, l.Define(ctx, "a", 2))
+		still, err := l.TryAcquire(ctx, "a", sleeplock.TTL(time.Minute), sleeplock.NoKeepAlive())
+		must(t, err)
+		kept, err := l.TryAcquire(ctx, "a", sleeplock.TTL(time.Minute))
+		must(t, err)
+		time.Sleep(30 * time.Second) // the kept lease's loop has renewed it
+		must(t, l.Close())           // a wait for a loop that does not exist would never end: the bubble would deadlock
+		for name, x := range map[string]sleeplock.Lease{"NoKeepAlive": still, "kept alive": kept} {
+			select {
+			case <-x.Done():
+			default:
+				t.Fatalf("the %s lease is not done after Close", name)
+			}
+			if !errors.Is(x.Err(), sleeplock.ErrLeaseLost) {
+				t.Fatalf("the %s lease ended with %v, want ErrLeaseLost", name, x.Err())
+			}
+		}
+	})
+}

@@ -13,7 +13,7 @@ import (
 //
 // The zero Lease is "lease of nothing". String reads no store.
 func (x Lease) String() string {
-	if x.x == nil && x.slot == nil {
+	if x.x == nil && x.plk == nil {
 		return "lease of nothing"
 	}
 	names := x.Names()

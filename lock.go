@@ -64,7 +64,7 @@ var errNoHandle = store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle co
 // plainLock is a lock of the memory store that a handle found.
 type plainLock struct{ plain.Lock }
 
-// plainLock returns the lock of the plain path (Locks.fast) that k keeps,
+// plainLock returns the lock of the plain path (Locks.plain) that k keeps,
 // looking it up the first time; nil for a lock the store has not defined
 // by k's name (a family member, or a lock not defined yet), which is
 // acquired by name.
@@ -77,7 +77,7 @@ func (k *Lock) plainLock() *plainLock {
 
 // lookup is plainLock's first time.
 func (k *Lock) lookup() *plainLock {
-	lk := k.l.fast.Lookup(k.name)
+	lk := k.l.plain.Lookup(k.name)
 	if lk == nil {
 		return nil
 	}

@@ -25,7 +25,7 @@ const DefaultTTL = 30 * time.Second
 // concurrent use.
 type Locks struct {
 	store   store.Store
-	fast    plain.Store   // a memory store's plain path, when a call without options may take it
+	plain   plain.Store   // a memory store's plain path, when a call without options may take it
 	watcher store.Watcher // non-nil when the store can tell at once of a lost hold
 	ttl     time.Duration
 	ev      *dispatcher   // nil without a notifier
@@ -151,7 +151,7 @@ func New(s store.Store, opts ...Option) *Locks {
 		o(l)
 	}
 	if mem != nil && l.emitter == nil && l.ttl == 0 && l.err == nil {
-		l.fast = mem
+		l.plain = mem
 	}
 	return l
 }
@@ -197,10 +197,7 @@ func (l *Locks) Close() error {
 // use. Defining the same lock again with the same slots does nothing; with
 // other slots it is a *ConflictError (use Resize).
 func (l *Locks) Define(ctx context.Context, name string, slots int) error {
-	if err := l.usable(ctx); err != nil {
-		return err
-	}
-	if err := store.CheckDefinition(name, slots); err != nil {
+	if err := l.usableFor(ctx, name, slots); err != nil {
 		return err
 	}
 	_, err := l.store.Define(ctx, name, slots, l.emitter)
@@ -211,10 +208,7 @@ func (l *Locks) Define(ctx context.Context, name string, slots int) error {
 // holders. With fewer slots than holders, new grants wait until enough
 // holders have released.
 func (l *Locks) Resize(ctx context.Context, name string, slots int) error {
-	if err := l.usable(ctx); err != nil {
-		return err
-	}
-	if err := store.CheckDefinition(name, slots); err != nil {
+	if err := l.usableFor(ctx, name, slots); err != nil {
 		return err
 	}
 	return l.store.Resize(ctx, name, slots, l.emitter)
@@ -273,10 +267,7 @@ func Force() DeleteOption { return func(c *deleteConfig) { c.force = true } }
 // Guard of a lease of the deleted lock never passes. Delete emits a
 // deleted event for each lock it removes.
 func (l *Locks) Delete(ctx context.Context, name string, opts ...DeleteOption) (Deleted, error) {
-	if err := l.usable(ctx); err != nil {
-		return Deleted{}, err
-	}
-	if err := store.CheckDefinition(name, 1); err != nil { // a lock or a family pattern
+	if err := l.usableFor(ctx, name, 1); err != nil { // a lock or a family pattern
 		return Deleted{}, err
 	}
 	var c deleteConfig
@@ -315,10 +306,7 @@ func (l *Locks) StateDetail(ctx context.Context, name string) (State, error) {
 }
 
 func (l *Locks) state(ctx context.Context, name string, detail bool) (State, error) {
-	if err := l.usable(ctx); err != nil {
-		return State{}, err
-	}
-	if err := store.CheckDefinition(name, 1); err != nil {
+	if err := l.usableFor(ctx, name, 1); err != nil {
 		return State{}, err
 	}
 	return l.store.State(ctx, name, detail)
@@ -376,9 +364,9 @@ func (l *Locks) acquire(ctx context.Context, k *Lock, name string, wait bool, al
 	if len(opts) != 0 {
 		weight, waits, plainOK = plainOptions(opts, wait)
 	}
-	// l.fast is set only on usable Locks (see New), so that the plain
+	// l.plain is set only on usable Locks (see New), so that the plain
 	// path, the hot one, checks no more of l.
-	if !plainOK || all != nil || l == nil || l.fast == nil || ctx == nil || (k != nil && k.err != nil) {
+	if !plainOK || all != nil || l == nil || l.plain == nil || ctx == nil || (k != nil && k.err != nil) {
 		if err := l.usableBy(ctx, k); err != nil {
 			return Lease{}, err
 		}
@@ -391,7 +379,7 @@ func (l *Locks) acquire(ctx context.Context, k *Lock, name string, wait bool, al
 	// The plain path: weight slots, by name or through the lock k keeps
 	// (the store's Lookup, once), so that its calls skip the lookup by
 	// name. Each way is one call into the store.
-	var slot plain.Lock
+	var plk plain.Lock
 	var token int64
 	var err error
 	var n *plainLock
@@ -400,15 +388,15 @@ func (l *Locks) acquire(ctx context.Context, k *Lock, name string, wait bool, al
 	}
 	switch {
 	case weight != 0 && weight != 1:
-		slot, token, err = l.fast.AcquireWeighted(ctx, name, weight, waits)
+		plk, token, err = l.plain.AcquireWeighted(ctx, name, weight, waits)
 	case n != nil:
-		slot = n.Lock
+		plk = n.Lock
 		token, err = n.Acquire(ctx, waits)
 	default:
-		slot, token, err = l.fast.Acquire(ctx, name, waits)
+		plk, token, err = l.plain.Acquire(ctx, name, waits)
 	}
 	if err == nil {
-		return Lease{slot: slot, token: token}, nil
+		return Lease{plk: plk, token: token}, nil
 	}
 	if err != plain.ErrNotPlain { //nolint:errorlint // the sentinel itself
 		return Lease{}, err

@@ -70,8 +70,8 @@ func TestOptionsReadIntoConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	lease, err := l.Acquire(ctx, "gpu", Weight(3), NoWait())
-	if err != nil || lease.slot == nil || lease.Weight() != 3 {
-		t.Fatalf("Weight(3), NoWait: plain %v, weight %d, %v", lease.slot != nil, lease.Weight(), err)
+	if err != nil || lease.plk == nil || lease.Weight() != 3 {
+		t.Fatalf("Weight(3), NoWait: plain %v, weight %d, %v", lease.plk != nil, lease.Weight(), err)
 	}
 	if _, err := l.Acquire(ctx, "gpu", NoWait(), Weight(2)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Weight(2), NoWait beside a hold of 3 of 4: %v, want busy", err)

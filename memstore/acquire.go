@@ -83,10 +83,14 @@ func (s *Store) enterName(o *op, name string) (*lock, error) {
 	}
 }
 
-// enterHandle enters the locks of h: the one lock alone (nothing when it
-// is a family member not in use), several under the store's mutex. It
-// reports ErrClosed and, for a name nothing covers, NotFound.
-func (s *Store) enterHandle(o *op, h *store.Handle) error {
+// enterHandle checks that the store and ctx are usable, then enters the
+// locks of h: the one lock alone (nothing when it is a family member not
+// in use), several under the store's mutex. It reports ErrClosed and, for
+// a name nothing covers, NotFound.
+func (s *Store) enterHandle(ctx context.Context, o *op, h *store.Handle) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
 	if len(h.More) == 0 {
 		for {
 			lk, err := s.get(h.Name, false, false)
@@ -108,10 +112,8 @@ func (s *Store) enterHandle(o *op, h *store.Handle) error {
 			return nil
 		}
 	}
-	o.enterGlobal()
-	if s.closed.Load() {
-		o.done()
-		return store.ErrClosed
+	if err := o.enterOpen(); err != nil {
+		return err
 	}
 	if err := s.covered(h); err != nil {
 		o.done()
@@ -194,10 +196,8 @@ func (s *Store) refuse(o *op, lk *lock, weight int) error {
 
 func (s *Store) acquireAll(ctx context.Context, req *store.AcquireRequest) (store.Grant, error) {
 	o := op{s: s, ev: req.Events}
-	o.enterGlobal()
-	if s.closed.Load() {
-		o.done()
-		return store.Grant{}, store.ErrClosed
+	if err := o.enterOpen(); err != nil {
+		return store.Grant{}, err
 	}
 	locks := make([]*lock, 0, 1+len(req.More))
 	var firstErr error

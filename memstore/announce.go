@@ -13,12 +13,9 @@ var (
 
 // Relabel implements store.Relabeler.
 func (s *Store) Relabel(ctx context.Context, h store.Handle, kind string) error {
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
 	h.More = nil
 	o := op{s: s}
-	if err := s.enterHandle(&o, &h); err != nil {
+	if err := s.enterHandle(ctx, &o, &h); err != nil {
 		return err
 	}
 	defer o.done()

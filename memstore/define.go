@@ -2,7 +2,6 @@ package memstore
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/sleeplock/sleeplock/store"
@@ -33,11 +32,10 @@ func (s *Store) Reconcile(ctx context.Context, defs []store.Definition, opts sto
 		return store.Reconciled{}, err
 	}
 	o := op{s: s, ev: ev}
-	o.enterGlobal()
-	defer o.done()
-	if s.closed.Load() {
-		return store.Reconciled{}, store.ErrClosed
+	if err := o.enterOpen(); err != nil {
+		return store.Reconciled{}, err
 	}
+	defer o.done()
 	current, doomed := s.current(&o, defs, opts.Prune)
 	p, err := store.PlanReconcile(defs, current, opts)
 	if err != nil {
@@ -97,7 +95,7 @@ func (s *Store) current(o *op, defs []store.Definition, prune bool) ([]store.Def
 		slots, _ := s.defined(name)
 		c := store.Defined{Name: name, Slots: slots}
 		var del store.Deleted
-		if u := (*store.InUseError)(nil); errors.As(d.count(&del), &u) {
+		if u := d.count(&del); u != nil {
 			c.Use = *u
 		}
 		current = append(current, c)
@@ -157,11 +155,10 @@ func (s *Store) Resize(ctx context.Context, name string, slots int, ev store.Emi
 		return err
 	}
 	o := op{s: s, ev: ev}
-	o.enterGlobal()
-	defer o.done()
-	if s.closed.Load() {
-		return store.ErrClosed
+	if err := o.enterOpen(); err != nil {
+		return err
 	}
+	defer o.done()
 	return s.resize(&o, name, slots)
 }
 
@@ -224,13 +221,7 @@ func (s *Store) dropTooHeavy(o *op, lk *lock) {
 			i++
 			continue
 		}
-		for _, l := range w.locks {
-			o.lock(l)
-			l.dequeue(w)
-			if l != lk {
-				others = append(others, l)
-			}
-		}
+		others = o.unqueue(w, lk, others)
 		w.err = &store.WeightError{Lock: lk.name, Weight: weight, Slots: int(lk.slots), Resized: true}
 		w.signal()
 	}

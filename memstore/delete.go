@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sleeplock/sleeplock/internal/inuse"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -22,18 +23,17 @@ func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Em
 		return store.Deleted{}, err
 	}
 	o := op{s: s, ev: ev}
-	o.enterGlobal()
-	defer o.done()
-	if s.closed.Load() {
-		return store.Deleted{}, store.ErrClosed
+	if err := o.enterOpen(); err != nil {
+		return store.Deleted{}, err
 	}
+	defer o.done()
 	d, err := s.doom(&o, name)
 	if err != nil {
 		return store.Deleted{}, err
 	}
 	var del store.Deleted
-	if err := d.count(&del); err != nil && !force {
-		return store.Deleted{}, err
+	if u := d.count(&del); u != nil && !force {
+		return store.Deleted{}, u
 	}
 	s.pumpAll(&o, s.remove(&o, d, nil))
 	return del, nil
@@ -81,19 +81,10 @@ func (s *Store) doom(o *op, name string) (*doomed, error) {
 
 // count adds d's holds and waiters to del, and returns the *InUseError
 // of d (counting del's totals) when d is in use.
-func (d *doomed) count(del *store.Deleted) error {
-	inUse := ""
-	for _, lk := range d.locks {
-		del.Holds += len(lk.holders)
-		del.Waiters += len(lk.waits())
-		if inUse == "" && len(lk.holders)+len(lk.waits()) > 0 {
-			inUse = lk.name
-		}
-	}
-	if inUse == "" {
-		return nil
-	}
-	return &store.InUseError{Lock: inUse, Holders: del.Holds, Waiters: del.Waiters}
+func (d *doomed) count(del *store.Deleted) *store.InUseError {
+	return inuse.Count(del, d.locks, func(lk *lock) (string, int, int) {
+		return lk.name, len(lk.holders), len(lk.waits())
+	})
 }
 
 // remove deletes d: its waiters end, its holds end (released by another),
@@ -142,15 +133,23 @@ func (s *Store) pumpAll(o *op, others []*lock) {
 func (s *Store) endWaiters(o *op, lk *lock, others []*lock) []*lock {
 	for len(lk.waits()) > 0 {
 		w := lk.waits()[0]
-		for _, l := range w.locks {
-			o.lock(l)
-			l.dequeue(w)
-			if l != lk {
-				others = append(others, l)
-			}
-		}
+		others = o.unqueue(w, lk, others)
 		w.err = store.DeletedWhileWaiting(lk.name)
 		w.signal()
+	}
+	return others
+}
+
+// unqueue takes w out of the queue of each of its locks and returns
+// others with those of them other than lk, whose queues may move on;
+// global.
+func (o *op) unqueue(w *waiter, lk *lock, others []*lock) []*lock {
+	for _, l := range w.locks {
+		o.lock(l)
+		l.dequeue(w)
+		if l != lk {
+			others = append(others, l)
+		}
 	}
 	return others
 }

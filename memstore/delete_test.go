@@ -82,3 +82,103 @@ func TestDeleteRacesGrants(t *testing.T) {
 		t.Fatalf("after the race: %+v %v", st, err)
 	}
 }
+
+// A family's Delete refused for members in use names the first of them
+// by name, whatever order they were made in, and counts them all.
+func TestDeleteFamilyNamesFirstMemberInUse(t *testing.T) {
+	ctx := context.Background()
+	l := sleeplock.New(memstore.New())
+	defer l.Close()
+	if err := l.Define(ctx, "f/*", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"f/c", "f/b", "f/a"} {
+		if _, err := l.TryAcquire(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := l.Delete(ctx, "f/*")
+	var u *sleeplock.InUseError
+	if !errors.As(err, &u) || u.Lock != "f/a" || u.Holders != 3 {
+		t.Fatalf("Delete of a family in use = %v, want an *InUseError naming f/a and 3 holders", err)
+	}
+}
+
+// A Resize that drops a waiter of several locks as too heavy grants the
+// waiters it held back on its other locks: a caller queued behind it on a
+// free lock is granted in the same step.
+func TestResizeDropsHeavyWaiterAndGrantsBehindIt(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	l := sleeplock.New(s)
+	defer l.Close()
+	must(t, l.Define(ctx, "a", 4))
+	must(t, l.Define(ctx, "b", 1))
+	h, err := l.TryAcquire(ctx, "a")
+	must(t, err)
+	heavy := make(chan error, 1)
+	go func() {
+		_, err := l.AcquireAll(ctx, []string{"a", "b"}, sleeplock.WeightFor("a", 4))
+		heavy <- err
+	}()
+	waitWaiting(t, s, "b", 1) // queued on a (3 of 4 free) and on b
+	behind := make(chan error, 1)
+	go func() {
+		x, err := l.Acquire(ctx, "b")
+		if err == nil {
+			err = x.Release(ctx)
+		}
+		behind <- err
+	}()
+	waitWaiting(t, s, "b", 2) // queued on b behind the heavy waiter
+	must(t, l.Resize(ctx, "a", 2))
+	if st, err := s.State(ctx, "b", false); err != nil || st.Waiting != 0 {
+		t.Fatalf("b after the resize dropped the heavy waiter: %+v, %v; want nobody waiting", st, err)
+	}
+	if err := <-heavy; !errors.Is(err, sleeplock.ErrTooHeavy) {
+		t.Fatalf("the heavy waiter after a resize below its weight: %v, want ErrTooHeavy", err)
+	}
+	must(t, <-behind)
+	must(t, h.Release(ctx))
+}
+
+// A forced Delete that ends a waiter of several locks grants the waiters
+// it held back on its other locks: a caller queued behind it on a free
+// lock is granted in the same step.
+func TestForcedDeleteEndsWaiterAndGrantsBehindIt(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	l := sleeplock.New(s)
+	defer l.Close()
+	must(t, l.Define(ctx, "a", 1))
+	must(t, l.Define(ctx, "b", 1))
+	h, err := l.TryAcquire(ctx, "a")
+	must(t, err)
+	both := make(chan error, 1)
+	go func() {
+		_, err := l.AcquireAll(ctx, []string{"a", "b"})
+		both <- err
+	}()
+	waitWaiting(t, s, "b", 1) // queued on a (held) and on b
+	behind := make(chan error, 1)
+	go func() {
+		x, err := l.Acquire(ctx, "b")
+		if err == nil {
+			err = x.Release(ctx)
+		}
+		behind <- err
+	}()
+	waitWaiting(t, s, "b", 2) // queued on b behind the waiter of both
+	_, err = l.Delete(ctx, "a", sleeplock.Force())
+	must(t, err)
+	if st, err := s.State(ctx, "b", false); err != nil || st.Waiting != 0 {
+		t.Fatalf("b after the delete ended the waiter of both: %+v, %v; want nobody waiting", st, err)
+	}
+	if err := <-both; !errors.Is(err, sleeplock.ErrNotFound) {
+		t.Fatalf("the waiter of a deleted lock: %v, want ErrNotFound", err)
+	}
+	must(t, <-behind)
+	if err := h.Release(ctx); !errors.Is(err, sleeplock.ErrNotHeld) && !errors.Is(err, sleeplock.ErrLeaseLost) {
+		t.Fatalf("release of a hold the delete ended = %v", err)
+	}
+}

@@ -40,7 +40,7 @@ import (
 //
 // Every operation that takes lk.mu first freezes the word (freeze): the
 // held bits become holder records and lk.token takes T, so code under the
-// mutex sees records only. While frozen, the fast paths find the frozen
+// mutex sees records only. While frozen, the word's grants find the frozen
 // bit and take the mutex. The word is made again (thaw) when an operation
 // lets go of the mutex and the lock has no waiter and nothing else that
 // needs the mutex: no holder, or holders that are bare records (no TTL,

@@ -9,11 +9,8 @@ import (
 
 // Keep implements store.Store.
 func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
-	if err := s.usable(ctx); err != nil {
-		return time.Time{}, err
-	}
 	o := op{s: s}
-	if err := s.enterHandle(&o, &h); err != nil {
+	if err := s.enterHandle(ctx, &o, &h); err != nil {
 		return time.Time{}, err
 	}
 	defer o.done()
@@ -39,11 +36,8 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 
 // Held implements store.Store.
 func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
-	if err := s.usable(ctx); err != nil {
-		return store.Status{}, err
-	}
 	o := op{s: s}
-	if err := s.enterHandle(&o, &h); err != nil {
+	if err := s.enterHandle(ctx, &o, &h); err != nil {
 		return store.Status{}, err
 	}
 	defer o.done()

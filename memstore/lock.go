@@ -354,7 +354,7 @@ func (s *Store) raiseFloor(t int64) {
 	}
 }
 
-// Plain leases (package sleeplock's fast path) are named by their lock and
+// Plain leases (package sleeplock's plain path) are named by their lock and
 // token alone: a lease is a small value, and its ref is the token's in the
 // lock's RefRange. A lock record's range is taken when it is made and,
 // when a family member is forgotten, given back to the store for a later

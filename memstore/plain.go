@@ -20,7 +20,7 @@ func (s *Store) Plain() plain.Store {
 	return (*plainStore)(s)
 }
 
-// plainStore is a Store's plain path (package internal/plain): the fast
+// plainStore is a Store's plain path (package internal/plain): the plain
 // path of package sleeplock, kept out of the Store's own methods.
 type plainStore Store
 

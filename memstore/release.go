@@ -13,11 +13,8 @@ import (
 
 // Release implements store.Store.
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
-	if err := s.usable(ctx); err != nil {
-		return err
-	}
 	o := op{s: s, ev: ev}
-	if err := s.enterHandle(&o, &h); err != nil {
+	if err := s.enterHandle(ctx, &o, &h); err != nil {
 		return err
 	}
 	reason := store.ErrReleased
@@ -90,11 +87,8 @@ func (s *Store) releaseHolder(o *op, lk *lock, h *holder, reason error) {
 
 // ReleaseStale implements store.Store.
 func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
-	if err := s.usable(ctx); err != nil {
-		return false, err
-	}
 	o := op{s: s, ev: ev}
-	if err := s.enterHandle(&o, &h); err != nil {
+	if err := s.enterHandle(ctx, &o, &h); err != nil {
 		return false, err
 	}
 	defer o.done()

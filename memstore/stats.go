@@ -31,13 +31,13 @@ const HoldSampling = 256
 // scrape) this long after the last one began arms the next.
 const HoldSampleEvery = 30 * time.Second
 
-// HoldSampling is a power of 2 (the fast path tests a mask): this does
+// HoldSampling is a power of 2 (a grant on the fast word tests a mask): this does
 // not compile otherwise.
 const _ uint = 0 - HoldSampling&(HoldSampling-1)
 
 // lockStats are the counters of a defined lock, or of a family and all
 // its members (every member record points at its family's). They are
-// changed only off the fast word's path: the fast path's grants and
+// changed only off the fast word: the fast word's grants and
 // releases are counted by the word itself (its token and held bits), and
 // Stats derives them. Guarded by mu, a leaf: taken under a lock's mutex,
 // never the other way round.
@@ -139,17 +139,26 @@ func (s *Store) sampleOf(lk *lock, t int64) *sample {
 	return &s.samples[i]
 }
 
-// startSample times the grant of token t of lk when t is sampled.
-func (lk *lock) startSample(t int64) {
+// sampleFor returns lk's store and the sample of token t of lk when t is
+// sampled, nil otherwise.
+func (lk *lock) sampleFor(t int64) (*Store, *sample) {
 	if t&(HoldSampling-1) != 0 {
-		return
+		return nil, nil
 	}
 	s := lk.store()
 	if s == nil {
+		return nil, nil
+	}
+	return s, s.sampleOf(lk, t)
+}
+
+// startSample times the grant of token t of lk when t is sampled.
+func (lk *lock) startSample(t int64) {
+	s, e := lk.sampleFor(t)
+	if e == nil {
 		return
 	}
 	now := s.waitClock() // one read of the monotonic clock: only the hold's length is kept
-	e := s.sampleOf(lk, t)
 	e.mu.Lock()
 	e.lk, e.tok, e.at = lk, t, now
 	e.mu.Unlock()
@@ -158,14 +167,10 @@ func (lk *lock) startSample(t int64) {
 // endSample observes the hold of token t of lk, which just ended, when
 // it was timed.
 func (lk *lock) endSample(t int64) {
-	if t&(HoldSampling-1) != 0 {
+	s, e := lk.sampleFor(t)
+	if e == nil {
 		return
 	}
-	s := lk.store()
-	if s == nil {
-		return
-	}
-	e := s.sampleOf(lk, t)
 	e.mu.Lock()
 	if e.lk != lk || e.tok != t {
 		e.mu.Unlock()

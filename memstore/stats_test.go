@@ -248,3 +248,30 @@ func TestStatsWaitsTimedFromFirstRead(t *testing.T) {
 		}
 	}
 }
+
+// A family member in use that becomes a lock of its own (Define) counts
+// its live holds as its acquisitions, none released yet, so its releases
+// (acquisitions less the holds) never go below zero; each release after
+// is counted.
+func TestStatsMemberDefinedWhileHeld(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	locks := sleeplock.New(s)
+	must(t, locks.Define(ctx, "f/*", 3))
+	a, err := locks.TryAcquire(ctx, "f/a")
+	must(t, err)
+	b, err := locks.TryAcquire(ctx, "f/a")
+	must(t, err)
+	must(t, locks.Define(ctx, "f/a", 3))
+	if got := statsOf(t, s, "f/a"); got.Acquisitions != 2 || got.Releases != 0 || got.Running != 2 {
+		t.Fatalf("stats of the member defined while held twice: %+v, want 2 acquisitions, 0 releases, 2 running", got)
+	}
+	must(t, a.Release(ctx))
+	must(t, b.Release(ctx))
+	c, err := locks.TryAcquire(ctx, "f/a")
+	must(t, err)
+	if got := statsOf(t, s, "f/a"); got.Acquisitions != 3 || got.Releases != 2 || got.Running != 1 {
+		t.Fatalf("stats after two releases and a grant: %+v, want 3 acquisitions, 2 releases, 1 running", got)
+	}
+	must(t, c.Release(ctx))
+}

@@ -163,6 +163,17 @@ func (o *op) enterGlobal() {
 	o.global = true
 }
 
+// enterOpen is enterGlobal on an open store: on a closed one it leaves
+// again and reports ErrClosed.
+func (o *op) enterOpen() error {
+	o.enterGlobal()
+	if o.s.closed.Load() {
+		o.done()
+		return store.ErrClosed
+	}
+	return nil
+}
+
 // lock takes lk's mutex in a global operation, unless held already.
 func (o *op) lock(lk *lock) {
 	if lk == o.lk {

@@ -65,27 +65,20 @@ const Other = labels.Other
 type Option func(*config)
 
 type config struct {
-	mapper    func(string) string
-	maxLabels int
-	tracer    trace.Tracer
-	timeout   time.Duration
-	elections []string
+	labels.Config
+	tracer trace.Tracer
 }
 
 // WithMapper sets the function that turns a lock name into its
 // sleeplock.lock attribute (default: "chat/42" → "chat/*"). It must return
 // few distinct values: the label limit (WithMaxLabels) applies to them.
 func WithMapper(f func(name string) string) Option {
-	return func(c *config) {
-		if f != nil {
-			c.mapper = f
-		}
-	}
+	return func(c *config) { c.SetMapper(f) }
 }
 
 // WithMaxLabels sets how many distinct sleeplock.lock values are kept
 // (default 1000); the locks of further values are counted as "(other)".
-func WithMaxLabels(n int) Option { return func(c *config) { c.maxLabels = n } }
+func WithMaxLabels(n int) Option { return func(c *config) { c.MaxLabels = n } }
 
 // WithTracer records a span named "sleeplock.wait" for each grant that
 // waited and each refusal, from the events: give the Metrics to
@@ -100,11 +93,11 @@ func WithTracer(t trace.Tracer) Option { return func(c *config) { c.tracer = t }
 // each is the name of its lock) with the election counters: terms and
 // takeovers, 0 until the election's first campaign.
 func WithElections(names ...string) Option {
-	return func(c *config) { c.elections = append(c.elections, names...) }
+	return func(c *config) { c.Elections = append(c.Elections, names...) }
 }
 
 // WithObserveTimeout bounds the store read of a collection (default 5 s).
-func WithObserveTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+func WithObserveTimeout(d time.Duration) Option { return func(c *config) { c.Timeout = d } }
 
 // Metrics observes a Locks' Stats with OpenTelemetry instruments, and is
 // a sleeplock.Notifier that makes spans (WithTracer).
@@ -138,7 +131,7 @@ type attrs struct {
 // collection; Close stops it. A failed store read fails the collection
 // with the error.
 func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, error) {
-	c := config{timeout: 5 * time.Second}
+	c := config{Config: labels.DefaultConfig()}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
@@ -148,7 +141,7 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 		return nil, errors.New("otelevents: New needs a Meter and Locks")
 	}
 	m := &Metrics{cfg: c, locks: locks}
-	m.set = labels.NewSet(c.mapper, c.maxLabels, func(label string) *attrs {
+	m.set = labels.NewSet(c.Mapper, c.MaxLabels, func(label string) *attrs {
 		return &attrs{obs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(LockKey.String(label)))}}
 	})
 	var err, e error
@@ -192,7 +185,7 @@ func New(meter metric.Meter, locks *sleeplock.Locks, opts ...Option) (*Metrics, 
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range labels.Distinct(c.elections) {
+	for _, n := range labels.Distinct(c.Elections) {
 		m.elections = append(m.elections, election{name: n,
 			obs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(ElectionKey.String(n)))}})
 	}
@@ -214,7 +207,7 @@ func (m *Metrics) Close() error {
 
 // observe reads the Stats once and observes every instrument.
 func (m *Metrics) observe(ctx context.Context, o metric.Observer) error {
-	ctx, cancel := context.WithTimeout(ctx, m.cfg.timeout)
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.Timeout)
 	defer cancel()
 	all, err := m.locks.Stats(ctx)
 	if err != nil {

@@ -52,11 +52,8 @@ func Family(name string) string { return labels.Family(name) }
 type Option func(*config)
 
 type config struct {
+	labels.Config
 	namespace string
-	mapper    func(string) string
-	maxLabels int
-	timeout   time.Duration
-	elections []string
 }
 
 // WithMapper sets the function that turns a lock or family name of
@@ -64,29 +61,25 @@ type config struct {
 // distinct values: the label limit (WithMaxLabels) applies to its
 // results.
 func WithMapper(f func(name string) string) Option {
-	return func(c *config) {
-		if f != nil {
-			c.mapper = f
-		}
-	}
+	return func(c *config) { c.SetMapper(f) }
 }
 
 // WithMaxLabels sets how many distinct "lock" labels are kept (default
 // 1000); the locks of further labels are counted under "(other)".
-func WithMaxLabels(n int) Option { return func(c *config) { c.maxLabels = n } }
+func WithMaxLabels(n int) Option { return func(c *config) { c.MaxLabels = n } }
 
 // WithElections reports the elections of these names (package election;
 // each is the name of its lock) with the election metrics: terms and
 // takeovers, 0 until the election's first campaign.
 func WithElections(names ...string) Option {
-	return func(c *config) { c.elections = append(c.elections, names...) }
+	return func(c *config) { c.Elections = append(c.Elections, names...) }
 }
 
 // WithNamespace sets the metric name prefix (default "sleeplock").
 func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
 
 // WithScrapeTimeout bounds the store read of a scrape (default 5 s).
-func WithScrapeTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+func WithScrapeTimeout(d time.Duration) Option { return func(c *config) { c.Timeout = d } }
 
 // Metrics is a prometheus.Collector of a Locks' Stats.
 type Metrics struct {
@@ -119,15 +112,15 @@ const (
 // New returns the Metrics of locks; register it with a
 // prometheus.Registerer.
 func New(locks *sleeplock.Locks, opts ...Option) *Metrics {
-	c := config{namespace: "sleeplock", timeout: 5 * time.Second}
+	c := config{Config: labels.DefaultConfig(), namespace: "sleeplock"}
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
 	m := &Metrics{cfg: c, locks: locks}
-	m.cfg.elections = labels.Distinct(c.elections)
-	m.set = labels.NewSet(c.mapper, c.maxLabels, func(label string) *string { return &label })
+	m.cfg.Elections = labels.Distinct(c.Elections)
+	m.set = labels.NewSet(c.Mapper, c.MaxLabels, func(label string) *string { return &label })
 	desc := func(name, help string) *prometheus.Desc {
 		return prometheus.NewDesc(prometheus.BuildFQName(c.namespace, "", name), help, []string{"lock"}, nil)
 	}
@@ -164,7 +157,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: one Locks.Stats. A failed
 // store read fails the scrape with the error.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), m.cfg.Timeout)
 	defer cancel()
 	all, err := m.locks.Stats(ctx)
 	if err != nil {
@@ -202,7 +195,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.descs[oldestHold], prometheus.GaugeValue, h.Oldest.Seconds(), *l)
 		gauge(lateHolders, h.Late)
 	}
-	for _, e := range labels.Elections(all, m.cfg.elections) {
+	for _, e := range labels.Elections(all, m.cfg.Elections) {
 		ch <- prometheus.MustNewConstMetric(m.descs[terms], prometheus.CounterValue, float64(e.Terms), e.Name)
 		ch <- prometheus.MustNewConstMetric(m.descs[takeovers], prometheus.CounterValue, float64(e.Takeovers), e.Name)
 	}

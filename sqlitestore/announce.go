@@ -18,14 +18,10 @@ func (s *Store) Relabel(ctx context.Context, h store.Handle, kind string) error 
 	}
 	h.More = nil
 	return s.do(ctx, func(t *txn) error {
-		if err := t.checkNames(&h); err != nil {
-			return err
-		}
-		l, err := t.load(h.Name, nil)
+		l, i, err := t.first(&h, nil)
 		if err != nil {
 			return err
 		}
-		i := l.find(h.Ref.String(), h.Token)
 		if i < 0 {
 			return store.ErrNotHeld
 		}

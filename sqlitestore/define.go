@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"strings"
 
@@ -79,29 +78,22 @@ func (t *txn) current(defs []store.Definition, prune bool, ev store.Emitter) ([]
 	if !prune {
 		return current, nil, nil
 	}
-	var names []string
-	err := t.query("SELECT name FROM defs ORDER BY name", nil, func(scan func(...any) error) error {
-		var n string
-		if err := scan(&n); err != nil {
-			return err
-		}
-		if !want[n] {
-			names = append(names, n)
-		}
-		return nil
-	})
+	names, err := t.names("SELECT name FROM defs ORDER BY name")
 	if err != nil {
 		return nil, nil, err
 	}
 	doomed := make(map[string]*doomed, len(names))
 	for _, n := range names {
+		if want[n] {
+			continue
+		}
 		x, err := t.doom(n, ev)
 		if err != nil {
 			return nil, nil, err
 		}
 		c := store.Defined{Name: n, Slots: x.slots}
 		var d store.Deleted
-		if u := (*store.InUseError)(nil); errors.As(x.count(&d), &u) {
+		if u := x.count(&d); u != nil {
 			c.Use = *u
 		}
 		current = append(current, c)
@@ -114,16 +106,8 @@ func (t *txn) current(defs []store.Definition, prune bool, ev store.Emitter) ([]
 // covers as their definition, by name.
 func (t *txn) members(family string) ([]string, error) {
 	prefix := strings.TrimSuffix(family, "*")
-	var all []string
-	err := t.query(`SELECT lock FROM holders WHERE instr(lock, ?) = 1 UNION SELECT lock FROM queue WHERE instr(lock, ?) = 1`,
-		[]any{prefix, prefix}, func(scan func(...any) error) error {
-			var n string
-			if err := scan(&n); err != nil {
-				return err
-			}
-			all = append(all, n)
-			return nil
-		})
+	all, err := t.names(`SELECT lock FROM holders WHERE instr(lock, ?) = 1 UNION SELECT lock FROM queue WHERE instr(lock, ?) = 1`,
+		prefix, prefix)
 	if err != nil {
 		return nil, err
 	}

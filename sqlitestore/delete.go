@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sleeplock/sleeplock/internal/inuse"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -24,8 +25,8 @@ func (s *Store) Delete(ctx context.Context, name string, force bool, ev store.Em
 		if err != nil {
 			return err
 		}
-		if err := x.count(&d); err != nil && !force {
-			return err
+		if u := x.count(&d); u != nil && !force {
+			return u
 		}
 		return t.remove(x, ev)
 	})
@@ -73,19 +74,10 @@ func (t *txn) doom(name string, ev store.Emitter) (*doomed, error) {
 
 // count adds x's holds and waiters to d, and returns the *InUseError of x
 // (counting d's totals) when x is in use.
-func (x *doomed) count(d *store.Deleted) error {
-	inUse := ""
-	for _, l := range x.locks {
-		d.Holds += len(l.holders)
-		d.Waiters += len(l.queue)
-		if inUse == "" && len(l.holders)+len(l.queue) > 0 {
-			inUse = l.name
-		}
-	}
-	if inUse == "" {
-		return nil
-	}
-	return &store.InUseError{Lock: inUse, Holders: d.Holds, Waiters: d.Waiters}
+func (x *doomed) count(d *store.Deleted) *store.InUseError {
+	return inuse.Count(d, x.locks, func(l *lk) (string, int, int) {
+		return l.name, len(l.holders), len(l.queue)
+	})
 }
 
 // remove deletes x: its waiters' rows (their next poll finds no

@@ -18,25 +18,17 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 		}
 		var rows []*hrow
 		var locks []*lk
-		var err error
-		ref := h.Ref.String()
-		h.Each(func(x store.Lock) {
-			if err != nil {
-				return
-			}
-			var l *lk
-			if l, err = t.load(x.Name, nil); err != nil {
-				return
-			}
-			if i := l.find(ref, x.Token); i >= 0 {
+		err := t.each(&h, nil, func(l *lk, i int, _ store.Lock) error {
+			if i >= 0 {
 				rows, locks = append(rows, &l.holders[i]), append(locks, l)
 			}
+			return nil
 		})
 		if err != nil {
 			return err
 		}
 		if len(rows) != 1+len(h.More) {
-			t.ends = append(t.ends, ending{h.Name, ref, h.Token, lostBecause("taken over or released by another holder")})
+			t.ends = append(t.ends, ending{h.Name, h.Ref.String(), h.Token, lostBecause("taken over or released by another holder")})
 			return store.ErrNotHeld
 		}
 		for i, hd := range rows {
@@ -63,21 +55,11 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 			return err
 		}
 		st = store.Status{Held: true, Now: fromMicros(t.now)}
-		var err error
 		first := true
-		ref := h.Ref.String()
-		h.Each(func(x store.Lock) {
-			if err != nil {
-				return
-			}
-			var l *lk
-			if l, err = t.load(x.Name, nil); err != nil {
-				return
-			}
-			i := l.find(ref, x.Token)
+		err := t.each(&h, nil, func(l *lk, i int, _ store.Lock) error {
 			if i < 0 {
 				st.Held = false
-				return
+				return nil
 			}
 			hd := &l.holders[i]
 			if !t.live(hd) {
@@ -89,6 +71,7 @@ func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) 
 			} else if !e.IsZero() && (st.Expires.IsZero() || e.Before(st.Expires)) {
 				st.Expires = e
 			}
+			return nil
 		})
 		if !st.Held {
 			st.Expired, st.Renewed, st.Expires = false, time.Time{}, time.Time{}

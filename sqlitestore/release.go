@@ -26,32 +26,20 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 func (t *txn) release(h *store.Handle, ev store.Emitter, why string) error {
 	var missing []string
 	freed := 0
-	var err error
-	ref := h.Ref.String()
-	h.Each(func(x store.Lock) {
-		if err != nil {
-			return
-		}
-		var l *lk
-		if l, err = t.load(x.Name, ev); err != nil {
-			return
-		}
-		i := l.find(ref, x.Token)
+	err := t.each(h, ev, func(l *lk, i int, x store.Lock) error {
 		if i < 0 {
 			missing = append(missing, fmt.Sprintf("%q", x.Name))
-			return
+			return nil
 		}
 		freed++
 		if hd := &l.holders[i]; hd.count > 1 {
 			hd.count--
-			err = t.exec("UPDATE holders SET count = count - 1 WHERE lock = ? AND ref = ?", l.name, ref)
-			return
+			return t.exec("UPDATE holders SET count = count - 1 WHERE lock = ? AND ref = ?", l.name, hd.ref)
 		}
 		if x.Token != 0 {
-			err = t.drop(l, i, ev, store.EventReleased, store.ErrReleased)
-			return
+			return t.drop(l, i, ev, store.EventReleased, store.ErrReleased)
 		}
-		err = t.dropTelling(l, i, ev, store.EventReleased, endReason(why, l.name), why)
+		return t.dropTelling(l, i, ev, store.EventReleased, endReason(why, l.name), why)
 	})
 	switch {
 	case err != nil:
@@ -68,16 +56,9 @@ func (t *txn) release(h *store.Handle, ev store.Emitter, why string) error {
 func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
 	var ok bool
 	err := s.do(ctx, func(t *txn) error {
-		if err := t.checkNames(&h); err != nil {
+		l, i, err := t.first(&h, ev)
+		if err != nil || i < 0 {
 			return err
-		}
-		l, err := t.load(h.Name, ev)
-		if err != nil {
-			return err
-		}
-		i := l.find(h.Ref.String(), h.Token)
-		if i < 0 {
-			return nil
 		}
 		hd := &l.holders[i]
 		if hd.expires == 0 {

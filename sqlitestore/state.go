@@ -90,16 +90,7 @@ func (t *txn) state(name string, detail bool) (store.State, error) {
 func (s *Store) List(ctx context.Context, detail bool) ([]store.State, error) {
 	var out []store.State
 	err := s.readOrWrite(ctx, func(t *txn) error {
-		var names []string
-		err := t.query(`SELECT name FROM defs UNION SELECT lock FROM holders UNION SELECT lock FROM queue`, nil,
-			func(scan func(...any) error) error {
-				var n string
-				if err := scan(&n); err != nil {
-					return err
-				}
-				names = append(names, n)
-				return nil
-			})
+		names, err := t.names(`SELECT name FROM defs UNION SELECT lock FROM holders UNION SELECT lock FROM queue`)
 		if err != nil {
 			return err
 		}

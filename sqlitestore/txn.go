@@ -114,6 +114,13 @@ func (l *lk) ahead(p int) int {
 // between tries, until the busy timeout has passed since do began; then
 // it fails with an error matching ErrBusy.
 func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
+	return s.retry(ctx, f, s.doOnce)
+}
+
+// retry runs once(ctx, f, deadline) until it does not find the database
+// busy or the busy timeout has passed since retry began, pausing from
+// firstPause doubling to lastPause between tries: the loop of do and read.
+func (s *Store) retry(ctx context.Context, f func(t *txn) error, once func(context.Context, func(t *txn) error, time.Time) error) error {
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -122,7 +129,7 @@ func (s *Store) do(ctx context.Context, f func(t *txn) error) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		err := s.doOnce(ctx, f, deadline)
+		err := once(ctx, f, deadline)
 		if !isBusy(err) || time.Now().After(deadline) {
 			return err
 		}
@@ -341,22 +348,7 @@ func isBusy(err error) bool {
 // recovers or removes the WAL) is tried again as do's transactions are,
 // until the busy timeout has passed since read began.
 func (s *Store) read(ctx context.Context, f func(t *txn) error) error {
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(s.cfg.busy)
-	for d := firstPause; ; d = min(2*d, lastPause) {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		err := s.readOnce(ctx, f, deadline)
-		if !isBusy(err) || time.Now().After(deadline) {
-			return err
-		}
-		if err := s.busyPause(ctx, d); err != nil {
-			return err
-		}
-	}
+	return s.retry(ctx, f, s.readOnce)
 }
 
 // readOnce is one try of read.
@@ -414,6 +406,20 @@ func (t *txn) query(q string, args []any, row func(scan func(...any) error) erro
 		return &dbError{err}
 	}
 	return nil
+}
+
+// names returns the first column of q's rows, a name each.
+func (t *txn) names(q string, args ...any) ([]string, error) {
+	var out []string
+	err := t.query(q, args, func(scan func(...any) error) error {
+		var n string
+		if err := scan(&n); err != nil {
+			return err
+		}
+		out = append(out, n)
+		return nil
+	})
+	return out, err
 }
 
 func (t *txn) queryRow(q string, args []any, dest ...any) (bool, error) {
@@ -635,6 +641,37 @@ func (t *txn) dropWaiter(ticket int64) error {
 	}
 	t.changed = true
 	return nil
+}
+
+// each loads the locks of h in order and calls f with each, the index of
+// the holder of h's ref (with the lock's token, when it has one) or -1,
+// and the lock of h; it stops at the first error.
+func (t *txn) each(h *store.Handle, ev store.Emitter, f func(l *lk, i int, x store.Lock) error) error {
+	ref := h.Ref.String()
+	var err error
+	h.Each(func(x store.Lock) {
+		if err != nil {
+			return
+		}
+		var l *lk
+		if l, err = t.load(x.Name, ev); err == nil {
+			err = f(l, l.find(ref, x.Token), x)
+		}
+	})
+	return err
+}
+
+// first checks that a definition covers every lock of h, loads h's first
+// lock and returns it with the index of h's holder of it (-1: none).
+func (t *txn) first(h *store.Handle, ev store.Emitter) (*lk, int, error) {
+	if err := t.checkNames(h); err != nil {
+		return nil, -1, err
+	}
+	l, err := t.load(h.Name, ev)
+	if err != nil {
+		return nil, -1, err
+	}
+	return l, l.find(h.Ref.String(), h.Token), nil
 }
 
 // find returns the index of ref's holder record of l (with token, unless

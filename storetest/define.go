@@ -72,6 +72,20 @@ var _ = add("Define/SameAgainIsNoOpOtherSlotsIsConflict", func(t *testing.T, e *
 	}
 })
 
+// Store.Define reports whether it created the definition: true for a new
+// lock or family, false for the same definition again.
+var _ = add("Define/ReportsCreated", func(t *testing.T, e *env) {
+	_, s := e.locks(t)
+	for _, name := range []string{"payments", "chat/*"} {
+		if created, err := s.Define(ctx(t), name, 2, nil); err != nil || !created {
+			t.Fatalf("Define(%q) of a new definition = %v, %v; want true, nil", name, created, err)
+		}
+		if created, err := s.Define(ctx(t), name, 2, nil); err != nil || created {
+			t.Fatalf("Define(%q) again = %v, %v; want false, nil", name, created, err)
+		}
+	}
+})
+
 var _ = add("Define/UnknownLockIsNotFound", func(t *testing.T, e *env) {
 	l, _ := e.locks(t)
 	if _, err := l.TryAcquire(ctx(t), "nope"); !errors.Is(err, sleeplock.ErrNotFound) {
@@ -121,6 +135,30 @@ var _ = add("Define/FamilyCoversMembers", func(t *testing.T, e *env) {
 	must(t, a.Release(ctx(t)))
 	must(t, b.Release(ctx(t)))
 	wantState(t, l, "chat/42", 0, 0)
+})
+
+// Resizing a family resizes its members in use, and no member of another
+// family.
+var _ = add("Define/ResizeFamilyOnlyItsMembers", func(t *testing.T, e *env) {
+	l, _ := e.locks(t)
+	define(t, l, "a/*", 1)
+	define(t, l, "b/*", 1)
+	a, err := l.TryAcquire(ctx(t), "a/1")
+	must(t, err)
+	b, err := l.TryAcquire(ctx(t), "b/1")
+	must(t, err)
+	must(t, l.Resize(ctx(t), "a/*", 2))
+	if st := state(t, l, "a/1"); st.Slots != 2 || st.Running != 1 {
+		t.Fatalf("member of the resized family: %d slots, %d running; want 2, 1", st.Slots, st.Running)
+	}
+	if st := state(t, l, "b/1"); st.Slots != 1 || st.Running != 1 {
+		t.Fatalf("member of the other family: %d slots, %d running; want 1, 1", st.Slots, st.Running)
+	}
+	if _, err := l.TryAcquire(ctx(t), "b/1"); !errors.Is(err, sleeplock.ErrUnavailable) {
+		t.Fatalf("a second holder of the other family's one-slot member = %v, want ErrUnavailable", err)
+	}
+	must(t, a.Release(ctx(t)))
+	must(t, b.Release(ctx(t)))
 })
 
 var _ = add("Define/ResizeKeepsHoldersAndGrantsWaiters", func(t *testing.T, e *env) {

@@ -7,7 +7,7 @@
 // How a reader finds the wiring: a store that has a plain path is a
 // Provider (the memory store's Plain method). sleeplock.New asks the store
 // it is given for it with a type assertion, and keeps what Plain returns
-// as the Locks' fast path (Locks.fast), which its one acquisition route
+// as the Locks' plain path (Locks.plain), which its one acquisition route
 // takes when the call asks for nothing a plain lease lacks. Any other
 // store is no Provider and takes the general path (store.Store's Acquire).
 //

@@ -162,7 +162,7 @@ func runFlagSet(errOut io.Writer, f *runFlags) (*flag.FlagSet, storeFlags) {
 	fs.StringVar(&f.kind, "kind", "", "`KIND` of holder (\"build\", \"deploy\"), shown when others are refused")
 	fs.BoolVar(&f.quiet, "q", false, "quiet: print nothing but errors (nothing while waiting or when refused)")
 	fs.StringVar(&f.shell, "c", "", "run `COMMAND` with $SHELL -c (else /bin/sh), as flock -c")
-	fs.IntVar(&f.weight, "weight", 0, "hold `K` slots of the lock as one lease (default 1); K larger than the lock's slots is an error")
+	fs.IntVar(&f.weight, "weight", 0, "hold `K` slots of the lock as one hold (default 1); K larger than the lock's slots is an error")
 	fs.BoolVar(&f.shared, "shared", false, "hold one slot, shared with other readers, as flock -s (a new lock gets 1000000 slots)")
 	fs.BoolVar(&f.exclusive, "exclusive", false, "hold every slot of the lock, as flock -x: no other holder runs beside it")
 	// flock's spellings, so that its command lines work as they are.

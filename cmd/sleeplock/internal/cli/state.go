@@ -248,7 +248,7 @@ func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error
 	fs := flags("release", errOut, "[flags] NAME…")
 	sf := addStoreFlags(fs, errOut)
 	ref := fs.String("ref", "", "the holder's `REF` (required)")
-	stale := fs.Bool("stale", false, "release only if the holder's lease of the first NAME has expired")
+	stale := fs.Bool("stale", false, "release only if the holder's hold of the first NAME has expired")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
