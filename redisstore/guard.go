@@ -63,13 +63,7 @@ func (t *Tx) Del(key string) {
 // the lease is lost nothing is written and the error matches
 // store.ErrLeaseLost. An empty Tx only checks.
 func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	if err := checkHandle(&h); err != nil {
-		return err
-	}
-	if err := s.spanHandle("Guard", &h); err != nil {
+	if err := s.enter(ctx, "Guard", &h); err != nil {
 		return err
 	}
 	t, ok := tx.(*Tx)

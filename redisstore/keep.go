@@ -9,13 +9,7 @@ import (
 
 // Keep implements store.Store.
 func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duration) (time.Time, error) {
-	if err := s.check(ctx); err != nil {
-		return time.Time{}, err
-	}
-	if err := checkHandle(&h); err != nil {
-		return time.Time{}, err
-	}
-	if err := s.spanHandle("Keep", &h); err != nil {
+	if err := s.enter(ctx, "Keep", &h); err != nil {
 		return time.Time{}, err
 	}
 	keys, args := s.handleArgs(&h)
@@ -35,13 +29,7 @@ func (s *Store) Keep(ctx context.Context, h store.Handle, ttl, hold time.Duratio
 
 // Held implements store.Store; it writes nothing.
 func (s *Store) Held(ctx context.Context, h store.Handle) (store.Status, error) {
-	if err := s.check(ctx); err != nil {
-		return store.Status{}, err
-	}
-	if err := checkHandle(&h); err != nil {
-		return store.Status{}, err
-	}
-	if err := s.spanHandle("Held", &h); err != nil {
+	if err := s.enter(ctx, "Held", &h); err != nil {
 		return store.Status{}, err
 	}
 	keys, args := s.handleArgs(&h)

@@ -12,13 +12,7 @@ import (
 
 // Release implements store.Store.
 func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) error {
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	if err := checkHandle(&h); err != nil {
-		return err
-	}
-	if err := s.spanHandle("Release", &h); err != nil {
+	if err := s.enter(ctx, "Release", &h); err != nil {
 		return err
 	}
 	ref := h.Ref.String()
@@ -57,13 +51,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 
 // ReleaseStale implements store.Store.
 func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
-	if err := s.check(ctx); err != nil {
-		return false, err
-	}
-	if err := checkHandle(&h); err != nil {
-		return false, err
-	}
-	if err := s.spanHandle("ReleaseStale", &h); err != nil {
+	if err := s.enter(ctx, "ReleaseStale", &h); err != nil {
 		return false, err
 	}
 	keys, args := s.handleArgs(&h)

@@ -90,6 +90,18 @@ func (s *Store) span(op string, names []string) error {
 	return nil
 }
 
+// enter opens an operation op on a handle: the store is open and ctx
+// live, the handle well formed, and (on a Cluster) its locks on one shard.
+func (s *Store) enter(ctx context.Context, op string, h *store.Handle) error {
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	if err := checkHandle(h); err != nil {
+		return err
+	}
+	return s.spanHandle(op, h)
+}
+
 // spanHandle is span for the locks of a handle.
 func (s *Store) spanHandle(op string, h *store.Handle) error {
 	if !s.cluster || len(h.More) == 0 {
