@@ -52,9 +52,6 @@ DECLARE
     v_need   integer := {{schema}}.need(p_weight, v_slots);
     v_found  boolean := false;
     v_slow   boolean := false; -- the row is ours (step 2) and not fast
-    v_new    boolean := false;
-    v_free   boolean;
-    v_empty  boolean;
     q        record;
 BEGIN
     IF v_need > v_slots AND NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref = p_ref) THEN
@@ -100,32 +97,11 @@ BEGIN
     END IF;
 
     IF v_slots IS NOT NULL THEN
-        -- 3. A new row, or a fast free one. A read first: an insert that
-        -- meets the row would wait for a transaction changing it.
-        SELECT x.fast AND x.ref IS NULL,
-               x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
-                           OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
-          INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
-        IF NOT FOUND THEN
-            v_new := {{schema}}.make_row(p_name);
-            IF v_new IS NULL THEN -- deleted meanwhile
-                RETURN QUERY SELECT 'notfound'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint,
-                    0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
-                RETURN;
-            END IF;
-        END IF;
-        RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
-            v_slots, v_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
+        -- 3., 4. and 5.
+        RETURN QUERY SELECT * FROM {{schema}}.grant_or_refuse(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait, p_op,
+            p_lease, p_back, v_slots, v_need, p_weight, v_slow);
         IF FOUND THEN
             RETURN;
-        END IF;
-        IF (NOT v_new OR v_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-            -- 4. and 5.
-            RETURN QUERY SELECT * FROM {{schema}}.refuse_or_take_free_slot(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait,
-                p_op, p_lease, p_back, v_slots, v_need, p_weight, v_slow);
-            IF FOUND THEN
-                RETURN;
-            END IF;
         END IF;
     END IF;
     IF p_wait AND v_slots IS NOT NULL THEN
@@ -153,6 +129,52 @@ BEGIN
     IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
         -- Queued: its node's, soft state only.
         PERFORM {{schema}}.set_async_commit();
+    END IF;
+END
+$sleeplock$;
+
+-- grant_or_refuse: steps 3 to 5 of acquire_one(), for lock p_name of
+-- p_slots slots (p_need of them asked): a new row made fast holding the
+-- caller, or a fast free row granted in place (grant_in_row()); else, when
+-- nobody queues, a try refused on a plain read, or another slot taken
+-- under the row (refuse_or_take_free_slot()). 'notfound' when the lock
+-- lost its definition meanwhile; no row: not settled here.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_or_refuse(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
+    p_weight integer, p_slow boolean)
+RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
+    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
+    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_new   boolean := false;
+    v_free  boolean;
+    v_empty boolean;
+BEGIN
+    -- 3. A new row, or a fast free one. A read first: an insert that
+    -- meets the row would wait for a transaction changing it.
+    SELECT x.fast AND x.ref IS NULL,
+           x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
+                       OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
+      INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
+    IF NOT FOUND THEN
+        v_new := {{schema}}.make_row(p_name);
+        IF v_new IS NULL THEN -- deleted meanwhile
+            RETURN QUERY SELECT 'notfound'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint,
+                0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+            RETURN;
+        END IF;
+    END IF;
+    RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
+        p_slots, p_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    IF (NOT v_new OR p_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+        -- 4. and 5.
+        RETURN QUERY SELECT * FROM {{schema}}.refuse_or_take_free_slot(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait,
+            p_op, p_lease, p_back, p_slots, p_need, p_weight, p_slow);
     END IF;
 END
 $sleeplock$;
