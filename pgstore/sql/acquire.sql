@@ -34,7 +34,7 @@
 -- slots asked and lock_state()'s counts; grant_locks() grants,
 -- answer_not_now() says why not, queue_waiter() queues.
 CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[], p_sample boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+ RETURNS SETOF {{schema}}.acquire_row
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $sleeplock$
@@ -49,6 +49,7 @@ DECLARE
     v_races  integer := 0;
     v_before bigint := CASE WHEN p_ticket > 0 THEN p_ticket ELSE 9223372036854775807 END;
     s        record; -- lock_states()'s: the a_* arrays, per lock
+    o        {{schema}}.acquire_row;
 BEGIN
     IF p_ticket > 0 THEN
         SELECT w.since, w.expires INTO v_since, v_wexp FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
@@ -90,17 +91,15 @@ BEGIN
             -- Grant, under the rows (grant_locks(): 'blocked' by a lease
             -- renewed right now, or 'raced' by a fast-path grant: decide again).
             v_raced := false;
-            FOR r_ev, r_idx, r_lock, r_slots, r_running, r_waiting, r_ref, r_kind, r_token, r_at, r_expires, r_dur,
-                r_queued, r_ticket, r_ttl, r_hold, r_weight IN
-                SELECT * FROM {{schema}}.grant_locks(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op, p_ticket,
-                    p_stale, v_now, v_since, s.a_slots, s.a_need, s.a_rows, s.a_mine, s.a_total, s.a_wahead,
-                    p_sample) LOOP
-                IF r_ev = 'raced' THEN
+            FOR o IN SELECT * FROM {{schema}}.grant_locks(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+                    p_ticket, p_stale, v_now, v_since, s.a_slots, s.a_need, s.a_rows, s.a_mine, s.a_total,
+                    s.a_wahead, p_sample) LOOP
+                IF o.r_ev = 'raced' THEN
                     v_raced := true;
-                ELSIF r_ev = 'blocked' THEN
-                    v_bad := r_idx;
+                ELSIF o.r_ev = 'blocked' THEN
+                    v_bad := o.r_idx;
                 ELSE
-                    RETURN NEXT;
+                    RETURN NEXT o;
                 END IF;
             END LOOP;
             IF v_raced THEN
@@ -136,9 +135,7 @@ $sleeplock$;
 -- definition (p_took NULL: 'notfound' at the first such lock) or the
 -- acquisition was cancelled (p_took false: 'cancelled').
 CREATE OR REPLACE FUNCTION {{schema}}.answer_missing(p_names text[], p_took boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE sql AS $sleeplock$
     SELECT CASE WHEN p_took IS NULL THEN 'notfound' ELSE 'cancelled' END, x.i, coalesce(p_names[x.i], ''), 0, 0, 0,
            ''::text, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, 1
@@ -152,9 +149,7 @@ $sleeplock$;
 -- (those behind it may go).
 CREATE OR REPLACE FUNCTION {{schema}}.answer_too_heavy(p_names text[], p_idx integer, p_ticket bigint,
     p_slots integer, p_weight integer)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 BEGIN
     IF p_ticket > 0 THEN
@@ -173,9 +168,7 @@ $sleeplock$;
 -- in use, a_ahead waiting), naming its own hold.
 CREATE OR REPLACE FUNCTION {{schema}}.answer_part_held(p_names text[], p_ref text, a_mine boolean[],
     a_slots integer[], a_rows integer[], a_ahead integer[], p_now timestamptz)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE sql AS $sleeplock$
     SELECT 'refused'::text, i.i, p_names[i.i], a_slots[i.i], a_rows[i.i], a_ahead[i.i], p_ref, coalesce(x.kind, ''),
            coalesce(x.token, 0), {{schema}}.micros(p_now), {{schema}}.micros(x.expires), 0::bigint, false,
@@ -191,9 +184,7 @@ $sleeplock$;
 -- one by this acquisition (p_op); else 'gone', its place deleted.
 CREATE OR REPLACE FUNCTION {{schema}}.answer_gone_waiter(p_names text[], p_ref text, p_op bigint, p_ticket bigint,
     p_now timestamptz, p_have boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 BEGIN
@@ -339,12 +330,11 @@ CREATE OR REPLACE FUNCTION {{schema}}.grant_locks(p_names text[], p_ref text, p_
     p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_stale bigint, p_now timestamptz,
     p_since timestamptz, a_slots integer[], a_need integer[], a_rows integer[], a_mine boolean[],
     a_total integer[], a_wahead integer[], p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
+    o       {{schema}}.acquire_row;
     n       integer := cardinality(p_names);
     -- the lease: expires hold (or ttl) from now, renewed dated back by ttl-hold
     v_lease bigint := CASE WHEN p_hold > 0 AND p_hold < p_ttl THEN p_hold ELSE p_ttl END;
@@ -358,9 +348,7 @@ DECLARE
     t_idx   integer[] := '{}'; t_ref text[] := '{}'; t_kind text[] := '{}';
     t_token bigint[] := '{}'; t_acq timestamptz[] := '{}'; t_w integer[] := '{}';
 BEGIN
-    r_idx := 0; r_lock := ''; r_slots := 0; r_running := 0; r_waiting := 0; r_ref := ''; r_kind := '';
-    r_token := 0; r_at := 0; r_expires := 0; r_dur := 0; r_queued := false; r_ticket := 0; r_ttl := 0; r_hold := 0;
-    r_weight := 1;
+    o := (NULL, 0, '', 0, 0, 0, '', '', 0, 0, 0, 0, false, 0, 0, 0, 1)::{{schema}}.acquire_row;
     FOR i IN 1 .. n LOOP
         IF NOT a_mine[i] AND a_slots[i] - a_rows[i] < a_wahead[i] + a_need[i] THEN
             k := 0;
@@ -374,8 +362,8 @@ BEGIN
                 k := k + r.weight;
             END LOOP;
             IF a_slots[i] - (a_rows[i] - k) < a_wahead[i] + a_need[i] THEN
-                r_ev := 'blocked'; r_idx := i;
-                RETURN NEXT;
+                o.r_ev := 'blocked'; o.r_idx := i;
+                RETURN NEXT o;
                 RETURN;
             END IF;
         END IF;
@@ -387,18 +375,19 @@ BEGIN
         PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]),
             p_sample OR {{schema}}.timed(t_token[k]));
         a_rows[i] := a_rows[i] - t_w[k];
-        r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
-        r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k]; r_weight := t_w[k];
-        r_at := {{schema}}.micros(p_now); r_dur := {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]);
-        RETURN NEXT;
+        o.r_ev := 'expired'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i]; o.r_running := a_rows[i];
+        o.r_waiting := a_total[i]; o.r_ref := t_ref[k]; o.r_kind := t_kind[k]; o.r_token := t_token[k];
+        o.r_weight := t_w[k];
+        o.r_at := {{schema}}.micros(p_now); o.r_dur := {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]);
+        RETURN NEXT o;
     END LOOP;
     v_exp := CASE WHEN p_ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
     v_renew := CASE WHEN p_ttl > 0 THEN p_now - (p_ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
     a_tok := {{schema}}.insert_holds(p_names, p_ref, p_kind, p_ttl, p_hold, p_op, p_now, v_renew, v_exp, a_slots,
                                      a_need, a_mine);
     IF a_tok IS NULL THEN
-        r_ev := 'raced';
-        RETURN NEXT;
+        o.r_ev := 'raced';
+        RETURN NEXT o;
         RETURN;
     END IF;
     IF p_ticket > 0 THEN
@@ -426,16 +415,15 @@ CREATE OR REPLACE FUNCTION {{schema}}.answer_grants(p_names text[], p_ref text, 
     p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_now timestamptz, p_since timestamptz,
     p_renew timestamptz, p_exp timestamptz, a_slots integer[], a_need integer[], a_rows integer[],
     a_mine boolean[], a_total integer[], a_tok bigint[])
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
+    o       {{schema}}.acquire_row;
     i integer;
     r record;
 BEGIN
-    r_queued := false;
+    o.r_queued := false;
     FOR i IN 1 .. cardinality(p_names) LOOP
         IF a_mine[i] THEN
             UPDATE {{schema}}.holders h
@@ -453,21 +441,21 @@ BEGIN
                 RAISE EXCEPTION 'sleeplock: the hold of % on % was released while re-entered', p_ref, p_names[i]
                     USING ERRCODE = '40001';
             END IF;
-            r_ev := 'reentered'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
-            r_running := a_rows[i]; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            r_ref := p_ref; r_kind := r.kind; r_token := r.token; r_at := {{schema}}.micros(r.acquired);
-            r_expires := {{schema}}.micros(r.expires); r_dur := 0; r_ticket := p_ticket;
-            r_ttl := r.ttl; r_hold := r.hold; r_weight := r.weight;
-            RETURN NEXT;
+            o.r_ev := 'reentered'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
+            o.r_running := a_rows[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+            o.r_ref := p_ref; o.r_kind := r.kind; o.r_token := r.token; o.r_at := {{schema}}.micros(r.acquired);
+            o.r_expires := {{schema}}.micros(r.expires); o.r_dur := 0; o.r_ticket := p_ticket;
+            o.r_ttl := r.ttl; o.r_hold := r.hold; o.r_weight := r.weight;
+            RETURN NEXT o;
         ELSE
-            r_ev := 'granted'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
-            r_running := a_rows[i] + a_need[i]; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            r_ref := p_ref; r_kind := p_kind; r_token := a_tok[i]; r_at := {{schema}}.micros(p_now);
-            r_expires := {{schema}}.micros(p_exp);
-            r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
-            r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold; r_weight := a_need[i];
-            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL, false);
-            RETURN NEXT;
+            o.r_ev := 'granted'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
+            o.r_running := a_rows[i] + a_need[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+            o.r_ref := p_ref; o.r_kind := p_kind; o.r_token := a_tok[i]; o.r_at := {{schema}}.micros(p_now);
+            o.r_expires := {{schema}}.micros(p_exp);
+            o.r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
+            o.r_ticket := p_ticket; o.r_ttl := p_ttl; o.r_hold := p_hold; o.r_weight := a_need[i];
+            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN o.r_dur END, 0, 0, 0, NULL, false);
+            RETURN NEXT o;
         END IF;
     END LOOP;
 END
@@ -525,9 +513,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.answer_not_now(p_name text, p_idx integer, p_ticket bigint, p_wait boolean,
     p_wttl bigint, p_wexp timestamptz, p_stale bigint, p_now timestamptz, p_slots integer, p_rows integer,
     p_live integer, p_ahead integer, p_weight integer)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -570,9 +556,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.queue_waiter(p_names text[], p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_weights integer[], p_now timestamptz,
     p_slots integer[], p_rows integer[], p_total integer[])
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE

@@ -42,9 +42,7 @@
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
     p_node bigint, p_weight integer, p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -142,9 +140,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.grant_or_refuse(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
     p_weight integer, p_slow boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -193,9 +189,7 @@ $sleeplock$;
 -- 1,024 slots the arrays cost less than the holder rows (bench/README).
 CREATE OR REPLACE FUNCTION {{schema}}.grant_slot_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_op bigint, p_pats text[], p_lease bigint, p_back bigint)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -275,9 +269,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.grant_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer, p_new boolean,
     p_free boolean, p_empty boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -343,9 +335,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.refuse_or_take_free_slot(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
     p_weight integer, p_slow boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -408,9 +398,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue_if_blocked(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_weight integer,
     p_waiting integer, p_now timestamptz)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -435,9 +423,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_running integer,
     p_waiting integer, p_now timestamptz, p_weight integer)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_ticket bigint := nextval({{tickets}});
