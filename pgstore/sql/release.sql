@@ -25,8 +25,7 @@
 -- hold's.
 CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
     p_pats text[], p_node bigint, p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer, r_seq bigint)
+RETURNS SETOF {{schema}}.release_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -113,8 +112,7 @@ $sleeplock$;
 -- when sampled; a row 'released', then a row 'fast' (the row stayed fast).
 CREATE OR REPLACE FUNCTION {{schema}}.release_in_slot(p_name text, p_k integer, p_ref text, p_events boolean,
     p_pats text[], p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer, r_seq bigint)
+RETURNS SETOF {{schema}}.release_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -148,8 +146,7 @@ $sleeplock$;
 -- nothing is left. No row: no such hold (release() decides).
 CREATE OR REPLACE FUNCTION {{schema}}.release_among_others(p_name text, p_token bigint, p_ref text,
     p_events boolean, p_pats text[], p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer, r_seq bigint)
+RETURNS SETOF {{schema}}.release_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
