@@ -29,7 +29,8 @@
 --      holder rows (refuse_or_take_free_slot()); or queueing, under the
 --      row (enqueue_if_blocked()).
 --   6. Everything else (re-entry, takeover, a grant to a waiter, dead
---      waiters): acquire(), after reaping.
+--      waiters): acquire(), after reaping. The queueing of 5 and step 6
+--      are queue_or_acquire(): a refused try never gets that far.
 -- A weight (p_weight k > 1, or -1: every slot) takes k slots as one hold:
 -- in the lock's row in scalar mode when the row has no holder (step 3,
 -- locks.weight and wacqs), else in a holder row (step 5 spills a fast row
@@ -50,6 +51,9 @@ DECLARE
     v_need   integer := {{schema}}.need(p_weight, v_slots);
     v_found  boolean := false;
     v_slow   boolean := false; -- the row is ours (step 2) and not fast
+    v_new    boolean := false;
+    v_free   boolean;
+    v_empty  boolean;
     q        record;
 BEGIN
     IF v_need > v_slots AND NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref = p_ref) THEN
@@ -95,20 +99,59 @@ BEGIN
     END IF;
 
     IF v_slots IS NOT NULL THEN
-        -- 3., 4. and 5.
-        RETURN QUERY SELECT * FROM {{schema}}.grant_or_refuse(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait, p_op,
-            p_lease, p_back, v_slots, v_need, p_weight, v_slow);
+        -- 3. A new row, or a fast free one. A read first: an insert that
+        -- meets the row would wait for a transaction changing it.
+        SELECT x.fast AND x.ref IS NULL,
+               x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
+                           OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
+          INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
+        IF NOT FOUND THEN
+            v_new := {{schema}}.make_row(p_name);
+            IF v_new IS NULL THEN -- deleted meanwhile
+                RETURN QUERY SELECT 'notfound'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint,
+                    0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+                RETURN;
+            END IF;
+        END IF;
+        RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
+            v_slots, v_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
         IF FOUND THEN
             RETURN;
         END IF;
+        IF (NOT v_new OR v_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            -- 4. and 5.
+            RETURN QUERY SELECT * FROM {{schema}}.refuse_or_take_free_slot(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait,
+                p_op, p_lease, p_back, v_slots, v_need, p_weight, v_slow);
+            IF FOUND THEN
+                RETURN;
+            END IF;
+        END IF;
     END IF;
-    IF p_wait AND v_slots IS NOT NULL THEN
+    -- Queueing under the row, else 6.
+    RETURN QUERY SELECT * FROM {{schema}}.queue_or_acquire(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait,
+        p_op, p_wttl, p_node, p_weight, p_sample, v_slots, v_slow);
+END
+$sleeplock$;
+
+-- queue_or_acquire: the last steps of acquire_one(), for a request the
+-- steps before did not settle: a caller that will wait on a lock held or
+-- queued queues under the row by acquire()'s rule (enqueue_if_blocked();
+-- p_slow: the caller holds the row already, slow); 6. everything else is
+-- acquire()'s, after reaping, with the event's Seq and the hint.
+CREATE OR REPLACE FUNCTION {{schema}}.queue_or_acquire(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_node bigint, p_weight integer,
+    p_sample boolean, p_slots integer, p_slow boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+BEGIN
+    IF p_wait AND p_slots IS NOT NULL THEN
         -- The lock is held or queued: queue the caller under the row, by
         -- acquire()'s rule.
-        IF (v_slow OR {{schema}}.spill(p_name))
+        IF (p_slow OR {{schema}}.spill(p_name))
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
             RETURN QUERY SELECT * FROM {{schema}}.enqueue_if_blocked(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted,
-                p_op, p_wttl, p_node, v_slots, p_weight, {{schema}}.waiting_of(p_name, clock_timestamp()),
+                p_op, p_wttl, p_node, p_slots, p_weight, {{schema}}.waiting_of(p_name, clock_timestamp()),
                 clock_timestamp());
             IF FOUND THEN
                 RETURN;
@@ -121,56 +164,12 @@ BEGIN
     PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
     RETURN QUERY
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
-               a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
+               a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(p_slots, 1) <= 1
           FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
                                   p_wttl, 0::bigint, false, ARRAY[p_weight], p_sample) a;
     IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
         -- Queued: its node's, soft state only.
         PERFORM {{schema}}.set_async_commit();
-    END IF;
-END
-$sleeplock$;
-
--- grant_or_refuse: steps 3 to 5 of acquire_one(), for lock p_name of
--- p_slots slots (p_need of them asked): a new row made fast holding the
--- caller, or a fast free row granted in place (grant_in_row()); else, when
--- nobody queues, a try refused on a plain read, or another slot taken
--- under the row (refuse_or_take_free_slot()). 'notfound' when the lock
--- lost its definition meanwhile; no row: not settled here.
-CREATE OR REPLACE FUNCTION {{schema}}.grant_or_refuse(p_name text, p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
-    p_weight integer, p_slow boolean)
-RETURNS SETOF {{schema}}.acquire_one_row
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_new   boolean := false;
-    v_free  boolean;
-    v_empty boolean;
-BEGIN
-    -- 3. A new row, or a fast free one. A read first: an insert that
-    -- meets the row would wait for a transaction changing it.
-    SELECT x.fast AND x.ref IS NULL,
-           x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
-                       OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
-      INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
-    IF NOT FOUND THEN
-        v_new := {{schema}}.make_row(p_name);
-        IF v_new IS NULL THEN -- deleted meanwhile
-            RETURN QUERY SELECT 'notfound'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint,
-                0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
-            RETURN;
-        END IF;
-    END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
-        p_slots, p_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
-    IF FOUND THEN
-        RETURN;
-    END IF;
-    IF (NOT v_new OR p_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-        -- 4. and 5.
-        RETURN QUERY SELECT * FROM {{schema}}.refuse_or_take_free_slot(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait,
-            p_op, p_lease, p_back, p_slots, p_need, p_weight, p_slow);
     END IF;
 END
 $sleeplock$;
