@@ -34,32 +34,23 @@
 -- slots asked and lock_state()'s counts; grant_locks() grants,
 -- answer_not_now() says why not, queue_waiter() queues.
 CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[], p_sample boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+ RETURNS SETOF {{schema}}.acquire_row
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $sleeplock$
 #variable_conflict use_column
 DECLARE
-    n        integer := cardinality(p_names);
     v_now    timestamptz := clock_timestamp();
     v_pass   integer := 0;
-    a_slots  integer[] := '{}';
-    a_need   integer[] := '{}';
-    a_rows   integer[]; a_live integer[]; a_mine boolean[]; a_ahead integer[]; a_total integer[]; a_wahead integer[];
     v_bad    integer; -- the first lock that cannot be granted now
-    v_since  timestamptz;
-    v_wexp   timestamptz;
+    a_slots  integer[]; -- the locks' slots, read on the first pass
+    v_since  timestamptz; v_wexp timestamptz; -- waiter p_ticket's
     v_raced  boolean; v_took boolean;
     v_races  integer := 0;
     v_before bigint := CASE WHEN p_ticket > 0 THEN p_ticket ELSE 9223372036854775807 END;
-    i        integer;
-    c        record;
-    r        record;
+    s        record; -- lock_states()'s: the a_* arrays, per lock
+    o        {{schema}}.acquire_row;
 BEGIN
-    r_idx := 0; r_lock := ''; r_slots := 0; r_running := 0; r_waiting := 0; r_ref := ''; r_kind := '';
-    r_token := 0; r_at := 0; r_expires := 0; r_dur := 0; r_queued := false; r_ticket := 0; r_ttl := 0; r_hold := 0;
-    r_weight := 1;
-
     IF p_ticket > 0 THEN
         SELECT w.since, w.expires INTO v_since, v_wexp FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
         IF NOT FOUND OR v_wexp <= v_now THEN
@@ -72,60 +63,27 @@ BEGIN
         v_pass := v_pass + 1;
         IF v_pass = 2 THEN
             v_took := {{schema}}.take_rows(p_names, p_op);
-            IF v_took IS NOT TRUE THEN -- cancelled, or (NULL) a lock deleted meanwhile: the first
-                r_ev := CASE WHEN v_took IS NULL THEN 'notfound' ELSE 'cancelled' END;
-                r_idx := coalesce((SELECT min(u.i) FROM unnest(p_names) WITH ORDINALITY u(n, i)
-                                    WHERE v_took IS NULL AND {{schema}}.slots_of(u.n) IS NULL), 0);
-                r_lock := coalesce(p_names[r_idx], ''); RETURN NEXT; RETURN;
+            IF v_took IS NOT TRUE THEN -- cancelled, or (NULL) a lock deleted meanwhile
+                RETURN QUERY SELECT * FROM {{schema}}.answer_missing(p_names, v_took);
+                RETURN;
             END IF;
             v_now := clock_timestamp();
         END IF;
 
-        -- What each lock looks like now.
-        a_rows := '{}'; a_live := '{}'; a_mine := '{}'; a_ahead := '{}'; a_total := '{}'; a_wahead := '{}';
-        v_bad := 0;
-        FOR i IN 1 .. n LOOP
-            IF v_pass = 1 THEN
-                a_slots[i] := {{schema}}.slots_of(p_names[i]);
-                IF a_slots[i] IS NULL THEN
-                    r_ev := 'notfound'; r_idx := i; r_lock := p_names[i];
-                    RETURN NEXT;
-                    RETURN;
-                END IF;
-                a_need[i] := {{schema}}.need(coalesce(p_weights[i], 1), a_slots[i]);
-            END IF;
-            SELECT * INTO c FROM {{schema}}.lock_state(p_names[i], a_slots[i], p_ref, p_stale, v_now, v_before, p_ticket);
-            a_rows[i] := c.r_rows; a_live[i] := c.r_live; a_mine[i] := c.r_mine;
-            a_ahead[i] := c.r_ahead; a_total[i] := c.r_total; a_wahead[i] := c.r_wahead;
-            IF NOT c.r_mine AND a_need[i] > a_slots[i] THEN
-                -- More slots than the lock has: refused at once, or a waiter a
-                -- resize left too heavy leaves the queue (those behind may go).
-                IF p_ticket > 0 THEN
-                    DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
-                    DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
-                    PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u;
-                END IF;
-                r_ev := 'too_heavy'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_ticket := p_ticket;
-                r_weight := coalesce(p_weights[i], 1);
-                RETURN NEXT;
-                RETURN;
-            END IF;
-            IF v_bad = 0 AND NOT c.r_mine AND c.r_wahead + a_need[i] > a_slots[i] - c.r_live THEN
-                v_bad := i;
-            END IF;
-        END LOOP;
-
-        IF p_whole AND p_ticket = 0 AND true = ANY (a_mine) AND false = ANY (a_mine) THEN
-            -- Re-entry only as a whole: refused at the first lock the ref
-            -- holds, naming its own hold.
-            i := array_position(a_mine, true);
-            SELECT x.kind, x.token, x.expires INTO r FROM {{schema}}.holding x
-             WHERE x.lock = p_names[i] AND x.ref = p_ref LIMIT 1;
-            r_ev := 'refused'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
-            r_running := a_rows[i]; r_waiting := a_ahead[i]; r_at := {{schema}}.micros(v_now);
-            r_ref := p_ref; r_kind := coalesce(r.kind, ''); r_token := coalesce(r.token, 0);
-            r_expires := {{schema}}.micros(r.expires); r_queued := false;
-            RETURN NEXT;
+        -- What each lock looks like now (its slots read on the first pass).
+        s := {{schema}}.lock_states(p_names, p_weights, a_slots, p_ref, p_stale, v_now, v_before, p_ticket);
+        a_slots := s.a_slots; v_bad := s.r_bad;
+        IF s.r_stop = 'notfound' THEN
+            RETURN QUERY SELECT * FROM {{schema}}.answer_missing(p_names, NULL);
+            RETURN;
+        ELSIF s.r_stop = 'too_heavy' THEN
+            RETURN QUERY SELECT * FROM {{schema}}.answer_too_heavy(p_names, v_bad, p_ticket, s.a_slots[v_bad],
+                                                                   coalesce(p_weights[v_bad], 1));
+            RETURN;
+        ELSIF p_whole AND p_ticket = 0 AND true = ANY (s.a_mine) AND false = ANY (s.a_mine) THEN
+            -- Re-entry only as a whole: refused at the first lock the ref holds.
+            RETURN QUERY SELECT * FROM {{schema}}.answer_part_held(p_names, p_ref, s.a_mine, s.a_slots, s.a_rows,
+                                                                   s.a_ahead, v_now);
             RETURN;
         END IF;
 
@@ -133,29 +91,22 @@ BEGIN
             -- Grant, under the rows (grant_locks(): 'blocked' by a lease
             -- renewed right now, or 'raced' by a fast-path grant: decide again).
             v_raced := false;
-            FOR c IN SELECT * FROM {{schema}}.grant_locks(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op, p_ticket,
-                                                          p_stale, v_now, v_since, a_slots, a_need, a_rows, a_mine,
-                                                          a_total, a_wahead, p_sample) LOOP
-                IF c.r_ev = 'raced' THEN
+            FOR o IN SELECT * FROM {{schema}}.grant_locks(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+                    p_ticket, p_stale, v_now, v_since, s.a_slots, s.a_need, s.a_rows, s.a_mine, s.a_total,
+                    s.a_wahead, p_sample) LOOP
+                IF o.r_ev = 'raced' THEN
                     v_raced := true;
-                ELSIF c.r_ev = 'blocked' THEN
-                    v_bad := c.r_idx;
+                ELSIF o.r_ev = 'blocked' THEN
+                    v_bad := o.r_idx;
                 ELSE
-                    r_ev := c.r_ev; r_idx := c.r_idx; r_lock := c.r_lock; r_slots := c.r_slots;
-                    r_running := c.r_running; r_waiting := c.r_waiting; r_ref := c.r_ref; r_kind := c.r_kind;
-                    r_token := c.r_token; r_at := c.r_at; r_expires := c.r_expires; r_dur := c.r_dur;
-                    r_queued := c.r_queued; r_ticket := c.r_ticket; r_ttl := c.r_ttl; r_hold := c.r_hold;
-                    r_weight := c.r_weight;
-                    RETURN NEXT;
+                    RETURN NEXT o;
                 END IF;
             END LOOP;
             IF v_raced THEN
-                v_pass := 1;
+                v_pass := 1; -- decide again, under the rows
                 v_races := v_races + 1;
-                IF v_races > 100 THEN
-                    RAISE EXCEPTION 'sleeplock: acquire of % kept racing', p_names;
-                END IF;
-                CONTINUE;
+                CONTINUE WHEN v_races <= 100;
+                RAISE EXCEPTION 'sleeplock: acquire of % kept racing', p_names;
             END IF;
             IF v_bad = 0 THEN
                 RETURN; -- granted
@@ -166,21 +117,65 @@ BEGIN
 
         -- Not now: a waiter waits, a try is refused, else pass 2 queues.
         RETURN QUERY SELECT * FROM {{schema}}.answer_not_now(p_names[v_bad], v_bad, p_ticket, p_wait, p_wttl, v_wexp,
-            p_stale, v_now, a_slots[v_bad], a_rows[v_bad], a_live[v_bad], a_ahead[v_bad], coalesce(p_weights[v_bad], 1));
+            p_stale, v_now, s.a_slots[v_bad], s.a_rows[v_bad], s.a_live[v_bad], s.a_ahead[v_bad],
+            coalesce(p_weights[v_bad], 1));
         IF FOUND THEN
             RETURN;
         END IF;
-
-        IF v_pass = 1 THEN
-            CONTINUE; -- queue under the lock rows
-        END IF;
-
+        CONTINUE WHEN v_pass = 1; -- queue under the lock rows
         -- Queue: a ticket from the global sequence, one queue row per lock.
         RETURN QUERY SELECT * FROM {{schema}}.queue_waiter(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
-                                                           p_wttl, p_weights, v_now, a_slots, a_rows, a_total);
+                                                           p_wttl, p_weights, v_now, s.a_slots, s.a_rows, s.a_total);
         RETURN;
     END LOOP;
 END
+$sleeplock$;
+
+-- answer_missing: acquire()'s answer when a lock of p_names has no
+-- definition (p_took NULL: 'notfound' at the first such lock) or the
+-- acquisition was cancelled (p_took false: 'cancelled').
+CREATE OR REPLACE FUNCTION {{schema}}.answer_missing(p_names text[], p_took boolean)
+RETURNS SETOF {{schema}}.acquire_row
+LANGUAGE sql AS $sleeplock$
+    SELECT CASE WHEN p_took IS NULL THEN 'notfound' ELSE 'cancelled' END, x.i, coalesce(p_names[x.i], ''), 0, 0, 0,
+           ''::text, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, 1
+      FROM (SELECT coalesce((SELECT min(u.i) FROM unnest(p_names) WITH ORDINALITY u(n, i)
+                              WHERE p_took IS NULL AND {{schema}}.slots_of(u.n) IS NULL), 0)::int AS i) x
+$sleeplock$;
+
+-- answer_too_heavy: acquire()'s answer when lock p_idx of p_names (of
+-- p_slots slots) is asked more slots (p_weight) than it has: refused at
+-- once, or waiter p_ticket, left too heavy by a resize, leaves the queue
+-- (those behind it may go).
+CREATE OR REPLACE FUNCTION {{schema}}.answer_too_heavy(p_names text[], p_idx integer, p_ticket bigint,
+    p_slots integer, p_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
+LANGUAGE plpgsql AS $sleeplock$
+BEGIN
+    IF p_ticket > 0 THEN
+        DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
+        DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
+        PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u;
+    END IF;
+    RETURN QUERY SELECT 'too_heavy'::text, p_idx, p_names[p_idx], p_slots, 0, 0, ''::text, ''::text, 0::bigint,
+        0::bigint, 0::bigint, 0::bigint, false, p_ticket, 0::bigint, 0::bigint, p_weight;
+END
+$sleeplock$;
+
+-- answer_part_held: acquire()'s refusal of a new request with re-entry
+-- only as a whole (p_whole) whose ref holds some of its locks but not all
+-- (a_mine): refused at the first lock it holds (of a_slots slots, a_rows
+-- in use, a_ahead waiting), naming its own hold.
+CREATE OR REPLACE FUNCTION {{schema}}.answer_part_held(p_names text[], p_ref text, a_mine boolean[],
+    a_slots integer[], a_rows integer[], a_ahead integer[], p_now timestamptz)
+RETURNS SETOF {{schema}}.acquire_row
+LANGUAGE sql AS $sleeplock$
+    SELECT 'refused'::text, i.i, p_names[i.i], a_slots[i.i], a_rows[i.i], a_ahead[i.i], p_ref, coalesce(x.kind, ''),
+           coalesce(x.token, 0), {{schema}}.micros(p_now), {{schema}}.micros(x.expires), 0::bigint, false,
+           0::bigint, 0::bigint, 0::bigint, 1
+      FROM (SELECT array_position(a_mine, true) AS i) i
+      LEFT JOIN LATERAL (SELECT h.kind, h.token, h.expires FROM {{schema}}.holding h
+                          WHERE h.lock = p_names[i.i] AND h.ref = p_ref LIMIT 1) x ON true
 $sleeplock$;
 
 -- answer_gone_waiter: the answer to the check of waiter p_ticket whose row
@@ -189,9 +184,7 @@ $sleeplock$;
 -- one by this acquisition (p_op); else 'gone', its place deleted.
 CREATE OR REPLACE FUNCTION {{schema}}.answer_gone_waiter(p_names text[], p_ref text, p_op bigint, p_ticket bigint,
     p_now timestamptz, p_have boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 BEGIN
@@ -241,6 +234,48 @@ BEGIN
         PERFORM {{schema}}.drop_dead(p_names[i], v_now, 64);
     END LOOP;
     RETURN true;
+END
+$sleeplock$;
+
+-- lock_states: what each lock of p_names looks like to acquire() at p_now
+-- (lock_state() of each, in the caller's order): a_slots (read when
+-- p_slots is NULL, the first pass; else p_slots), a_need (the slots asked,
+-- p_weights), and lock_state()'s counts as arrays. r_bad: the first lock
+-- that cannot be granted now (0: none); the walk stops at the first lock
+-- with no definition (r_stop 'notfound') or asked more slots than it has
+-- by a ref that does not hold it (r_stop 'too_heavy', r_bad that lock).
+CREATE OR REPLACE FUNCTION {{schema}}.lock_states(p_names text[], p_weights integer[], p_slots integer[], p_ref text,
+    p_stale bigint, p_now timestamptz, p_before bigint, p_ticket bigint, OUT a_slots integer[],
+    OUT a_need integer[], OUT a_rows integer[], OUT a_live integer[], OUT a_mine boolean[], OUT a_ahead integer[],
+    OUT a_total integer[], OUT a_wahead integer[], OUT r_bad integer, OUT r_stop text)
+RETURNS record
+LANGUAGE plpgsql AS $sleeplock$
+DECLARE
+    c record;
+    i integer;
+BEGIN
+    a_slots := coalesce(p_slots, '{}'); a_need := '{}'; a_rows := '{}'; a_live := '{}'; a_mine := '{}';
+    a_ahead := '{}'; a_total := '{}'; a_wahead := '{}'; r_bad := 0;
+    FOR i IN 1 .. cardinality(p_names) LOOP
+        IF p_slots IS NULL THEN
+            a_slots[i] := {{schema}}.slots_of(p_names[i]);
+            IF a_slots[i] IS NULL THEN
+                r_stop := 'notfound'; r_bad := i;
+                RETURN;
+            END IF;
+        END IF;
+        a_need[i] := {{schema}}.need(coalesce(p_weights[i], 1), a_slots[i]);
+        SELECT * INTO c FROM {{schema}}.lock_state(p_names[i], a_slots[i], p_ref, p_stale, p_now, p_before, p_ticket);
+        a_rows[i] := c.r_rows; a_live[i] := c.r_live; a_mine[i] := c.r_mine;
+        a_ahead[i] := c.r_ahead; a_total[i] := c.r_total; a_wahead[i] := c.r_wahead;
+        IF NOT c.r_mine AND a_need[i] > a_slots[i] THEN
+            r_stop := 'too_heavy'; r_bad := i;
+            RETURN;
+        END IF;
+        IF r_bad = 0 AND NOT c.r_mine AND c.r_wahead + a_need[i] > a_slots[i] - c.r_live THEN
+            r_bad := i;
+        END IF;
+    END LOOP;
 END
 $sleeplock$;
 
@@ -295,12 +330,11 @@ CREATE OR REPLACE FUNCTION {{schema}}.grant_locks(p_names text[], p_ref text, p_
     p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_stale bigint, p_now timestamptz,
     p_since timestamptz, a_slots integer[], a_need integer[], a_rows integer[], a_mine boolean[],
     a_total integer[], a_wahead integer[], p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
+    o       {{schema}}.acquire_row;
     n       integer := cardinality(p_names);
     -- the lease: expires hold (or ttl) from now, renewed dated back by ttl-hold
     v_lease bigint := CASE WHEN p_hold > 0 AND p_hold < p_ttl THEN p_hold ELSE p_ttl END;
@@ -314,9 +348,7 @@ DECLARE
     t_idx   integer[] := '{}'; t_ref text[] := '{}'; t_kind text[] := '{}';
     t_token bigint[] := '{}'; t_acq timestamptz[] := '{}'; t_w integer[] := '{}';
 BEGIN
-    r_idx := 0; r_lock := ''; r_slots := 0; r_running := 0; r_waiting := 0; r_ref := ''; r_kind := '';
-    r_token := 0; r_at := 0; r_expires := 0; r_dur := 0; r_queued := false; r_ticket := 0; r_ttl := 0; r_hold := 0;
-    r_weight := 1;
+    o := (NULL, 0, '', 0, 0, 0, '', '', 0, 0, 0, 0, false, 0, 0, 0, 1)::{{schema}}.acquire_row;
     FOR i IN 1 .. n LOOP
         IF NOT a_mine[i] AND a_slots[i] - a_rows[i] < a_wahead[i] + a_need[i] THEN
             k := 0;
@@ -330,8 +362,8 @@ BEGIN
                 k := k + r.weight;
             END LOOP;
             IF a_slots[i] - (a_rows[i] - k) < a_wahead[i] + a_need[i] THEN
-                r_ev := 'blocked'; r_idx := i;
-                RETURN NEXT;
+                o.r_ev := 'blocked'; o.r_idx := i;
+                RETURN NEXT o;
                 RETURN;
             END IF;
         END IF;
@@ -343,18 +375,19 @@ BEGIN
         PERFORM {{schema}}.tally(p_names[i], 0, NULL, 0, 1, 1, {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]),
             p_sample OR {{schema}}.timed(t_token[k]));
         a_rows[i] := a_rows[i] - t_w[k];
-        r_ev := 'expired'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i]; r_running := a_rows[i];
-        r_waiting := a_total[i]; r_ref := t_ref[k]; r_kind := t_kind[k]; r_token := t_token[k]; r_weight := t_w[k];
-        r_at := {{schema}}.micros(p_now); r_dur := {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]);
-        RETURN NEXT;
+        o.r_ev := 'expired'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i]; o.r_running := a_rows[i];
+        o.r_waiting := a_total[i]; o.r_ref := t_ref[k]; o.r_kind := t_kind[k]; o.r_token := t_token[k];
+        o.r_weight := t_w[k];
+        o.r_at := {{schema}}.micros(p_now); o.r_dur := {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]);
+        RETURN NEXT o;
     END LOOP;
     v_exp := CASE WHEN p_ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
     v_renew := CASE WHEN p_ttl > 0 THEN p_now - (p_ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
     a_tok := {{schema}}.insert_holds(p_names, p_ref, p_kind, p_ttl, p_hold, p_op, p_now, v_renew, v_exp, a_slots,
                                      a_need, a_mine);
     IF a_tok IS NULL THEN
-        r_ev := 'raced';
-        RETURN NEXT;
+        o.r_ev := 'raced';
+        RETURN NEXT o;
         RETURN;
     END IF;
     IF p_ticket > 0 THEN
@@ -368,15 +401,38 @@ BEGIN
             END IF;
         END LOOP;
     END IF;
-    FOR i IN 1 .. n LOOP
+    RETURN QUERY SELECT * FROM {{schema}}.answer_grants(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+        p_ticket, p_now, p_since, v_renew, v_exp, a_slots, a_need, a_rows, a_mine, a_total, a_tok);
+END
+$sleeplock$;
+
+-- answer_grants: the end of grant_locks(), the holds inserted (a_tok, 0
+-- for a lock p_ref holds already): the holds p_ref held renewed (a row
+-- 'reentered' each: its own lease, count and op when p_counted), the new
+-- ones counted (a row 'granted' each, with the wait of waiter p_ticket
+-- since p_since), one row per lock in the caller's order.
+CREATE OR REPLACE FUNCTION {{schema}}.answer_grants(p_names text[], p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_now timestamptz, p_since timestamptz,
+    p_renew timestamptz, p_exp timestamptz, a_slots integer[], a_need integer[], a_rows integer[],
+    a_mine boolean[], a_total integer[], a_tok bigint[])
+RETURNS SETOF {{schema}}.acquire_row
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    o       {{schema}}.acquire_row;
+    i integer;
+    r record;
+BEGIN
+    o.r_queued := false;
+    FOR i IN 1 .. cardinality(p_names) LOOP
         IF a_mine[i] THEN
             UPDATE {{schema}}.holders h
                SET count   = h.count + CASE WHEN p_counted THEN 1 ELSE 0 END,
                    op      = CASE WHEN p_counted THEN p_op ELSE h.op END,
                    ttl     = CASE WHEN p_ttl > 0 THEN p_ttl ELSE h.ttl END,
                    hold    = CASE WHEN p_ttl > 0 THEN p_hold ELSE h.hold END,
-                   renewed = CASE WHEN p_ttl > 0 THEN v_renew ELSE h.renewed END,
-                   expires = CASE WHEN p_ttl > 0 THEN v_exp ELSE h.expires END
+                   renewed = CASE WHEN p_ttl > 0 THEN p_renew ELSE h.renewed END,
+                   expires = CASE WHEN p_ttl > 0 THEN p_exp ELSE h.expires END
              WHERE h.lock = p_names[i] AND h.ref = p_ref
             RETURNING h.kind, h.token, h.acquired, h.expires, h.ttl, h.hold, h.weight INTO r;
             IF NOT FOUND THEN
@@ -385,21 +441,21 @@ BEGIN
                 RAISE EXCEPTION 'sleeplock: the hold of % on % was released while re-entered', p_ref, p_names[i]
                     USING ERRCODE = '40001';
             END IF;
-            r_ev := 'reentered'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
-            r_running := a_rows[i]; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            r_ref := p_ref; r_kind := r.kind; r_token := r.token; r_at := {{schema}}.micros(r.acquired);
-            r_expires := {{schema}}.micros(r.expires); r_dur := 0; r_ticket := p_ticket;
-            r_ttl := r.ttl; r_hold := r.hold; r_weight := r.weight;
-            RETURN NEXT;
+            o.r_ev := 'reentered'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
+            o.r_running := a_rows[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+            o.r_ref := p_ref; o.r_kind := r.kind; o.r_token := r.token; o.r_at := {{schema}}.micros(r.acquired);
+            o.r_expires := {{schema}}.micros(r.expires); o.r_dur := 0; o.r_ticket := p_ticket;
+            o.r_ttl := r.ttl; o.r_hold := r.hold; o.r_weight := r.weight;
+            RETURN NEXT o;
         ELSE
-            r_ev := 'granted'; r_idx := i; r_lock := p_names[i]; r_slots := a_slots[i];
-            r_running := a_rows[i] + a_need[i]; r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            r_ref := p_ref; r_kind := p_kind; r_token := a_tok[i]; r_at := {{schema}}.micros(p_now);
-            r_expires := {{schema}}.micros(v_exp);
-            r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
-            r_ticket := p_ticket; r_ttl := p_ttl; r_hold := p_hold; r_weight := a_need[i];
-            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN r_dur END, 0, 0, 0, NULL, false);
-            RETURN NEXT;
+            o.r_ev := 'granted'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
+            o.r_running := a_rows[i] + a_need[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+            o.r_ref := p_ref; o.r_kind := p_kind; o.r_token := a_tok[i]; o.r_at := {{schema}}.micros(p_now);
+            o.r_expires := {{schema}}.micros(p_exp);
+            o.r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
+            o.r_ticket := p_ticket; o.r_ttl := p_ttl; o.r_hold := p_hold; o.r_weight := a_need[i];
+            PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN o.r_dur END, 0, 0, 0, NULL, false);
+            RETURN NEXT o;
         END IF;
     END LOOP;
 END
@@ -457,9 +513,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.answer_not_now(p_name text, p_idx integer, p_ticket bigint, p_wait boolean,
     p_wttl bigint, p_wexp timestamptz, p_stale bigint, p_now timestamptz, p_slots integer, p_rows integer,
     p_live integer, p_ahead integer, p_weight integer)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -502,9 +556,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.queue_waiter(p_names text[], p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_weights integer[], p_now timestamptz,
     p_slots integer[], p_rows integer[], p_total integer[])
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer)
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE

@@ -29,7 +29,8 @@
 --      holder rows (refuse_or_take_free_slot()); or queueing, under the
 --      row (enqueue_if_blocked()).
 --   6. Everything else (re-entry, takeover, a grant to a waiter, dead
---      waiters): acquire(), after reaping.
+--      waiters): acquire(), after reaping. The queueing of 5 and step 6
+--      are queue_or_acquire(): a refused try never gets that far.
 -- A weight (p_weight k > 1, or -1: every slot) takes k slots as one hold:
 -- in the lock's row in scalar mode when the row has no holder (step 3,
 -- locks.weight and wacqs), else in a holder row (step 5 spills a fast row
@@ -42,9 +43,7 @@
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
     p_node bigint, p_weight integer, p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -128,13 +127,31 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    IF p_wait AND v_slots IS NOT NULL THEN
+    -- Queueing under the row, else 6.
+    RETURN QUERY SELECT * FROM {{schema}}.queue_or_acquire(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait,
+        p_op, p_wttl, p_node, p_weight, p_sample, v_slots, v_slow);
+END
+$sleeplock$;
+
+-- queue_or_acquire: the last steps of acquire_one(), for a request the
+-- steps before did not settle: a caller that will wait on a lock held or
+-- queued queues under the row by acquire()'s rule (enqueue_if_blocked();
+-- p_slow: the caller holds the row already, slow); 6. everything else is
+-- acquire()'s, after reaping, with the event's Seq and the hint.
+CREATE OR REPLACE FUNCTION {{schema}}.queue_or_acquire(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_node bigint, p_weight integer,
+    p_sample boolean, p_slots integer, p_slow boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+BEGIN
+    IF p_wait AND p_slots IS NOT NULL THEN
         -- The lock is held or queued: queue the caller under the row, by
         -- acquire()'s rule.
-        IF (v_slow OR {{schema}}.spill(p_name))
+        IF (p_slow OR {{schema}}.spill(p_name))
            AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
             RETURN QUERY SELECT * FROM {{schema}}.enqueue_if_blocked(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted,
-                p_op, p_wttl, p_node, v_slots, p_weight, {{schema}}.waiting_of(p_name, clock_timestamp()),
+                p_op, p_wttl, p_node, p_slots, p_weight, {{schema}}.waiting_of(p_name, clock_timestamp()),
                 clock_timestamp());
             IF FOUND THEN
                 RETURN;
@@ -147,7 +164,7 @@ BEGIN
     PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
     RETURN QUERY
         SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
-               a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(v_slots, 1) <= 1
+               a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(p_slots, 1) <= 1
           FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
                                   p_wttl, 0::bigint, false, ARRAY[p_weight], p_sample) a;
     IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
@@ -171,9 +188,7 @@ $sleeplock$;
 -- 1,024 slots the arrays cost less than the holder rows (bench/README).
 CREATE OR REPLACE FUNCTION {{schema}}.grant_slot_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_op bigint, p_pats text[], p_lease bigint, p_back bigint)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -253,9 +268,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.grant_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer, p_new boolean,
     p_free boolean, p_empty boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -321,9 +334,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.refuse_or_take_free_slot(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
     p_weight integer, p_slow boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -386,9 +397,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue_if_blocked(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_weight integer,
     p_waiting integer, p_now timestamptz)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -413,9 +422,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_running integer,
     p_waiting integer, p_now timestamptz, p_weight integer)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean,
-    r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint, r_fast boolean)
+RETURNS SETOF {{schema}}.acquire_one_row
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_ticket bigint := nextval({{tickets}});

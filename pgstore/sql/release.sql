@@ -8,7 +8,7 @@
 -- of release_fast.sql released nothing, or first for a lock it last saw
 -- slow). The lock's row is taken first; then, cheapest case first:
 --   1. A slot in the row's arrays (slot mode): freed in place; a row
---      'fast' tells the store the row stayed fast.
+--      'fast' tells the store the row stayed fast (release_in_slot()).
 --   2. A slow lock whose waiters are all their nodes' (unowned = 0), no
 --      node stale: the hold deleted and the heads granted (hand_over()); a
 --      grant for a waiter of p_node comes back as a row 'handed' (its
@@ -16,7 +16,8 @@
 --      instead of a notification.
 --   3. The lock's only hold, nobody queued: deleted, the row fast again.
 --   4. Other holders or waiters: the hold deleted; the stale nodes'
---      waiters reaped, the dead dropped, the heads granted.
+--      waiters reaped, the dead dropped, the heads granted
+--      (release_among_others()).
 --   5. Everything else (a counted hold, not held, no definition): release().
 -- p_events: the event's slots are wanted; p_pats: the name's patterns;
 -- p_sample: time the hold whatever its token (the store samples by time).
@@ -24,18 +25,14 @@
 -- hold's.
 CREATE OR REPLACE FUNCTION {{schema}}.release_one(p_name text, p_token bigint, p_ref text, p_events boolean,
     p_pats text[], p_node bigint, p_sample boolean)
-RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer,
-    r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer, r_seq bigint)
+RETURNS SETOF {{schema}}.release_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
     v_now   timestamptz;
     v_k     integer;
-    v_seq   bigint;
     v_slots integer;
     v_run   integer;
-    v_wait  integer;
-    v_dead  integer;
     v_found boolean;
     l       record;
     r       record;
@@ -47,24 +44,7 @@ BEGIN
     IF v_found AND l.fast AND l.xref IS NOT NULL THEN
         v_k := array_position(l.xref, p_ref);
         IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
-            v_now := clock_timestamp();
-            UPDATE {{schema}}.locks x
-               SET xref[v_k] = NULL, freed = v_now, rels = x.rels + 1,
-                   holds = x.holds + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k]) THEN 1 ELSE 0 END,
-                   hold_us = x.hold_us + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k])
-                       THEN greatest({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]), 0) ELSE 0 END,
-                   hb = CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k])
-                       THEN {{schema}}.bump(x.hb, {{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k])) ELSE x.hb END
-             WHERE x.name = p_name
-            RETURNING x.xkind[v_k] AS kind, x.xtoken[v_k] AS token, x.xacquired[v_k] AS acquired,
-                      cardinality(array_remove(x.xref, NULL)) AS run
-                 INTO r;
-            RETURN QUERY SELECT 'released'::text, 1, p_name,
-                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, r.run, 0, p_ref, r.kind, r.token,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), 1,
-                nextval({{seqs}});
-            RETURN QUERY SELECT 'fast'::text, 1, p_name, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint,
-                0::bigint, 1, 0::bigint;
+            RETURN QUERY SELECT * FROM {{schema}}.release_in_slot(p_name, v_k, p_ref, p_events, p_pats, p_sample);
             RETURN;
         END IF;
     END IF;
@@ -115,44 +95,8 @@ BEGIN
             RETURN;
         END IF;
         -- 4. Other holders or waiters remain.
-        DELETE FROM {{schema}}.holders h
-         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-        RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
+        RETURN QUERY SELECT * FROM {{schema}}.release_among_others(p_name, p_token, p_ref, p_events, p_pats, p_sample);
         IF FOUND THEN
-            v_now := clock_timestamp();
-            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
-                p_sample OR {{schema}}.timed(r.token));
-            v_seq := nextval({{seqs}});
-            -- Waiters of nodes that stopped renewing: their node's expiry.
-            IF {{schema}}.nodes_stale(v_now) THEN
-                PERFORM {{schema}}.reap(p_name, v_now, true);
-            END IF;
-            SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-            -- The live and the dead waiters (see waiter_counts()).
-            SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.waiter_counts(p_name, v_now) c;
-            IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-                IF v_run = 0 THEN
-                    UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
-                END IF;
-                RETURN QUERY SELECT 'released'::text, 1, p_name,
-                    CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
-                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
-                RETURN;
-            END IF;
-            -- Waiters: hand the slot over (their dead go first, a bounded
-            -- number, as release() does).
-            IF v_dead > 0 THEN
-                PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
-            END IF;
-            v_slots := {{schema}}.slots_of(p_name);
-            RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
-                v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-                {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
-            IF v_wait > 0 AND v_slots IS NOT NULL THEN
-                PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL);
-            ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
-            END IF;
             RETURN;
         END IF;
     END IF;
@@ -160,6 +104,100 @@ BEGIN
     RETURN QUERY
         SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
           FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events, p_sample) b;
+END
+$sleeplock$;
+
+-- release_in_slot: step 1 of release_one(): the hold of p_ref in slot p_k
+-- of lock p_name's arrays (the row taken, fast) freed in place and timed
+-- when sampled; a row 'released', then a row 'fast' (the row stayed fast).
+CREATE OR REPLACE FUNCTION {{schema}}.release_in_slot(p_name text, p_k integer, p_ref text, p_events boolean,
+    p_pats text[], p_sample boolean)
+RETURNS SETOF {{schema}}.release_row
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now timestamptz := clock_timestamp();
+    r     record;
+BEGIN
+    UPDATE {{schema}}.locks x
+       SET xref[p_k] = NULL, freed = v_now, rels = x.rels + 1,
+           holds = x.holds + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[p_k]) THEN 1 ELSE 0 END,
+           hold_us = x.hold_us + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[p_k])
+               THEN greatest({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[p_k]), 0) ELSE 0 END,
+           hb = CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[p_k])
+               THEN {{schema}}.bump(x.hb, {{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[p_k])) ELSE x.hb END
+     WHERE x.name = p_name
+    RETURNING x.xkind[p_k] AS kind, x.xtoken[p_k] AS token, x.xacquired[p_k] AS acquired,
+              cardinality(array_remove(x.xref, NULL)) AS run
+         INTO r;
+    RETURN QUERY SELECT 'released'::text, 1, p_name,
+        CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, r.run, 0, p_ref, r.kind, r.token,
+        {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), 1,
+        nextval({{seqs}});
+    RETURN QUERY SELECT 'fast'::text, 1, p_name, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint,
+        0::bigint, 1, 0::bigint;
+END
+$sleeplock$;
+
+-- release_among_others: step 4 of release_one(), the lock's row taken and
+-- spilled: the hold of p_ref (token p_token, 0: any) deleted where other
+-- holders or waiters remain; the stale nodes' waiters reaped, the dead
+-- dropped, the heads granted (hand_over()), the row fast again when
+-- nothing is left. No row: no such hold (release() decides).
+CREATE OR REPLACE FUNCTION {{schema}}.release_among_others(p_name text, p_token bigint, p_ref text,
+    p_events boolean, p_pats text[], p_sample boolean)
+RETURNS SETOF {{schema}}.release_row
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    v_now   timestamptz;
+    v_seq   bigint;
+    v_slots integer;
+    v_run   integer;
+    v_wait  integer;
+    v_dead  integer;
+    r       record;
+BEGIN
+    DELETE FROM {{schema}}.holders h
+     WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+    RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
+    IF FOUND THEN
+        v_now := clock_timestamp();
+        PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
+            p_sample OR {{schema}}.timed(r.token));
+        v_seq := nextval({{seqs}});
+        -- Waiters of nodes that stopped renewing: their node's expiry.
+        IF {{schema}}.nodes_stale(v_now) THEN
+            PERFORM {{schema}}.reap(p_name, v_now, true);
+        END IF;
+        SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+        -- The live and the dead waiters (see waiter_counts()).
+        SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.waiter_counts(p_name, v_now) c;
+        IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            IF v_run = 0 THEN
+                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+            END IF;
+            RETURN QUERY SELECT 'released'::text, 1, p_name,
+                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
+                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
+            RETURN;
+        END IF;
+        -- Waiters: hand the slot over (their dead go first, a bounded
+        -- number, as release() does).
+        IF v_dead > 0 THEN
+            PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+        END IF;
+        v_slots := {{schema}}.slots_of(p_name);
+        RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
+            v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+            {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
+        IF v_wait > 0 AND v_slots IS NOT NULL THEN
+            PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL);
+        ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+            UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+        END IF;
+        RETURN;
+    END IF;
 END
 $sleeplock$;
 

@@ -56,25 +56,25 @@ $sleeplock$;
 -- hold, p_lost of them by another's hand, p_hold the ended hold's length
 -- (µs; NULL: no hold ended), recorded when p_timed: its token is timed(),
 -- or the store samples it by time (p_sample of release_one(), release()).
+-- One UPDATE of the row, whatever it counts.
 CREATE OR REPLACE FUNCTION {{schema}}.tally(p_name text, p_acqs integer, p_wait bigint, p_rels integer,
     p_exps integer, p_lost integer, p_hold bigint, p_timed boolean)
  RETURNS void
  LANGUAGE plpgsql
 AS $sleeplock$
+DECLARE
+    v_waited boolean := p_wait IS NOT NULL;
+    v_held   boolean := p_hold IS NOT NULL AND p_timed;
 BEGIN
     UPDATE {{schema}}.locks l
-       SET acqs = l.acqs + p_acqs, rels = l.rels + p_rels, exps = l.exps + p_exps, losses = l.losses + p_lost
+       SET acqs = l.acqs + p_acqs, rels = l.rels + p_rels, exps = l.exps + p_exps, losses = l.losses + p_lost,
+           waited = l.waited + CASE WHEN v_waited THEN 1 ELSE 0 END,
+           wait_us = l.wait_us + CASE WHEN v_waited THEN greatest(p_wait, 0) ELSE 0 END,
+           wb = CASE WHEN v_waited THEN {{schema}}.bump(l.wb, p_wait) ELSE l.wb END,
+           holds = l.holds + CASE WHEN v_held THEN 1 ELSE 0 END,
+           hold_us = l.hold_us + CASE WHEN v_held THEN greatest(p_hold, 0) ELSE 0 END,
+           hb = CASE WHEN v_held THEN {{schema}}.bump(l.hb, p_hold) ELSE l.hb END
      WHERE l.name = p_name;
-    IF p_wait IS NOT NULL THEN
-        UPDATE {{schema}}.locks l
-           SET waited = l.waited + 1, wait_us = l.wait_us + greatest(p_wait, 0), wb = {{schema}}.bump(l.wb, p_wait)
-         WHERE l.name = p_name;
-    END IF;
-    IF p_hold IS NOT NULL AND p_timed THEN
-        UPDATE {{schema}}.locks l
-           SET holds = l.holds + 1, hold_us = l.hold_us + greatest(p_hold, 0), hb = {{schema}}.bump(l.hb, p_hold)
-         WHERE l.name = p_name;
-    END IF;
 END
 $sleeplock$;
 
