@@ -32,13 +32,7 @@ func (s *Store) Relabel(ctx context.Context, h store.Handle, kind string) error 
 	if err != nil {
 		return err
 	}
-	switch r.status {
-	case "notfound":
-		return store.NotFound(str(r.arg(0)))
-	case "notheld":
-		return store.ErrNotHeld
-	}
-	return nil
+	return r.refusal()
 }
 
 // Announce implements store.Announcer with a PUBLISH on the prefix's

@@ -82,10 +82,10 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 	if err != nil {
 		return err
 	}
-	switch r.status {
-	case "notfound":
-		return store.NotFound(str(r.arg(0)))
-	case "lost":
+	if err := r.refusal(); err != nil {
+		return err
+	}
+	if r.status == "lost" {
 		return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", store.ErrLeaseLost, h.Name, h.Token)
 	}
 	t.Results = list(r.arg(0))

@@ -30,11 +30,10 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	if err != nil {
 		return err
 	}
+	if err := r.refusal(); err != nil {
+		return err
+	}
 	switch r.status {
-	case "notfound":
-		return store.NotFound(str(r.arg(0)))
-	case "notheld":
-		return store.ErrNotHeld
 	case "int": // lua/fast.lua's, with no message: end the hold's watchers here
 		s.w.Ended(h.Name, "", h.Token, store.ErrReleased)
 		return nil

@@ -120,6 +120,19 @@ type reply struct {
 	rest   []any
 }
 
+// refusal is the error of the statuses every operation on a held lock
+// answers alike: its lock is not defined, or its ref does not hold it;
+// nil for any other status.
+func (r reply) refusal() error {
+	switch r.status {
+	case "notfound":
+		return store.NotFound(str(r.arg(0)))
+	case "notheld":
+		return store.ErrNotHeld
+	}
+	return nil
+}
+
 // run runs f with keys and args (after the prefix and the node), then
 // emits its events to ev and delivers its messages for this node, before
 // any State, List or Stats of this store runs (see order).
