@@ -134,13 +134,13 @@ func TestKill9HolderAndWaiter(t *testing.T) {
 }
 
 // TestStoppedWaiterGrantGoesBack: the head waiter, a process of its own,
-// is stopped (SIGSTOP) just before the holder releases, so that the slot
-// is granted to it while it cannot claim the grant. The grant goes back
-// once its node stops beating (waiter TTL, 1s), not at its lease's TTL (a
-// minute): the next waiter gets the slot within its 20 s deadline. The
-// stopped process, resumed while the next waiter holds, learns that its
-// grant went back: it queues again, and acquires only after that holder
-// released, with a greater token.
+// is stopped (SIGSTOP), and the holder releases once it has stopped (see
+// stop), so that the slot is granted to it while it cannot claim the
+// grant. The grant goes back once its node stops beating (waiter TTL,
+// 1s), not at its lease's TTL (a minute): the next waiter gets the slot
+// within its 50 s deadline. The stopped process, resumed while the next
+// waiter holds, learns that its grant went back: it queues again, and
+// acquires only after that holder released, with a greater token.
 func TestStoppedWaiterGrantGoesBack(t *testing.T) {
 	srv := startServer(t)
 	c := srv.Client()
@@ -171,9 +171,7 @@ func TestStoppedWaiterGrantGoesBack(t *testing.T) {
 		st, err := l.State(ctx, "k")
 		return err == nil && st.Waiting == 2
 	})
-	if err := b.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stop(t, b)
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -201,6 +199,32 @@ func TestStoppedWaiterGrantGoesBack(t *testing.T) {
 	}
 	if token <= r.x.Token() {
 		t.Fatalf("the resumed waiter's token %d, not above the next holder's %d", token, r.x.Token())
+	}
+}
+
+// stop stops child process cmd (SIGSTOP) and returns once it has
+// stopped. kill(2) only starts a stop: the child's threads run on until
+// each takes the signal, on a loaded machine long enough to take a grant
+// made meanwhile; the parent is told (wait4, WUNTRACED) when the last
+// thread stopped.
+func stop(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(cmd.Process.Pid, &ws, syscall.WUNTRACED, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	if !ws.Stopped() {
+		t.Fatalf("child after SIGSTOP: status %#x, want it stopped", uint32(ws))
 	}
 }
 
