@@ -40,22 +40,16 @@ func (k *Lock) Name() string {
 
 // Acquire is (*Locks).Acquire of the handle's lock.
 func (k *Lock) Acquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	if k == nil {
-		k = &noHandle
-	}
-	return k.l.acquire(ctx, k, k.name, true, nil, opts)
+	return acquire(ctx, nil, k, "", handleWaits, nil, opts)
 }
 
 // TryAcquire is (*Locks).TryAcquire of the handle's lock.
 func (k *Lock) TryAcquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	if k == nil {
-		k = &noHandle
-	}
-	return k.l.acquire(ctx, k, k.name, false, nil, opts)
+	return acquire(ctx, nil, k, "", byHandle, nil, opts)
 }
 
-// noHandle stands for a nil Lock, whose calls return errNoHandle as
-// a zero Lock's do.
+// noHandle stands for a nil Lock in acquire, whose calls return
+// errNoHandle as a zero Lock's do.
 var noHandle Lock
 
 // errNoHandle is the error of a call of a nil or zero Lock.
