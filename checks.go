@@ -11,7 +11,7 @@ import (
 // Errors of calls that cannot run at all: made before anything is looked at,
 // so a nil or zero value is a typed error, never a panic.
 var (
-	errNoLocks   = store.Invalid(store.ErrInvalidConfig, "nil", "a *Locks must come from sleeplock.New")
+	errNoLocks   = store.Invalid(store.ErrInvalidConfig, "nil", "a *Locks must come from sleeplock.New (and a *Lock from its Lock method)")
 	errNilOption = store.Invalid(store.ErrInvalidConfig, "nil", "an option must not be nil")
 )
 
@@ -44,8 +44,9 @@ func (l *Locks) usableFor(ctx context.Context, name string, slots int) error {
 	return store.CheckDefinition(name, slots)
 }
 
-// usableBy is usable for a call of the handle k (nil: a call by name),
-// whose name's error it returns too; a zero or nil handle has no Locks.
+// usableBy is usable for a call of the handle k (nil: a call by name, or
+// of a nil handle, whose l is nil too), whose name's error it returns too;
+// a zero handle has no Locks.
 func (l *Locks) usableBy(ctx context.Context, k *Lock) error {
 	if k != nil && l == nil {
 		return errNoHandle

@@ -326,14 +326,14 @@ func (l *Locks) List(ctx context.Context) ([]State, error) {
 // slot granted as ctx ended goes to the next waiter). A caller whose ref
 // holds the lock already gets its lease back at once (see Ref).
 func (l *Locks) Acquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	return acquire(ctx, l, nil, name, waits, nil, opts)
+	return l.acquire(ctx, nil, name, true, nil, opts)
 }
 
 // TryAcquire takes a slot of name if one is free and nobody waits for it,
 // without waiting; otherwise it returns a *BusyError (errors.Is(err,
 // ErrUnavailable)). It never jumps the queue.
 func (l *Locks) TryAcquire(ctx context.Context, name string, opts ...AcquireOption) (Lease, error) {
-	return acquire(ctx, l, nil, name, 0, nil, opts)
+	return l.acquire(ctx, nil, name, false, nil, opts)
 }
 
 // AcquireAll takes a slot of every lock in names, all or nothing, in one
@@ -347,28 +347,24 @@ func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireO
 	if len(names) == 0 {
 		return Lease{}, store.CheckNames(names)
 	}
-	return acquire(ctx, l, nil, names[0], waits, &names, opts)
+	return l.acquire(ctx, nil, names[0], true, &names, opts)
 }
 
 // acquire is the one route of every acquisition to the store: of name, or
 // of *all when all is not nil (AcquireAll's names), or of the lock of the
-// handle k (byHandle: l and name are k's, and k, which may be nil, was
-// checked when it was made). (A handle's call passes no l, so that the
-// handle's methods inline; all is a pointer so that the hot path passes
-// every argument but opts in a register.) When the store has a plain
+// handle k, whose Locks and name (checked when k was made) it takes from k.
+// (A handle's call passes neither, so that the handle's methods inline
+// into their callers; all is a pointer so that every argument of the hot
+// path but opts is passed in a register.) When the store has a plain
 // path (package internal/plain: the memory store's, allocation-free) and
 // every option is one a plain lease can serve (plainOptions), it takes
 // that path; otherwise it goes the general way (acquireStore), which reads
 // the options into the full config. The name is checked once: by the
 // plain path, for a name its store has no lock of, or by request.
-func acquire(ctx context.Context, l *Locks, k *Lock, name string, h how, all *[]string, opts []AcquireOption) (Lease, error) {
-	if h&byHandle != 0 {
-		if k == nil {
-			k = &noHandle
-		}
+func (l *Locks) acquire(ctx context.Context, k *Lock, name string, wait bool, all *[]string, opts []AcquireOption) (Lease, error) {
+	if k != nil {
 		l, name = k.l, k.name
 	}
-	wait := h&waits != 0
 	weight, waits, plainOK := 0, wait, true
 	if len(opts) != 0 {
 		weight, waits, plainOK = plainOptions(opts, wait)
@@ -418,15 +414,6 @@ func acquire(ctx context.Context, l *Locks, k *Lock, name string, h how, all *[]
 	}
 	return l.acquireStore(ctx, name, nil, true, plainConfig{wait: wait, keepAlive: true}, opts)
 }
-
-// how says how an acquisition was asked for (acquire).
-type how uint8
-
-const (
-	waits       how = 1 << iota // Acquire, AcquireAll: wait for a slot (TryAcquire: not)
-	byHandle                    // a call of a Lock handle
-	handleWaits = byHandle | waits
-)
 
 // plainOptions reads opts as the plain path serves them: the weight they
 // ask for (0: one slot) and whether to wait (wait, unless NoWait); ok is
