@@ -4,15 +4,15 @@ import (
 	"context"
 	"reflect"
 
+	"github.com/sleeplock/sleeplock/internal/storecall"
 	"github.com/sleeplock/sleeplock/store"
 )
 
 // Errors of calls that cannot run at all: made before anything is looked at,
 // so a nil or zero value is a typed error, never a panic.
 var (
-	errNoLocks    = store.Invalid(store.ErrInvalidConfig, "nil", "a *Locks must come from sleeplock.New")
-	errNilContext = store.Invalid(store.ErrInvalid, "nil", "a context is required (context.Background() when there is none)")
-	errNilOption  = store.Invalid(store.ErrInvalidConfig, "nil", "an option must not be nil")
+	errNoLocks   = store.Invalid(store.ErrInvalidConfig, "nil", "a *Locks must come from sleeplock.New (and a *Lock from its Lock method)")
+	errNilOption = store.Invalid(store.ErrInvalidConfig, "nil", "an option must not be nil")
 )
 
 // valid returns why l cannot serve a call: l is nil or a zero Locks, or an
@@ -30,7 +30,7 @@ func (l *Locks) usable(ctx context.Context) error {
 		return errNoLocks
 	}
 	if ctx == nil {
-		return errNilContext
+		return storecall.ErrNilContext
 	}
 	return l.err
 }
@@ -44,8 +44,9 @@ func (l *Locks) usableFor(ctx context.Context, name string, slots int) error {
 	return store.CheckDefinition(name, slots)
 }
 
-// usableBy is usable for a call of the handle k (nil: a call by name),
-// whose name's error it returns too; a zero or nil handle has no Locks.
+// usableBy is usable for a call of the handle k (nil: a call by name, or
+// of a nil handle, whose l is nil too), whose name's error it returns too;
+// a zero handle has no Locks.
 func (l *Locks) usableBy(ctx context.Context, k *Lock) error {
 	if k != nil && l == nil {
 		return errNoHandle
@@ -66,7 +67,7 @@ func (x Lease) usable(ctx context.Context) error {
 		return err
 	}
 	if ctx == nil {
-		return errNilContext
+		return storecall.ErrNilContext
 	}
 	return nil
 }

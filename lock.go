@@ -40,25 +40,18 @@ func (k *Lock) Name() string {
 
 // Acquire is (*Locks).Acquire of the handle's lock.
 func (k *Lock) Acquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	if k == nil {
-		k = &noHandle
-	}
-	return k.l.acquire(ctx, k, k.name, true, nil, opts)
+	var l *Locks // nil: acquire takes the Locks and the name from k
+	return l.acquire(ctx, k, "", true, nil, opts)
 }
 
 // TryAcquire is (*Locks).TryAcquire of the handle's lock.
 func (k *Lock) TryAcquire(ctx context.Context, opts ...AcquireOption) (Lease, error) {
-	if k == nil {
-		k = &noHandle
-	}
-	return k.l.acquire(ctx, k, k.name, false, nil, opts)
+	var l *Locks // nil: acquire takes the Locks and the name from k
+	return l.acquire(ctx, k, "", false, nil, opts)
 }
 
-// noHandle stands for a nil Lock, whose calls return errNoHandle as
-// a zero Lock's do.
-var noHandle Lock
-
-// errNoHandle is the error of a call of a nil or zero Lock.
+// errNoHandle is the error of a call of a zero Lock (a nil one's is
+// errNoLocks: it has no Locks either).
 var errNoHandle = store.Invalid(store.ErrInvalidConfig, "nil", "a Lock handle comes from (*Locks).Lock")
 
 // plainLock is a lock of the memory store that a handle found.

@@ -352,14 +352,19 @@ func (l *Locks) AcquireAll(ctx context.Context, names []string, opts ...AcquireO
 
 // acquire is the one route of every acquisition to the store: of name, or
 // of *all when all is not nil (AcquireAll's names), or of the lock of the
-// handle k (whose name was checked when k was made). (all is a pointer so
-// that every argument of the hot path is passed in a register.) When the store has a plain
+// handle k, whose Locks and name (checked when k was made) it takes from k.
+// (A handle's call passes neither, so that the handle's methods inline
+// into their callers; all is a pointer so that every argument of the hot
+// path but opts is passed in a register.) When the store has a plain
 // path (package internal/plain: the memory store's, allocation-free) and
 // every option is one a plain lease can serve (plainOptions), it takes
 // that path; otherwise it goes the general way (acquireStore), which reads
 // the options into the full config. The name is checked once: by the
 // plain path, for a name its store has no lock of, or by request.
 func (l *Locks) acquire(ctx context.Context, k *Lock, name string, wait bool, all *[]string, opts []AcquireOption) (Lease, error) {
+	if k != nil {
+		l, name = k.l, k.name
+	}
 	weight, waits, plainOK := 0, wait, true
 	if len(opts) != 0 {
 		weight, waits, plainOK = plainOptions(opts, wait)

@@ -23,7 +23,6 @@ package election
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -178,11 +177,10 @@ func checkValue(v string) error { return checkText("value", v, MaxValueBytes, tr
 // refSep separates a candidate's ID from the random part of its ref.
 const refSep = "#"
 
-// newRef returns a new ref for a campaign of id.
+// newRef returns a new ref for a campaign of id: its random part is 64
+// bits of a generated ref's 128 (store.NewRef).
 func newRef(id string) string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return id + refSep + hex.EncodeToString(b[:])
+	return id + refSep + store.NewRef().String()[:16]
 }
 
 // CandidateID returns the candidate ID in the ref of a term's lease (or

@@ -3,23 +3,15 @@ package memstore
 import (
 	"context"
 
+	"github.com/sleeplock/sleeplock/internal/storecall"
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// Errors of calls that cannot run at all, so that a nil or zero Store or a
-// nil context is a typed error rather than a panic.
-var (
-	errNoStore    = store.Invalid(store.ErrInvalidConfig, "nil", "a *memstore.Store must come from memstore.New")
-	errNilContext = store.Invalid(store.ErrInvalid, "nil", "a context is required (context.Background() when there is none)")
-)
+// errNoStore is the error of a call of a nil or zero Store: a typed error
+// rather than a panic.
+var errNoStore = store.Invalid(store.ErrInvalidConfig, "nil", "a *memstore.Store must come from memstore.New")
 
 // usable returns why s cannot serve a call with ctx.
 func (s *Store) usable(ctx context.Context) error {
-	if s == nil || s.fams == nil {
-		return errNoStore
-	}
-	if ctx == nil {
-		return errNilContext
-	}
-	return nil
+	return storecall.Check(ctx, s != nil && s.fams != nil, errNoStore)
 }

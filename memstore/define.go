@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/sleeplock/sleeplock/internal/storecall"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -17,8 +18,7 @@ type family struct {
 
 // Define implements store.Store: a Reconcile of one entry.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	r, err := s.Reconcile(ctx, []store.Definition{{Name: name, Slots: slots}}, store.ReconcileOptions{}, ev)
-	return len(r.Created) == 1, err
+	return storecall.Define(ctx, s, name, slots, ev)
 }
 
 // Reconcile implements store.Store under the store's mutex: it reads the

@@ -2,19 +2,18 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/sleeplock/sleeplock/internal/storecall"
 	"github.com/sleeplock/sleeplock/store"
-
-	"database/sql"
-	"errors"
 )
 
 // Define implements store.Store: a Reconcile of one entry.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	r, err := s.Reconcile(ctx, []store.Definition{{Name: name, Slots: slots}}, store.ReconcileOptions{}, ev)
-	return len(r.Created) == 1, err
+	return storecall.Define(ctx, s, name, slots, ev)
 }
 
 // defineOne runs define() for d on c. It reports whether d was created and

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sleeplock/sleeplock/internal/storecall"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -127,8 +128,7 @@ func (t *txn) members(family string) ([]string, error) {
 
 // Define implements store.Store: a Reconcile of one entry.
 func (s *Store) Define(ctx context.Context, name string, slots int, ev store.Emitter) (bool, error) {
-	r, err := s.Reconcile(ctx, []store.Definition{{Name: name, Slots: slots}}, store.ReconcileOptions{}, ev)
-	return len(r.Created) == 1, err
+	return storecall.Define(ctx, s, name, slots, ev)
 }
 
 // define makes the definition name unless it exists with the same slots.

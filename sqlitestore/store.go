@@ -22,6 +22,7 @@ import (
 
 	"github.com/sleeplock/sleeplock/internal/endwatch"
 	"github.com/sleeplock/sleeplock/internal/options"
+	"github.com/sleeplock/sleeplock/internal/storecall"
 	"github.com/sleeplock/sleeplock/store"
 )
 
@@ -206,7 +207,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	if ctx == nil {
-		return nil, errNilContext
+		return nil, storecall.ErrNilContext
 	}
 	if err := checkPath(path); err != nil {
 		return nil, err
@@ -316,20 +317,12 @@ func (s *Store) Path() string {
 	return s.path
 }
 
-var (
-	errNilContext = store.Invalid(store.ErrInvalidConfig, "nil", "a context is required")
-	errNoStore    = store.Invalid(store.ErrInvalidConfig, "a nil or zero *sqlitestore.Store", "a Store comes from sqlitestore.Open")
-)
+// errNoStore is the error of a call of a nil or zero Store.
+var errNoStore = store.Invalid(store.ErrInvalidConfig, "a nil or zero *sqlitestore.Store", "a Store comes from sqlitestore.Open")
 
 // check reports a receiver or a context that cannot be used.
 func (s *Store) check(ctx context.Context) error {
-	switch {
-	case s == nil || s.db == nil:
-		return errNoStore
-	case ctx == nil:
-		return errNilContext
-	}
-	return nil
+	return storecall.Check(ctx, s != nil && s.db != nil, errNoStore)
 }
 
 // Close removes this store's waiters from the queue (their callers return

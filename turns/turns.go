@@ -45,8 +45,6 @@ package turns
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -258,7 +256,7 @@ func (t *Turns) Acquire(ctx context.Context, chat, user, turnRef string) (sleepl
 //
 // ref must be a click's ref (made by ClickRef).
 func (t *Turns) AcquireUser(ctx context.Context, user, ref string, ttl, hold time.Duration) (sleeplock.Lease, error) {
-	name, err := t.userName(user)
+	name, err := t.lockName("user", user)
 	if err != nil {
 		return sleeplock.Lease{}, err
 	}
@@ -277,11 +275,10 @@ func (t *Turns) AcquireUser(ctx context.Context, user, ref string, ttl, hold tim
 }
 
 // ClickRef returns a new ref for a click on a confirmation card, told apart
-// from a turn's: "click:" and 128 random bits in hex. See KindOf.
+// from a turn's: "click:" and 128 random bits in hex (a generated ref's,
+// store.NewRef). See KindOf.
 func ClickRef() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (it panics instead)
-	return clickPrefix + hex.EncodeToString(b[:])
+	return clickPrefix + store.NewRef().String()
 }
 
 // KindOf tells a turn's ref from a click's: KindClick for a ref made by
@@ -309,7 +306,7 @@ func KindOf(ref string) (string, error) {
 // on the store's clock: the turn may still run, on this node or another.
 // turnRef must be a turn's ref (see KindOf).
 func (t *Turns) Fresh(ctx context.Context, chat, turnRef string, ttl time.Duration) (bool, error) {
-	name, err := t.chatName(chat)
+	name, err := t.lockName("chat", chat)
 	if err != nil {
 		return false, err
 	}
@@ -348,7 +345,7 @@ func (t *Turns) Held(ctx context.Context, chat, user, turnRef string) (bool, err
 // longer than its hold keeps blocking a turn. It reports true when ref held
 // it; otherwise nothing changed. Any node may keep a click's lock.
 func (t *Turns) KeepUser(ctx context.Context, user, ref string, ttl, hold time.Duration) (bool, error) {
-	name, err := t.userName(user)
+	name, err := t.lockName("user", user)
 	if err != nil {
 		return false, err
 	}
@@ -413,7 +410,7 @@ func (t *Turns) ReleaseStale(ctx context.Context, chat, user, turnRef string, tt
 // ref, or a turn's). It returns an error matching sleeplock.ErrNotHeld when
 // ref did not hold it (callers may ignore it).
 func (t *Turns) ReleaseUser(ctx context.Context, user, ref string) error {
-	name, err := t.userName(user)
+	name, err := t.lockName("user", user)
 	if err != nil {
 		return err
 	}
@@ -459,41 +456,31 @@ func (t *Turns) refusal(err error, chat string) error {
 }
 
 func (t *Turns) both(chat, user string) ([]string, error) {
-	c, err := t.chatName(chat)
+	c, err := t.lockName("chat", chat)
 	if err != nil {
 		return nil, err
 	}
-	u, err := t.userName(user)
+	u, err := t.lockName("user", user)
 	if err != nil {
 		return nil, err
 	}
 	return []string{c, u}, nil
 }
 
-func (t *Turns) chatName(chat string) (string, error) {
-	if t == nil {
+// lockName returns the lock of the chat or user id (what: "chat" or
+// "user"), or why t or id cannot name one.
+func (t *Turns) lockName(what, id string) (string, error) {
+	switch {
+	case t == nil:
 		return "", errNoTurns
-	}
-	if t.err != nil {
+	case t.err != nil:
 		return "", t.err
+	case id == "":
+		return "", invalid(sleeplock.ErrInvalidName, `""`, "a "+what+" id must not be empty")
+	case what == "chat":
+		return t.ChatLock(id), nil
 	}
-	if chat == "" {
-		return "", invalid(sleeplock.ErrInvalidName, `""`, "a chat id must not be empty")
-	}
-	return t.ChatLock(chat), nil
-}
-
-func (t *Turns) userName(user string) (string, error) {
-	if t == nil {
-		return "", errNoTurns
-	}
-	if t.err != nil {
-		return "", t.err
-	}
-	if user == "" {
-		return "", invalid(sleeplock.ErrInvalidName, `""`, "a user id must not be empty")
-	}
-	return t.UserLock(user), nil
+	return t.UserLock(id), nil
 }
 
 func wantKind(ref, kind string) error {

@@ -1,22 +1,4 @@
--- State, counts and the sweep of idle rows.
-
--- counts: running and waiting of each lock of p_names.
-CREATE OR REPLACE FUNCTION {{schema}}.counts(p_names text[], p_now timestamp with time zone)
- RETURNS TABLE(r_lock text, r_running integer, r_waiting integer)
- LANGUAGE plpgsql
- STABLE
-AS $sleeplock$
-DECLARE
-    n text;
-BEGIN
-    FOREACH n IN ARRAY p_names LOOP
-        r_lock := n;
-        r_running := {{schema}}.running_of(n);
-        r_waiting := {{schema}}.waiting_of(n, p_now);
-        RETURN NEXT;
-    END LOOP;
-END
-$sleeplock$;
+-- State, the counts of a lock and the sweep of idle rows.
 
 -- running_of: the slots the holders of lock n take, wherever they are.
 CREATE OR REPLACE FUNCTION {{schema}}.running_of(n text)
