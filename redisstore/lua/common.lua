@@ -321,17 +321,18 @@ local function bucket(d)
 end
 
 -- tally returns t, a tally of grants and holds {acquisitions, hold µs in
--- all, then the holds of each bucket} (a new one when t is nil), with n
--- acquisitions and a hold of d µs (none when d is nil) added. A record
--- keeps what lua/fast.lua granted and released in one, until the next
--- write of the general path (save) adds it to the counters.
+-- all, then the holds of each bucket, nil for none} (a new one when t is
+-- nil), with n acquisitions and a hold of d µs (none when d is nil)
+-- added. A record keeps what lua/fast.lua granted and released in one,
+-- until the next write of the general path (save) adds it to the
+-- counters.
 local function tally(t, n, d)
-  if not t then t = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} end
+  t = t or {0, 0}
   t[1] = t[1] + n
   if d then
     if d < 0 then d = 0 end
     local b = bucket(d) + 2
-    t[2], t[b] = t[2] + d, t[b] + 1
+    t[2], t[b] = t[2] + d, (t[b] or 0) + 1
   end
   return t
 end
@@ -341,7 +342,7 @@ end
 -- bucket}, with the holds of tally t added.
 local function addholds(packed, t)
   local h = packed and cmsgpack.unpack(packed) or {}
-  for i = 1, #BOUNDS + 2 do h[i] = (h[i] or 0) + t[i + 1] end
+  for i = 1, #BOUNDS + 2 do h[i] = (h[i] or 0) + (t[i + 1] or 0) end
   return cmsgpack.pack(h)
 end
 
@@ -353,7 +354,7 @@ local function held(l, t)
   local f = l.def .. '\tH'
   local h = byk[f]
   if not h then h = tally(nil, 0, nil); byk[f] = h end
-  for i = 2, #t do h[i] = h[i] + t[i] end
+  for i = 2, #BOUNDS + 3 do h[i] = (h[i] or 0) + (t[i] or 0) end
 end
 
 local function granted(l, since)

@@ -55,7 +55,7 @@ local function fastacquire(keys, argv)
   if token < now then token = now end
   local e, renewed = leasetimes(now, ttl, hold, now)
   hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 1, nil)), '', num(token))
+  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 1, nil)), '', token) -- %.17g: exact
   if token == now and w ~= -1 then return token end
   return {'G', now, token, e, n}
 end
