@@ -34,8 +34,8 @@ func commands(t *testing.T, c *redis.Client) map[string]int {
 // TestUncontendedPairRunsSixCommands: on a server of its own, a
 // TryAcquire and Release of a lock nobody else wants runs six commands
 // inside its two function calls (the definition, the record with the
-// last token and counters, the clock and one write; the record and one
-// write), and the counters are exact after it.
+// last token, the clock and one write; the record and one write), and the
+// counters are exact after it.
 func TestUncontendedPairRunsSixCommands(t *testing.T) {
 	srv := startServer(t)
 	c := srv.Client()
