@@ -26,12 +26,6 @@
 // key changes, nothing is appended to the AOF, nothing is replicated.
 // List and Stats run one call per root in one pipeline.
 //
-// With WithRueidis, the calls of the lock operations go through a client
-// of github.com/redis/rueidis, which pipelines the calls of concurrent
-// goroutines on one connection (the go-redis client keeps the rest): the
-// conformance suite runs on both, on one server and on a cluster
-// (TestConformanceRueidis, TestCluster).
-//
 // # Keys
 //
 // The keys of a lock share the hash tag of its root: the name up to its
