@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/redisstore"
@@ -24,7 +23,6 @@ import (
 func TestCluster(t *testing.T) {
 	rc := redistest.StartCluster(t, 0, 0, 0)
 	t.Run("Conformance", func(t *testing.T) { clusterConformance(t, rc) })
-	t.Run("ConformanceRueidis", func(t *testing.T) { clusterConformanceRueidis(t, rc) })
 	t.Run("CheckEveryPrimary", func(t *testing.T) { clusterCheck(t, rc) })
 	t.Run("WakeUpsAcrossNodes", func(t *testing.T) { clusterWakeUps(t, rc) })
 	t.Run("ReshardToNodeWithoutLibrary", func(t *testing.T) { clusterReshard(t, rc) })
@@ -48,20 +46,6 @@ func openCluster(t *testing.T, c *redis.ClusterClient, prefix string, opts ...re
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
-}
-
-// clusterConformanceRueidis runs the conformance suite on rc with the
-// lock operations sent through a rueidis client of the cluster
-// (WithRueidis).
-func clusterConformanceRueidis(t *testing.T, rc *redistest.Cluster) {
-	clusterConformanceOf(t, rc, func(t *testing.T, c *redis.ClusterClient, prefix string) *redisstore.Store {
-		ru, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Options().Addrs, DisableCache: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(ru.Close) // after the store's Close
-		return openCluster(t, c, prefix, redisstore.WithRueidis(ru))
-	})
 }
 
 // clusterConformance runs the conformance suite on rc, each test with a

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis"
 
 	"github.com/sleeplock/sleeplock/redisstore"
 	"github.com/sleeplock/sleeplock/store"
@@ -43,30 +42,4 @@ var harness = storetest.Harness{
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, harness)
-}
-
-// TestConformanceRueidis runs the suite on stores that send the lock
-// operations through a rueidis client (WithRueidis).
-func TestConformanceRueidis(t *testing.T) {
-	h := harness
-	withRueidis := func(t *testing.T, c *redis.Client, prefix string) store.Store {
-		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.Options().Addr},
-			SelectDB: c.Options().DB, Password: c.Options().Password, DisableCache: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(rc.Close) // after the store's Close (cleanups run last first)
-		return open(t, c, prefix, redisstore.WithRueidis(rc))
-	}
-	h.New = func(t *testing.T) store.Store {
-		c := client(t)
-		return withRueidis(t, c, newPrefix(t, c))
-	}
-	h.Reopen = func(t *testing.T, s store.Store) store.Store {
-		o, _ := redis.ParseURL(testURL())
-		c := redis.NewClient(o)
-		t.Cleanup(func() { _ = c.Close() })
-		return withRueidis(t, c, s.(*redisstore.Store).Prefix())
-	}
-	storetest.Run(t, h)
 }

@@ -26,12 +26,6 @@
 // key changes, nothing is appended to the AOF, nothing is replicated.
 // List and Stats run one call per root in one pipeline.
 //
-// With WithRueidis, the calls of the lock operations go through a client
-// of github.com/redis/rueidis, which pipelines the calls of concurrent
-// goroutines on one connection (the go-redis client keeps the rest): the
-// conformance suite runs on both, on one server and on a cluster
-// (TestConformanceRueidis, TestCluster).
-//
 // # Keys
 //
 // The keys of a lock share the hash tag of its root: the name up to its
@@ -41,8 +35,9 @@
 //
 //	P{R}:d        hash: definition → slots
 //	P{R}:s        hash: the root's state: field NAME the record of lock NAME (MessagePack: its queue's length,
-//	              its holders, each an array of its fields, and the hold times left to count; no field when it
-//	              has none of them), field "" the last token drawn, fields "definition\tcounter" the counters
+//	              its holders, each a map of its fields, and the tally of grants and holds left to count; no
+//	              field when it has none of them), field "" the last token drawn, fields "definition\tcounter"
+//	              the counters
 //	P{R}:w:NAME   list: the ids of the lock's waiters, oldest first
 //	P{R}:b:NAME   hash: waiter id → its request (MessagePack)
 //	P{R}:q        set: names with waiters
@@ -55,20 +50,20 @@
 //
 // An uncontended acquire (one lock, no queue, no Emitter) runs four
 // commands on the server: HMGET of the definition, HMGET of the lock's
-// record with the root's last token and the definition's counters, TIME,
-// and one HSET of the three; its release, two: HGET of the record and
-// HSET of it without the hold. A refused try reads the same and writes
-// nothing.
+// record with the root's last token, TIME, and one HSET of the two; its
+// release, two: HGET of the record and HSET of it without the hold. A
+// refused try reads the same and writes nothing.
 //
 // # Statistics
 //
 // Stats (store.StatsReader) reads P{R}:s of every root. The counts are
-// exact: an acquisition is counted by the write that grants it. A hold
-// that an uncontended release ends is counted without a write of its
-// own: the release leaves its duration in the lock's record, and the next
-// write of that record (the next grant of the lock, or any call of the
-// general path) adds it to the counters; Stats adds those left in the
-// records to what it reads. Such a hold is timed from its grant, on the
+// exact: an acquisition is counted by the write that grants it, a hold
+// by the write that ends it. The uncontended acquire and release count
+// without writing a counter: they add the grant, or the hold's duration,
+// to a tally in the lock's record (an acquisition count, the hold time in
+// all and the holds of each bucket), which the next write of that record
+// by the general path adds to the counters; Stats counts the tallies left
+// in the records before it reads. Such a hold is timed from its grant, on the
 // server's clock, to the release as the releasing process reckons the
 // server's clock (its own clock, offset by what the server answered its
 // last acquire: within one round trip); every other hold, and every

@@ -4,7 +4,6 @@ go 1.26.8
 
 require (
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redis/rueidis v1.0.79
 	github.com/sleeplock/sleeplock v0.2.0
 	go.uber.org/goleak v1.3.0
 )

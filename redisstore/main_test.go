@@ -17,12 +17,8 @@ func TestMain(m *testing.M) {
 		child(role)
 		return
 	}
-	// No test leaves keys behind on the shared server. A rueidis cluster
-	// client that dropped connections on a refresh of the slots closes
-	// them 5 s later in a goroutine of its own, which may outlive the
-	// client (rueidis v1.0.79, cluster.go), then ends.
-	goleak.VerifyTestMain(m, goleak.Cleanup(redistest.Exit),
-		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"))
+	// No test leaves keys behind on the shared server.
+	goleak.VerifyTestMain(m, goleak.Cleanup(redistest.Exit))
 }
 
 // The shared test server (redistest): its URL, a client of it that skips

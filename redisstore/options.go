@@ -4,8 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"github.com/sleeplock/sleeplock/internal/options"
 	"github.com/sleeplock/sleeplock/store"
 )
@@ -27,7 +25,6 @@ type config struct {
 	prefix    string
 	waiterTTL time.Duration
 	unsafe    bool
-	ru        rueidis.Client // WithRueidis
 	options.Errs
 }
 

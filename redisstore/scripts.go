@@ -216,9 +216,6 @@ func (s *Store) execCall(ctx context.Context, ev store.Emitter, a []any) (reply,
 // send sends a command of callOf, as go-redis's FCall does: a cluster
 // client routes it by its first key.
 func (s *Store) send(ctx context.Context, a []any) (any, error) {
-	if s.cfg.ru != nil {
-		return s.sendRueidis(ctx, a)
-	}
 	cmd := redis.NewCmd(ctx, a...)
 	if a[2] != 0 {
 		cmd.SetFirstKeyPos(3)

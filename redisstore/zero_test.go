@@ -17,7 +17,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 		Funcs: map[string]any{
 			"New": redisstore.New, "Open": redisstore.Open, "Check": redisstore.Check, "KeyTag": redisstore.KeyTag,
 			"WithPrefix": redisstore.WithPrefix, "WithWaiterTTL": redisstore.WithWaiterTTL,
-			"WithoutSafetyChecks": redisstore.WithoutSafetyChecks, "WithRueidis": redisstore.WithRueidis,
+			"WithoutSafetyChecks": redisstore.WithoutSafetyChecks,
 		},
 		Receivers: []func() any{
 			func() any { return (*redisstore.Store)(nil) },

@@ -8,7 +8,6 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/redis/rueidis v1.0.79
 	github.com/sleeplock/sleeplock v0.2.0
 	github.com/sleeplock/sleeplock/otelevents v0.2.0
 	github.com/sleeplock/sleeplock/pgstore v0.2.0

@@ -8,8 +8,8 @@
 --   P{R}:d  hash  definition name -> slots
 --   P{R}:s  hash  the state of the root: field NAME the record of lock
 --                 NAME (msgpack: the length of its queue, its holders as
---                 tables, see grant, and the hold times its holders released
---                 by lua/fast.lua left to count, µs); field "" the last
+--                 tables, see grant, and what lua/fast.lua's grants and
+--                 releases left to count, see tally); field "" the last
 --                 token or sequence number drawn; fields "definition\tC"
 --                 the counters (see count)
 --   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
@@ -302,10 +302,10 @@ end
 -- Counters of definitions: P{R}:s, field "definition\tcounter", raised
 -- at the end (HINCRBY). Counters: 1 acquisitions, 3 expiries, 4 losses,
 -- 5 waited, 6 wait µs; wN the waits of bucket N. The holds that ended
--- are in one field, "definition\tH" (see addholds), which lua/fast.lua
--- reads and writes with a lock's record. Releases (2) are not counted:
--- every hold that ends is in one hold bucket, so they are the holds less
--- the expiries (lua/stats.lua); 7, the holds, is 2 + 3.
+-- are in one field, "definition\tH", a tally's last 13 values (see tally).
+-- Releases (2) are not counted: every hold that ends is in one hold
+-- bucket, so they are the holds less the expiries (lua/stats.lua); 7, the
+-- holds, is 2 + 3.
 local function count(l, c, n)
   local byk = sub(l.cx.stats, l.sk)
   local f = l.def .. '\t' .. c
@@ -320,24 +320,41 @@ local function bucket(d)
   return #BOUNDS + 1
 end
 
--- addholds returns the value of a field "definition\tH" (packed, as read:
--- false when none), msgpack {hold µs in all, then the holds of each
--- bucket}, with the holds of the durations ds (µs) added.
-local function addholds(packed, ds)
-  local t = packed and cmsgpack.unpack(packed) or {}
-  for i = 1, #BOUNDS + 2 do t[i] = t[i] or 0 end
-  for _, d in ipairs(ds) do
+-- tally returns t, a tally of grants and holds {acquisitions, hold µs in
+-- all, then the holds of each bucket, nil for none} (a new one when t is
+-- nil), with n acquisitions and a hold of d µs (none when d is nil)
+-- added. A record keeps what lua/fast.lua granted and released in one,
+-- until the next write of the general path (save) adds it to the
+-- counters.
+local function tally(t, n, d)
+  t = t or {0, 0}
+  t[1] = t[1] + n
+  if d then
     if d < 0 then d = 0 end
-    local b = bucket(d) + 1
-    t[1], t[b] = t[1] + d, t[b] + 1
+    local b = bucket(d) + 2
+    t[2], t[b] = t[2] + d, (t[b] or 0) + 1
   end
-  return cmsgpack.pack(t)
+  return t
 end
 
--- held adds hold times ds (µs) of l's definition, written at the end.
-local function held(l, ds)
-  local t = sub(sub(l.cx.stats, l.sk), l.def .. '\tH')
-  for _, d in ipairs(ds) do t[#t + 1] = d end
+-- addholds returns the value of a field "definition\tH" (packed, as read:
+-- false when none), msgpack {hold µs in all, then the holds of each
+-- bucket}, with the holds of tally t added.
+local function addholds(packed, t)
+  local h = packed and cmsgpack.unpack(packed) or {}
+  for i = 1, #BOUNDS + 2 do h[i] = (h[i] or 0) + (t[i + 1] or 0) end
+  return cmsgpack.pack(h)
+end
+
+-- held adds a tally t of l's definition to the counters written at the
+-- end: its acquisitions, and its holds.
+local function held(l, t)
+  if t[1] > 0 then count(l, '1', t[1]) end
+  local byk = sub(l.cx.stats, l.sk)
+  local f = l.def .. '\tH'
+  local h = byk[f]
+  if not h then h = tally(nil, 0, nil); byk[f] = h end
+  for i = 2, #BOUNDS + 3 do h[i] = (h[i] or 0) + (t[i] or 0) end
 end
 
 local function granted(l, since)
@@ -353,7 +370,7 @@ end
 local function ended(l, h, expired, lost)
   if expired then count(l, '3', 1) end
   if lost then count(l, '4', 1) end
-  held(l, {l.cx.now - h.a})
+  held(l, tally(nil, 0, l.cx.now - h.a))
 end
 
 -- event types, as store.EventType

@@ -1,17 +1,15 @@
 
--- fast.lua: the uncontended acquire and release, run before begin (see
--- scripts.go): one lock, no queue, nothing to take over, no events. They
+-- fast.lua: the uncontended acquire and release, and the claim of a
+-- grant handed over, run before begin (see scripts.go): one lock, no
+-- queue (but for the claim), nothing to take over, no events (but the
+-- claimed grant's). They
 -- make only the calls the guarantees need (the definition, the record
--- with the last token drawn and the counters, the server's clock, one
--- write), and return nil, having written nothing, for every other case,
--- which the general path then takes from the start. A release writes no
--- counter: the hold time it ends stays in the record (its third value)
--- until the next write of the record, or lua/stats.lua, counts it. KEYS:
+-- with the last token drawn, the server's clock, one write), and return
+-- nil, having written nothing, for every other case, which the general
+-- path then takes from the start. They write no counter: the grant or
+-- the hold time they count stays in the record's tally (see tally) until
+-- the next write of the general path, or lua/stats.lua, counts it. KEYS:
 -- the root's state and definitions (P{R}:s, P{R}:d).
-
--- fieldsof returns the counter fields of definition def that a grant
--- writes: acquisitions, and the holds (see addholds).
-local fieldsof = memo(function(def) return {def .. '\t1', def .. '\tH'} end)
 
 -- fastbusy answers a try refused with no lease to take over (nil: the
 -- general path judges).
@@ -26,18 +24,42 @@ local function fastbusy(now, argv, def, slots, used, hs)
   return {'B', now, first.k, first.r, first.e, def, slots, math.max(slots - used, 0)}
 end
 
+-- fastclaim answers a waiter's check ('check') at one lock whose record
+-- holds the grant handed to it, as acquire.lua's claim would: the grant,
+-- claimed (no longer going back when its node stops beating), with its
+-- acquired event. Anything else (no grant found: queued, or taken back)
+-- is nil, for the general path.
+local function fastclaim(keys, argv)
+  local name, wid = argv[14], argv[3]
+  local raw = redis.call('HGET', keys[1], name)
+  if not raw then return nil end
+  local qlen, hs, pend = cmsgpack.unpack(raw)
+  local x
+  for _, h in ipairs(hs) do
+    if h.i == wid then x = h end
+  end
+  if not x then return nil end
+  local evs = {x.v}
+  if x.u or x.v then
+    x.u, x.v = nil, nil
+    redis.call('HSET', keys[1], name, cmsgpack.pack(qlen, hs, pend))
+  end
+  return {'granted', servertime(), evs, {}, {0, argv[6], tonum(argv[7]), tonum(argv[8]), {name, x.t, x.a, x.e, x.w}}}
+end
+
 -- fastacquire answers a try or a first attempt ('try', 'wait') at one
 -- lock with no queue, when it grants, or when a try is refused with no
 -- lease to take over. ARGV as acquire.lua's. A grant answers its token
 -- alone when the token is the server's clock and the caller knows the
 -- weight; else {'G', now, token, expires, weight}.
 local function fastacquire(keys, argv)
-  if argv[13] ~= '1' or argv[16] ~= '0' or argv[4] == 'check' or #keys ~= 2 then return nil end
+  if argv[13] ~= '1' or #keys ~= 2 then return nil end
+  if argv[4] == 'check' then return fastclaim(keys, argv) end
+  if argv[16] ~= '0' then return nil end
   local name, w, ref = argv[14], tonum(argv[15]), argv[5]
   local def, slots = definition(keys[2], name)
   if not def or (w ~= -1 and w > slots) then return nil end
-  local f = fieldsof(def)
-  local vs = redis.call('HMGET', keys[1], name, '', f[1], f[2])
+  local vs = redis.call('HMGET', keys[1], name, '')
   local hs, pend = {}, nil
   if vs[1] then
     local qlen
@@ -60,12 +82,7 @@ local function fastacquire(keys, argv)
   if token < now then token = now end
   local e, renewed = leasetimes(now, ttl, hold, now)
   hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
-  local acq = num(tonumber(vs[3] or '0') + 1)
-  if pend then
-    redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs), '', num(token), f[1], acq, f[2], addholds(vs[4], pend))
-  else
-    redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs), '', num(token), f[1], acq)
-  end
+  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 1, nil)), '', token) -- %.17g: exact
   if token == now and w ~= -1 then return token end
   return {'G', now, token, e, n}
 end
@@ -87,8 +104,6 @@ local function fastrelease(keys, argv)
   end
   if not at or hs[at].c > 1 or hs[at].d ~= argv[2] then return nil end
   local h = table.remove(hs, at)
-  pend = pend or {}
-  pend[#pend + 1] = tonumber(argv[10]) - h.a
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend))
+  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 0, tonumber(argv[10]) - h.a)))
   return 1
 end

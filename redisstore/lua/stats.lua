@@ -1,7 +1,7 @@
 -- stats: the counters and gauges of every definition of one root, its
--- families' members folded in. It writes only the hold times that
--- lua/fast.lua's releases left in the records (see addholds): into the
--- counters, and a record left with nothing else goes. ARGV: prefix, node,
+-- families' members folded in. It writes only the tallies that
+-- lua/fast.lua left in the records (see tally): into the counters, and a
+-- record left with nothing else goes. ARGV: prefix, node,
 -- root. Entry: {name, family, slots, locks, running, expired, waiting,
 -- {counters...}, {wait buckets}, {hold buckets}}.
 -- zeros returns a new counters entry: {the counters (see count, 1..8),
@@ -61,7 +61,7 @@ local function main(cx, argv)
         e[3] = e[3] + l.slots
       end
     end
-    if e and l.pend then l.dirty = true end -- save counts its hold times
+    if e and l.pend then l.dirty = true end -- save counts its tally
   end
   flush(cx)
   local counters = countersof(sk)

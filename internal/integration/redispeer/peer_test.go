@@ -12,11 +12,7 @@
 // is faster). Load on the machine hits both peers alike.
 // BenchmarkServerTime reports the server's time per call of each peer
 // instead (INFO commandstats, INFO cpu), which load moves less, and
-// BenchmarkAllocs the client's allocations per pair. BenchmarkClients
-// measures go-redis against github.com/redis/rueidis (also a test-only
-// requirement here) on one call shaped like redisstore's acquire, and
-// BenchmarkRueidis the pair and refused-try rows with the store's calls
-// sent through rueidis (redisstore.WithRueidis).
+// BenchmarkAllocs the client's allocations per pair.
 package redispeer_test
 
 import (
@@ -182,17 +178,16 @@ func median(xs []float64) float64 {
 // own, against redislock's Obtain+Release.
 func BenchmarkPair(b *testing.B) {
 	for _, clients := range []int{1, 8} {
-		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { pairRow(b, clients, newLocks) })
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) { pairRow(b, clients) })
 	}
 }
 
-// pairRow is a row of BenchmarkPair with sleeplock from newL (a store on
-// go-redis, or on rueidis).
-func pairRow(b *testing.B, clients int, newL func(*testing.B, *redis.Client, string, ...sleeplock.Option) *sleeplock.Locks) {
+// pairRow is the row of BenchmarkPair with that many clients.
+func pairRow(b *testing.B, clients int) {
 	ctx := context.Background()
 	c := newClient(b)
 	p := newPrefix(b, c)
-	l := newL(b, c, p)
+	l := newLocks(b, c, p)
 	if err := l.Define(ctx, "p/*", 1); err != nil {
 		b.Fatal(err)
 	}
@@ -246,16 +241,12 @@ func infoField(b *testing.B, c *redis.Client, section, field string) string {
 // BenchmarkRefusedTry: 8 clients trying a lock another holds, against
 // redislock's refused Obtain. writes is the server's changes counted
 // while sleeplock's clients ran (0 on a server nobody else writes to).
-func BenchmarkRefusedTry(b *testing.B) { refusedRow(b, newLocks) }
-
-// refusedRow is BenchmarkRefusedTry with sleeplock from newL (a store on
-// go-redis, or on rueidis).
-func refusedRow(b *testing.B, newL func(*testing.B, *redis.Client, string, ...sleeplock.Option) *sleeplock.Locks) {
+func BenchmarkRefusedTry(b *testing.B) {
 	const clients = 8
 	ctx := context.Background()
 	c := newClient(b)
 	p := newPrefix(b, c)
-	l := newL(b, c, p)
+	l := newLocks(b, c, p)
 	if err := l.Define(ctx, "held", 1); err != nil {
 		b.Fatal(err)
 	}
