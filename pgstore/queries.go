@@ -305,7 +305,28 @@ func sampledVariant(stmt, schema string) string {
 func (q *queries) setCalls(schema string) {
 	s := quoteIdent(schema)
 	seqs := quoteLiteral(s+".seqs") + "::regclass"
-	q.acquireOne = acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s)
+	// A try of a lock whose fast row's scalar holder (unexpired, another
+	// ref) leaves fewer slots than it asks is refused on that row and the
+	// definition alone (r): one probe of each by its primary key, no
+	// function call, no row lock, no write. A fast row has no holder rows
+	// and no queue, so its holder is the lock's only one; it is never a
+	// node's grant, so the nodes' staleness does not matter. Anything else
+	// (a wait, a row slow, in slot mode, free or expired, a name not
+	// defined, too heavy, re-entry) is acquire_one()'s, in the same
+	// statement: its gate is a one-time filter, so it is not called at
+	// all when r refused.
+	q.acquireOne = acquireOneFn.tag() + "WITH r AS (" +
+		"SELECT l.ref, l.kind, l.expires, d.slots, " + rowWeight + " AS held, clock_timestamp() AS at " +
+		"FROM " + s + ".locks l CROSS JOIN LATERAL (SELECT d.slots FROM " + s + ".defs d " +
+		"WHERE d.name = ANY ($10::text::text[]) ORDER BY array_position($10::text::text[], d.name) LIMIT 1) d " +
+		"WHERE l.name = $1::text AND NOT $7::boolean AND l.fast AND l.xref IS NULL AND l.ref IS NOT NULL " +
+		"AND l.ref <> $2::text AND (l.expires IS NULL OR l.expires > clock_timestamp()) " +
+		"AND $14::integer <> 0 AND (CASE WHEN $14::integer = -1 THEN d.slots ELSE $14::integer END) <= d.slots " +
+		"AND " + rowWeight + " + (CASE WHEN $14::integer = -1 THEN d.slots ELSE $14::integer END) > d.slots) " +
+		"SELECT 'refused'::text, 1, $1::text, r.slots, r.held, 0, r.ref, r.kind, 0::bigint, " + s + ".micros(r.at), " +
+		s + ".micros(r.expires), (r.slots - r.held)::bigint, false, 0::bigint, 0::bigint, 0::bigint, $14::integer, " +
+		"0::bigint, false FROM r UNION ALL " +
+		"SELECT * FROM " + acquireOneFn.call(s) + " WHERE NOT EXISTS (SELECT 1 FROM r)"
 	q.checkOne = checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s)
 	q.releaseOne = releaseOneFn.tag() + "SELECT * FROM " + releaseOneFn.call(s)
 	q.release = "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
