@@ -17,12 +17,8 @@ var (
 	acquireWeightedSQL string
 	//go:embed queries/release_fast.sql
 	releaseFastSQL string
-	//go:embed queries/release_fast_untimed.sql
-	releaseFastUntimedSQL string
 	//go:embed queries/release_slot.sql
 	releaseSlotSQL string
-	//go:embed queries/release_slot_untimed.sql
-	releaseSlotUntimedSQL string
 	//go:embed queries/held_one.sql
 	heldOneSQL string
 )
@@ -38,14 +34,7 @@ type queries struct {
 	acquireWeighted, acquireWeightedEvents      string
 	releaseFast, releaseFastEvents, releaseSlot string
 	releaseWeighted, releaseWeightedEvents      string
-	// the same for an untimed hold (release.go: timed)
-	releaseFastUntimed, releaseFastUntimedEvents, releaseSlotUntimed string
-	releaseWeightedUntimed, releaseWeightedUntimedEvents             string
-	// The timed statements with their hold timed whatever its token
-	// (sampled: a release the store times by time, hints.go sampleDue).
-	releaseFastSampled, releaseFastEventsSampled, releaseSlotSampled string
-	releaseWeightedSampled, releaseWeightedEventsSampled             string
-	heldOne                                                          string
+	heldOne                                     string
 	// function calls (sql/)
 	acquireOne, checkOne, releaseOne, release, undo string
 	keepOne, keep, held, spillHeld                  string
@@ -256,7 +245,7 @@ func fastQueries(schema string) queries {
 			", w.n, nextval("+seqs+")"),
 		releaseFast: statement(releaseFastSQL, schema),
 		releaseFastEvents: withEvents(statement(releaseFastSQL, schema), "release_fast", "0, 0::bigint",
-			s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+			s+".slots_in($5::text::text[]), nextval("+seqs+")"),
 		releaseSlot: statement(releaseSlotSQL, schema),
 		// The release of a hold the store granted by acquire_weighted.sql:
 		// release_fast.sql, with the hold's weight (see
@@ -264,41 +253,10 @@ func fastQueries(schema string) queries {
 		releaseWeighted: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted",
 			"0, 0::bigint", rowWeight+", 0, 0::bigint"),
 		releaseWeightedEvents: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted_events",
-			"0, 0::bigint", rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
-		releaseFastUntimed: statement(releaseFastUntimedSQL, schema),
-		releaseFastUntimedEvents: withEvents(statement(releaseFastUntimedSQL, schema), "release_fast_untimed", "0, 0::bigint",
-			s+".slots_in($4::text::text[]), nextval("+seqs+")"),
-		releaseSlotUntimed: statement(releaseSlotUntimedSQL, schema),
-		releaseWeightedUntimed: withColumns(statement(releaseFastUntimedSQL, schema), "release_fast_untimed",
-			"release_weighted_untimed", "0, 0::bigint", rowWeight+", 0, 0::bigint"),
-		releaseWeightedUntimedEvents: withColumns(statement(releaseFastUntimedSQL, schema), "release_fast_untimed",
-			"release_weighted_untimed_events", "0, 0::bigint",
-			rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+			"0, 0::bigint", rowWeight+", "+s+".slots_in($5::text::text[]), nextval("+seqs+")"),
 		heldOne: statement(heldOneSQL, schema),
 	}
-	// The sampled variants: the timed statements, each timed() of the
-	// hold's token made true.
-	q.releaseFastSampled = sampledVariant(q.releaseFast, s)
-	q.releaseFastEventsSampled = sampledVariant(q.releaseFastEvents, s)
-	q.releaseSlotSampled = sampledVariant(q.releaseSlot, s)
-	q.releaseWeightedSampled = sampledVariant(q.releaseWeighted, s)
-	q.releaseWeightedEventsSampled = sampledVariant(q.releaseWeightedEvents, s)
 	return q
-}
-
-// sampledVariant is stmt, a timed release statement, tagged "…_sampled",
-// with every timed() of its hold's token (l.token, l.xtoken[p.k]) made
-// true: it times the hold whatever the token (see sampleDue).
-func sampledVariant(stmt, schema string) string {
-	out := stmt
-	for _, arg := range []string{"l.token", "l.xtoken[p.k]"} {
-		out = strings.ReplaceAll(out, schema+".timed("+arg+")", "true")
-	}
-	end := strings.Index(out, " */")
-	if out == stmt || !strings.HasPrefix(out, "/* sleeplock ") || end < 0 {
-		panic("pgstore: a release statement without timed() of its token, or without its tag: " + stmt)
-	}
-	return out[:end] + "_sampled" + out[end:]
 }
 
 // setCalls sets the statements that call the schema's functions.

@@ -164,9 +164,7 @@ func TestQueryNamesAreFunctionNames(t *testing.T) {
 // variants.
 var bareStatements = map[string]struct{}{"acquireFast": {}, "acquireFastEvents": {}, "acquireSlot": {},
 	"acquireWeighted": {}, "acquireWeightedEvents": {}, "releaseFast": {}, "releaseFastEvents": {},
-	"releaseSlot": {}, "releaseWeighted": {}, "releaseWeightedEvents": {}, "releaseFastUntimed": {},
-	"releaseFastUntimedEvents": {}, "releaseSlotUntimed": {}, "releaseWeightedUntimed": {},
-	"releaseWeightedUntimedEvents": {}, "heldOne": {}}
+	"releaseSlot": {}, "releaseWeighted": {}, "releaseWeightedEvents": {}, "heldOne": {}}
 
 // camel is a SQL name in Go's camel case: acquire_one → acquireOne.
 func camel(name string) string {
