@@ -25,7 +25,8 @@ var (
 
 // queries are the store's statements, with the schema filled in. A query
 // that calls a function of sql/ calls that one function and is named like
-// it (acquireOne calls acquire_one(), sweepNodes sweep_nodes());
+// it, or starts with that name (acquireOne and acquireOneTry call
+// acquire_one(), sweepNodes sweep_nodes());
 // TestQueryNamesAreFunctionNames checks it. A bare statement is named like
 // its file in queries/.
 type queries struct {
@@ -37,6 +38,7 @@ type queries struct {
 	heldOne                                     string
 	// function calls (sql/)
 	acquireOne, checkOne, releaseOne, release, undo string
+	acquireOneTry                                   string // acquireOne for a try
 	keepOne, keep, held, spillHeld                  string
 	states, define, resize, stats                   string
 	deleteDef                                       string
@@ -263,6 +265,7 @@ func fastQueries(schema string) queries {
 func (q *queries) setCalls(schema string) {
 	s := quoteIdent(schema)
 	seqs := quoteLiteral(s+".seqs") + "::regclass"
+	q.acquireOne = acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s)
 	// A try of a lock whose fast row's scalar holder (unexpired, another
 	// ref) leaves fewer slots than it asks is refused on that row and the
 	// definition alone (r): one probe of each by its primary key, no
@@ -272,8 +275,9 @@ func (q *queries) setCalls(schema string) {
 	// (a wait, a row slow, in slot mode, free or expired, a name not
 	// defined, too heavy, re-entry) is acquire_one()'s, in the same
 	// statement: its gate is a one-time filter, so it is not called at
-	// all when r refused.
-	q.acquireOne = acquireOneFn.tag() + "WITH r AS (" +
+	// all when r refused. A caller that will wait sends acquireOne: a
+	// statement of one function call costs next to nothing to plan.
+	q.acquireOneTry = acquireOneFn.tag() + "WITH r AS (" +
 		"SELECT l.ref, l.kind, l.expires, d.slots, " + rowWeight + " AS held, clock_timestamp() AS at " +
 		"FROM " + s + ".locks l CROSS JOIN LATERAL (SELECT d.slots FROM " + s + ".defs d " +
 		"WHERE d.name = ANY ($10::text::text[]) ORDER BY array_position($10::text::text[], d.name) LIMIT 1) d " +

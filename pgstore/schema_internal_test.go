@@ -151,8 +151,8 @@ func TestQueryNamesAreFunctionNames(t *testing.T) {
 			continue
 		}
 		checked++
-		if len(fns) != 1 || camel(fns[0]) != field {
-			t.Errorf("query %s calls %v: a query calls one function and is named like it", field, fns)
+		if len(fns) != 1 || !strings.HasPrefix(field, camel(fns[0])) {
+			t.Errorf("query %s calls %v: a query calls one function and is named like it (or starts so)", field, fns)
 		}
 	}
 	if checked < 10 {
