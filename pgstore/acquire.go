@@ -239,10 +239,14 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 		hold: micros(req.Hold), counted: req.Counted, wait: req.Wait, op: a.op, wttl: micros(s.cfg.waiterTTL),
 		pats: patterns(req.Name), lease: length, back: back, node: s.d.node, weight: int64(req.WeightOf(0)),
 		sample: s.fast.samplePeek(a.names, time.Now().UnixNano())}
+	q := s.q.acquireOne
+	if !req.Wait {
+		q = s.q.acquireOneTry // a refusal decided on the lock's row first
+	}
 	var rows []arow
 	var fast bool
 	err := s.attempt(ctx, a, func() (err error) {
-		rows, fast, err = s.scanAcquire(ctx, s.q.acquireOne, args.values(), true)
+		rows, fast, err = s.scanAcquire(ctx, q, args.values(), true)
 		return err
 	})
 	if err != nil {

@@ -17,19 +17,16 @@ var (
 	acquireWeightedSQL string
 	//go:embed queries/release_fast.sql
 	releaseFastSQL string
-	//go:embed queries/release_fast_untimed.sql
-	releaseFastUntimedSQL string
 	//go:embed queries/release_slot.sql
 	releaseSlotSQL string
-	//go:embed queries/release_slot_untimed.sql
-	releaseSlotUntimedSQL string
 	//go:embed queries/held_one.sql
 	heldOneSQL string
 )
 
 // queries are the store's statements, with the schema filled in. A query
 // that calls a function of sql/ calls that one function and is named like
-// it (acquireOne calls acquire_one(), sweepNodes sweep_nodes());
+// it, or starts with that name (acquireOne and acquireOneTry call
+// acquire_one(), sweepNodes sweep_nodes());
 // TestQueryNamesAreFunctionNames checks it. A bare statement is named like
 // its file in queries/.
 type queries struct {
@@ -38,16 +35,10 @@ type queries struct {
 	acquireWeighted, acquireWeightedEvents      string
 	releaseFast, releaseFastEvents, releaseSlot string
 	releaseWeighted, releaseWeightedEvents      string
-	// the same for an untimed hold (release.go: timed)
-	releaseFastUntimed, releaseFastUntimedEvents, releaseSlotUntimed string
-	releaseWeightedUntimed, releaseWeightedUntimedEvents             string
-	// The timed statements with their hold timed whatever its token
-	// (sampled: a release the store times by time, hints.go sampleDue).
-	releaseFastSampled, releaseFastEventsSampled, releaseSlotSampled string
-	releaseWeightedSampled, releaseWeightedEventsSampled             string
-	heldOne                                                          string
+	heldOne                                     string
 	// function calls (sql/)
 	acquireOne, checkOne, releaseOne, release, undo string
+	acquireOneTry                                   string // acquireOne for a try
 	keepOne, keep, held, spillHeld                  string
 	states, define, resize, stats                   string
 	deleteDef                                       string
@@ -256,7 +247,7 @@ func fastQueries(schema string) queries {
 			", w.n, nextval("+seqs+")"),
 		releaseFast: statement(releaseFastSQL, schema),
 		releaseFastEvents: withEvents(statement(releaseFastSQL, schema), "release_fast", "0, 0::bigint",
-			s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+			s+".slots_in($5::text::text[]), nextval("+seqs+")"),
 		releaseSlot: statement(releaseSlotSQL, schema),
 		// The release of a hold the store granted by acquire_weighted.sql:
 		// release_fast.sql, with the hold's weight (see
@@ -264,41 +255,10 @@ func fastQueries(schema string) queries {
 		releaseWeighted: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted",
 			"0, 0::bigint", rowWeight+", 0, 0::bigint"),
 		releaseWeightedEvents: withColumns(statement(releaseFastSQL, schema), "release_fast", "release_weighted_events",
-			"0, 0::bigint", rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
-		releaseFastUntimed: statement(releaseFastUntimedSQL, schema),
-		releaseFastUntimedEvents: withEvents(statement(releaseFastUntimedSQL, schema), "release_fast_untimed", "0, 0::bigint",
-			s+".slots_in($4::text::text[]), nextval("+seqs+")"),
-		releaseSlotUntimed: statement(releaseSlotUntimedSQL, schema),
-		releaseWeightedUntimed: withColumns(statement(releaseFastUntimedSQL, schema), "release_fast_untimed",
-			"release_weighted_untimed", "0, 0::bigint", rowWeight+", 0, 0::bigint"),
-		releaseWeightedUntimedEvents: withColumns(statement(releaseFastUntimedSQL, schema), "release_fast_untimed",
-			"release_weighted_untimed_events", "0, 0::bigint",
-			rowWeight+", "+s+".slots_in($4::text::text[]), nextval("+seqs+")"),
+			"0, 0::bigint", rowWeight+", "+s+".slots_in($5::text::text[]), nextval("+seqs+")"),
 		heldOne: statement(heldOneSQL, schema),
 	}
-	// The sampled variants: the timed statements, each timed() of the
-	// hold's token made true.
-	q.releaseFastSampled = sampledVariant(q.releaseFast, s)
-	q.releaseFastEventsSampled = sampledVariant(q.releaseFastEvents, s)
-	q.releaseSlotSampled = sampledVariant(q.releaseSlot, s)
-	q.releaseWeightedSampled = sampledVariant(q.releaseWeighted, s)
-	q.releaseWeightedEventsSampled = sampledVariant(q.releaseWeightedEvents, s)
 	return q
-}
-
-// sampledVariant is stmt, a timed release statement, tagged "…_sampled",
-// with every timed() of its hold's token (l.token, l.xtoken[p.k]) made
-// true: it times the hold whatever the token (see sampleDue).
-func sampledVariant(stmt, schema string) string {
-	out := stmt
-	for _, arg := range []string{"l.token", "l.xtoken[p.k]"} {
-		out = strings.ReplaceAll(out, schema+".timed("+arg+")", "true")
-	}
-	end := strings.Index(out, " */")
-	if out == stmt || !strings.HasPrefix(out, "/* sleeplock ") || end < 0 {
-		panic("pgstore: a release statement without timed() of its token, or without its tag: " + stmt)
-	}
-	return out[:end] + "_sampled" + out[end:]
 }
 
 // setCalls sets the statements that call the schema's functions.
@@ -306,6 +266,29 @@ func (q *queries) setCalls(schema string) {
 	s := quoteIdent(schema)
 	seqs := quoteLiteral(s+".seqs") + "::regclass"
 	q.acquireOne = acquireOneFn.tag() + "SELECT * FROM " + acquireOneFn.call(s)
+	// A try of a lock whose fast row's scalar holder (unexpired, another
+	// ref) leaves fewer slots than it asks is refused on that row and the
+	// definition alone (r): one probe of each by its primary key, no
+	// function call, no row lock, no write. A fast row has no holder rows
+	// and no queue, so its holder is the lock's only one; it is never a
+	// node's grant, so the nodes' staleness does not matter. Anything else
+	// (a wait, a row slow, in slot mode, free or expired, a name not
+	// defined, too heavy, re-entry) is acquire_one()'s, in the same
+	// statement: its gate is a one-time filter, so it is not called at
+	// all when r refused. A caller that will wait sends acquireOne: a
+	// statement of one function call costs next to nothing to plan.
+	q.acquireOneTry = acquireOneFn.tag() + "WITH r AS (" +
+		"SELECT l.ref, l.kind, l.expires, d.slots, " + rowWeight + " AS held, clock_timestamp() AS at " +
+		"FROM " + s + ".locks l CROSS JOIN LATERAL (SELECT d.slots FROM " + s + ".defs d " +
+		"WHERE d.name = ANY ($10::text::text[]) ORDER BY array_position($10::text::text[], d.name) LIMIT 1) d " +
+		"WHERE l.name = $1::text AND NOT $7::boolean AND l.fast AND l.xref IS NULL AND l.ref IS NOT NULL " +
+		"AND l.ref <> $2::text AND (l.expires IS NULL OR l.expires > clock_timestamp()) " +
+		"AND $14::integer <> 0 AND (CASE WHEN $14::integer = -1 THEN d.slots ELSE $14::integer END) <= d.slots " +
+		"AND " + rowWeight + " + (CASE WHEN $14::integer = -1 THEN d.slots ELSE $14::integer END) > d.slots) " +
+		"SELECT 'refused'::text, 1, $1::text, r.slots, r.held, 0, r.ref, r.kind, 0::bigint, " + s + ".micros(r.at), " +
+		s + ".micros(r.expires), (r.slots - r.held)::bigint, false, 0::bigint, 0::bigint, 0::bigint, $14::integer, " +
+		"0::bigint, false FROM r UNION ALL " +
+		"SELECT * FROM " + acquireOneFn.call(s) + " WHERE NOT EXISTS (SELECT 1 FROM r)"
 	q.checkOne = checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s)
 	q.releaseOne = releaseOneFn.tag() + "SELECT * FROM " + releaseOneFn.call(s)
 	q.release = "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +

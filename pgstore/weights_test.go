@@ -208,20 +208,6 @@ func wantSent(t *testing.T, tr *recorderTracer, what string, want ...string) {
 	}
 }
 
-// releaseTag is the tag of the bare release statement for a hold of
-// token: tag itself for a timed hold (a multiple of 256), else its untimed
-// variant (release_fast → release_fast_untimed, release_weighted_events →
-// release_weighted_untimed_events).
-func releaseTag(tag string, token int64) string {
-	if token%256 == 0 {
-		return tag
-	}
-	if base, ok := strings.CutSuffix(tag, "_events"); ok {
-		return base + "_untimed_events"
-	}
-	return tag + "_untimed"
-}
-
 // TestWeightedOneRoundTrip: a weighted TryAcquire of a lock whose row is
 // fast and free, and its Release, are one bare UPDATE of the row each
 // (acquire_weighted.sql, release_fast.sql with the weight), as a weight-1
@@ -270,7 +256,7 @@ func TestWeightedOneRoundTrip(t *testing.T) {
 		g, err = s.Acquire(ctx, weighted(req("w", time.Minute, "gpu"), 3))
 		must(t, err)
 		must(t, s.Release(ctx, g.Handle(), nil))
-		wantSent(t, tr, "a weighted pair", "acquire_weighted", releaseTag("release_weighted", g.Token))
+		wantSent(t, tr, "a weighted pair", "acquire_weighted", "release_weighted")
 		if mode, rows := rowMode(t, e, "gpu"); mode != "scalar" || rows != 0 {
 			t.Fatalf("run %d: after the release, row %s with %d holder rows; want scalar, none", i+1, mode, rows)
 		}
@@ -350,7 +336,7 @@ func TestWeightedInRowCounts(t *testing.T) {
 	must(t, err)
 	tr.sent()
 	must(t, s.Release(ctx, w.Handle(), rec))
-	wantSent(t, tr, "a weighted release with its event", releaseTag("release_weighted_events", w.Token))
+	wantSent(t, tr, "a weighted release with its event", "release_weighted_events")
 	if evs := rec.drain(); len(evs) != 2 || evs[1].Type != store.EventReleased || evs[1].Weight != 2 ||
 		evs[1].Running != 0 || evs[1].Slots != 4 || evs[1].Seq <= evs[0].Seq {
 		t.Fatalf("events %+v: want the acquired one, then one released of weight 2", evs)
@@ -392,7 +378,7 @@ func TestWeightedInRowReleasedByWeightOneStatements(t *testing.T) {
 			var kind string
 			var at, since time.Time
 			var token, slots, seq int64
-			must(t, e.pool.QueryRow(ctx, releaseFast, "gpu", int64(0), "w").Scan(&kind, &token, &at, &since, &slots, &seq))
+			must(t, e.pool.QueryRow(ctx, releaseFast, "gpu", int64(0), "w", false).Scan(&kind, &token, &at, &since, &slots, &seq))
 			if token != w.Token {
 				t.Fatalf("release_fast released token %d, want %d", token, w.Token)
 			}

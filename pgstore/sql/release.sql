@@ -57,18 +57,18 @@ BEGIN
              WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
             RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
             IF FOUND THEN
-                PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
-                p_sample OR {{schema}}.timed(r.token));
                 SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
                 v_slots := {{schema}}.slots_of(p_name);
                 RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
                     l.queued, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
                     {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, nextval({{seqs}});
-                IF v_slots IS NOT NULL THEN
-                    RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint,
-                                        0::bigint, 1, 0::bigint
-                                   FROM {{schema}}.hand_over(p_name, v_slots, v_run, l.queued, v_now, p_node) m;
-                END IF;
+                -- The release is counted by hand_over(), in the UPDATE of
+                -- the lock's row that counts the first grant.
+                RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint,
+                                    0::bigint, 1, 0::bigint
+                               FROM {{schema}}.hand_over(p_name, coalesce(v_slots, 0), v_run, l.queued, v_now, p_node,
+                                   CASE WHEN p_sample OR {{schema}}.timed(r.token)
+                                        THEN {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired) END, 1) m;
                 RETURN;
             END IF;
         END IF;
@@ -192,7 +192,7 @@ BEGIN
             v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
             {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
         IF v_wait > 0 AND v_slots IS NOT NULL THEN
-            PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL);
+            PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL, NULL, 0);
         ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
             UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
         END IF;
@@ -259,8 +259,11 @@ $sleeplock$;
 -- grant alone (one of several locks, one whose ref holds the lock, one of
 -- a stale node), which is woken to check for itself. The grants for
 -- waiters of node p_node are returned (their payloads), the others sent
--- with NOTIFY.
-CREATE OR REPLACE FUNCTION {{schema}}.hand_over(p_name text, p_slots integer, p_run integer, p_wait integer, p_now timestamp with time zone, p_node bigint)
+-- with NOTIFY. p_rels releases (0 or 1) of a hold of p_hold µs (NULL: not
+-- timed) are counted with the first grant, in one UPDATE of the lock's
+-- row, or alone when nothing is granted (p_slots 0: no definition).
+CREATE OR REPLACE FUNCTION {{schema}}.hand_over(p_name text, p_slots integer, p_run integer, p_wait integer,
+    p_now timestamp with time zone, p_node bigint, p_hold bigint, p_rels integer)
  RETURNS SETOF text
  LANGUAGE plpgsql
 AS $sleeplock$
@@ -313,7 +316,10 @@ BEGIN
         v_exp := CASE WHEN w.ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
         v_renew := CASE WHEN w.ttl > 0 THEN p_now - (w.ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
         v_tok := {{schema}}.next_token();
-        PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), 0, 0, 0, NULL, false);
+        PERFORM {{schema}}.tally(p_name, 1, {{schema}}.micros(p_now) - {{schema}}.micros(w.since), p_rels, 0, 0, p_hold,
+            p_hold IS NOT NULL);
+        p_rels := 0;
+        p_hold := NULL;
         p_run := p_run + w.need;
         p_wait := p_wait - 1;
         WITH g AS (
@@ -339,6 +345,9 @@ BEGIN
         END IF;
         v_free := v_free - w.need;
     END LOOP;
+    IF p_rels > 0 THEN
+        PERFORM {{schema}}.tally(p_name, 0, NULL, p_rels, 0, 0, p_hold, p_hold IS NOT NULL);
+    END IF;
 END
 $sleeplock$;
 
