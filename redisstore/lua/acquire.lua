@@ -158,13 +158,13 @@ local function attempt(cx, r)
   if r.all then l, h = partly(r) end
   if l then return busy(cx, l, r.W[1], h) end
   local name, w, slots = heavy(cx, r, false)
-  if name then return readreply(cx, 'heavy', name, w, slots, 0) end
+  if name then return reply(cx, 'heavy', name, w, slots, 0) end
   for _, x in ipairs(r.ls) do advance(x, false) end
   local ok = true
   for j, x in ipairs(r.ls) do
     if not find(x, r.r, 0) then
       local n = need(r.W[j], x.slots)
-      local want = aheadover(x, x.slots - n) + n
+      local want = ahead(x, math.huge, x.slots - n) + n
       if want > free(x, want, r.x) then
         ok = false
         if r.mode == 'try' then return busy(cx, x, r.W[j], nil) end
@@ -179,7 +179,7 @@ end
 local function main(cx, argv)
   cx.me = argv[3]
   local r, missing = request(cx, argv)
-  if not r then return readreply(cx, 'notfound', missing) end
+  if not r then return reply(cx, 'notfound', missing) end
   if r.mode == 'check' then return check(cx, r) end
   return attempt(cx, r)
 end

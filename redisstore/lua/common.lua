@@ -1,25 +1,10 @@
--- common.lua: the definitions every function of redisstore's library
--- shares (see scripts.go). Each function begins with begin(ARGV): ARGV[1]
--- is the key prefix, ARGV[2] the calling node; the clock is the server's
--- (TIME), read once per call.
---
--- Keys of one root R (a name up to its first "/", so that a lock and the
--- families that cover it share it) all carry the hash tag {R}:
---   P{R}:d  hash  definition name -> slots
---   P{R}:s  hash  the state of the root: field NAME the record of lock
---                 NAME (msgpack: the length of its queue, its holders as
---                 tables, see grant, and what lua/fast.lua's grants and
---                 releases left to count, see tally); field "" the last
---                 token or sequence number drawn; fields "definition\tC"
---                 the counters (see count)
---   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
---   P{R}:b:NAME   hash  waiter id -> its request (msgpack)
---   P{R}:q  set   names with waiters
---   P{R}:n  hash  node -> µs until which its waiters count as alive
+-- common.lua: what every function of redisstore's library shares (see
+-- scripts.go; the keys are listed in doc.go). A function's state is its
+-- call's (begin): ARGV[1] the key prefix, ARGV[2] the calling node, the
+-- server's clock read once.
 
 -- memo returns f, a pure function of a string, remembering up to 256
--- results: the only state that outlives a call, and immutable, since f's
--- result for a string never changes.
+-- results: the only state that outlives a call, never stale.
 local function memo(f)
   local m, n = {}, 0
   return function(k)
@@ -41,14 +26,11 @@ local function servertime()
   return tonum(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- begin returns the state of one call, passed along to every step that
--- needs it: the key prefix (ARGV[1]), the calling node (ARGV[2]), the
--- server's clock read once (now); ro for a call that writes nothing
--- (dead waiters are skipped, not removed); what the call read and will
--- write (defs, last, hws, alive, locks in load order, stats); ev, the
--- events for the caller (see events.go); msg, node -> its messages, loc
--- those for the calling node; me, the calling waiter's id, if any, and
--- mine, its grant, when advance made it.
+-- begin returns the state of one call: ro for a call that writes nothing
+-- (dead waiters are skipped, not removed); what it read and will write
+-- (defs, last, hws, alive, locks in load order, stats); ev, the events for
+-- the caller; msg, node -> its messages, loc the calling node's; me, the
+-- calling waiter's id, and mine, its grant, when advance made it.
 local function begin(argv)
   return {p = argv[1], node = argv[2], now = servertime(), ro = false, defs = {}, last = {}, hws = {},
     alive = {}, locks = {}, order = {}, stats = {}, ev = {}, msg = {}, me = '', mine = nil, loc = {}}
@@ -77,24 +59,6 @@ local function sub(t, k)
   return v
 end
 
--- patterns: the name, then the families that cover it, most specific
--- first (a "/" after the first byte and before the last cuts a family).
-local function patterns(name)
-  local out = {name}
-  local n = #name
-  local i = string.find(name, '/', 2, true)
-  while i and i < n do
-    out[#out + 1] = string.sub(name, 1, i - 1) .. '/*'
-    i = string.find(name, '/', i + 1, true)
-  end
-  local a, b = 2, #out
-  while a < b do
-    out[a], out[b] = out[b], out[a]
-    a, b = a + 1, b - 1
-  end
-  return out
-end
-
 -- members returns the names that have a record in state hash k (P{R}:s):
 -- held or queued, or with hold times left to count.
 local function members(k)
@@ -107,12 +71,19 @@ end
 
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
--- famof returns the patterns that may define name, name itself first, or
--- false for a lock of no family.
+-- famof returns the patterns that may define name: name, then the
+-- families that cover it, most specific first (a "/" after the first byte
+-- and before the last cuts a family); false for a lock of no family.
 local famof = memo(function(name)
-  local cut = string.find(name, '/', 2, true)
-  if not cut or cut == #name then return false end
-  return patterns(name)
+  local cuts, i = {}, string.find(name, '/', 2, true)
+  while i and i < #name do
+    table.insert(cuts, 1, i)
+    i = string.find(name, '/', i + 1, true)
+  end
+  if #cuts == 0 then return false end
+  local out = {name}
+  for _, c in ipairs(cuts) do out[#out + 1] = string.sub(name, 1, c - 1) .. '/*' end
+  return out
 end)
 
 -- definition returns the definition covering name in hash dk (P{R}:d)
@@ -278,24 +249,15 @@ local function position(l, wid)
   return nil
 end
 
--- aheadover returns the slots l's waiters ask of it, reading from the
--- head only until they pass limit (past it, the caller's answer is the same).
-local function aheadover(l, limit)
-  local n, i = 0, 1
-  while n <= limit do
-    local w = qat(l, i)
+-- ahead returns the slots the first p waiters of l ask of it, reading
+-- from the head only until they pass limit (past it, the answer is the same).
+local function ahead(l, p, limit)
+  local n = 0
+  for i = 1, p do
+    local w = n <= limit and qat(l, i)
     if not w then break end
     n = n + need(w.w, l.slots)
-    i = i + 1
   end
-  return n
-end
-
--- ahead returns the slots the first p waiters of l ask of it.
-local function ahead(l, p)
-  loadq(l, p)
-  local n = 0
-  for i = 1, math.min(p, #l.q) do n = n + need(l.q[i].w, l.slots) end
   return n
 end
 
@@ -357,22 +319,6 @@ local function held(l, t)
   for i = 2, #BOUNDS + 3 do h[i] = (h[i] or 0) + (t[i] or 0) end
 end
 
-local function granted(l, since)
-  count(l, '1', 1)
-  if since > 0 then
-    local w = math.max(l.cx.now - since, 0)
-    count(l, '5', 1)
-    count(l, '6', w)
-    count(l, 'w' .. bucket(w), 1)
-  end
-end
-
-local function ended(l, h, expired, lost)
-  if expired then count(l, '3', 1) end
-  if lost then count(l, '4', 1) end
-  held(l, tally(nil, 0, l.cx.now - h.a))
-end
-
 -- event types, as store.EventType
 local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED, DELETED = 1, 2, 3, 4, 5, 6, 8, 9
 
@@ -395,7 +341,9 @@ local function drop(l, i, expired, lost)
   local cx = l.cx
   local h = table.remove(l.h, i)
   l.dirty = true
-  ended(l, h, expired, lost ~= nil)
+  if expired then count(l, '3', 1) end
+  if lost then count(l, '4', 1) end
+  held(l, tally(nil, 0, cx.now - h.a))
   cx.ev[#cx.ev + 1] = event(expired and EXPIRED or RELEASED, l, h.r, h.k, h.t, h.w, 0, cx.now - h.a, '', lost)
   if h.d then publish(cx, h.d, table.concat({'e', '', l.name, h.r, num(h.t), lost or ''}, '\t')) end
   return h
@@ -511,9 +459,15 @@ local function grant(cx, r, evs, handed)
       h.e, h.n = leasetimes(cx.now, r.l, r.o, cx.now)
       l.h[#l.h + 1] = h
       l.dirty = true
-      granted(l, r.s)
+      count(l, '1', 1)
       local waited = 0
-      if r.s > 0 then waited = cx.now - r.s end
+      if r.s > 0 then
+        waited = cx.now - r.s
+        local w = math.max(waited, 0)
+        count(l, '5', 1)
+        count(l, '6', w)
+        count(l, 'w' .. bucket(w), 1)
+      end
       local e = event(ACQUIRED, l, r.r, r.k, h.t, h.w, waited, 0, '', '')
       evs[#evs + 1] = e
       if r.i ~= '' then h.v = e end -- for a check that finds the grant before its message
@@ -533,7 +487,7 @@ local function fits(cx, w)
     if not find(l, w.r, 0) then
       local p = position(l, w.i)
       if not p then return false end
-      local n = ahead(l, p - 1) + need(w.W[j], l.slots)
+      local n = ahead(l, p - 1, math.huge) + need(w.W[j], l.slots)
       if n > free(l, n, w.x) then return false end
     end
   end
@@ -623,11 +577,6 @@ local function save(l, put)
   end
 end
 
--- hset sets the fields of key k, t {field, value, ...}, 500 at a time.
-local function hset(k, t)
-  for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
-end
-
 -- counted adds to w (see flush) the counters of stats hash k, byk
 -- (field -> what to add: a count, or hold times), read in one call.
 local function counted(k, byk, put)
@@ -660,21 +609,18 @@ local function flush(cx)
   end
   for k, byk in pairs(cx.stats) do counted(k, byk, put) end
   for k, v in pairs(cx.hws) do put(k, '', num(v)) end
-  for k, t in pairs(w) do hset(k, t) end
+  for k, t in pairs(w) do -- 500 fields at a time
+    for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
+  end
   for node, ms in pairs(cx.msg) do
     redis.call('PUBLISH', cx.p .. 'node:' .. node, table.concat(ms, '\n'))
   end
 end
 
--- reply writes what changed (nothing, for a refused try) and returns
--- {status, now, events, ...}.
+-- reply writes what changed (nothing under ro, or for a refusal) and
+-- returns {status, now, events, the calling node's messages, ...}.
 local function reply(cx, status, ...)
-  flush(cx)
-  return {status, cx.now, cx.ev, cx.loc, ...}
-end
-
--- readreply returns the answer of a script that writes nothing.
-local function readreply(cx, status, ...)
+  if not cx.ro then flush(cx) end
   return {status, cx.now, cx.ev, cx.loc, ...}
 end
 

@@ -92,8 +92,8 @@ local function main(cx, argv)
   local want = wanted(cx, argv, read, sums)
   if argv[4] == '1' then doomed = prunable(cx, want, argv[5] == '1', read, sums) end
   local sum = '=' .. table.concat(sums, '\n') -- never '', the read's guard
-  if guard == '' then return readreply(cx, 'read', sum, read) end
-  if guard ~= sum then return readreply(cx, 'changed') end
+  if guard == '' then return reply(cx, 'read', sum, read) end
+  if guard ~= sum then return reply(cx, 'changed') end
   cx.ro = false
   local t = apply(cx, argv, 7 + tonumber(argv[6]), doomed)
   return reply(cx, 'ok', t.holders, t.waiters)

@@ -3,8 +3,8 @@
 local function main(cx, argv)
   local name, slots = argv[3], tonumber(argv[4])
   local have = redis.call('HGET', tagkey(cx, name, 'd'), name)
-  if not have then return readreply(cx, 'notfound', name) end
-  if tonumber(have) == slots then return readreply(cx, 'ok') end
+  if not have then return reply(cx, 'notfound', name) end
+  if tonumber(have) == slots then return reply(cx, 'ok') end
   resize(cx, name, slots)
   return reply(cx, 'ok')
 end

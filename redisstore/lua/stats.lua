@@ -72,5 +72,5 @@ local function main(cx, argv)
     e[1][2], e[1][7] = ends - e[1][3], ends
     x[8], x[9], x[10] = e[1], e[2], e[3]
   end
-  return readreply(cx, 'ok', out)
+  return reply(cx, 'ok', out)
 end
