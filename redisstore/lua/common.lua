@@ -59,8 +59,7 @@ local function sub(t, k)
   return v
 end
 
--- members returns the names that have a record in state hash k (P{R}:s):
--- held or queued, or with hold times left to count.
+-- members returns the names with a record in state hash k (P{R}:s).
 local function members(k)
   local out = {}
   for _, f in ipairs(redis.call('HKEYS', k)) do
@@ -71,35 +70,25 @@ end
 
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
--- famof returns the patterns that may define name: name, then the
--- families that cover it, most specific first (a "/" after the first byte
--- and before the last cuts a family); false for a lock of no family.
+-- famof returns the names that may define name: name, then the families
+-- that cover it, most specific first (a "/" after the first byte and
+-- before the last cuts a family).
 local famof = memo(function(name)
-  local cuts, i = {}, string.find(name, '/', 2, true)
+  local out, i = {name}, string.find(name, '/', 2, true)
   while i and i < #name do
-    table.insert(cuts, 1, i)
+    table.insert(out, 2, string.sub(name, 1, i - 1) .. '/*')
     i = string.find(name, '/', i + 1, true)
   end
-  if #cuts == 0 then return false end
-  local out = {name}
-  for _, c in ipairs(cuts) do out[#out + 1] = string.sub(name, 1, c - 1) .. '/*' end
   return out
 end)
 
--- definition returns the definition covering name in hash dk (P{R}:d)
--- and its slots, or nil.
+-- definition returns the definition covering name in hash dk, and its slots.
 local function definition(dk, name)
   local ps = famof(name)
-  if not ps then
-    local v = redis.call('HGET', dk, name)
-    if v then return name, tonum(v) end
-    return nil
-  end
   local vs = redis.call('HMGET', dk, unpack(ps))
   for i = 1, #ps do
     if vs[i] then return ps[i], tonum(vs[i]) end
   end
-  return nil
 end
 
 -- defof is definition, read once per call.
@@ -112,8 +101,8 @@ local function defof(cx, name)
   return d[1], d[2]
 end
 
--- The last token or sequence number drawn under a root: both are the
--- server's clock in µs, raised past the last one drawn.
+-- nextid draws a token or sequence number: the server's clock in µs,
+-- raised past the last one drawn under name's root.
 local function nextid(cx, name)
   local k = tagkey(cx, name, 's')
   local v = cx.hws[k] or cx.last[k]
@@ -124,7 +113,7 @@ local function nextid(cx, name)
 end
 
 -- nodeUntil returns until when (µs) node's waiters under name's root
--- count as alive (0: not at all), read once per call.
+-- count as alive, read once per call.
 local function nodeUntil(cx, name, node)
   local k = tagkey(cx, name, 'n')
   local c = sub(cx.alive, k)
@@ -144,21 +133,19 @@ local function need(w, slots)
   return w
 end
 
--- publish sends message m to node, at the end (flush), or in the reply.
+-- publish sends m to node at the end (flush), or in the reply.
 local function publish(cx, node, m)
   local l = node == cx.node and cx.loc or sub(cx.msg, node)
   l[#l + 1] = m
 end
 
--- load returns the lock name with its definition and holders, or nil
--- when no definition covers it. A holder's fields: r ref, k kind, t token,
--- c count, w weight, a acquired, l ttl, o hold, i waiter id, d node, e
--- expires and n renewed (µs; e 0: no lease), v the acquired event of a
--- grant to a waiter (for its check), u 1 while a grant handed to a waiter
--- is unclaimed (see grant). Its queue is read lazily, from the head
--- (loadq): l.q the live waiters read so far, l.qraw the entries of the
--- list read, l.qlen the entries of the list. Outside cx.ro, the dead
--- waiters read are removed, so that l.q is the head of the list.
+-- load returns lock name with its definition and holders, or nil when no
+-- definition covers it. A holder: r ref, k kind, t token, c count, w
+-- weight, a acquired, l ttl, o hold, i waiter id, d node, e expires (0: no
+-- lease), n renewed, v the acquired event of a grant to a waiter, u 1 while
+-- that grant is unclaimed (see grant). The queue is read from the head as
+-- needed (loadq): l.q the live waiters read, l.qraw the entries read, l.qlen
+-- all; dead waiters read are removed (but under ro).
 local function load(cx, name)
   local l = cx.locks[name]
   if l then return l end
@@ -177,8 +164,7 @@ local function load(cx, name)
   return l
 end
 
--- dropq removes waiter id from l's list (it was read: its entry is
--- before l.qraw when read is true).
+-- dropq removes waiter id from l's list (read: its entry is before l.qraw).
 local function dropq(l, id, read)
   redis.call('LREM', l.wk, 1, id)
   redis.call('HDEL', l.bk, id)
@@ -232,7 +218,6 @@ local function find(l, ref, token)
   for i, h in ipairs(l.h) do
     if h.r == ref and (token == 0 or h.t == token) then return i end
   end
-  return nil
 end
 
 local function position(l, wid)
@@ -246,7 +231,6 @@ local function position(l, wid)
   for i = #l.q, 1, -1 do
     if l.q[i].i == wid then return i end
   end
-  return nil
 end
 
 -- ahead returns the slots the first p waiters of l ask of it, reading
@@ -261,13 +245,11 @@ local function ahead(l, p, limit)
   return n
 end
 
--- Counters of definitions: P{R}:s, field "definition\tcounter", raised
--- at the end (HINCRBY). Counters: 1 acquisitions, 3 expiries, 4 losses,
--- 5 waited, 6 wait µs; wN the waits of bucket N. The holds that ended
--- are in one field, "definition\tH", a tally's last 13 values (see tally).
--- Releases (2) are not counted: every hold that ends is in one hold
--- bucket, so they are the holds less the expiries (lua/stats.lua); 7, the
--- holds, is 2 + 3.
+-- count adds n to counter c of l's definition (field "definition\tc" of
+-- P{R}:s, written at the end): 1 acquisitions, 3 expiries, 4 losses, 5
+-- waited, 6 wait µs, wN the waits of bucket N; field "definition\tH" holds
+-- the hold time and the holds of each bucket (see held). Releases (2) and
+-- holds (7) are not counted: stats.lua reckons them from the holds.
 local function count(l, c, n)
   local byk = sub(l.cx.stats, l.sk)
   local f = l.def .. '\t' .. c
@@ -282,12 +264,10 @@ local function bucket(d)
   return #BOUNDS + 1
 end
 
--- tally returns t, a tally of grants and holds {acquisitions, hold µs in
--- all, then the holds of each bucket, nil for none} (a new one when t is
--- nil), with n acquisitions and a hold of d µs (none when d is nil)
--- added. A record keeps what lua/fast.lua granted and released in one,
--- until the next write of the general path (save) adds it to the
--- counters.
+-- tally returns t (a new one when nil), {acquisitions, hold µs in all,
+-- the holds of each bucket}, with n acquisitions and a hold of d µs (if
+-- any) added. A record keeps the tally of fast.lua's grants and releases
+-- until the general path's next write of it (save) counts it.
 local function tally(t, n, d)
   t = t or {0, 0}
   t[1] = t[1] + n
@@ -299,17 +279,15 @@ local function tally(t, n, d)
   return t
 end
 
--- addholds returns the value of a field "definition\tH" (packed, as read:
--- false when none), msgpack {hold µs in all, then the holds of each
--- bucket}, with the holds of tally t added.
+-- addholds returns field "definition\tH" (packed, as read), {hold µs in
+-- all, the holds of each bucket}, with the holds of tally t added.
 local function addholds(packed, t)
   local h = packed and cmsgpack.unpack(packed) or {}
   for i = 1, #BOUNDS + 2 do h[i] = (h[i] or 0) + (t[i + 1] or 0) end
   return cmsgpack.pack(h)
 end
 
--- held adds a tally t of l's definition to the counters written at the
--- end: its acquisitions, and its holds.
+-- held adds tally t to the counters of l's definition.
 local function held(l, t)
   if t[1] > 0 then count(l, '1', t[1]) end
   local byk = sub(l.cx.stats, l.sk)
@@ -349,9 +327,8 @@ local function drop(l, i, expired, lost)
   return h
 end
 
--- unclaimed reports whether h, a hold of l, is a grant handed to a waiter
--- whose node stopped beating before the waiter claimed it: it goes back
--- as a lease past its TTL would.
+-- unclaimed reports whether h is a grant to a waiter whose node stopped
+-- beating before it claimed it: it goes back as an expired lease would.
 local function unclaimed(l, h) return h.u ~= nil and not nodeAlive(l.cx, l.name, h.d) end
 
 local function takeable(h, stale, now)
@@ -427,15 +404,12 @@ local function pushq(l, w)
   l.dirty = true
 end
 
--- grant gives request r (fields of a waiter: r ref, k kind, l ttl, o hold,
--- L locks, W weights, c counted, i waiter id, s since) a slot of each of
--- its locks, its existing hold where it has one. It returns the grant:
--- {reentered, kind, ttl, hold, {name, token, acquired, expires, weight}...}
--- and adds the acquired events to evs. With handed, the grant goes to a
--- waiter that is not the caller: its new holds are unclaimed (h.u) until
--- the waiter's check claims them, and go back (takeable) if its node
--- stops beating first, so that a waiter that died cannot keep a slot
--- for its TTL.
+-- grant gives request r (a waiter: r ref, k kind, l ttl, o hold, L locks,
+-- W weights, c counted, i waiter id, s since) a slot of each of its locks,
+-- or its hold again, adds the acquired events to evs and returns
+-- {reentered, kind, ttl, hold, {name, token, acquired, expires, weight}...}.
+-- A grant handed to another caller's waiter stays unclaimed (h.u) until
+-- its check, and goes back if its node stops beating first.
 local function grant(cx, r, evs, handed)
   local g = {1, r.k, r.l, r.o}
   for j, name in ipairs(r.L) do
@@ -494,7 +468,6 @@ local function fits(cx, w)
   return true
 end
 
--- removewaiter takes waiter w out of every queue it is in.
 local function removewaiter(cx, w)
   for _, name in ipairs(w.L) do
     local l = load(cx, name)
@@ -541,8 +514,7 @@ local function advance(l, resized)
   end
 end
 
--- sweep takes the waiters of dead nodes out of root r's queues and grants
--- the waiters that then fit.
+-- sweep drops dead waiters from root r's queues and grants those that fit.
 local function sweep(cx, r)
   for _, name in ipairs(redis.call('SMEMBERS', rootkey(cx, r, 'q'))) do
     local l = load(cx, name)
@@ -553,8 +525,8 @@ local function sweep(cx, r)
   end
 end
 
--- save writes l's record back (or deletes it when l has nobody) with
--- put (see flush), and keeps the set of names queued true.
+-- save writes l's record (none when l has nobody) with put (see flush),
+-- counts its tally, tells a new head and keeps the set of names queued.
 local function save(l, put)
   local cx = l.cx
   if l.pend then
@@ -577,8 +549,8 @@ local function save(l, put)
   end
 end
 
--- counted adds to w (see flush) the counters of stats hash k, byk
--- (field -> what to add: a count, or hold times), read in one call.
+-- counted puts the counters of state hash k plus byk (field -> a count,
+-- or a tally).
 local function counted(k, byk, put)
   local fs = {}
   for f in pairs(byk) do fs[#fs + 1] = f end
@@ -594,8 +566,7 @@ local function counted(k, byk, put)
   end
 end
 
--- flush writes what changed, one HSET per state hash (records, counters
--- and the last id drawn), and sends the messages.
+-- flush writes what changed, one HSET per state hash, and sends the messages.
 local function flush(cx)
   local w = {}
   local function put(k, f, v)
@@ -624,10 +595,9 @@ local function reply(cx, status, ...)
   return {status, cx.now, cx.ev, cx.loc, ...}
 end
 
--- state returns the state of name: {name, slots, family, running,
--- expired, leases, waiting, holders, queue}, or nil when no definition
--- covers it. Holders: {ref, kind, token, count, weight, acquired, renewed,
--- expires}; queue: {ref, kind, since, weight, {locks}}.
+-- state returns {name, slots, family, running, expired, leases, waiting,
+-- holders, queue} (holders {ref, kind, token, count, weight, acquired,
+-- renewed, expires, hold}, queue {ref, kind, since, weight, locks}), or nil.
 local function state(cx, name, detail)
   if isfamily(name) then
     local v = redis.call('HGET', tagkey(cx, name, 'd'), name)
@@ -649,12 +619,8 @@ local function state(cx, name, detail)
   return {name, l.slots, 0, running, expired, #l.h, #l.q, hs, qs}
 end
 
--- Deletion (delete, reconcile): doom loads a definition to delete, inuse
--- adds up its holders and waiters, remove deletes it.
-
--- doom returns the definition name with its locks (a family's members in
--- use), or nil when name has no definition of its own. Call it under RO:
--- a refusal writes nothing.
+-- doom returns definition name to delete with its locks (a family's
+-- members in use), or nil (under ro: a refusal writes nothing).
 local function doom(cx, name)
   local slots = redis.call('HGET', tagkey(cx, name, 'd'), name)
   if not slots then return nil end
@@ -672,8 +638,7 @@ local function doom(cx, name)
   return x
 end
 
--- inuse adds x's holders and waiters to t ({holders, waiters, first}),
--- first being the first lock in use.
+-- inuse adds x's holders and waiters to t, and its first lock in use.
 local function inuse(x, t)
   for _, l in ipairs(x.ls) do
     t.holders = t.holders + #l.h
@@ -682,11 +647,9 @@ local function inuse(x, t)
   end
 end
 
--- remove deletes x: its waiters leave every queue and are told to check
--- again (they find no definition), its holds end (released by another;
--- their nodes are told), its definition and counters go. The root's last
--- token (field "" of P{R}:s) stays, so a lock defined again grants tokens
--- above its old ones.
+-- remove deletes x: its waiters leave and are told to check (finding no
+-- definition), its holds end as lost, its definition and counters go. The
+-- root's last token stays: a lock defined again draws tokens above its old.
 local function remove(cx, x)
   for _, l in ipairs(x.ls) do
     for _, w in ipairs(l.q) do
@@ -718,8 +681,7 @@ local function remove(cx, x)
   defevent(cx, DELETED, x.name, x.slots)
 end
 
--- resize sets the slots of the definition name (which exists) and grants
--- the waiters that now fit.
+-- resize sets the slots of definition name and grants the waiters that fit.
 local function resize(cx, name, slots)
   redis.call('HSET', tagkey(cx, name, 'd'), name, num(slots))
   cx.defs = {}
