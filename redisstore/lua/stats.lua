@@ -1,19 +1,16 @@
 -- stats: the counters and gauges of every definition of one root, its
--- families' members folded in. It writes only the tallies that
--- lua/fast.lua left in the records (see tally): into the counters, and a
--- record left with nothing else goes. ARGV: prefix, node,
--- root. Entry: {name, family, slots, locks, running, expired, waiting,
--- {counters...}, {wait buckets}, {hold buckets}}.
--- zeros returns a new counters entry: {the counters (see count, 1..8),
--- the wait buckets, the hold buckets}.
+-- families' members folded in, after counting the records' tallies. ARGV:
+-- prefix, node, root. Entry: {name, family, slots, locks, running,
+-- expired, waiting, {counters 1..8}, {wait buckets}, {hold buckets}}.
+
+-- zeros returns {counters, wait buckets, hold buckets}, all 0.
 local function zeros()
   local e = {{0, 0, 0, 0, 0, 0, 0, 0}, {}, {}}
   for b = 1, #BOUNDS + 1 do e[2][b], e[3][b] = 0, 0 end
   return e
 end
 
--- countersof returns the counters of the definitions of state hash sk, by
--- definition (see zeros).
+-- countersof returns the counters of state hash sk, by definition.
 local function countersof(sk)
   local out = {}
   local s = redis.call('HGETALL', sk)
