@@ -50,7 +50,6 @@ local function heavy(cx, r, checking)
       return l.name, w, l.slots
     end
   end
-  return nil
 end
 
 -- queued answers a waiter still in the queue: when it is at the head of a
