@@ -245,57 +245,34 @@ local function ahead(l, p, limit)
   return n
 end
 
--- count adds n to counter c of l's definition (field "definition\tc" of
--- P{R}:s, written at the end): 1 acquisitions, 3 expiries, 4 losses, 5
--- waited, 6 wait µs, wN the waits of bucket N; field "definition\tH" holds
--- the hold time and the holds of each bucket (see held). Releases (2) and
--- holds (7) are not counted: stats.lua reckons them from the holds.
-local function count(l, c, n)
-  local byk = sub(l.cx.stats, l.sk)
-  local f = l.def .. '\t' .. c
-  byk[f] = (byk[f] or 0) + n
-end
-
+-- Counters of a definition: field "definition\tc" of P{R}:s, a tally
+-- (msgpack, 0 where absent): 1 acquisitions, 2 expiries, 3 losses, 4
+-- waited, 5 wait µs, 6 hold µs, WAITS + b the waits of bucket b, HOLDS + b
+-- the holds. A call adds its tally at the end (flush); a record keeps the
+-- tally of fast.lua's grants and releases until the general path writes it
+-- (save). Releases and holds are the hold buckets' sums (see stats.lua).
 local BOUNDS = {1000, 4000, 16000, 64000, 256000, 1024000, 4096000, 16384000, 65536000, 262144000, 1048576000}
-local function bucket(d)
-  for i, b in ipairs(BOUNDS) do
-    if d <= b then return i end
+local WAITS, HOLDS = 6, 6 + #BOUNDS + 1
+
+local function add(t, i, n) t[i] = (t[i] or 0) + n end
+
+-- timed adds d µs (0 if negative) to counter i of tally t, and one to its
+-- bucket after b.
+local function timed(t, i, b, d)
+  d = math.max(d, 0)
+  add(t, i, d)
+  for j, x in ipairs(BOUNDS) do
+    if d <= x then return add(t, b + j, 1) end
   end
-  return #BOUNDS + 1
+  add(t, b + #BOUNDS + 1, 1)
 end
 
--- tally returns t (a new one when nil), {acquisitions, hold µs in all,
--- the holds of each bucket}, with n acquisitions and a hold of d µs (if
--- any) added. A record keeps the tally of fast.lua's grants and releases
--- until the general path's next write of it (save) counts it.
-local function tally(t, n, d)
-  t = t or {0, 0}
-  t[1] = t[1] + n
-  if d then
-    if d < 0 then d = 0 end
-    local b = bucket(d) + 2
-    t[2], t[b] = t[2] + d, (t[b] or 0) + 1
-  end
-  return t
+local function merge(into, t)
+  for i, n in pairs(t) do add(into, i, n) end
 end
 
--- addholds returns field "definition\tH" (packed, as read), {hold µs in
--- all, the holds of each bucket}, with the holds of tally t added.
-local function addholds(packed, t)
-  local h = packed and cmsgpack.unpack(packed) or {}
-  for i = 1, #BOUNDS + 2 do h[i] = (h[i] or 0) + (t[i + 1] or 0) end
-  return cmsgpack.pack(h)
-end
-
--- held adds tally t to the counters of l's definition.
-local function held(l, t)
-  if t[1] > 0 then count(l, '1', t[1]) end
-  local byk = sub(l.cx.stats, l.sk)
-  local f = l.def .. '\tH'
-  local h = byk[f]
-  if not h then h = tally(nil, 0, nil); byk[f] = h end
-  for i = 2, #BOUNDS + 3 do h[i] = (h[i] or 0) + (t[i] or 0) end
-end
+-- counters returns the tally the call adds to the counters of l's definition.
+local function counters(l) return sub(sub(l.cx.stats, l.sk), l.def) end
 
 -- event types, as store.EventType
 local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED, DELETED = 1, 2, 3, 4, 5, 6, 8, 9
@@ -319,9 +296,10 @@ local function drop(l, i, expired, lost)
   local cx = l.cx
   local h = table.remove(l.h, i)
   l.dirty = true
-  if expired then count(l, '3', 1) end
-  if lost then count(l, '4', 1) end
-  held(l, tally(nil, 0, cx.now - h.a))
+  local c = counters(l)
+  if expired then add(c, 2, 1) end
+  if lost then add(c, 3, 1) end
+  timed(c, 6, HOLDS, cx.now - h.a)
   cx.ev[#cx.ev + 1] = event(expired and EXPIRED or RELEASED, l, h.r, h.k, h.t, h.w, 0, cx.now - h.a, '', lost)
   if h.d then publish(cx, h.d, table.concat({'e', '', l.name, h.r, num(h.t), lost or ''}, '\t')) end
   return h
@@ -433,14 +411,13 @@ local function grant(cx, r, evs, handed)
       h.e, h.n = leasetimes(cx.now, r.l, r.o, cx.now)
       l.h[#l.h + 1] = h
       l.dirty = true
-      count(l, '1', 1)
+      local c = counters(l)
+      add(c, 1, 1)
       local waited = 0
       if r.s > 0 then
         waited = cx.now - r.s
-        local w = math.max(waited, 0)
-        count(l, '5', 1)
-        count(l, '6', w)
-        count(l, 'w' .. bucket(w), 1)
+        add(c, 4, 1)
+        timed(c, 5, WAITS, waited)
       end
       local e = event(ACQUIRED, l, r.r, r.k, h.t, h.w, waited, 0, '', '')
       evs[#evs + 1] = e
@@ -530,7 +507,7 @@ end
 local function save(l, put)
   local cx = l.cx
   if l.pend then
-    held(l, l.pend)
+    merge(counters(l), l.pend)
     l.pend = nil
   end
   if #l.h == 0 and l.qlen == 0 then
@@ -549,20 +526,16 @@ local function save(l, put)
   end
 end
 
--- counted puts the counters of state hash k plus byk (field -> a count,
--- or a tally).
+-- counted puts the counters of state hash k plus the tallies of byk (definition -> tally).
 local function counted(k, byk, put)
-  local fs = {}
-  for f in pairs(byk) do fs[#fs + 1] = f end
+  local defs, fs = {}, {}
+  for def in pairs(byk) do defs[#defs + 1], fs[#fs + 1] = def, def .. '\tc' end
   if #fs == 0 then return end
   local vs = redis.call('HMGET', k, unpack(fs))
-  for i, f in ipairs(fs) do
-    local n = byk[f]
-    if type(n) == 'table' then
-      put(k, f, addholds(vs[i], n))
-    else
-      put(k, f, num((tonumber(vs[i]) or 0) + n))
-    end
+  for i, def in ipairs(defs) do
+    local c = vs[i] and cmsgpack.unpack(vs[i]) or {}
+    merge(c, byk[def])
+    put(k, fs[i], cmsgpack.pack(c))
   end
 end
 
@@ -672,12 +645,8 @@ local function remove(cx, x)
   redis.call('HDEL', tagkey(cx, x.name, 'd'), x.name)
   cx.defs = {} -- the definitions cached may be the one deleted
   local sk = tagkey(cx, x.name, 's')
-  local byk = cx.stats[sk] or {}
-  local fields = {}
-  for _, c in ipairs({'H', '1', '3', '4', '5', '6'}) do fields[#fields + 1] = x.name .. '\t' .. c end
-  for b = 1, #BOUNDS + 1 do fields[#fields + 1] = x.name .. '\tw' .. b end
-  for _, f in ipairs(fields) do byk[f] = nil end
-  redis.call('HDEL', sk, unpack(fields))
+  sub(cx.stats, sk)[x.name] = nil
+  redis.call('HDEL', sk, x.name .. '\tc')
   defevent(cx, DELETED, x.name, x.slots)
 end
 

@@ -70,7 +70,9 @@ local function fastacquire(keys, argv)
   if token < now then token = now end
   local e, renewed = leasetimes(now, ttl, hold, now)
   hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 1, nil)), '', token) -- %.17g: exact
+  pend = pend or {}
+  add(pend, 1, 1)
+  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend), '', token) -- %.17g: exact
   if token == now and w ~= -1 then return token end
   return {'G', now, token, e, n}
 end
@@ -91,6 +93,8 @@ local function fastrelease(keys, argv)
   end
   if not at or hs[at].c > 1 or hs[at].d ~= argv[2] then return nil end
   local h = table.remove(hs, at)
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 0, tonumber(argv[10]) - h.a)))
+  pend = pend or {}
+  timed(pend, 6, HOLDS, tonumber(argv[10]) - h.a)
+  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend))
   return 1
 end

@@ -1,37 +1,8 @@
 -- stats: the counters and gauges of every definition of one root, its
 -- families' members folded in, after counting the records' tallies. ARGV:
 -- prefix, node, root. Entry: {name, family, slots, locks, running,
--- expired, waiting, {counters 1..8}, {wait buckets}, {hold buckets}}.
-
--- zeros returns {counters, wait buckets, hold buckets}, all 0.
-local function zeros()
-  local e = {{0, 0, 0, 0, 0, 0, 0, 0}, {}, {}}
-  for b = 1, #BOUNDS + 1 do e[2][b], e[3][b] = 0, 0 end
-  return e
-end
-
--- countersof returns the counters of state hash sk, by definition.
-local function countersof(sk)
-  local out = {}
-  local s = redis.call('HGETALL', sk)
-  for i = 1, #s, 2 do
-    local def, c = string.match(s[i], '^(.*)\t(.-)$')
-    if def then
-      local e = out[def] or zeros()
-      out[def] = e
-      if c == 'H' then
-        local t = cmsgpack.unpack(s[i + 1])
-        e[1][8] = t[1]
-        for b = 1, #BOUNDS + 1 do e[3][b] = t[b + 1] end
-      elseif string.sub(c, 1, 1) == 'w' then
-        e[2][tonumber(string.sub(c, 2))] = tonumber(s[i + 1])
-      else
-        e[1][tonumber(c)] = tonumber(s[i + 1])
-      end
-    end
-  end
-  return out
-end
+-- expired, waiting, {acquisitions, releases, expiries, losses, waited, wait
+-- µs, holds, hold µs}, {wait buckets}, {hold buckets}}.
 
 local function main(cx, argv)
   cx.ro = true
@@ -61,13 +32,21 @@ local function main(cx, argv)
     if e and l.pend then l.dirty = true end -- save counts its tally
   end
   flush(cx)
-  local counters = countersof(sk)
+  local cs = {}
+  local s = redis.call('HGETALL', sk)
+  for i = 1, #s, 2 do
+    local def = string.match(s[i], '^(.*)\tc$')
+    if def then cs[def] = cmsgpack.unpack(s[i + 1]) end
+  end
   for _, x in ipairs(out) do
-    local e = counters[x[1]] or zeros()
-    local ends = 0 -- every hold that ended, released or expired, is in one hold bucket
-    for b = 1, #BOUNDS + 1 do ends = ends + e[3][b] end
-    e[1][2], e[1][7] = ends - e[1][3], ends
-    x[8], x[9], x[10] = e[1], e[2], e[3]
+    local c = cs[x[1]] or {}
+    local function n(i) return c[i] or 0 end
+    local waits, holds, ends = {}, {}, 0 -- every hold that ended is in one hold bucket
+    for b = 1, #BOUNDS + 1 do
+      waits[b], holds[b] = n(WAITS + b), n(HOLDS + b)
+      ends = ends + holds[b]
+    end
+    x[8], x[9], x[10] = {n(1), ends - n(2), n(2), n(3), n(4), n(5), ends, n(6)}, waits, holds
   end
   return reply(cx, 'ok', out)
 end
