@@ -650,23 +650,23 @@ local function remove(cx, x)
   defevent(cx, DELETED, x.name, x.slots)
 end
 
--- resize sets the slots of definition name and grants the waiters that fit.
-local function resize(cx, name, slots)
+-- define sets the slots of definition name, and adds the event typ
+-- (CREATED or RESIZED); a resize grants the waiters that then fit.
+local function define(cx, typ, name, slots)
   redis.call('HSET', tagkey(cx, name, 'd'), name, num(slots))
   cx.defs = {}
   if isfamily(name) then
-    for _, m in ipairs(members(tagkey(cx, name, 's'))) do
+    for _, m in ipairs(typ == RESIZED and members(tagkey(cx, name, 's')) or {}) do
       local l = load(cx, m)
       if l and l.def == name then
         l.slots = slots
         advance(l, true)
       end
     end
-    defevent(cx, RESIZED, name, slots)
-  else
-    local l = load(cx, name)
-    l.slots = slots
-    advance(l, true)
-    cx.ev[#cx.ev + 1] = event(RESIZED, l, '', '', 0, 0, 0, 0, '', '')
+    return defevent(cx, typ, name, slots)
   end
+  local l = cx.locks[name] or load(cx, name) -- a member of a family pruned before: emptied
+  l.def, l.slots = name, slots
+  if typ == RESIZED then advance(l, true) end
+  cx.ev[#cx.ev + 1] = event(typ, l, '', '', 0, 0, 0, 0, '', '')
 end

@@ -49,19 +49,6 @@ local function prunable(cx, want, force, read, sums)
   return doomed
 end
 
--- create defines name (a member of a family pruned before is loaded, emptied).
-local function create(cx, name, slots)
-  redis.call('HSET', tagkey(cx, name, 'd'), name, num(slots))
-  cx.defs = {}
-  if isfamily(name) then
-    defevent(cx, CREATED, name, slots)
-    return
-  end
-  local l = cx.locks[name]
-  if l then l.def, l.slots = name, slots else l = load(cx, name) end
-  cx.ev[#cx.ev + 1] = event(CREATED, l, '', '', 0, 0, 0, 0, '', '')
-end
-
 -- apply carries out the plan (argv from k), and returns the holders and
 -- waiters the prunes end.
 local function apply(cx, argv, k, doomed)
@@ -73,10 +60,8 @@ local function apply(cx, argv, k, doomed)
     local kind, name, slots = argv[k + 3 * i - 2], argv[k + 3 * i - 1], tonumber(argv[k + 3 * i])
     if kind == 'p' then
       remove(cx, doomed[name])
-    elseif kind == 'c' then
-      create(cx, name, slots)
     else
-      resize(cx, name, slots)
+      define(cx, kind == 'c' and CREATED or RESIZED, name, slots)
     end
   end
   return t
