@@ -445,9 +445,10 @@ local function fits(cx, w)
   return true
 end
 
-local function removewaiter(cx, w)
+-- removewaiter takes waiter w out of the queues of its locks but skip.
+local function removewaiter(cx, w, skip)
   for _, name in ipairs(w.L) do
-    local l = load(cx, name)
+    local l = name ~= skip and load(cx, name)
     if l then unqueue(l, w.i) end
   end
 end
@@ -521,22 +522,7 @@ local function save(l, put)
     publish(cx, head.d, table.concat({'c', head.i, num(wakeat(l, head.x)), num(cx.now)}, '\t'))
   end
   local queued = l.qlen > 0
-  if queued ~= l.q0 then
-    if queued then redis.call('SADD', tagkey(cx, l.name, 'q'), l.name) else redis.call('SREM', tagkey(cx, l.name, 'q'), l.name) end
-  end
-end
-
--- counted puts the counters of state hash k plus the tallies of byk (definition -> tally).
-local function counted(k, byk, put)
-  local defs, fs = {}, {}
-  for def in pairs(byk) do defs[#defs + 1], fs[#fs + 1] = def, def .. '\tc' end
-  if #fs == 0 then return end
-  local vs = redis.call('HMGET', k, unpack(fs))
-  for i, def in ipairs(defs) do
-    local c = vs[i] and cmsgpack.unpack(vs[i]) or {}
-    merge(c, byk[def])
-    put(k, fs[i], cmsgpack.pack(c))
-  end
+  if queued ~= l.q0 then redis.call(queued and 'SADD' or 'SREM', tagkey(cx, l.name, 'q'), l.name) end
 end
 
 -- flush writes what changed, one HSET per state hash, and sends the messages.
@@ -551,7 +537,16 @@ local function flush(cx)
     local l = cx.locks[name]
     if l.dirty then save(l, put) end
   end
-  for k, byk in pairs(cx.stats) do counted(k, byk, put) end
+  for k, byk in pairs(cx.stats) do -- definition -> the tally to add to its counters
+    local defs, fs = {}, {}
+    for def in pairs(byk) do defs[#defs + 1], fs[#fs + 1] = def, def .. '\tc' end
+    local vs = #fs > 0 and redis.call('HMGET', k, unpack(fs)) or {}
+    for i, def in ipairs(defs) do
+      local c = vs[i] and cmsgpack.unpack(vs[i]) or {}
+      merge(c, byk[def])
+      put(k, fs[i], cmsgpack.pack(c))
+    end
+  end
   for k, v in pairs(cx.hws) do put(k, '', num(v)) end
   for k, t in pairs(w) do -- 500 fields at a time
     for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
@@ -626,12 +621,7 @@ end
 local function remove(cx, x)
   for _, l in ipairs(x.ls) do
     for _, w in ipairs(l.q) do
-      for _, other in ipairs(w.L) do
-        if other ~= l.name then
-          local o = load(cx, other)
-          if o then unqueue(o, w.i) end
-        end
-      end
+      removewaiter(cx, w, l.name)
       publish(cx, w.d, 'c\t' .. w.i)
     end
     redis.call('DEL', l.wk, l.bk)
