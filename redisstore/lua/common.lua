@@ -246,13 +246,14 @@ local function ahead(l, p, limit)
 end
 
 -- Counters of a definition: field "definition\tc" of P{R}:s, a tally
--- (msgpack, 0 where absent): 1 acquisitions, 2 expiries, 3 losses, 4
--- waited, 5 wait µs, 6 hold µs, WAITS + b the waits of bucket b, HOLDS + b
--- the holds. A call adds its tally at the end (flush); a record keeps the
--- tally of fast.lua's grants and releases until the general path writes it
--- (save). Releases and holds are the hold buckets' sums (see stats.lua).
+-- (msgpack, 0 where absent) of the counters below, then the waits of each
+-- bucket b (WAIT_BUCKETS + b) and the holds (HOLD_BUCKETS + b). A call adds
+-- its tally at the end (flush); a record keeps the tally of fast.lua's
+-- grants and releases until the general path writes it (save). Releases
+-- and holds are the hold buckets' sums (see stats.lua).
+local ACQS, EXPIRIES, LOSSES, WAITED, WAIT_US, HOLD_US = 1, 2, 3, 4, 5, 6
 local BOUNDS = {1000, 4000, 16000, 64000, 256000, 1024000, 4096000, 16384000, 65536000, 262144000, 1048576000}
-local WAITS, HOLDS = 6, 6 + #BOUNDS + 1
+local WAIT_BUCKETS, HOLD_BUCKETS = 6, 6 + #BOUNDS + 1
 
 local function add(t, i, n) t[i] = (t[i] or 0) + n end
 
@@ -297,9 +298,9 @@ local function drop(l, i, expired, lost)
   local h = table.remove(l.h, i)
   l.dirty = true
   local c = counters(l)
-  if expired then add(c, 2, 1) end
-  if lost then add(c, 3, 1) end
-  timed(c, 6, HOLDS, cx.now - h.a)
+  if expired then add(c, EXPIRIES, 1) end
+  if lost then add(c, LOSSES, 1) end
+  timed(c, HOLD_US, HOLD_BUCKETS, cx.now - h.a)
   cx.ev[#cx.ev + 1] = event(expired and EXPIRED or RELEASED, l, h.r, h.k, h.t, h.w, 0, cx.now - h.a, '', lost)
   if h.d then publish(cx, h.d, table.concat({'e', '', l.name, h.r, num(h.t), lost or ''}, '\t')) end
   return h
@@ -412,12 +413,12 @@ local function grant(cx, r, evs, handed)
       l.h[#l.h + 1] = h
       l.dirty = true
       local c = counters(l)
-      add(c, 1, 1)
+      add(c, ACQS, 1)
       local waited = 0
       if r.s > 0 then
         waited = cx.now - r.s
-        add(c, 4, 1)
-        timed(c, 5, WAITS, waited)
+        add(c, WAITED, 1)
+        timed(c, WAIT_US, WAIT_BUCKETS, waited)
       end
       local e = event(ACQUIRED, l, r.r, r.k, h.t, h.w, waited, 0, '', '')
       evs[#evs + 1] = e

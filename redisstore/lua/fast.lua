@@ -71,7 +71,7 @@ local function fastacquire(keys, argv)
   local e, renewed = leasetimes(now, ttl, hold, now)
   hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
   pend = pend or {}
-  add(pend, 1, 1)
+  add(pend, ACQS, 1)
   redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend), '', token) -- %.17g: exact
   if token == now and w ~= -1 then return token end
   return {'G', now, token, e, n}
@@ -94,7 +94,7 @@ local function fastrelease(keys, argv)
   if not at or hs[at].c > 1 or hs[at].d ~= argv[2] then return nil end
   local h = table.remove(hs, at)
   pend = pend or {}
-  timed(pend, 6, HOLDS, tonumber(argv[10]) - h.a)
+  timed(pend, HOLD_US, HOLD_BUCKETS, tonumber(argv[10]) - h.a)
   redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend))
   return 1
 end

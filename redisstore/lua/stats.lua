@@ -43,10 +43,11 @@ local function main(cx, argv)
     local function n(i) return c[i] or 0 end
     local waits, holds, ends = {}, {}, 0 -- every hold that ended is in one hold bucket
     for b = 1, #BOUNDS + 1 do
-      waits[b], holds[b] = n(WAITS + b), n(HOLDS + b)
+      waits[b], holds[b] = n(WAIT_BUCKETS + b), n(HOLD_BUCKETS + b)
       ends = ends + holds[b]
     end
-    x[8], x[9], x[10] = {n(1), ends - n(2), n(2), n(3), n(4), n(5), ends, n(6)}, waits, holds
+    x[8], x[9], x[10] = {n(ACQS), ends - n(EXPIRIES), n(EXPIRIES), n(LOSSES), n(WAITED),
+      n(WAIT_US), ends, n(HOLD_US)}, waits, holds
   end
   return reply(cx, 'ok', out)
 end
