@@ -36,8 +36,8 @@
 //	P{R}:d        hash: definition → slots
 //	P{R}:s        hash: the root's state: field NAME the record of lock NAME (MessagePack: its queue's length,
 //	              its holders, each a map of its fields, and the tally of grants and holds left to count; no
-//	              field when it has none of them), field "" the last token drawn, fields "definition\tcounter"
-//	              the counters
+//	              field when it has none of them), field "" the last token drawn, field "definition\tc"
+//	              the definition's counters (MessagePack)
 //	P{R}:w:NAME   list: the ids of the lock's waiters, oldest first
 //	P{R}:b:NAME   hash: waiter id → its request (MessagePack)
 //	P{R}:q        set: names with waiters

@@ -3,8 +3,8 @@
 -- waiter id, mode, ref, kind, ttl µs, hold µs, staleAfter µs, counted,
 -- reenterAll, waiter TTL µs, n, n names, n weights, events wanted (fast.lua).
 
--- request returns the request of ARGV (the fields of a waiter, see grant),
--- with its locks loaded (ls), or nil and the name of one not defined.
+-- request returns ARGV's request (see grant) with its locks (ls), or nil
+-- and the name of one not defined.
 local function request(cx, argv)
   local r = {r = argv[5], k = argv[6], l = tonumber(argv[7]), o = tonumber(argv[8]), x = tonumber(argv[9]),
     c = tonumber(argv[10]), i = '', s = 0, d = cx.node, L = {}, W = {}, ls = {}, mode = argv[4],
@@ -40,8 +40,8 @@ local function busy(cx, l, w, h)
   return reply(cx, 'busy', l.name, kind, ref, exp, queued, l.def, slots, nfree, w)
 end
 
--- heavy returns the first lock r asks more slots of than it has, with
--- the weight and slots (a waiter that checks leaves the queues), or nil.
+-- heavy returns the first lock r asks more slots of than it has, the
+-- weight and the slots (a waiter that checks leaves the queues).
 local function heavy(cx, r, checking)
   for j, l in ipairs(r.ls) do
     local w = r.W[j]
@@ -50,7 +50,6 @@ local function heavy(cx, r, checking)
       return l.name, w, l.slots
     end
   end
-  return nil
 end
 
 -- queued answers a waiter still in the queue: when it is at the head of a
@@ -80,12 +79,9 @@ local function enqueue(cx, r)
   end
 end
 
--- claim answers a check: the grant handed to the waiter, now claimed (its
--- holds no longer go back when its node stops beating, and no longer
--- carry their acquired events), or nil. A lock the ref held already
--- counts as granted (a re-entry keeps its hold). A grant of several locks
--- part of which went back (its node was taken for dead) goes back whole:
--- the waiter queues again.
+-- claim returns the grant handed to the waiter, claimed, or nil. A lock
+-- the ref held already counts as granted; a grant part of which went back
+-- (its node was taken for dead) goes back whole: the waiter queues again.
 local function claim(cx, r)
   local wid, ls = cx.me, r.ls
   local g, evs, mine, handed = {0, r.k, r.l, r.o}, {}, {}, 0
@@ -158,13 +154,13 @@ local function attempt(cx, r)
   if r.all then l, h = partly(r) end
   if l then return busy(cx, l, r.W[1], h) end
   local name, w, slots = heavy(cx, r, false)
-  if name then return readreply(cx, 'heavy', name, w, slots, 0) end
+  if name then return reply(cx, 'heavy', name, w, slots, 0) end
   for _, x in ipairs(r.ls) do advance(x, false) end
   local ok = true
   for j, x in ipairs(r.ls) do
     if not find(x, r.r, 0) then
       local n = need(r.W[j], x.slots)
-      local want = aheadover(x, x.slots - n) + n
+      local want = ahead(x, math.huge, x.slots - n) + n
       if want > free(x, want, r.x) then
         ok = false
         if r.mode == 'try' then return busy(cx, x, r.W[j], nil) end
@@ -179,7 +175,7 @@ end
 local function main(cx, argv)
   cx.me = argv[3]
   local r, missing = request(cx, argv)
-  if not r then return readreply(cx, 'notfound', missing) end
+  if not r then return reply(cx, 'notfound', missing) end
   if r.mode == 'check' then return check(cx, r) end
   return attempt(cx, r)
 end

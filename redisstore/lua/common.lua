@@ -1,25 +1,10 @@
--- common.lua: the definitions every function of redisstore's library
--- shares (see scripts.go). Each function begins with begin(ARGV): ARGV[1]
--- is the key prefix, ARGV[2] the calling node; the clock is the server's
--- (TIME), read once per call.
---
--- Keys of one root R (a name up to its first "/", so that a lock and the
--- families that cover it share it) all carry the hash tag {R}:
---   P{R}:d  hash  definition name -> slots
---   P{R}:s  hash  the state of the root: field NAME the record of lock
---                 NAME (msgpack: the length of its queue, its holders as
---                 tables, see grant, and what lua/fast.lua's grants and
---                 releases left to count, see tally); field "" the last
---                 token or sequence number drawn; fields "definition\tC"
---                 the counters (see count)
---   P{R}:w:NAME   list  the waiter ids of lock NAME, oldest first
---   P{R}:b:NAME   hash  waiter id -> its request (msgpack)
---   P{R}:q  set   names with waiters
---   P{R}:n  hash  node -> µs until which its waiters count as alive
+-- common.lua: what every function of redisstore's library shares (see
+-- scripts.go; the keys are listed in doc.go). A function's state is its
+-- call's (begin): ARGV[1] the key prefix, ARGV[2] the calling node, the
+-- server's clock read once.
 
 -- memo returns f, a pure function of a string, remembering up to 256
--- results: the only state that outlives a call, and immutable, since f's
--- result for a string never changes.
+-- results: the only state that outlives a call, never stale.
 local function memo(f)
   local m, n = {}, 0
   return function(k)
@@ -41,14 +26,11 @@ local function servertime()
   return tonum(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- begin returns the state of one call, passed along to every step that
--- needs it: the key prefix (ARGV[1]), the calling node (ARGV[2]), the
--- server's clock read once (now); ro for a call that writes nothing
--- (dead waiters are skipped, not removed); what the call read and will
--- write (defs, last, hws, alive, locks in load order, stats); ev, the
--- events for the caller (see events.go); msg, node -> its messages, loc
--- those for the calling node; me, the calling waiter's id, if any, and
--- mine, its grant, when advance made it.
+-- begin returns the state of one call: ro for a call that writes nothing
+-- (dead waiters are skipped, not removed); what it read and will write
+-- (defs, last, hws, alive, locks in load order, stats); ev, the events for
+-- the caller; msg, node -> its messages, loc the calling node's; me, the
+-- calling waiter's id, and mine, its grant, when advance made it.
 local function begin(argv)
   return {p = argv[1], node = argv[2], now = servertime(), ro = false, defs = {}, last = {}, hws = {},
     alive = {}, locks = {}, order = {}, stats = {}, ev = {}, msg = {}, me = '', mine = nil, loc = {}}
@@ -77,26 +59,7 @@ local function sub(t, k)
   return v
 end
 
--- patterns: the name, then the families that cover it, most specific
--- first (a "/" after the first byte and before the last cuts a family).
-local function patterns(name)
-  local out = {name}
-  local n = #name
-  local i = string.find(name, '/', 2, true)
-  while i and i < n do
-    out[#out + 1] = string.sub(name, 1, i - 1) .. '/*'
-    i = string.find(name, '/', i + 1, true)
-  end
-  local a, b = 2, #out
-  while a < b do
-    out[a], out[b] = out[b], out[a]
-    a, b = a + 1, b - 1
-  end
-  return out
-end
-
--- members returns the names that have a record in state hash k (P{R}:s):
--- held or queued, or with hold times left to count.
+-- members returns the names with a record in state hash k (P{R}:s).
 local function members(k)
   local out = {}
   for _, f in ipairs(redis.call('HKEYS', k)) do
@@ -107,28 +70,25 @@ end
 
 local function isfamily(name) return #name > 2 and string.sub(name, -2) == '/*' end
 
--- famof returns the patterns that may define name, name itself first, or
--- false for a lock of no family.
+-- famof returns the names that may define name: name, then the families
+-- that cover it, most specific first (a "/" after the first byte and
+-- before the last cuts a family).
 local famof = memo(function(name)
-  local cut = string.find(name, '/', 2, true)
-  if not cut or cut == #name then return false end
-  return patterns(name)
+  local out, i = {name}, string.find(name, '/', 2, true)
+  while i and i < #name do
+    table.insert(out, 2, string.sub(name, 1, i - 1) .. '/*')
+    i = string.find(name, '/', i + 1, true)
+  end
+  return out
 end)
 
--- definition returns the definition covering name in hash dk (P{R}:d)
--- and its slots, or nil.
+-- definition returns the definition covering name in hash dk, and its slots.
 local function definition(dk, name)
   local ps = famof(name)
-  if not ps then
-    local v = redis.call('HGET', dk, name)
-    if v then return name, tonum(v) end
-    return nil
-  end
   local vs = redis.call('HMGET', dk, unpack(ps))
   for i = 1, #ps do
     if vs[i] then return ps[i], tonum(vs[i]) end
   end
-  return nil
 end
 
 -- defof is definition, read once per call.
@@ -141,8 +101,8 @@ local function defof(cx, name)
   return d[1], d[2]
 end
 
--- The last token or sequence number drawn under a root: both are the
--- server's clock in µs, raised past the last one drawn.
+-- nextid draws a token or sequence number: the server's clock in µs,
+-- raised past the last one drawn under name's root.
 local function nextid(cx, name)
   local k = tagkey(cx, name, 's')
   local v = cx.hws[k] or cx.last[k]
@@ -153,7 +113,7 @@ local function nextid(cx, name)
 end
 
 -- nodeUntil returns until when (µs) node's waiters under name's root
--- count as alive (0: not at all), read once per call.
+-- count as alive, read once per call.
 local function nodeUntil(cx, name, node)
   local k = tagkey(cx, name, 'n')
   local c = sub(cx.alive, k)
@@ -173,21 +133,19 @@ local function need(w, slots)
   return w
 end
 
--- publish sends message m to node, at the end (flush), or in the reply.
+-- publish sends m to node at the end (flush), or in the reply.
 local function publish(cx, node, m)
   local l = node == cx.node and cx.loc or sub(cx.msg, node)
   l[#l + 1] = m
 end
 
--- load returns the lock name with its definition and holders, or nil
--- when no definition covers it. A holder's fields: r ref, k kind, t token,
--- c count, w weight, a acquired, l ttl, o hold, i waiter id, d node, e
--- expires and n renewed (µs; e 0: no lease), v the acquired event of a
--- grant to a waiter (for its check), u 1 while a grant handed to a waiter
--- is unclaimed (see grant). Its queue is read lazily, from the head
--- (loadq): l.q the live waiters read so far, l.qraw the entries of the
--- list read, l.qlen the entries of the list. Outside cx.ro, the dead
--- waiters read are removed, so that l.q is the head of the list.
+-- load returns lock name with its definition and holders, or nil when no
+-- definition covers it. A holder: r ref, k kind, t token, c count, w
+-- weight, a acquired, l ttl, o hold, i waiter id, d node, e expires (0: no
+-- lease), n renewed, v the acquired event of a grant to a waiter, u 1 while
+-- that grant is unclaimed (see grant). The queue is read from the head as
+-- needed (loadq): l.q the live waiters read, l.qraw the entries read, l.qlen
+-- all; dead waiters read are removed (but under ro).
 local function load(cx, name)
   local l = cx.locks[name]
   if l then return l end
@@ -206,8 +164,7 @@ local function load(cx, name)
   return l
 end
 
--- dropq removes waiter id from l's list (it was read: its entry is
--- before l.qraw when read is true).
+-- dropq removes waiter id from l's list (read: its entry is before l.qraw).
 local function dropq(l, id, read)
   redis.call('LREM', l.wk, 1, id)
   redis.call('HDEL', l.bk, id)
@@ -261,7 +218,6 @@ local function find(l, ref, token)
   for i, h in ipairs(l.h) do
     if h.r == ref and (token == 0 or h.t == token) then return i end
   end
-  return nil
 end
 
 local function position(l, wid)
@@ -275,103 +231,49 @@ local function position(l, wid)
   for i = #l.q, 1, -1 do
     if l.q[i].i == wid then return i end
   end
-  return nil
 end
 
--- aheadover returns the slots l's waiters ask of it, reading from the
--- head only until they pass limit (past it, the caller's answer is the same).
-local function aheadover(l, limit)
-  local n, i = 0, 1
-  while n <= limit do
-    local w = qat(l, i)
+-- ahead returns the slots the first p waiters of l ask of it, reading
+-- from the head only until they pass limit (past it, the answer is the same).
+local function ahead(l, p, limit)
+  local n = 0
+  for i = 1, p do
+    local w = n <= limit and qat(l, i)
     if not w then break end
     n = n + need(w.w, l.slots)
-    i = i + 1
   end
   return n
 end
 
--- ahead returns the slots the first p waiters of l ask of it.
-local function ahead(l, p)
-  loadq(l, p)
-  local n = 0
-  for i = 1, math.min(p, #l.q) do n = n + need(l.q[i].w, l.slots) end
-  return n
-end
-
--- Counters of definitions: P{R}:s, field "definition\tcounter", raised
--- at the end (HINCRBY). Counters: 1 acquisitions, 3 expiries, 4 losses,
--- 5 waited, 6 wait µs; wN the waits of bucket N. The holds that ended
--- are in one field, "definition\tH", a tally's last 13 values (see tally).
--- Releases (2) are not counted: every hold that ends is in one hold
--- bucket, so they are the holds less the expiries (lua/stats.lua); 7, the
--- holds, is 2 + 3.
-local function count(l, c, n)
-  local byk = sub(l.cx.stats, l.sk)
-  local f = l.def .. '\t' .. c
-  byk[f] = (byk[f] or 0) + n
-end
-
+-- Counters of a definition: field "definition\tc" of P{R}:s, a tally
+-- (msgpack, 0 where absent) of the counters below, then the waits of each
+-- bucket b (WAIT_BUCKETS + b) and the holds (HOLD_BUCKETS + b). A call adds
+-- its tally at the end (flush); a record keeps the tally of fast.lua's
+-- grants and releases until the general path writes it (save). Releases
+-- and holds are the hold buckets' sums (see stats.lua).
+local ACQS, EXPIRIES, LOSSES, WAITED, WAIT_US, HOLD_US = 1, 2, 3, 4, 5, 6
 local BOUNDS = {1000, 4000, 16000, 64000, 256000, 1024000, 4096000, 16384000, 65536000, 262144000, 1048576000}
-local function bucket(d)
-  for i, b in ipairs(BOUNDS) do
-    if d <= b then return i end
+local WAIT_BUCKETS, HOLD_BUCKETS = 6, 6 + #BOUNDS + 1
+
+local function add(t, i, n) t[i] = (t[i] or 0) + n end
+
+-- timed adds d µs (0 if negative) to counter i of tally t, and one to its
+-- bucket after b.
+local function timed(t, i, b, d)
+  d = math.max(d, 0)
+  add(t, i, d)
+  for j, x in ipairs(BOUNDS) do
+    if d <= x then return add(t, b + j, 1) end
   end
-  return #BOUNDS + 1
+  add(t, b + #BOUNDS + 1, 1)
 end
 
--- tally returns t, a tally of grants and holds {acquisitions, hold µs in
--- all, then the holds of each bucket, nil for none} (a new one when t is
--- nil), with n acquisitions and a hold of d µs (none when d is nil)
--- added. A record keeps what lua/fast.lua granted and released in one,
--- until the next write of the general path (save) adds it to the
--- counters.
-local function tally(t, n, d)
-  t = t or {0, 0}
-  t[1] = t[1] + n
-  if d then
-    if d < 0 then d = 0 end
-    local b = bucket(d) + 2
-    t[2], t[b] = t[2] + d, (t[b] or 0) + 1
-  end
-  return t
+local function merge(into, t)
+  for i, n in pairs(t) do add(into, i, n) end
 end
 
--- addholds returns the value of a field "definition\tH" (packed, as read:
--- false when none), msgpack {hold µs in all, then the holds of each
--- bucket}, with the holds of tally t added.
-local function addholds(packed, t)
-  local h = packed and cmsgpack.unpack(packed) or {}
-  for i = 1, #BOUNDS + 2 do h[i] = (h[i] or 0) + (t[i + 1] or 0) end
-  return cmsgpack.pack(h)
-end
-
--- held adds a tally t of l's definition to the counters written at the
--- end: its acquisitions, and its holds.
-local function held(l, t)
-  if t[1] > 0 then count(l, '1', t[1]) end
-  local byk = sub(l.cx.stats, l.sk)
-  local f = l.def .. '\tH'
-  local h = byk[f]
-  if not h then h = tally(nil, 0, nil); byk[f] = h end
-  for i = 2, #BOUNDS + 3 do h[i] = (h[i] or 0) + (t[i] or 0) end
-end
-
-local function granted(l, since)
-  count(l, '1', 1)
-  if since > 0 then
-    local w = math.max(l.cx.now - since, 0)
-    count(l, '5', 1)
-    count(l, '6', w)
-    count(l, 'w' .. bucket(w), 1)
-  end
-end
-
-local function ended(l, h, expired, lost)
-  if expired then count(l, '3', 1) end
-  if lost then count(l, '4', 1) end
-  held(l, tally(nil, 0, l.cx.now - h.a))
-end
+-- counters returns the tally the call adds to the counters of l's definition.
+local function counters(l) return sub(sub(l.cx.stats, l.sk), l.def) end
 
 -- event types, as store.EventType
 local CREATED, ACQUIRED, RELEASED, WAITING, REFUSED, EXPIRED, RESIZED, DELETED = 1, 2, 3, 4, 5, 6, 8, 9
@@ -395,15 +297,17 @@ local function drop(l, i, expired, lost)
   local cx = l.cx
   local h = table.remove(l.h, i)
   l.dirty = true
-  ended(l, h, expired, lost ~= nil)
+  local c = counters(l)
+  if expired then add(c, EXPIRIES, 1) end
+  if lost then add(c, LOSSES, 1) end
+  timed(c, HOLD_US, HOLD_BUCKETS, cx.now - h.a)
   cx.ev[#cx.ev + 1] = event(expired and EXPIRED or RELEASED, l, h.r, h.k, h.t, h.w, 0, cx.now - h.a, '', lost)
   if h.d then publish(cx, h.d, table.concat({'e', '', l.name, h.r, num(h.t), lost or ''}, '\t')) end
   return h
 end
 
--- unclaimed reports whether h, a hold of l, is a grant handed to a waiter
--- whose node stopped beating before the waiter claimed it: it goes back
--- as a lease past its TTL would.
+-- unclaimed reports whether h is a grant to a waiter whose node stopped
+-- beating before it claimed it: it goes back as an expired lease would.
 local function unclaimed(l, h) return h.u ~= nil and not nodeAlive(l.cx, l.name, h.d) end
 
 local function takeable(h, stale, now)
@@ -479,15 +383,12 @@ local function pushq(l, w)
   l.dirty = true
 end
 
--- grant gives request r (fields of a waiter: r ref, k kind, l ttl, o hold,
--- L locks, W weights, c counted, i waiter id, s since) a slot of each of
--- its locks, its existing hold where it has one. It returns the grant:
--- {reentered, kind, ttl, hold, {name, token, acquired, expires, weight}...}
--- and adds the acquired events to evs. With handed, the grant goes to a
--- waiter that is not the caller: its new holds are unclaimed (h.u) until
--- the waiter's check claims them, and go back (takeable) if its node
--- stops beating first, so that a waiter that died cannot keep a slot
--- for its TTL.
+-- grant gives request r (a waiter: r ref, k kind, l ttl, o hold, L locks,
+-- W weights, c counted, i waiter id, s since) a slot of each of its locks,
+-- or its hold again, adds the acquired events to evs and returns
+-- {reentered, kind, ttl, hold, {name, token, acquired, expires, weight}...}.
+-- A grant handed to another caller's waiter stays unclaimed (h.u) until
+-- its check, and goes back if its node stops beating first.
 local function grant(cx, r, evs, handed)
   local g = {1, r.k, r.l, r.o}
   for j, name in ipairs(r.L) do
@@ -511,9 +412,14 @@ local function grant(cx, r, evs, handed)
       h.e, h.n = leasetimes(cx.now, r.l, r.o, cx.now)
       l.h[#l.h + 1] = h
       l.dirty = true
-      granted(l, r.s)
+      local c = counters(l)
+      add(c, ACQS, 1)
       local waited = 0
-      if r.s > 0 then waited = cx.now - r.s end
+      if r.s > 0 then
+        waited = cx.now - r.s
+        add(c, WAITED, 1)
+        timed(c, WAIT_US, WAIT_BUCKETS, waited)
+      end
       local e = event(ACQUIRED, l, r.r, r.k, h.t, h.w, waited, 0, '', '')
       evs[#evs + 1] = e
       if r.i ~= '' then h.v = e end -- for a check that finds the grant before its message
@@ -533,17 +439,17 @@ local function fits(cx, w)
     if not find(l, w.r, 0) then
       local p = position(l, w.i)
       if not p then return false end
-      local n = ahead(l, p - 1) + need(w.W[j], l.slots)
+      local n = ahead(l, p - 1, math.huge) + need(w.W[j], l.slots)
       if n > free(l, n, w.x) then return false end
     end
   end
   return true
 end
 
--- removewaiter takes waiter w out of every queue it is in.
-local function removewaiter(cx, w)
+-- removewaiter takes waiter w out of the queues of its locks but skip.
+local function removewaiter(cx, w, skip)
   for _, name in ipairs(w.L) do
-    local l = load(cx, name)
+    local l = name ~= skip and load(cx, name)
     if l then unqueue(l, w.i) end
   end
 end
@@ -587,8 +493,7 @@ local function advance(l, resized)
   end
 end
 
--- sweep takes the waiters of dead nodes out of root r's queues and grants
--- the waiters that then fit.
+-- sweep drops dead waiters from root r's queues and grants those that fit.
 local function sweep(cx, r)
   for _, name in ipairs(redis.call('SMEMBERS', rootkey(cx, r, 'q'))) do
     local l = load(cx, name)
@@ -599,12 +504,12 @@ local function sweep(cx, r)
   end
 end
 
--- save writes l's record back (or deletes it when l has nobody) with
--- put (see flush), and keeps the set of names queued true.
+-- save writes l's record (none when l has nobody) with put (see flush),
+-- counts its tally, tells a new head and keeps the set of names queued.
 local function save(l, put)
   local cx = l.cx
   if l.pend then
-    held(l, l.pend)
+    merge(counters(l), l.pend)
     l.pend = nil
   end
   if #l.h == 0 and l.qlen == 0 then
@@ -618,35 +523,10 @@ local function save(l, put)
     publish(cx, head.d, table.concat({'c', head.i, num(wakeat(l, head.x)), num(cx.now)}, '\t'))
   end
   local queued = l.qlen > 0
-  if queued ~= l.q0 then
-    if queued then redis.call('SADD', tagkey(cx, l.name, 'q'), l.name) else redis.call('SREM', tagkey(cx, l.name, 'q'), l.name) end
-  end
+  if queued ~= l.q0 then redis.call(queued and 'SADD' or 'SREM', tagkey(cx, l.name, 'q'), l.name) end
 end
 
--- hset sets the fields of key k, t {field, value, ...}, 500 at a time.
-local function hset(k, t)
-  for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
-end
-
--- counted adds to w (see flush) the counters of stats hash k, byk
--- (field -> what to add: a count, or hold times), read in one call.
-local function counted(k, byk, put)
-  local fs = {}
-  for f in pairs(byk) do fs[#fs + 1] = f end
-  if #fs == 0 then return end
-  local vs = redis.call('HMGET', k, unpack(fs))
-  for i, f in ipairs(fs) do
-    local n = byk[f]
-    if type(n) == 'table' then
-      put(k, f, addholds(vs[i], n))
-    else
-      put(k, f, num((tonumber(vs[i]) or 0) + n))
-    end
-  end
-end
-
--- flush writes what changed, one HSET per state hash (records, counters
--- and the last id drawn), and sends the messages.
+-- flush writes what changed, one HSET per state hash, and sends the messages.
 local function flush(cx)
   local w = {}
   local function put(k, f, v)
@@ -658,30 +538,35 @@ local function flush(cx)
     local l = cx.locks[name]
     if l.dirty then save(l, put) end
   end
-  for k, byk in pairs(cx.stats) do counted(k, byk, put) end
+  for k, byk in pairs(cx.stats) do -- definition -> the tally to add to its counters
+    local defs, fs = {}, {}
+    for def in pairs(byk) do defs[#defs + 1], fs[#fs + 1] = def, def .. '\tc' end
+    local vs = #fs > 0 and redis.call('HMGET', k, unpack(fs)) or {}
+    for i, def in ipairs(defs) do
+      local c = vs[i] and cmsgpack.unpack(vs[i]) or {}
+      merge(c, byk[def])
+      put(k, fs[i], cmsgpack.pack(c))
+    end
+  end
   for k, v in pairs(cx.hws) do put(k, '', num(v)) end
-  for k, t in pairs(w) do hset(k, t) end
+  for k, t in pairs(w) do -- 500 fields at a time
+    for i = 1, #t, 1000 do redis.call('HSET', k, unpack(t, i, math.min(i + 999, #t))) end
+  end
   for node, ms in pairs(cx.msg) do
     redis.call('PUBLISH', cx.p .. 'node:' .. node, table.concat(ms, '\n'))
   end
 end
 
--- reply writes what changed (nothing, for a refused try) and returns
--- {status, now, events, ...}.
+-- reply writes what changed (nothing under ro, or for a refusal) and
+-- returns {status, now, events, the calling node's messages, ...}.
 local function reply(cx, status, ...)
-  flush(cx)
+  if not cx.ro then flush(cx) end
   return {status, cx.now, cx.ev, cx.loc, ...}
 end
 
--- readreply returns the answer of a script that writes nothing.
-local function readreply(cx, status, ...)
-  return {status, cx.now, cx.ev, cx.loc, ...}
-end
-
--- state returns the state of name: {name, slots, family, running,
--- expired, leases, waiting, holders, queue}, or nil when no definition
--- covers it. Holders: {ref, kind, token, count, weight, acquired, renewed,
--- expires}; queue: {ref, kind, since, weight, {locks}}.
+-- state returns {name, slots, family, running, expired, leases, waiting,
+-- holders, queue} (holders {ref, kind, token, count, weight, acquired,
+-- renewed, expires, hold}, queue {ref, kind, since, weight, locks}), or nil.
 local function state(cx, name, detail)
   if isfamily(name) then
     local v = redis.call('HGET', tagkey(cx, name, 'd'), name)
@@ -703,12 +588,8 @@ local function state(cx, name, detail)
   return {name, l.slots, 0, running, expired, #l.h, #l.q, hs, qs}
 end
 
--- Deletion (delete, reconcile): doom loads a definition to delete, inuse
--- adds up its holders and waiters, remove deletes it.
-
--- doom returns the definition name with its locks (a family's members in
--- use), or nil when name has no definition of its own. Call it under RO:
--- a refusal writes nothing.
+-- doom returns definition name to delete with its locks (a family's
+-- members in use), or nil (under ro: a refusal writes nothing).
 local function doom(cx, name)
   local slots = redis.call('HGET', tagkey(cx, name, 'd'), name)
   if not slots then return nil end
@@ -726,8 +607,7 @@ local function doom(cx, name)
   return x
 end
 
--- inuse adds x's holders and waiters to t ({holders, waiters, first}),
--- first being the first lock in use.
+-- inuse adds x's holders and waiters to t, and its first lock in use.
 local function inuse(x, t)
   for _, l in ipairs(x.ls) do
     t.holders = t.holders + #l.h
@@ -736,20 +616,13 @@ local function inuse(x, t)
   end
 end
 
--- remove deletes x: its waiters leave every queue and are told to check
--- again (they find no definition), its holds end (released by another;
--- their nodes are told), its definition and counters go. The root's last
--- token (field "" of P{R}:s) stays, so a lock defined again grants tokens
--- above its old ones.
+-- remove deletes x: its waiters leave and are told to check (finding no
+-- definition), its holds end as lost, its definition and counters go. The
+-- root's last token stays: a lock defined again draws tokens above its old.
 local function remove(cx, x)
   for _, l in ipairs(x.ls) do
     for _, w in ipairs(l.q) do
-      for _, other in ipairs(w.L) do
-        if other ~= l.name then
-          local o = load(cx, other)
-          if o then unqueue(o, w.i) end
-        end
-      end
+      removewaiter(cx, w, l.name)
       publish(cx, w.d, 'c\t' .. w.i)
     end
     redis.call('DEL', l.wk, l.bk)
@@ -763,33 +636,28 @@ local function remove(cx, x)
   redis.call('HDEL', tagkey(cx, x.name, 'd'), x.name)
   cx.defs = {} -- the definitions cached may be the one deleted
   local sk = tagkey(cx, x.name, 's')
-  local byk = cx.stats[sk] or {}
-  local fields = {}
-  for _, c in ipairs({'H', '1', '3', '4', '5', '6'}) do fields[#fields + 1] = x.name .. '\t' .. c end
-  for b = 1, #BOUNDS + 1 do fields[#fields + 1] = x.name .. '\tw' .. b end
-  for _, f in ipairs(fields) do byk[f] = nil end
-  redis.call('HDEL', sk, unpack(fields))
+  sub(cx.stats, sk)[x.name] = nil
+  redis.call('HDEL', sk, x.name .. '\tc')
   defevent(cx, DELETED, x.name, x.slots)
 end
 
--- resize sets the slots of the definition name (which exists) and grants
--- the waiters that now fit.
-local function resize(cx, name, slots)
+-- define sets the slots of definition name, and adds the event typ
+-- (CREATED or RESIZED); a resize grants the waiters that then fit.
+local function define(cx, typ, name, slots)
   redis.call('HSET', tagkey(cx, name, 'd'), name, num(slots))
   cx.defs = {}
   if isfamily(name) then
-    for _, m in ipairs(members(tagkey(cx, name, 's'))) do
+    for _, m in ipairs(typ == RESIZED and members(tagkey(cx, name, 's')) or {}) do
       local l = load(cx, m)
       if l and l.def == name then
         l.slots = slots
         advance(l, true)
       end
     end
-    defevent(cx, RESIZED, name, slots)
-  else
-    local l = load(cx, name)
-    l.slots = slots
-    advance(l, true)
-    cx.ev[#cx.ev + 1] = event(RESIZED, l, '', '', 0, 0, 0, 0, '', '')
+    return defevent(cx, typ, name, slots)
   end
+  local l = cx.locks[name] or load(cx, name) -- a member of a family pruned before: emptied
+  l.def, l.slots = name, slots
+  if typ == RESIZED then advance(l, true) end
+  cx.ev[#cx.ev + 1] = event(typ, l, '', '', 0, 0, 0, 0, '', '')
 end

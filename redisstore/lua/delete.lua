@@ -7,10 +7,10 @@ local function main(cx, argv)
   local name, force = argv[3], argv[4] == '1'
   cx.ro = true -- until it goes ahead: a refusal writes nothing
   local x = doom(cx, name)
-  if not x then return readreply(cx, 'notfound', name) end
+  if not x then return reply(cx, 'notfound', name) end
   local t = {holders = 0, waiters = 0}
   inuse(x, t)
-  if t.first and not force then return readreply(cx, 'inuse', t.first, t.holders, t.waiters) end
+  if t.first and not force then return reply(cx, 'inuse', t.first, t.holders, t.waiters) end
   cx.ro = false
   remove(cx, x)
   return reply(cx, 'ok', t.holders, t.waiters)

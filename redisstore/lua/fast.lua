@@ -1,18 +1,10 @@
+-- fast.lua: the uncontended acquire and release of one lock, and the
+-- claim of a grant handed over, run before begin (see scripts.go). They
+-- make only the calls the guarantees need and write no counter (what they
+-- count stays in the record's tally); in every other case they return nil,
+-- having written nothing, and the general path runs. KEYS: P{R}:s, P{R}:d.
 
--- fast.lua: the uncontended acquire and release, and the claim of a
--- grant handed over, run before begin (see scripts.go): one lock, no
--- queue (but for the claim), nothing to take over, no events (but the
--- claimed grant's). They
--- make only the calls the guarantees need (the definition, the record
--- with the last token drawn, the server's clock, one write), and return
--- nil, having written nothing, for every other case, which the general
--- path then takes from the start. They write no counter: the grant or
--- the hold time they count stays in the record's tally (see tally) until
--- the next write of the general path, or lua/stats.lua, counts it. KEYS:
--- the root's state and definitions (P{R}:s, P{R}:d).
-
--- fastbusy answers a try refused with no lease to take over (nil: the
--- general path judges).
+-- fastbusy answers a try refused with no lease to take over.
 local function fastbusy(now, argv, def, slots, used, hs)
   local stale = tonum(argv[9])
   local first
@@ -24,11 +16,8 @@ local function fastbusy(now, argv, def, slots, used, hs)
   return {'B', now, first.k, first.r, first.e, def, slots, math.max(slots - used, 0)}
 end
 
--- fastclaim answers a waiter's check ('check') at one lock whose record
--- holds the grant handed to it, as acquire.lua's claim would: the grant,
--- claimed (no longer going back when its node stops beating), with its
--- acquired event. Anything else (no grant found: queued, or taken back)
--- is nil, for the general path.
+-- fastclaim answers a waiter's check at one lock whose record holds the
+-- grant handed to it, as acquire.lua's claim would.
 local function fastclaim(keys, argv)
   local name, wid = argv[14], argv[3]
   local raw = redis.call('HGET', keys[1], name)
@@ -47,11 +36,10 @@ local function fastclaim(keys, argv)
   return {'granted', servertime(), evs, {}, {0, argv[6], tonum(argv[7]), tonum(argv[8]), {name, x.t, x.a, x.e, x.w}}}
 end
 
--- fastacquire answers a try or a first attempt ('try', 'wait') at one
--- lock with no queue, when it grants, or when a try is refused with no
--- lease to take over. ARGV as acquire.lua's. A grant answers its token
--- alone when the token is the server's clock and the caller knows the
--- weight; else {'G', now, token, expires, weight}.
+-- fastacquire answers a grant at a lock with no queue, or a try refused
+-- with no lease to take over. ARGV as acquire.lua's. A grant answers its
+-- token alone when it is the server's clock and the caller knows the
+-- weight, else {'G', now, token, expires, weight}.
 local function fastacquire(keys, argv)
   if argv[13] ~= '1' or #keys ~= 2 then return nil end
   if argv[4] == 'check' then return fastclaim(keys, argv) end
@@ -82,15 +70,16 @@ local function fastacquire(keys, argv)
   if token < now then token = now end
   local e, renewed = leasetimes(now, ttl, hold, now)
   hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 1, nil)), '', token) -- %.17g: exact
+  pend = pend or {}
+  add(pend, ACQS, 1)
+  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend), '', token) -- %.17g: exact
   if token == now and w ~= -1 then return token end
   return {'G', now, token, e, n}
 end
 
--- fastrelease answers the release of one hold, counted once, of this
--- node, by its token, of a lock with no queue, without events: 1. ARGV as
--- release.lua's, then the caller's reckoning of the server's clock (µs),
--- which times the hold.
+-- fastrelease answers 1 to the release of one hold (counted once, of this
+-- node, by its token) of a lock with no queue. ARGV as release.lua's, then
+-- the caller's reckoning of the server's clock (µs), which times the hold.
 local function fastrelease(keys, argv)
   if argv[4] ~= 'release' or argv[6] ~= '1' or argv[9] ~= '0' or #keys ~= 2 then return nil end
   local name, token = argv[7], tonumber(argv[8])
@@ -104,6 +93,8 @@ local function fastrelease(keys, argv)
   end
   if not at or hs[at].c > 1 or hs[at].d ~= argv[2] then return nil end
   local h = table.remove(hs, at)
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, tally(pend, 0, tonumber(argv[10]) - h.a)))
+  pend = pend or {}
+  timed(pend, HOLD_US, HOLD_BUCKETS, tonumber(argv[10]) - h.a)
+  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend))
   return 1
 end

@@ -9,8 +9,8 @@ local function main(cx, argv)
   for j = 1, n do
     local name = argv[4 + j]
     local l = load(cx, name)
-    if not l then return readreply(cx, 'notfound', name) end
-    if not find(l, ref, tonumber(argv[4 + n + j])) then return readreply(cx, 'lost', name) end
+    if not l then return reply(cx, 'notfound', name) end
+    if not find(l, ref, tonumber(argv[4 + n + j])) then return reply(cx, 'lost', name) end
   end
   local i = 5 + 2 * n
   local out = {}
@@ -19,5 +19,5 @@ local function main(cx, argv)
     out[#out + 1] = redis.call(unpack(argv, i + 1, i + c))
     i = i + c + 1
   end
-  return readreply(cx, 'ok', out)
+  return reply(cx, 'ok', out)
 end

@@ -8,7 +8,7 @@ local function main(cx, argv)
   for j = 1, n do
     local name = argv[4 + j]
     local l = load(cx, name)
-    if not l then return readreply(cx, 'notfound', name) end
+    if not l then return reply(cx, 'notfound', name) end
     local i = find(l, ref, tonumber(argv[4 + n + j]))
     if not i then
       held = 0
@@ -23,5 +23,5 @@ local function main(cx, argv)
     end
   end
   if held == 0 then expired, renewed, expires = 0, 0, 0 end
-  return readreply(cx, 'ok', held, expired, renewed, expires)
+  return reply(cx, 'ok', held, expired, renewed, expires)
 end

@@ -7,11 +7,11 @@ local function main(cx, argv)
   for j = 1, n do
     local name = argv[6 + j]
     local l = load(cx, name)
-    if not l then return readreply(cx, 'notfound', name) end
+    if not l then return reply(cx, 'notfound', name) end
     local i = find(l, ref, tonumber(argv[6 + n + j]))
     if i then rows[#rows + 1] = {l, l.h[i]} end
   end
-  if #rows ~= n then return readreply(cx, 'notheld') end
+  if #rows ~= n then return reply(cx, 'notheld') end
   local exp = 0
   for _, x in ipairs(rows) do
     local l, h = x[1], x[2]

@@ -19,5 +19,5 @@ local function main(cx, argv)
     local st = state(cx, name, detail)
     if st and (defined[name] or st[4] + st[5] + st[7] > 0) then out[#out + 1] = st end
   end
-  return readreply(cx, 'ok', out)
+  return reply(cx, 'ok', out)
 end

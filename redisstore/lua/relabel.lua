@@ -4,9 +4,9 @@
 local function main(cx, argv)
   local ref, kind, name = argv[3], argv[4], argv[5]
   local l = load(cx, name)
-  if not l then return readreply(cx, 'notfound', name) end
+  if not l then return reply(cx, 'notfound', name) end
   local i = find(l, ref, tonumber(argv[6]))
-  if not i then return readreply(cx, 'notheld') end
+  if not i then return reply(cx, 'notheld') end
   l.h[i].k = kind
   l.dirty = true
   return reply(cx, 'ok')

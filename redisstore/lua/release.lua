@@ -10,12 +10,12 @@ local function main(cx, argv)
     tokens[j] = tonumber(argv[6 + n + j])
   end
   for _, name in ipairs(names) do
-    if not defof(cx, name) then return readreply(cx, 'notfound', name) end
+    if not defof(cx, name) then return reply(cx, 'notfound', name) end
   end
   if mode == 'stale' then
     local l = load(cx, names[1])
     local i = find(l, ref, tokens[1])
-    if not i or not takeable(l.h[i], stale, cx.now) then return readreply(cx, 'no') end
+    if not i or not takeable(l.h[i], stale, cx.now) then return reply(cx, 'no') end
     for j = 2, n do tokens[j] = 0 end
   end
   local missing, freed = {}, 0

@@ -2,6 +2,6 @@
 local function main(cx, argv)
   cx.ro = true
   local st = state(cx, argv[3], argv[4] == '1')
-  if not st then return readreply(cx, 'notfound', argv[3]) end
-  return readreply(cx, 'ok', st)
+  if not st then return reply(cx, 'notfound', argv[3]) end
+  return reply(cx, 'ok', st)
 end

@@ -1,40 +1,8 @@
 -- stats: the counters and gauges of every definition of one root, its
--- families' members folded in. It writes only the tallies that
--- lua/fast.lua left in the records (see tally): into the counters, and a
--- record left with nothing else goes. ARGV: prefix, node,
--- root. Entry: {name, family, slots, locks, running, expired, waiting,
--- {counters...}, {wait buckets}, {hold buckets}}.
--- zeros returns a new counters entry: {the counters (see count, 1..8),
--- the wait buckets, the hold buckets}.
-local function zeros()
-  local e = {{0, 0, 0, 0, 0, 0, 0, 0}, {}, {}}
-  for b = 1, #BOUNDS + 1 do e[2][b], e[3][b] = 0, 0 end
-  return e
-end
-
--- countersof returns the counters of the definitions of state hash sk, by
--- definition (see zeros).
-local function countersof(sk)
-  local out = {}
-  local s = redis.call('HGETALL', sk)
-  for i = 1, #s, 2 do
-    local def, c = string.match(s[i], '^(.*)\t(.-)$')
-    if def then
-      local e = out[def] or zeros()
-      out[def] = e
-      if c == 'H' then
-        local t = cmsgpack.unpack(s[i + 1])
-        e[1][8] = t[1]
-        for b = 1, #BOUNDS + 1 do e[3][b] = t[b + 1] end
-      elseif string.sub(c, 1, 1) == 'w' then
-        e[2][tonumber(string.sub(c, 2))] = tonumber(s[i + 1])
-      else
-        e[1][tonumber(c)] = tonumber(s[i + 1])
-      end
-    end
-  end
-  return out
-end
+-- families' members folded in, after counting the records' tallies. ARGV:
+-- prefix, node, root. Entry: {name, family, slots, locks, running,
+-- expired, waiting, {acquisitions, releases, expiries, losses, waited, wait
+-- µs, holds, hold µs}, {wait buckets}, {hold buckets}}.
 
 local function main(cx, argv)
   cx.ro = true
@@ -64,13 +32,22 @@ local function main(cx, argv)
     if e and l.pend then l.dirty = true end -- save counts its tally
   end
   flush(cx)
-  local counters = countersof(sk)
-  for _, x in ipairs(out) do
-    local e = counters[x[1]] or zeros()
-    local ends = 0 -- every hold that ended, released or expired, is in one hold bucket
-    for b = 1, #BOUNDS + 1 do ends = ends + e[3][b] end
-    e[1][2], e[1][7] = ends - e[1][3], ends
-    x[8], x[9], x[10] = e[1], e[2], e[3]
+  local cs = {}
+  local s = redis.call('HGETALL', sk)
+  for i = 1, #s, 2 do
+    local def = string.match(s[i], '^(.*)\tc$')
+    if def then cs[def] = cmsgpack.unpack(s[i + 1]) end
   end
-  return readreply(cx, 'ok', out)
+  for _, x in ipairs(out) do
+    local c = cs[x[1]] or {}
+    local function n(i) return c[i] or 0 end
+    local waits, holds, ends = {}, {}, 0 -- every hold that ended is in one hold bucket
+    for b = 1, #BOUNDS + 1 do
+      waits[b], holds[b] = n(WAIT_BUCKETS + b), n(HOLD_BUCKETS + b)
+      ends = ends + holds[b]
+    end
+    x[8], x[9], x[10] = {n(ACQS), ends - n(EXPIRIES), n(EXPIRIES), n(LOSSES), n(WAITED),
+      n(WAIT_US), ends, n(HOLD_US)}, waits, holds
+  end
+  return reply(cx, 'ok', out)
 end
