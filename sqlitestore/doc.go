@@ -53,7 +53,11 @@
 // of /proc/PID/stat) and host (boot id and pid namespace). The next operation
 // that meets a row of a process that is gone, or whose pid now names another
 // process, deletes it: a holder killed with SIGKILL gives its slots back at
-// once, and waiters of a dead process leave the queue. TTLs still apply (a
+// once, and waiters of a dead process leave the queue. A store opened
+// WithProcessGroup records a process group with each hold, and a hold whose
+// process is gone stays until no process of that group lives either: a
+// supervisor's command keeps its slot until it is gone (sleeplock run).
+// TTLs still apply (a
 // hung process is alive). Rows of another pid namespace or boot cannot be
 // checked; for them the TTL is the bound (and a waiter's own short lease,
 // renewed while it waits).

@@ -48,17 +48,7 @@ func self() proc {
 // (a zombie not yet reaped by its parent); ok is false when /proc cannot
 // tell.
 func startTime(pid int) (start int64, exited, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces or
-	// parentheses: fields are counted after its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false, false
-	}
-	f := strings.Fields(string(b[i+1:]))
+	f := statFields(strconv.Itoa(pid))
 	// f[0] is field 3 (state); field 22 (starttime) is f[19].
 	if len(f) < 20 {
 		return 0, false, false
@@ -68,6 +58,47 @@ func startTime(pid int) (start int64, exited, ok bool) {
 		return 0, false, false
 	}
 	return n, f[0] == "Z" || f[0] == "X", true
+}
+
+// statFields are the fields of /proc/PID/stat from the third (the state)
+// on, or nil when it cannot be read. The command name (field 2) is in
+// parentheses and may hold spaces or parentheses: fields are counted after
+// its last ')'.
+func statFields(pid string) []string {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// groupLives reports whether a process of group pgrp, recorded on this
+// host, still runs (a zombie has ended): a hold whose process is gone stays
+// while it does (WithProcessGroup). When /proc cannot be read it cannot
+// tell, and says so: the hold's TTL bounds it then.
+func groupLives(me proc, pgrp int, host string) bool {
+	if pgrp <= 0 || !me.checks || host != me.host {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgrp)
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		// f[0] is field 3 (state), f[2] field 5 (pgrp).
+		if f := statFields(e.Name()); len(f) > 2 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
 }
 
 // gone reports whether the process of a record is known to have ended:

@@ -97,6 +97,7 @@ type config struct {
 	waiterTTL time.Duration
 	busy      time.Duration
 	migrate   bool
+	group     func() int
 	options.Errs
 }
 
@@ -128,6 +129,23 @@ func WithBusyTimeout(d time.Duration) Option {
 	return func(c *config) {
 		c.Fail(options.Positive("a busy timeout", d))
 		c.busy = d
+	}
+}
+
+// WithProcessGroup names a process group that keeps this store's holds
+// after this process dies: group is called at each grant, and a hold whose
+// process is gone is given back only once no process of the group it named
+// then lives (0 names none). A supervisor that runs a command in a process
+// group of its own names that group (sleeplock run and elect do), so that
+// when the supervisor is killed (kill -9) the slot is given back once the
+// command's processes are gone, not while they still run. The hold's TTL
+// still bounds it, as it bounds a hung process.
+func WithProcessGroup(group func() int) Option {
+	return func(c *config) {
+		if group == nil {
+			c.Fail(fmt.Errorf("%w: WithProcessGroup needs a function, not nil", store.ErrInvalidConfig))
+		}
+		c.group = group
 	}
 }
 

@@ -59,7 +59,7 @@ type hrow struct {
 	count                                 int
 	weight                                int
 	acquired, renewed, expires, ttl, hold int64
-	pid                                   int
+	pid, pgrp                             int
 	pstart                                int64
 	host                                  string
 }
@@ -533,11 +533,11 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 		return nil, err
 	}
 	l := &lk{name: name, def: def, slots: slots}
-	err = t.query(`SELECT ref, kind, token, count, weight, acquired, renewed, expires, ttl, hold, pid, pstart, host
+	err = t.query(`SELECT ref, kind, token, count, weight, acquired, renewed, expires, ttl, hold, pid, pstart, host, pgrp
 		FROM holders WHERE lock = ? ORDER BY token`, []any{name}, func(scan func(...any) error) error {
 		var h hrow
 		if err := scan(&h.ref, &h.kind, &h.token, &h.count, &h.weight, &h.acquired, &h.renewed, &h.expires, &h.ttl, &h.hold,
-			&h.pid, &h.pstart, &h.host); err != nil {
+			&h.pid, &h.pstart, &h.host, &h.pgrp); err != nil {
 			return err
 		}
 		l.holders = append(l.holders, h)
@@ -571,7 +571,7 @@ func (t *txn) load(name string, ev store.Emitter) (*lk, error) {
 	t.locks[name] = l
 	for i := 0; i < len(l.holders); {
 		h := &l.holders[i]
-		if gone(t.s.me, h.pid, h.pstart, h.host) {
+		if gone(t.s.me, h.pid, h.pstart, h.host) && !groupLives(t.s.me, h.pgrp, h.host) {
 			if err := t.drop(l, i, ev, store.EventExpired, lostBecause("its process ended")); err != nil {
 				return nil, err
 			}
@@ -759,10 +759,13 @@ func (t *txn) addHolder(l *lk, req *store.AcquireRequest, weight int) (*hrow, er
 	}
 	h := hrow{ref: req.Ref.String(), kind: req.Kind, token: token, count: 1, weight: weight, acquired: t.now,
 		ttl: req.TTL.Microseconds(), hold: req.Hold.Microseconds(), pid: t.s.me.pid, pstart: t.s.me.start, host: t.s.me.host}
+	if g := t.s.cfg.group; g != nil {
+		h.pgrp = max(g(), 0)
+	}
 	h.expires, h.renewed = t.leaseTimes(req.TTL, req.Hold, t.now)
-	if err := t.exec(`INSERT INTO holders (lock, ref, kind, token, count, weight, acquired, renewed, expires, ttl, hold, pid, pstart, host)
-		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.name, h.ref, h.kind, h.token, h.weight, h.acquired, h.renewed, h.expires,
-		h.ttl, h.hold, h.pid, h.pstart, h.host); err != nil {
+	if err := t.exec(`INSERT INTO holders (lock, ref, kind, token, count, weight, acquired, renewed, expires, ttl, hold, pid, pstart, host, pgrp)
+		VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, l.name, h.ref, h.kind, h.token, h.weight, h.acquired, h.renewed, h.expires,
+		h.ttl, h.hold, h.pid, h.pstart, h.host, h.pgrp); err != nil {
 		return nil, err
 	}
 	l.holders = append(l.holders, h)

@@ -20,7 +20,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 		Funcs: map[string]any{
 			"Open": sqlitestore.Open, "Migrate": sqlitestore.Migrate, "WithoutMigrate": sqlitestore.WithoutMigrate,
 			"WithBusyTimeout": sqlitestore.WithBusyTimeout, "WithPollInterval": sqlitestore.WithPollInterval,
-			"WithWaiterTTL": sqlitestore.WithWaiterTTL,
+			"WithWaiterTTL": sqlitestore.WithWaiterTTL, "WithProcessGroup": sqlitestore.WithProcessGroup,
 		},
 		Receivers: []func() any{
 			func() any { return (*sqlitestore.Store)(nil) },

@@ -21,7 +21,9 @@ INSERT INTO counters (name, value) VALUES ('token', 0), ('seq', 0);
 -- One row per (lock, holder). A hold takes weight of its lock's slots.
 -- pid, pstart and host name the holder's process (its pid, its start time
 -- in clock ticks since boot, and the boot and pid namespace it lives in),
--- so that a process that died loses its slots at once.
+-- so that a process that died loses its slots at once; pgrp, when not 0,
+-- is a process group that keeps them until it is gone too (a supervised
+-- command's, WithProcessGroup).
 CREATE TABLE holders (
     lock     TEXT    NOT NULL,
     ref      TEXT    NOT NULL,
@@ -37,6 +39,7 @@ CREATE TABLE holders (
     pid      INTEGER NOT NULL,
     pstart   INTEGER NOT NULL,
     host     TEXT    NOT NULL,
+    pgrp     INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (lock, ref)
 ) WITHOUT ROWID;
 

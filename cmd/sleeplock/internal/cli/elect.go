@@ -95,7 +95,8 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, runSignals...)
 	defer signal.Stop(sigs)
-	s, err := sf.open(ctx)
+	gs := newGuardSlot(sf.freedAtDeath())
+	s, err := sf.openGuarded(ctx, gs)
 	if err != nil {
 		return runFailed(ctx, err)
 	}
@@ -110,7 +111,7 @@ func runElect(ctx context.Context, args []string, out, errOut io.Writer) error {
 	wait := campaignRetry
 	for {
 		lv.by = time.Time{} // only the last term's resignation bounds the close
-		code, err := electOnce(ctx, el, cand, command, sf.freedAtDeath(), sigs, out, lv)
+		code, err := electOnce(ctx, el, cand, command, gs, sigs, out, lv)
 		var ce *campaignError
 		if f.again && errors.As(err, &ce) && ctx.Err() == nil {
 			// The store could not be reached (a restart, a failover):
@@ -164,8 +165,10 @@ func mayPass(err error) bool {
 // returns the command's exit status (exitLost after a loss): run's
 // supervision ends the command before the term's deadline.
 func electOnce(ctx context.Context, el *election.Election, cand election.Candidate, command []string,
-	freedAtDeath bool, sigs <-chan os.Signal, out io.Writer, lv *leaving) (int, error) {
+	gs *guardSlot, sigs <-chan os.Signal, out io.Writer, lv *leaving) (int, error) {
 	errOut := lv.errOut
+	g := gs.start(errOut, "sleeplock elect")
+	defer g.done() // when no command ran; supervise lets it go itself
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	caught := make(chan os.Signal, 1)
@@ -209,7 +212,7 @@ func electOnce(ctx context.Context, el *election.Election, cand election.Candida
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(term.Token(), 10),
 		"SLEEPLOCK_LEADER_ID="+term.ID(),
 		"SLEEPLOCK_REF="+term.Lease().Ref())
-	res, err := supervise(cmd, supervision{Lease: term.Lease(), FreedAtDeath: freedAtDeath, Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
+	res, err := supervise(cmd, supervision{Lease: term.Lease(), FreedAtDeath: gs != nil, Guard: g, Signals: sigs, Who: "sleeplock elect", ErrOut: errOut})
 	if err != nil {
 		_ = resign()
 		return 0, startError("sleeplock elect", command[0], err, errOut)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -39,6 +40,7 @@ func init() {
 type guard struct {
 	proc   *exec.Cmd
 	orders *os.File // the write end of the pipe that the guard reads
+	once   sync.Once
 }
 
 // startGuard starts the guard of a command's process group, to give the
@@ -87,14 +89,17 @@ func startGuard(grace time.Duration) (*guard, error) {
 func (g *guard) pgid() int { return g.proc.Process.Pid }
 
 // done tells the guard that sleeplock lives on and ends the group itself,
-// and waits for the guard to exit (at once). Nothing when g is nil.
+// and waits for the guard to exit (at once). Nothing when g is nil, or
+// after the first call.
 func (g *guard) done() {
 	if g == nil {
 		return
 	}
-	_, _ = io.WriteString(g.orders, guardDone) // fails when SIGKILL ended the group, guard included
-	_ = g.orders.Close()
-	_ = g.proc.Wait()
+	g.once.Do(func() {
+		_, _ = io.WriteString(g.orders, guardDone) // fails when SIGKILL ended the group, guard included
+		_ = g.orders.Close()
+		_ = g.proc.Wait()
+	})
 }
 
 // guardMain is the guard: it leads its process group, and ends it when

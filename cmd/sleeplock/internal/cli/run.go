@@ -72,7 +72,8 @@ SIGKILL at once. --keep-on-loss lets the command run on (run still exits
 group gets SIGTERM, then SIGKILL after --grace, before the slot is given
 back. When sleeplock run dies, even by kill -9, the guard ends the group:
 SIGTERM, then SIGKILL after --grace, or SIGKILL at once on SQLite, which
-gives a dead holder's slot back at once.
+gives a dead holder's slot back as soon as the group is gone (not before:
+the hold names the guard's group).
 
 What is covered is the process group: the command, its children, and
 theirs, whatever their parents do. A process that leaves the group on
@@ -257,7 +258,10 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 	signal.Notify(sigs, runSignals...)
 	defer signal.Stop(sigs)
 
-	s, err := sf.open(ctx)
+	gs := newGuardSlot(sf.freedAtDeath())
+	g := gs.start(errOut, "sleeplock run")
+	defer g.done() // when no command ran; supervise lets it go itself
+	s, err := sf.openGuarded(ctx, gs)
 	if err != nil {
 		return runFailed(ctx, err)
 	}
@@ -292,7 +296,7 @@ func runRun(ctx context.Context, args []string, out, errOut io.Writer) error {
 		"SLEEPLOCK_TOKEN="+strconv.FormatInt(lease.Token(), 10),
 		"SLEEPLOCK_REF="+lease.Ref())
 	res, err := supervise(cmd, supervision{Lease: lease, Grace: f.grace, KeepOnLoss: f.keepOnLoss, KeepOnLossFlag: true,
-		FreedAtDeath: sf.freedAtDeath(), Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
+		FreedAtDeath: gs != nil, Guard: g, Signals: sigs, Who: "sleeplock run", ErrOut: errOut})
 	if err != nil {
 		_ = release()
 		return startError("sleeplock run", command[0], err, errOut)

@@ -268,3 +268,91 @@ func TestRunInterruptEndsTheGroup(t *testing.T) {
 		_ = cmd.Process.Signal(os.Interrupt)
 	}, 130)
 }
+
+// TestKilledRunKeepsSlotWhileCommandLives: SQLite gives the slot of a
+// process that died back at once, but kill -9 of `sleeplock run` must not
+// let the next holder in while the command it ran still lives. Here the
+// guard is kept from ending the group: the test holds the write end of
+// its orders pipe open, as if the guard had not yet run. The command keeps
+// the slot (sqlitestore.WithProcessGroup) until the guard has ended the
+// group, and then frees it, far before the 10-minute TTL.
+func TestKilledRunKeepsSlotWhileCommandLives(t *testing.T) {
+	e := newRunEnv(t)
+	storeArgs := []string{"--store", "sqlite:" + filepath.Join(t.TempDir(), "locks.db")}
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	cmd := e.sleeplock(context.Background(), append(append([]string{"run", "--ttl", "10m", "-q", "k"}, storeArgs...),
+		"--", os.Args[0], "test-child-pid", pidFile)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := readPids(t, pidFile, 1)[0]
+	guard := processGroup(child)
+	t.Cleanup(func() { _ = syscall.Kill(-guard, syscall.SIGKILL) })
+	if guard == 0 || guard == child {
+		t.Fatalf("the command's group is %d: want the group of a guard, not of the command (%d)", guard, child)
+	}
+	orders := openPeerPipe(t, cmd.Process.Pid, guard, 3)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+
+	try := func() (int, string) {
+		next := e.sleeplock(t.Context(), append(append([]string{"run", "-n", "k"}, storeArgs...), "--", "true")...)
+		out, err := next.CombinedOutput()
+		if err != nil && next.ProcessState == nil {
+			t.Fatal(err)
+		}
+		return next.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := try(); code != exitRefused {
+		t.Fatalf("run -n while the killed run's command lives: exit %d, want %d (refused): %s", code, exitRefused, out)
+	}
+	if !alive(child) {
+		t.Fatal("the command ended before its guard could act: the test shows nothing")
+	}
+	_ = orders.Close() // the guard reads the end of its orders: sleeplock died
+	waitUntil(t, "the guard to end the command's group", func() bool { return len(groupMembers(guard)) == 0 })
+	if code, out := try(); code != 0 {
+		t.Fatalf("run -n once the killed run's command is gone: exit %d, want 0: %s", code, out)
+	}
+}
+
+// openPeerPipe opens, for writing, the pipe that process pid holds open
+// whose read end is fd of process reader (through /proc), so that the
+// pipe stays open when pid dies.
+func openPeerPipe(t *testing.T, pid, reader, fd int) *os.File {
+	t.Helper()
+	want, err := os.Readlink("/proc/" + strconv.Itoa(reader) + "/fd/" + strconv.Itoa(fd))
+	if err != nil || !strings.HasPrefix(want, "pipe:") {
+		t.Fatalf("fd %d of the guard: %q, %v: want a pipe", fd, want, err)
+	}
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if link, _ := os.Readlink(dir + e.Name()); link == want {
+			f, err := os.OpenFile(dir+e.Name(), os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = f.Close() })
+			return f
+		}
+	}
+	t.Fatalf("sleeplock (pid %d) holds no end of the guard's %s", pid, want)
+	return nil
+}
+
+// processState is the state letter of process pid (0 when it is gone).
+func processState(pid int) byte {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || len(stat) <= i+2 {
+		return 0
+	}
+	return stat[i+2]
+}

@@ -129,7 +129,6 @@ func (f storeFlags) where() (storeKind, string, error) {
 	}
 }
 
-// knownStores are the stores this build opens, as --store spells them.
 // freedAtDeath reports whether the store gives a dead holder's slot back
 // at once, not after its lease's TTL: SQLite, which finds the holder's
 // process gone.
@@ -138,6 +137,7 @@ func (f storeFlags) freedAtDeath() bool {
 	return err == nil && kind == sqliteStore
 }
 
+// knownStores are the stores this build opens, as --store spells them.
 var knownStores = []string{"sqlite:PATH", "postgres://… (or postgresql://…, or host=… dbname=…)", "redis://… (or rediss://…)"}
 
 // urlScheme matches the scheme of a URL-like DSN ("mysql://…").
@@ -170,13 +170,26 @@ func defaultSQLitePath() (string, error) {
 
 // open opens the store named by the flags.
 func (f storeFlags) open(ctx context.Context) (store.Store, error) {
+	return f.openGuarded(ctx, nil)
+}
+
+// openGuarded opens the store named by the flags; on SQLite, which gives a
+// dead holder's slot back at once, the holds it grants are kept while the
+// process group of the guard that gs holds at the grant lives
+// (sqlitestore.WithProcessGroup): a command of run or elect keeps its slot
+// until it is gone, even when sleeplock is killed first.
+func (f storeFlags) openGuarded(ctx context.Context, gs *guardSlot) (store.Store, error) {
 	kind, dsn, err := f.target()
 	if err != nil {
 		return nil, err
 	}
 	switch kind {
 	case sqliteStore:
-		s, err := sqlitestore.Open(ctx, dsn)
+		var opts []sqlitestore.Option
+		if gs != nil {
+			opts = append(opts, sqlitestore.WithProcessGroup(gs.pgid))
+		}
+		s, err := sqlitestore.Open(ctx, dsn, opts...)
 		if err != nil {
 			return nil, err
 		}

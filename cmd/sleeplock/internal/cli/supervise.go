@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,6 +49,9 @@ type supervision struct {
 	// SIGTERM, then SIGKILL after the grace, well before the lease's TTL
 	// frees the slot.
 	FreedAtDeath bool
+	// Guard, when not nil, is the guard of the command's group, started
+	// before the grant (guardSlot); else supervise starts one.
+	Guard *guard
 	// Signals are passed on to the command's process group.
 	Signals <-chan os.Signal
 	// Who prefixes the messages written to ErrOut ("sleeplock run").
@@ -90,9 +94,12 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 	if sv.FreedAtDeath {
 		deathGrace = 0
 	}
-	g, gerr := startGuard(deathGrace)
-	if gerr != nil {
-		fmt.Fprintf(sv.ErrOut, "%s: no guard for the command's process group (%v): if sleeplock is killed, what the command started may outlive it\n", sv.Who, gerr)
+	g := sv.Guard
+	if g == nil {
+		var gerr error
+		if g, gerr = startGuard(deathGrace); gerr != nil {
+			noGuard(sv.ErrOut, sv.Who, gerr)
+		}
 	}
 	group := prepareGroup(cmd, g)
 	started, waited := startCommand(cmd, g != nil)
@@ -165,6 +172,51 @@ func supervise(cmd *exec.Cmd, sv supervision) (supervised, error) {
 			check.Reset(left - grace)
 		}
 	}
+}
+
+// noGuard says that a command runs without a guard.
+func noGuard(errOut io.Writer, who string, err error) {
+	fmt.Fprintf(errOut, "%s: no guard for the command's process group (%v): if sleeplock is killed, what the command started may outlive it\n", who, err)
+}
+
+// guardSlot holds the guard of the command that the next grant is for, on
+// a store that gives a dead holder's slot back at once (SQLite): started
+// before the grant, its process group is recorded with the hold
+// (storeFlags.openGuarded), so that a sleeplock killed with SIGKILL leaves
+// the slot taken until the guard has ended the group. Elsewhere the guard
+// is started with the command, and the lease's TTL outlasts its grace.
+type guardSlot struct{ cur atomic.Pointer[guard] }
+
+// newGuardSlot is a guardSlot when the store frees a dead holder's slot at
+// once, else nil.
+func newGuardSlot(freedAtDeath bool) *guardSlot {
+	if !freedAtDeath {
+		return nil
+	}
+	return &guardSlot{}
+}
+
+// pgid is the process group of the guard held now (0: none).
+func (gs *guardSlot) pgid() int {
+	if g := gs.cur.Load(); g != nil {
+		return g.pgid()
+	}
+	return 0
+}
+
+// start starts the guard of the next command (no grace: the slot is free
+// once the group is gone) and returns it; nil, after saying so, when it
+// cannot, and when gs is nil.
+func (gs *guardSlot) start(errOut io.Writer, who string) *guard {
+	if gs == nil {
+		return nil
+	}
+	g, err := startGuard(0)
+	if err != nil {
+		noGuard(errOut, who, err)
+	}
+	gs.cur.Store(g)
+	return g
 }
 
 // grace is sv.Grace, or its default for the lease.
