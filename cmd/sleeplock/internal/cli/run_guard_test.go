@@ -343,16 +343,3 @@ func openPeerPipe(t *testing.T, pid, reader, fd int) *os.File {
 	t.Fatalf("sleeplock (pid %d) holds no end of the guard's %s", pid, want)
 	return nil
 }
-
-// processState is the state letter of process pid (0 when it is gone).
-func processState(pid int) byte {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || len(stat) <= i+2 {
-		return 0
-	}
-	return stat[i+2]
-}
