@@ -104,6 +104,35 @@ func TestDeleteFamilyNamesFirstMemberInUse(t *testing.T) {
 	}
 }
 
+// waitersOfBoth queues, on locks a (of aSlots, held by the lease it
+// returns) and b (1 slot, free), a waiter of both that AcquireAll with
+// opts makes, then a caller of b alone behind it; their channels get what
+// each call returned (the caller of b releases at once).
+func waitersOfBoth(t *testing.T, s *memstore.Store, l *sleeplock.Locks, aSlots int,
+	opts ...sleeplock.AcquireOption) (h sleeplock.Lease, both, behind chan error) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, l.Define(ctx, "a", aSlots))
+	must(t, l.Define(ctx, "b", 1))
+	h, err := l.TryAcquire(ctx, "a")
+	must(t, err)
+	both, behind = make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := l.AcquireAll(ctx, []string{"a", "b"}, opts...)
+		both <- err
+	}()
+	waitWaiting(t, s, "b", 1) // queued on a and on b
+	go func() {
+		x, err := l.Acquire(ctx, "b")
+		if err == nil {
+			err = x.Release(ctx)
+		}
+		behind <- err
+	}()
+	waitWaiting(t, s, "b", 2) // queued on b behind the waiter of both
+	return h, both, behind
+}
+
 // A Resize that drops a waiter of several locks as too heavy grants the
 // waiters it held back on its other locks: a caller queued behind it on a
 // free lock is granted in the same step.
@@ -112,25 +141,8 @@ func TestResizeDropsHeavyWaiterAndGrantsBehindIt(t *testing.T) {
 	s := memstore.New()
 	l := sleeplock.New(s)
 	defer l.Close()
-	must(t, l.Define(ctx, "a", 4))
-	must(t, l.Define(ctx, "b", 1))
-	h, err := l.TryAcquire(ctx, "a")
-	must(t, err)
-	heavy := make(chan error, 1)
-	go func() {
-		_, err := l.AcquireAll(ctx, []string{"a", "b"}, sleeplock.WeightFor("a", 4))
-		heavy <- err
-	}()
-	waitWaiting(t, s, "b", 1) // queued on a (3 of 4 free) and on b
-	behind := make(chan error, 1)
-	go func() {
-		x, err := l.Acquire(ctx, "b")
-		if err == nil {
-			err = x.Release(ctx)
-		}
-		behind <- err
-	}()
-	waitWaiting(t, s, "b", 2) // queued on b behind the heavy waiter
+	// a has 3 of 4 slots free: the waiter of weight 4 there waits.
+	h, heavy, behind := waitersOfBoth(t, s, l, 4, sleeplock.WeightFor("a", 4))
 	must(t, l.Resize(ctx, "a", 2))
 	if st, err := s.State(ctx, "b", false); err != nil || st.Waiting != 0 {
 		t.Fatalf("b after the resize dropped the heavy waiter: %+v, %v; want nobody waiting", st, err)
@@ -150,26 +162,8 @@ func TestForcedDeleteEndsWaiterAndGrantsBehindIt(t *testing.T) {
 	s := memstore.New()
 	l := sleeplock.New(s)
 	defer l.Close()
-	must(t, l.Define(ctx, "a", 1))
-	must(t, l.Define(ctx, "b", 1))
-	h, err := l.TryAcquire(ctx, "a")
-	must(t, err)
-	both := make(chan error, 1)
-	go func() {
-		_, err := l.AcquireAll(ctx, []string{"a", "b"})
-		both <- err
-	}()
-	waitWaiting(t, s, "b", 1) // queued on a (held) and on b
-	behind := make(chan error, 1)
-	go func() {
-		x, err := l.Acquire(ctx, "b")
-		if err == nil {
-			err = x.Release(ctx)
-		}
-		behind <- err
-	}()
-	waitWaiting(t, s, "b", 2) // queued on b behind the waiter of both
-	_, err = l.Delete(ctx, "a", sleeplock.Force())
+	h, both, behind := waitersOfBoth(t, s, l, 1)
+	_, err := l.Delete(ctx, "a", sleeplock.Force())
 	must(t, err)
 	if st, err := s.State(ctx, "b", false); err != nil || st.Waiting != 0 {
 		t.Fatalf("b after the delete ended the waiter of both: %+v, %v; want nobody waiting", st, err)
