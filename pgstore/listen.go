@@ -608,7 +608,13 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 	var stale, sweeper bool
 	args := nodeBeatArgs{node: d.node, wttl: micros(d.s.cfg.waiterTTL), several: intArray(several),
 		locks: textArray(locks), refs: textArray(refs)}
-	err := queryOne(ctx, c, d.s.q.nodeBeat, args.values(), &n, &stale, &sweeper)
+	// The statement runs to its end, bounded by the waiter TTL, even when
+	// Close cancels ctx: the server would finish a statement whose client
+	// gave up on it, and its write of the node's row could then come after
+	// Close's delete of that row, which waits for the beats to return.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.s.cfg.waiterTTL)
+	err := queryOne(bctx, c, d.s.q.nodeBeat, args.values(), &n, &stale, &sweeper)
+	cancel()
 	if err != nil {
 		// (the database may have been restarted or failed over)
 		d.resync.Store(true)
