@@ -87,14 +87,21 @@ local function fastrelease(keys, argv)
   if not raw or token == 0 or not flat(raw) then return nil end
   local ref, p = argv[3], HOLDERS
   while p <= #raw do
-    local h, counted, q = readholder(raw, p)
-    if h.r == ref and h.t == token then
-      if h.c > 1 or h.d ~= argv[2] then return nil end
-      local t = {struct.unpack(TALLY, raw, 2)}
-      if not counted then t[1] = t[1] + 1 end
-      timed(t, 2, 2, tonumber(argv[10]) - h.a) -- hold µs at 2, its buckets after it
-      redis.call('HSET', keys[1], name, FLAT .. struct.pack(TALLY, unpack(t, 1, 3 + #BOUNDS)) ..
-        string.sub(raw, HOLDERS, p - 1) .. string.sub(raw, q))
+    local t, a, _, _, _, _, _, c, counted, nr, nk, nd, ni, r = struct.unpack(HOLDER, raw, p) -- see readholder
+    local q = r + nr + nk + nd + ni
+    if t == token and string.sub(raw, r, r + nr - 1) == ref then
+      if c > 1 or string.sub(raw, r + nr + nk, r + nr + nk + nd - 1) ~= argv[2] then return nil end
+      -- the tally's acquisitions, hold µs and the hold's bucket b, in place
+      local d = math.max(tonumber(argv[10]) - a, 0)
+      local b = #BOUNDS + 1
+      for j, x in ipairs(BOUNDS) do
+        if d <= x then b = j; break end
+      end
+      local acqs, us = struct.unpack('<i8i8', raw, 2)
+      if counted == 0 then acqs = acqs + 1 end
+      local at = 10 + 8 * b -- bucket b's byte
+      redis.call('HSET', keys[1], name, FLAT .. struct.pack('<i8i8', acqs, us + d) .. string.sub(raw, 18, at - 1) ..
+        struct.pack('<i8', struct.unpack('<i8', raw, at) + 1) .. string.sub(raw, at + 8, p - 1) .. string.sub(raw, q))
       return 1
     end
     p = q
