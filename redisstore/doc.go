@@ -34,10 +34,11 @@
 // Cluster slot. With prefix P and root R:
 //
 //	P{R}:d        hash: definition → slots
-//	P{R}:s        hash: the root's state: field NAME the record of lock NAME (MessagePack: its queue's length,
-//	              its holders, each a map of its fields, and the tally of grants and holds left to count; no
-//	              field when it has none of them), field "" the last token drawn, field "definition\tc"
-//	              the definition's counters (MessagePack)
+//	P{R}:s        hash: the root's state: field NAME the record of lock NAME (no field when it has nobody
+//	              and nothing left to count): with no queue and no grant unclaimed, a flat record (struct:
+//	              the tally of holds left to count, then each holder's fields), else MessagePack (its
+//	              queue's length, its holders, each a map of its fields); field "" the last token drawn,
+//	              field "definition\tc" the definition's counters (MessagePack)
 //	P{R}:w:NAME   list: the ids of the lock's waiters, oldest first
 //	P{R}:b:NAME   hash: waiter id → its request (MessagePack)
 //	P{R}:q        set: names with waiters
@@ -59,9 +60,10 @@
 // Stats (store.StatsReader) reads P{R}:s of every root. The counts are
 // exact: an acquisition is counted by the write that grants it, a hold
 // by the write that ends it. The uncontended acquire and release count
-// without writing a counter: they add the grant, or the hold's duration,
-// to a tally in the lock's record (an acquisition count, the hold time in
-// all and the holds of each bucket), which the next write of that record
+// without writing a counter: a grant's holder is marked uncounted in the
+// record, and a release adds the hold to a tally in the lock's flat record
+// (an acquisition count, the hold time in all and the holds of each
+// bucket), which the next write of that record
 // by the general path adds to the counters; Stats counts the tallies left
 // in the records before it reads. Such a hold is timed from its grant, on the
 // server's clock, to the release as the releasing process reckons the

@@ -139,6 +139,96 @@ local function publish(cx, node, m)
   l[#l + 1] = m
 end
 
+-- Counters of a definition: field "definition\tc" of P{R}:s, a tally
+-- (msgpack, 0 where absent) of the counters below, then the waits of each
+-- bucket b (WAIT_BUCKETS + b) and the holds (HOLD_BUCKETS + b). A call adds
+-- its tally at the end (flush); a record keeps fast.lua's grants
+-- (uncounted holders) and releases (its tally) until the general path
+-- writes it (save). Releases
+-- and holds are the hold buckets' sums (see stats.lua).
+local ACQS, EXPIRIES, LOSSES, WAITED, WAIT_US, HOLD_US = 1, 2, 3, 4, 5, 6
+local BOUNDS = {1000, 4000, 16000, 64000, 256000, 1024000, 4096000, 16384000, 65536000, 262144000, 1048576000}
+local WAIT_BUCKETS, HOLD_BUCKETS = 6, 6 + #BOUNDS + 1
+
+local function add(t, i, n) t[i] = (t[i] or 0) + n end
+
+-- timed adds d µs (0 if negative) to counter i of tally t, and one to its
+-- bucket after b.
+local function timed(t, i, b, d)
+  d = math.max(d, 0)
+  add(t, i, d)
+  for j, x in ipairs(BOUNDS) do
+    if d <= x then return add(t, b + j, 1) end
+  end
+  add(t, b + #BOUNDS + 1, 1)
+end
+
+local function merge(into, t)
+  for i, n in pairs(t) do add(into, i, n) end
+end
+
+-- A record with no queue and no grant unclaimed is flat, read and
+-- written without MessagePack: FLAT, the tally (TALLY: acquisitions,
+-- hold µs in all, the holds of each bucket) of fast.lua's releases, then
+-- each holder (HOLDER: t a l o w e n c, 1 when the counters have its
+-- acquisition, the lengths of r k d i, then those four). Any other record
+-- is MessagePack: its queue's length, its holders (see load).
+local FLAT = '\193' -- a byte no MessagePack value starts with
+local TALLY = '<i8i8i8i8i8i8i8i8i8i8i8i8i8i8' -- 3 + #BOUNDS (no string library while loading)
+local HOLDER = '<i8i8i8i8i8i8i8i8BI4I4I4I4'
+local Z = '\0\0\0\0\0\0\0\0'
+local EMPTY = FLAT .. Z .. Z .. Z .. Z .. Z .. Z .. Z .. Z .. Z .. Z .. Z .. Z .. Z .. Z -- no holder, a tally of zeros
+local HOLDERS = #EMPTY + 1 -- where a flat record's holders start
+
+local function flat(raw) return string.byte(raw) == 193 end
+
+-- flatholder returns holder h in the flat layout.
+local function flatholder(h, counted)
+  return struct.pack(HOLDER, h.t, h.a, h.l, h.o, h.w, h.e, h.n, h.c, counted, #h.r, #h.k, #h.d, #h.i) ..
+    h.r .. h.k .. h.d .. h.i
+end
+
+-- readholder returns the holder of flat record raw at byte p, whether the
+-- counters have its acquisition, and where the next starts.
+local function readholder(raw, p)
+  local t, a, l, o, w, e, n, c, counted, nr, nk, nd, ni, q = struct.unpack(HOLDER, raw, p)
+  local r, k = string.sub(raw, q, q + nr - 1), string.sub(raw, q + nr, q + nr + nk - 1)
+  q = q + nr + nk
+  local d, i = string.sub(raw, q, q + nd - 1), string.sub(raw, q + nd, q + nd + ni - 1)
+  return {r = r, k = k, t = t, c = c, w = w, a = a, l = l, o = o, i = i, d = d, e = e, n = n}, counted == 1, q + nd + ni
+end
+
+-- decode returns a record's queue length, holders and tally (nil: none).
+local function decode(raw)
+  if not flat(raw) then return cmsgpack.unpack(raw) end
+  local t = {struct.unpack(TALLY, raw, 2)}
+  local hs, p = {}, HOLDERS
+  while p <= #raw do
+    local h, counted
+    h, counted, p = readholder(raw, p)
+    hs[#hs + 1] = h
+    if not counted then t[1] = t[1] + 1 end
+  end
+  local pend, n = {[ACQS] = t[1], [HOLD_US] = t[2]}, t[1]
+  for b = 1, #BOUNDS + 1 do
+    pend[HOLD_BUCKETS + b] = t[2 + b]
+    n = n + t[2 + b]
+  end
+  return 0, hs, n > 0 and pend or nil
+end
+
+-- encode returns the record of a lock with qlen waiters and holders hs,
+-- every one counted.
+local function encode(qlen, hs)
+  local out = {EMPTY}
+  for _, h in ipairs(hs) do
+    if h.u or h.v then break end
+    out[#out + 1] = flatholder(h, 1)
+  end
+  if qlen > 0 or #out <= #hs then return cmsgpack.pack(qlen, hs) end
+  return table.concat(out)
+end
+
 -- load returns lock name with its definition and holders, or nil when no
 -- definition covers it. A holder: r ref, k kind, t token, c count, w
 -- weight, a acquired, l ttl, o hold, i waiter id, d node, e expires (0: no
@@ -156,7 +246,7 @@ local function load(cx, name)
   local vs = redis.call('HMGET', l.sk, name, '') -- and the last id drawn (nextid)
   if not cx.last[l.sk] then cx.last[l.sk] = tonumber(vs[2] or '0') end
   l.qlen = 0
-  if vs[1] then l.qlen, l.h, l.pend = cmsgpack.unpack(vs[1]) end
+  if vs[1] then l.qlen, l.h, l.pend = decode(vs[1]) end
   if l.qlen == 0 then l.head0 = '' end -- else the first id loadq reads
   l.q0 = l.qlen > 0
   cx.locks[name] = l
@@ -243,33 +333,6 @@ local function ahead(l, p, limit)
     n = n + need(w.w, l.slots)
   end
   return n
-end
-
--- Counters of a definition: field "definition\tc" of P{R}:s, a tally
--- (msgpack, 0 where absent) of the counters below, then the waits of each
--- bucket b (WAIT_BUCKETS + b) and the holds (HOLD_BUCKETS + b). A call adds
--- its tally at the end (flush); a record keeps the tally of fast.lua's
--- grants and releases until the general path writes it (save). Releases
--- and holds are the hold buckets' sums (see stats.lua).
-local ACQS, EXPIRIES, LOSSES, WAITED, WAIT_US, HOLD_US = 1, 2, 3, 4, 5, 6
-local BOUNDS = {1000, 4000, 16000, 64000, 256000, 1024000, 4096000, 16384000, 65536000, 262144000, 1048576000}
-local WAIT_BUCKETS, HOLD_BUCKETS = 6, 6 + #BOUNDS + 1
-
-local function add(t, i, n) t[i] = (t[i] or 0) + n end
-
--- timed adds d µs (0 if negative) to counter i of tally t, and one to its
--- bucket after b.
-local function timed(t, i, b, d)
-  d = math.max(d, 0)
-  add(t, i, d)
-  for j, x in ipairs(BOUNDS) do
-    if d <= x then return add(t, b + j, 1) end
-  end
-  add(t, b + #BOUNDS + 1, 1)
-end
-
-local function merge(into, t)
-  for i, n in pairs(t) do add(into, i, n) end
 end
 
 -- counters returns the tally the call adds to the counters of l's definition.
@@ -515,7 +578,7 @@ local function save(l, put)
   if #l.h == 0 and l.qlen == 0 then
     redis.call('HDEL', l.sk, l.name)
   else
-    put(l.sk, l.name, cmsgpack.pack(l.qlen, l.h))
+    put(l.sk, l.name, encode(l.qlen, l.h))
   end
   -- A new head is told when a holder ahead of it becomes takeable.
   local head = qat(l, 1)

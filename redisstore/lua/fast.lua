@@ -9,7 +9,7 @@ local function fastbusy(now, argv, def, slots, used, hs)
   local stale = tonum(argv[9])
   local first
   for _, h in ipairs(hs) do
-    if takeable(h, stale, now) or h.u then return nil end -- u: the general path judges its node
+    if takeable(h, stale, now) then return nil end
     if not first and live(h, now) then first = h end
   end
   first = first or hs[1]
@@ -22,7 +22,7 @@ local function fastclaim(keys, argv)
   local name, wid = argv[14], argv[3]
   local raw = redis.call('HGET', keys[1], name)
   if not raw then return nil end
-  local qlen, hs, pend = cmsgpack.unpack(raw)
+  local qlen, hs = decode(raw)
   local x
   for _, h in ipairs(hs) do
     if h.i == wid then x = h end
@@ -31,15 +31,17 @@ local function fastclaim(keys, argv)
   local evs = {x.v}
   if x.u or x.v then
     x.u, x.v = nil, nil
-    redis.call('HSET', keys[1], name, cmsgpack.pack(qlen, hs, pend))
+    redis.call('HSET', keys[1], name, encode(qlen, hs))
   end
   return {'granted', servertime(), evs, {}, {0, argv[6], tonum(argv[7]), tonum(argv[8]), {name, x.t, x.a, x.e, x.w}}}
 end
 
 -- fastacquire answers a grant at a lock with no queue, or a try refused
--- with no lease to take over. ARGV as acquire.lua's. A grant answers its
--- token alone when it is the server's clock and the caller knows the
--- weight, else {'G', now, token, expires, weight}.
+-- with no lease to take over, when its record is flat (see encode): the
+-- grant appends its holder, uncounted, and leaves the rest as it was.
+-- ARGV as acquire.lua's. A grant answers its token alone when it is the
+-- server's clock and the caller knows the weight, else {'G', now, token,
+-- expires, weight}.
 local function fastacquire(keys, argv)
   if argv[13] ~= '1' or #keys ~= 2 then return nil end
   if argv[4] == 'check' then return fastclaim(keys, argv) end
@@ -48,17 +50,16 @@ local function fastacquire(keys, argv)
   local def, slots = definition(keys[2], name)
   if not def or (w ~= -1 and w > slots) then return nil end
   local vs = redis.call('HMGET', keys[1], name, '')
-  local hs, pend = {}, nil
-  if vs[1] then
-    local qlen
-    qlen, hs, pend = cmsgpack.unpack(vs[1])
-    if qlen > 0 then return nil end
-  end
+  local raw = vs[1] or EMPTY
+  if not flat(raw) then return nil end
   local now = servertime()
-  local used = 0
-  for _, h in ipairs(hs) do
+  local hs, used, p = {}, 0, HOLDERS
+  while p <= #raw do
+    local h, _
+    h, _, p = readholder(raw, p)
     if h.r == ref then return nil end -- re-entry
     used = used + h.w
+    hs[#hs + 1] = h
   end
   local n = need(w, slots)
   if used + n > slots then
@@ -69,32 +70,41 @@ local function fastacquire(keys, argv)
   local token = tonumber(vs[2] or '0') + 1
   if token < now then token = now end
   local e, renewed = leasetimes(now, ttl, hold, now)
-  hs[#hs + 1] = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
-  pend = pend or {}
-  add(pend, ACQS, 1)
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend), '', token) -- %.17g: exact
+  local h = {r = ref, k = argv[6], t = token, c = 1, w = n, a = now, l = ttl, o = hold, i = '', d = argv[2], e = e, n = renewed}
+  redis.call('HSET', keys[1], name, raw .. flatholder(h, 0), '', token) -- %.17g: exact
   if token == now and w ~= -1 then return token end
   return {'G', now, token, e, n}
 end
 
 -- fastrelease answers 1 to the release of one hold (counted once, of this
--- node, by its token) of a lock with no queue. ARGV as release.lua's, then
--- the caller's reckoning of the server's clock (µs), which times the hold.
+-- node, by its token) of a lock whose record is flat, adding the hold to
+-- the record's tally. ARGV as release.lua's, then the caller's reckoning
+-- of the server's clock (µs), which times the hold.
 local function fastrelease(keys, argv)
   if argv[4] ~= 'release' or argv[6] ~= '1' or argv[9] ~= '0' or #keys ~= 2 then return nil end
   local name, token = argv[7], tonumber(argv[8])
   local raw = redis.call('HGET', keys[1], name)
-  if not raw or token == 0 then return nil end
-  local qlen, hs, pend = cmsgpack.unpack(raw)
-  if qlen > 0 then return nil end
-  local ref, at = argv[3], nil
-  for i, h in ipairs(hs) do
-    if h.r == ref and h.t == token then at = i; break end
+  if not raw or token == 0 or not flat(raw) then return nil end
+  local ref, p = argv[3], HOLDERS
+  while p <= #raw do
+    local t, a, _, _, _, _, _, c, counted, nr, nk, nd, ni, r = struct.unpack(HOLDER, raw, p) -- see readholder
+    local q = r + nr + nk + nd + ni
+    if t == token and string.sub(raw, r, r + nr - 1) == ref then
+      if c > 1 or string.sub(raw, r + nr + nk, r + nr + nk + nd - 1) ~= argv[2] then return nil end
+      -- the tally's acquisitions, hold µs and the hold's bucket b, in place
+      local d = math.max(tonumber(argv[10]) - a, 0)
+      local b = #BOUNDS + 1
+      for j, x in ipairs(BOUNDS) do
+        if d <= x then b = j; break end
+      end
+      local acqs, us = struct.unpack('<i8i8', raw, 2)
+      if counted == 0 then acqs = acqs + 1 end
+      local at = 10 + 8 * b -- bucket b's byte
+      redis.call('HSET', keys[1], name, FLAT .. struct.pack('<i8i8', acqs, us + d) .. string.sub(raw, 18, at - 1) ..
+        struct.pack('<i8', struct.unpack('<i8', raw, at) + 1) .. string.sub(raw, at + 8, p - 1) .. string.sub(raw, q))
+      return 1
+    end
+    p = q
   end
-  if not at or hs[at].c > 1 or hs[at].d ~= argv[2] then return nil end
-  local h = table.remove(hs, at)
-  pend = pend or {}
-  timed(pend, HOLD_US, HOLD_BUCKETS, tonumber(argv[10]) - h.a)
-  redis.call('HSET', keys[1], name, cmsgpack.pack(0, hs, pend))
-  return 1
+  return nil
 end

@@ -7,12 +7,22 @@ for j = 4, #ARGV do
   local sk = rootkey(cx, r, 's')
   for _, name in ipairs(members(sk)) do
     local raw = redis.call('HGET', sk, name)
-    if raw then
-      local n, hs, pend = cmsgpack.unpack(raw)
-      for _, h in ipairs(hs) do -- see the holder's fields in lua/common.lua
-        h.a, h.n = h.a - d, h.n - d
-        if h.e ~= 0 then h.e = h.e - d end
+    local function back(h) -- see the holder's fields in lua/common.lua
+      h.a, h.n = h.a - d, h.n - d
+      if h.e ~= 0 then h.e = h.e - d end
+    end
+    if raw and flat(raw) then
+      local out, p = {string.sub(raw, 1, HOLDERS - 1)}, HOLDERS
+      while p <= #raw do
+        local h, counted
+        h, counted, p = readholder(raw, p)
+        back(h)
+        out[#out + 1] = flatholder(h, counted and 1 or 0)
       end
+      redis.call('HSET', sk, name, table.concat(out))
+    elseif raw then
+      local n, hs, pend = cmsgpack.unpack(raw)
+      for _, h in ipairs(hs) do back(h) end
       local v = cmsgpack.pack(n, hs)
       if pend then v = cmsgpack.pack(n, hs, pend) end
       redis.call('HSET', sk, name, v)
