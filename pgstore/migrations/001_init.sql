@@ -197,8 +197,9 @@ SELECT l.name, s.ref, s.kind, s.token, s.slot::integer, 1, s.acquired, s.renewed
 -- function of acquire.sql and acquire_one.sql (acquire_row: r_seq is the
 -- event's Seq, drawn by check_one() and acquire_one(), 0 below them;
 -- r_fast whether the lock's row is fast after a grant, acquire_one()'s
--- hint); a release of one lock, release_one()'s and its steps'
--- (release_row). docs/schema.md says what each column means.
+-- hint); a release, of every function of release.sql that answers one
+-- (release_row, r_seq its event's Seq). docs/schema.md says what each
+-- column means.
 CREATE TYPE {{schema}}.acquire_row AS (r_ev text, r_idx integer, r_lock text, r_slots integer,
     r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint,
     r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint,
