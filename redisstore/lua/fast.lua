@@ -16,24 +16,53 @@ local function fastbusy(now, argv, def, slots, used, hs)
   return {'B', now, first.k, first.r, first.e, def, slots, math.max(slots - used, 0)}
 end
 
+-- claim returns the grant handed to waiter cx.me of request r (see
+-- grant), claimed, or nil: the one hand-over path, of acquire.lua's check
+-- and of fastacquire's. A lock the ref held already counts as granted; a
+-- grant part of which went back (its node was taken for dead) goes back
+-- whole: the waiter queues again.
+local function claim(cx, r)
+  local wid, ls = cx.me, r.ls
+  local g, evs, mine, handed = {0, r.k, r.l, r.o}, {}, {}, 0
+  for _, l in ipairs(ls) do
+    local x
+    for _, h in ipairs(l.h) do
+      if h.i == wid then x = h end
+    end
+    if x then handed = handed + 1 else x = l.h[find(l, r.r, 0) or 0] end
+    if x then
+      g[#g + 1] = {l.name, x.t, x.a, x.e, x.w}
+      if x.i == wid and x.v then evs[#evs + 1] = x.v end
+      mine[#mine + 1] = {l, x}
+    end
+  end
+  if handed == 0 then return nil end
+  for _, y in ipairs(mine) do
+    local l, h = y[1], y[2]
+    if #mine < #ls then
+      if h.i == wid then drop(l, find(l, h.r, h.t), false, nil) end
+    elseif h.i == wid and (h.u or h.v) then
+      h.u, h.v, l.dirty = nil, nil, true -- claimed; its event is the caller's now
+    end
+  end
+  if #mine < #ls then return nil end
+  for _, e in ipairs(evs) do cx.ev[#cx.ev + 1] = e end
+  return g
+end
+
 -- fastclaim answers a waiter's check at one lock whose record holds the
--- grant handed to it, as acquire.lua's claim would.
+-- grant handed to it (claim on the record alone: no definition, no save).
 local function fastclaim(keys, argv)
-  local name, wid = argv[14], argv[3]
+  local name = argv[14]
   local raw = redis.call('HGET', keys[1], name)
   if not raw then return nil end
-  local qlen, hs = decode(raw)
-  local x
-  for _, h in ipairs(hs) do
-    if h.i == wid then x = h end
-  end
-  if not x then return nil end
-  local evs = {x.v}
-  if x.u or x.v then
-    x.u, x.v = nil, nil
-    redis.call('HSET', keys[1], name, encode(qlen, hs))
-  end
-  return {'granted', servertime(), evs, {}, {0, argv[6], tonum(argv[7]), tonum(argv[8]), {name, x.t, x.a, x.e, x.w}}}
+  local l = {name = name}
+  l.qlen, l.h = decode(raw)
+  local cx = {me = argv[3], ev = {}}
+  local g = claim(cx, {r = argv[5], k = argv[6], l = tonum(argv[7]), o = tonum(argv[8]), ls = {l}})
+  if not g then return nil end
+  if l.dirty then redis.call('HSET', keys[1], name, encode(l.qlen, l.h)) end
+  return {'granted', servertime(), cx.ev, {}, g}
 end
 
 -- fastacquire answers a grant at a lock with no queue, or a try refused
