@@ -27,11 +27,8 @@ local function busy(cx, l, w, h)
     slots, nfree = l.slots, math.max(l.slots - used(l), 0)
     if used(l) < l.slots and l.qlen > 0 then
       queued = 1
-    elseif #l.h > 0 then
-      h = l.h[1]
-      for _, x in ipairs(l.h) do
-        if live(x, cx.now) then h = x; break end
-      end
+    else
+      h = shown(l.h, cx.now)
     end
   end
   local kind, ref, exp = '', '', 0

@@ -4,18 +4,6 @@
 -- count stays in the record's tally); in every other case they return nil,
 -- having written nothing, and the general path runs. KEYS: P{R}:s, P{R}:d.
 
--- fastbusy answers a try refused with no lease to take over.
-local function fastbusy(now, argv, def, slots, used, hs)
-  local stale = tonum(argv[9])
-  local first
-  for _, h in ipairs(hs) do
-    if takeable(h, stale, now) then return nil end
-    if not first and live(h, now) then first = h end
-  end
-  first = first or hs[1]
-  return {'B', now, first.k, first.r, first.e, def, slots, math.max(slots - used, 0)}
-end
-
 -- claim returns the grant handed to waiter cx.me of request r (see
 -- grant), claimed, or nil: the one hand-over path, of acquire.lua's check
 -- and of fastacquire's. A lock the ref held already counts as granted; a
@@ -93,7 +81,11 @@ local function fastacquire(keys, argv)
   local n = need(w, slots)
   if used + n > slots then
     if argv[4] ~= 'try' then return nil end
-    return fastbusy(now, argv, def, slots, used, hs)
+    for _, h in ipairs(hs) do -- a lease to take over: the general path
+      if takeable(h, tonum(argv[9]), now) then return nil end
+    end
+    local h = shown(hs, now)
+    return {'B', now, h.k, h.r, h.e, def, slots, math.max(slots - used, 0)}
   end
   local ttl, hold = tonum(argv[7]), tonum(argv[8])
   local token = tonumber(vs[2] or '0') + 1
