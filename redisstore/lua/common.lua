@@ -150,15 +150,20 @@ local WAIT_BUCKETS, HOLD_BUCKETS = 6, 6 + #BOUNDS + 1
 
 local function add(t, i, n) t[i] = (t[i] or 0) + n end
 
+-- bucket returns the bucket of d µs: the first bound it does not pass.
+local function bucket(d)
+  for j, x in ipairs(BOUNDS) do
+    if d <= x then return j end
+  end
+  return #BOUNDS + 1
+end
+
 -- timed adds d µs (0 if negative) to counter i of tally t, and one to its
 -- bucket after b.
 local function timed(t, i, b, d)
   d = math.max(d, 0)
   add(t, i, d)
-  for j, x in ipairs(BOUNDS) do
-    if d <= x then return add(t, b + j, 1) end
-  end
-  add(t, b + #BOUNDS + 1, 1)
+  add(t, b + bucket(d), 1)
 end
 
 local function merge(into, t) for i, n in pairs(t) do add(into, i, n) end end
@@ -361,13 +366,9 @@ local function drop(l, i, expired, lost)
   return h
 end
 
--- takeat returns when h's lease can be taken over (0: never).
-local function takeat(h, stale)
-  if h.e == 0 then return 0 end
-  return stale > 0 and h.n + stale or h.e
-end
-
-local function takeable(h, stale, now) local at = takeat(h, stale); return at ~= 0 and at <= now end
+-- takeable reports whether h's lease can be taken over (at its expiry, or
+-- stale after its renewal: see wakeat).
+local function takeable(h, stale, now) return h.e ~= 0 and (stale > 0 and h.n + stale or h.e) <= now end
 
 -- shown returns the holder a refusal names: the first live, else the first.
 local function shown(hs, now)
@@ -402,7 +403,7 @@ local function wakeat(l, stale)
   local cx = l.cx
   local at = 0
   for _, h in ipairs(l.h) do
-    local x = takeat(h, stale)
+    local x = h.e == 0 and 0 or (stale > 0 and h.n + stale or h.e) -- as takeable
     if h.u then
       local dead = math.max(nodeUntil(cx, l.name, h.d), 1) -- no entry: at once
       if x == 0 or dead < x then x = dead end

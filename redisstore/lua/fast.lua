@@ -114,10 +114,7 @@ local function fastrelease(keys, argv)
       if c > 1 or string.sub(raw, r + nr + nk, r + nr + nk + nd - 1) ~= argv[2] then return nil end
       -- the tally's acquisitions, hold µs and the hold's bucket b, in place
       local d = math.max(tonumber(argv[10]) - a, 0)
-      local b = #BOUNDS + 1
-      for j, x in ipairs(BOUNDS) do
-        if d <= x then b = j; break end
-      end
+      local b = bucket(d)
       local acqs, us = struct.unpack('<i8i8', raw, 2)
       if counted == 0 then acqs = acqs + 1 end
       local at = 10 + 8 * b -- bucket b's byte
