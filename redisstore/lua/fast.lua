@@ -11,7 +11,7 @@
 -- whole: the waiter queues again.
 local function claim(cx, r)
   local wid, ls = cx.me, r.ls
-  local g, evs, mine, handed = {0, r.k, r.l, r.o}, {}, {}, 0
+  local g, mine, handed = {0, r.k, r.l, r.o}, {}, 0
   for _, l in ipairs(ls) do
     local x
     for _, h in ipairs(l.h) do
@@ -20,22 +20,22 @@ local function claim(cx, r)
     if x then handed = handed + 1 else x = l.h[find(l, r.r, 0) or 0] end
     if x then
       g[#g + 1] = {l.name, x.t, x.a, x.e, x.w}
-      if x.i == wid and x.v then evs[#evs + 1] = x.v end
       mine[#mine + 1] = {l, x}
     end
   end
   if handed == 0 then return nil end
+  local whole = #mine == #ls
   for _, y in ipairs(mine) do
     local l, h = y[1], y[2]
-    if #mine < #ls then
-      if h.i == wid then drop(l, find(l, h.r, h.t), false, nil) end
-    elseif h.i == wid and (h.u or h.v) then
-      h.u, h.v, l.dirty = nil, nil, true -- claimed; its event is the caller's now
+    if h.i ~= wid then -- a lock the ref held already
+    elseif not whole then
+      drop(l, find(l, h.r, h.t), false, nil)
+    elseif h.u or h.v then -- claimed; its event is the caller's now
+      if h.v then cx.ev[#cx.ev + 1] = h.v end
+      h.u, h.v, l.dirty = nil, nil, true
     end
   end
-  if #mine < #ls then return nil end
-  for _, e in ipairs(evs) do cx.ev[#cx.ev + 1] = e end
-  return g
+  if whole then return g end
 end
 
 -- fastclaim answers a waiter's check at one lock whose record holds the
