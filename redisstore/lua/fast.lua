@@ -10,29 +10,28 @@
 -- grant part of which went back (its node was taken for dead) goes back
 -- whole: the waiter queues again.
 local function claim(cx, r)
-  local wid, ls = cx.me, r.ls
-  local g, mine, handed = {0, r.k, r.l, r.o}, {}, 0
-  for _, l in ipairs(ls) do
+  local wid = cx.me
+  local g, handed = {0, r.k, r.l, r.o}, 0
+  for _, l in ipairs(r.ls) do
     local x
     for _, h in ipairs(l.h) do
       if h.i == wid then x = h end
     end
     if x then handed = handed + 1 else x = l.h[find(l, r.r, 0) or 0] end
-    if x then
-      g[#g + 1] = {l.name, x.t, x.a, x.e, x.w}
-      mine[#mine + 1] = {l, x}
-    end
+    if x then g[#g + 1] = {l.name, x.t, x.a, x.e, x.w} end
   end
   if handed == 0 then return nil end
-  local whole = #mine == #ls
-  for _, y in ipairs(mine) do
-    local l, h = y[1], y[2]
-    if h.i ~= wid then -- a lock the ref held already
-    elseif not whole then
-      drop(l, find(l, h.r, h.t), false, nil)
-    elseif h.u or h.v then -- claimed; its event is the caller's now
-      if h.v then cx.ev[#cx.ev + 1] = h.v end
-      h.u, h.v, l.dirty = nil, nil, true
+  local whole = #g - 4 == #r.ls
+  for _, l in ipairs(r.ls) do
+    for i, h in ipairs(l.h) do
+      if h.i ~= wid then -- not the grant (or a lock the ref held already)
+      elseif not whole then
+        drop(l, i, false, nil)
+        break
+      elseif h.u or h.v then -- claimed; its event is the caller's now
+        if h.v then cx.ev[#cx.ev + 1] = h.v end
+        h.u, h.v, l.dirty = nil, nil, true
+      end
     end
   end
   if whole then return g end
@@ -44,12 +43,11 @@ local function fastclaim(keys, argv)
   local name = argv[14]
   local raw = redis.call('HGET', keys[1], name)
   if not raw then return nil end
-  local l = {name = name}
-  l.qlen, l.h = decode(raw)
-  local cx = {me = argv[3], ev = {}}
+  local qlen, hs = decode(raw)
+  local l, cx = {name = name, h = hs, dirty = false}, {me = argv[3], ev = {}}
   local g = claim(cx, {r = argv[5], k = argv[6], l = tonum(argv[7]), o = tonum(argv[8]), ls = {l}})
   if not g then return nil end
-  if l.dirty then redis.call('HSET', keys[1], name, encode(l.qlen, l.h)) end
+  if l.dirty then redis.call('HSET', keys[1], name, encode(qlen, hs)) end
   return {'granted', servertime(), cx.ev, {}, g}
 end
 
