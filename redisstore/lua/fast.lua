@@ -10,20 +10,22 @@
 -- grant part of which went back (its node was taken for dead) goes back
 -- whole: the waiter queues again.
 local function claim(cx, r)
-  local wid = cx.me
+  local wid, ls = cx.me, r.ls
   local g, handed = {0, r.k, r.l, r.o}, 0
-  for _, l in ipairs(r.ls) do
-    local x
-    for _, h in ipairs(l.h) do
-      if h.i == wid then x = h end
+  for j = 1, #ls do -- numeric loops: ipairs is a C call an item
+    local l, x = ls[j], nil
+    for i = 1, #l.h do
+      if l.h[i].i == wid then x = l.h[i] end
     end
     if x then handed = handed + 1 else x = l.h[find(l, r.r, 0) or 0] end
     if x then g[#g + 1] = {l.name, x.t, x.a, x.e, x.w} end
   end
   if handed == 0 then return nil end
-  local whole = #g - 4 == #r.ls
-  for _, l in ipairs(r.ls) do
-    for i, h in ipairs(l.h) do
+  local whole = #g - 4 == #ls
+  for j = 1, #ls do
+    local l = ls[j]
+    for i = 1, #l.h do
+      local h = l.h[i]
       if h.i ~= wid then -- not the grant (or a lock the ref held already)
       elseif not whole then
         drop(l, i, false, nil)
