@@ -1,8 +1,9 @@
 -- fast.lua: the uncontended acquire and release of one lock, and the
--- claim of a grant handed over, run before begin (see scripts.go). They
--- make only the calls the guarantees need and write no counter (what they
--- count stays in the record's tally); in every other case they return nil,
--- having written nothing, and the general path runs. KEYS: P{R}:s, P{R}:d.
+-- claim of a grant handed over (acquire.lua's check claims with it too),
+-- run before begin (see scripts.go). They make only the calls the
+-- guarantees need and write no counter (what they count stays in the
+-- record's tally); in every other case they return nil, having written
+-- nothing, and the general path runs. KEYS: P{R}:s, P{R}:d.
 
 -- claim returns the grant handed to waiter cx.me of request r (see
 -- grant), claimed, or nil: the one hand-over path, of acquire.lua's check
