@@ -20,8 +20,9 @@ import (
 // child is a process of its own holding or waiting for lock "k" on the
 // server of SLEEPLOCK_REDIS_URL, until it is killed: "holder" takes it
 // with a 2s TTL kept alive, "waiter" queues for it (a 2s TTL, "longwaiter"
-// a minute's). It prints "ready" once it holds or is queued, and a
-// waiter "acquired TOKEN" or "error: ..." when its Acquire returns.
+// a minute's), "pairwaiter" for "p/1" and "p/2" at once (a minute's). It
+// prints "ready" once it holds or is queued, and a waiter "acquired TOKEN"
+// or "error: ..." when its Acquire returns.
 func child(role string) {
 	ctx := context.Background()
 	s, err := redisstore.Open(ctx, os.Getenv("SLEEPLOCK_REDIS_URL"), redisstore.WithPrefix("f:"), redisstore.WithoutSafetyChecks())
@@ -37,14 +38,17 @@ func child(role string) {
 			os.Exit(1)
 		}
 		fmt.Println("ready")
-	case "waiter", "longwaiter":
-		ttl := 2 * time.Second
-		if role == "longwaiter" {
+	case "waiter", "longwaiter", "pairwaiter":
+		ttl, names := 2*time.Second, []string{"k"}
+		if role != "waiter" {
 			ttl = time.Minute
 		}
-		before, _ := l.State(ctx, "k")
+		if role == "pairwaiter" {
+			names = []string{"p/1", "p/2"}
+		}
+		before, _ := l.State(ctx, names[0])
 		go func() {
-			x, err := l.Acquire(ctx, "k", sleeplock.TTL(ttl), sleeplock.Ref(role))
+			x, err := l.AcquireAll(ctx, names, sleeplock.TTL(ttl), sleeplock.Ref(role))
 			if err != nil {
 				fmt.Println("error:", err)
 				return
@@ -52,7 +56,7 @@ func child(role string) {
 			fmt.Println("acquired", x.Token())
 		}()
 		for {
-			st, err := l.State(ctx, "k")
+			st, err := l.State(ctx, names[0])
 			if err == nil && st.Waiting > before.Waiting {
 				break
 			}
@@ -199,6 +203,66 @@ func TestStoppedWaiterGrantGoesBack(t *testing.T) {
 	}
 	if token <= r.x.Token() {
 		t.Fatalf("the resumed waiter's token %d, not above the next holder's %d", token, r.x.Token())
+	}
+}
+
+// TestStoppedWaiterPartGrantGoesBackWhole: a waiter for two locks, in a
+// process stopped (SIGSTOP) before it claims the grant of both, loses one
+// of them to the waiter behind it once its node stops beating. Resumed, its
+// check gives the other back too (lua/fast.lua's claim: a grant goes back
+// whole) and queues again: the lock it kept is free, with it waiting, until
+// the next holder releases the lock it lost; then it acquires both.
+func TestStoppedWaiterPartGrantGoesBackWhole(t *testing.T) {
+	srv := startServer(t)
+	c := srv.Client()
+	defer func() { _ = c.Close() }()
+	l := sleeplock.New(open(t, c, "f:"))
+	defer func() { _ = l.Close() }()
+	ctx := context.Background()
+	for _, name := range []string{"p/1", "p/2"} {
+		if err := l.Define(ctx, name, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := l.AcquireAll(ctx, []string{"p/1", "p/2"}, sleeplock.TTL(time.Minute), sleeplock.NoWait())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, out := startChildOut(t, srv, "pairwaiter")
+	got := make(chan result, 1)
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Second) // below the stopped waiter's TTL
+	defer cancel()
+	go func() {
+		x, err := l.Acquire(cctx, "p/2", sleeplock.TTL(time.Minute), sleeplock.Ref("c"))
+		got <- result{x, err}
+	}()
+	waitUntil(t, "two waiters", func() bool {
+		st, err := l.State(ctx, "p/2")
+		return err == nil && st.Waiting == 2
+	})
+	stop(t, b)
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("the waiter behind the stopped one: %v, want p/2 before the stopped one's TTL", r.err)
+	}
+	defer func() { _ = r.x.Release(ctx) }()
+	if err := b.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the resumed waiter to give p/1 back and queue again", func() bool {
+		one, err1 := l.StateDetail(ctx, "p/1")
+		two, err2 := l.StateDetail(ctx, "p/2")
+		return err1 == nil && err2 == nil && len(one.Holders) == 0 && one.Waiting == 1 &&
+			len(two.Holders) == 1 && two.Holders[0].Ref == "c" && two.Waiting == 1
+	})
+	if err := r.x.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := out.ReadString('\n'); !strings.HasPrefix(line, "acquired ") {
+		t.Fatalf("the resumed waiter: %q %v, want both locks once the next holder released", line, err)
 	}
 }
 

@@ -27,11 +27,8 @@ local function busy(cx, l, w, h)
     slots, nfree = l.slots, math.max(l.slots - used(l), 0)
     if used(l) < l.slots and l.qlen > 0 then
       queued = 1
-    elseif #l.h > 0 then
-      h = l.h[1]
-      for _, x in ipairs(l.h) do
-        if live(x, cx.now) then h = x; break end
-      end
+    else
+      h = shown(l.h, cx.now)
     end
   end
   local kind, ref, exp = '', '', 0
@@ -77,38 +74,6 @@ local function enqueue(cx, r)
       l = r.l, o = r.o, x = r.x, c = r.c})
     cx.ev[#cx.ev + 1] = event(WAITING, l, r.r, r.k, 0, r.W[j], 0, 0, '', '')
   end
-end
-
--- claim returns the grant handed to the waiter, claimed, or nil. A lock
--- the ref held already counts as granted; a grant part of which went back
--- (its node was taken for dead) goes back whole: the waiter queues again.
-local function claim(cx, r)
-  local wid, ls = cx.me, r.ls
-  local g, evs, mine, handed = {0, r.k, r.l, r.o}, {}, {}, 0
-  for _, l in ipairs(ls) do
-    local x
-    for _, h in ipairs(l.h) do
-      if h.i == wid then x = h end
-    end
-    if x then handed = handed + 1 else x = l.h[find(l, r.r, 0) or 0] end
-    if x then
-      g[#g + 1] = {l.name, x.t, x.a, x.e, x.w}
-      if x.i == wid and x.v then evs[#evs + 1] = x.v end
-      mine[#mine + 1] = {l, x}
-    end
-  end
-  if handed == 0 then return nil end
-  for _, y in ipairs(mine) do
-    local l, h = y[1], y[2]
-    if #mine < #ls then
-      if h.i == wid then drop(l, find(l, h.r, h.t), false, nil) end
-    elseif h.i == wid and (h.u or h.v) then
-      h.u, h.v, l.dirty = nil, nil, true -- claimed; its event is the caller's now
-    end
-  end
-  if #mine < #ls then return nil end
-  for _, e in ipairs(evs) do cx.ev[#cx.ev + 1] = e end
-  return g
 end
 
 -- check answers a queued waiter's check: its grant, handed over already

@@ -129,8 +129,7 @@ local function nodeAlive(cx, name, node) return nodeUntil(cx, name, node) > cx.n
 
 local function need(w, slots)
   if w == -1 then return slots end
-  if w == 0 then return 1 end
-  return w
+  return w == 0 and 1 or w
 end
 
 -- publish sends m to node at the end (flush), or in the reply.
@@ -142,30 +141,32 @@ end
 -- Counters of a definition: field "definition\tc" of P{R}:s, a tally
 -- (msgpack, 0 where absent) of the counters below, then the waits of each
 -- bucket b (WAIT_BUCKETS + b) and the holds (HOLD_BUCKETS + b). A call adds
--- its tally at the end (flush); a record keeps fast.lua's grants
--- (uncounted holders) and releases (its tally) until the general path
--- writes it (save). Releases
--- and holds are the hold buckets' sums (see stats.lua).
+-- its tally at the end (flush); a record keeps fast.lua's grants (uncounted
+-- holders) and releases (its tally) until the general path writes it
+-- (save). Releases and holds are the hold buckets' sums (see stats.lua).
 local ACQS, EXPIRIES, LOSSES, WAITED, WAIT_US, HOLD_US = 1, 2, 3, 4, 5, 6
 local BOUNDS = {1000, 4000, 16000, 64000, 256000, 1024000, 4096000, 16384000, 65536000, 262144000, 1048576000}
 local WAIT_BUCKETS, HOLD_BUCKETS = 6, 6 + #BOUNDS + 1
 
 local function add(t, i, n) t[i] = (t[i] or 0) + n end
 
+-- bucket returns the bucket of d µs: the first bound it does not pass.
+local function bucket(d)
+  for j, x in ipairs(BOUNDS) do
+    if d <= x then return j end
+  end
+  return #BOUNDS + 1
+end
+
 -- timed adds d µs (0 if negative) to counter i of tally t, and one to its
 -- bucket after b.
 local function timed(t, i, b, d)
   d = math.max(d, 0)
   add(t, i, d)
-  for j, x in ipairs(BOUNDS) do
-    if d <= x then return add(t, b + j, 1) end
-  end
-  add(t, b + #BOUNDS + 1, 1)
+  add(t, b + bucket(d), 1)
 end
 
-local function merge(into, t)
-  for i, n in pairs(t) do add(into, i, n) end
-end
+local function merge(into, t) for i, n in pairs(t) do add(into, i, n) end end
 
 -- A record with no queue and no grant unclaimed is flat, read and
 -- written without MessagePack: FLAT, the tally (TALLY: acquisitions,
@@ -241,11 +242,10 @@ local function load(cx, name)
   if l then return l end
   local def, slots = defof(cx, name)
   if not def then return nil end
-  l = {cx = cx, name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, dirty = false,
+  l = {cx = cx, name = name, def = def, slots = slots, h = {}, q = {}, qraw = 0, qlen = 0, dirty = false,
     sk = tagkey(cx, name, 's'), wk = tagkey(cx, name, 'w:' .. name), bk = tagkey(cx, name, 'b:' .. name)}
   local vs = redis.call('HMGET', l.sk, name, '') -- and the last id drawn (nextid)
   if not cx.last[l.sk] then cx.last[l.sk] = tonumber(vs[2] or '0') end
-  l.qlen = 0
   if vs[1] then l.qlen, l.h, l.pend = decode(vs[1]) end
   if l.qlen == 0 then l.head0 = '' end -- else the first id loadq reads
   l.q0 = l.qlen > 0
@@ -291,10 +291,7 @@ local function qat(l, i)
 end
 
 -- qall reads l's whole queue and returns it.
-local function qall(l)
-  loadq(l, math.huge)
-  return l.q
-end
+local function qall(l) loadq(l, math.huge); return l.q end
 
 local function used(l)
   local n = 0
@@ -369,14 +366,16 @@ local function drop(l, i, expired, lost)
   return h
 end
 
--- unclaimed reports whether h is a grant to a waiter whose node stopped
--- beating before it claimed it: it goes back as an expired lease would.
-local function unclaimed(l, h) return h.u ~= nil and not nodeAlive(l.cx, l.name, h.d) end
+-- takeable reports whether h's lease can be taken over (at its expiry, or
+-- stale after its renewal: see wakeat).
+local function takeable(h, stale, now) return h.e ~= 0 and (stale > 0 and h.n + stale or h.e) <= now end
 
-local function takeable(h, stale, now)
-  if h.e == 0 then return false end
-  if stale > 0 then return h.n + stale <= now end
-  return h.e <= now
+-- shown returns the holder a refusal names: the first live, else the first.
+local function shown(hs, now)
+  for _, h in ipairs(hs) do
+    if live(h, now) then return h end
+  end
+  return hs[1]
 end
 
 -- free returns l's free slots, first taking over takeable leases when
@@ -387,7 +386,7 @@ local function free(l, n, stale)
   local i = 1
   while i <= #l.h do
     local h = l.h[i]
-    if unclaimed(l, h) then
+    if h.u and not nodeAlive(l.cx, l.name, h.d) then -- its waiter's node died: it goes back
       drop(l, i, true, 'granted to a waiter whose node died before it took the grant')
     elseif takeable(h, stale, l.cx.now) then
       drop(l, i, true, 'taken over after its TTL')
@@ -404,11 +403,7 @@ local function wakeat(l, stale)
   local cx = l.cx
   local at = 0
   for _, h in ipairs(l.h) do
-    local x = 0
-    if h.e ~= 0 then
-      x = h.e
-      if stale > 0 then x = h.n + stale end
-    end
+    local x = h.e == 0 and 0 or (stale > 0 and h.n + stale or h.e) -- as takeable
     if h.u then
       local dead = math.max(nodeUntil(cx, l.name, h.d), 1) -- no entry: at once
       if x == 0 or dead < x then x = dead end
@@ -719,7 +714,7 @@ local function define(cx, typ, name, slots)
     end
     return defevent(cx, typ, name, slots)
   end
-  local l = cx.locks[name] or load(cx, name) -- a member of a family pruned before: emptied
+  local l = load(cx, name) -- a member of a family pruned before: emptied
   l.def, l.slots = name, slots
   if typ == RESIZED then advance(l, true) end
   cx.ev[#cx.ev + 1] = event(typ, l, '', '', 0, 0, 0, 0, '', '')

@@ -1,39 +1,57 @@
 -- fast.lua: the uncontended acquire and release of one lock, and the
--- claim of a grant handed over, run before begin (see scripts.go). They
--- make only the calls the guarantees need and write no counter (what they
--- count stays in the record's tally); in every other case they return nil,
--- having written nothing, and the general path runs. KEYS: P{R}:s, P{R}:d.
+-- claim of a grant handed over (acquire.lua's check claims with it too),
+-- run before begin (see scripts.go). They make only the calls the
+-- guarantees need and write no counter (what they count stays in the
+-- record's tally); in every other case they return nil, having written
+-- nothing, and the general path runs. KEYS: P{R}:s, P{R}:d.
 
--- fastbusy answers a try refused with no lease to take over.
-local function fastbusy(now, argv, def, slots, used, hs)
-  local stale = tonum(argv[9])
-  local first
-  for _, h in ipairs(hs) do
-    if takeable(h, stale, now) then return nil end
-    if not first and live(h, now) then first = h end
+-- claim returns the grant handed to waiter cx.me of request r (see
+-- grant), claimed, or nil: the one hand-over path, of acquire.lua's check
+-- and of fastacquire's. A lock the ref held already counts as granted; a
+-- grant part of which went back (its node was taken for dead) goes back
+-- whole: the waiter queues again.
+local function claim(cx, r)
+  local wid, ls = cx.me, r.ls
+  local g, handed = {0, r.k, r.l, r.o}, 0
+  for j = 1, #ls do -- numeric loops: ipairs is a C call an item
+    local l, x = ls[j], nil
+    for i = 1, #l.h do
+      if l.h[i].i == wid then x = l.h[i] end
+    end
+    if x then handed = handed + 1 else x = l.h[find(l, r.r, 0) or 0] end
+    if x then g[#g + 1] = {l.name, x.t, x.a, x.e, x.w} end
   end
-  first = first or hs[1]
-  return {'B', now, first.k, first.r, first.e, def, slots, math.max(slots - used, 0)}
+  if handed == 0 then return nil end
+  local whole = #g - 4 == #ls
+  for j = 1, #ls do
+    local l = ls[j]
+    for i = 1, #l.h do
+      local h = l.h[i]
+      if h.i ~= wid then -- not the grant (or a lock the ref held already)
+      elseif not whole then
+        drop(l, i, false, nil)
+        break
+      elseif h.u or h.v then -- claimed; its event is the caller's now
+        if h.v then cx.ev[#cx.ev + 1] = h.v end
+        h.u, h.v, l.dirty = nil, nil, true
+      end
+    end
+  end
+  if whole then return g end
 end
 
 -- fastclaim answers a waiter's check at one lock whose record holds the
--- grant handed to it, as acquire.lua's claim would.
+-- grant handed to it (claim on the record alone: no definition, no save).
 local function fastclaim(keys, argv)
-  local name, wid = argv[14], argv[3]
+  local name = argv[14]
   local raw = redis.call('HGET', keys[1], name)
   if not raw then return nil end
   local qlen, hs = decode(raw)
-  local x
-  for _, h in ipairs(hs) do
-    if h.i == wid then x = h end
-  end
-  if not x then return nil end
-  local evs = {x.v}
-  if x.u or x.v then
-    x.u, x.v = nil, nil
-    redis.call('HSET', keys[1], name, encode(qlen, hs))
-  end
-  return {'granted', servertime(), evs, {}, {0, argv[6], tonum(argv[7]), tonum(argv[8]), {name, x.t, x.a, x.e, x.w}}}
+  local l, cx = {name = name, h = hs, dirty = false}, {me = argv[3], ev = {}}
+  local g = claim(cx, {r = argv[5], k = argv[6], l = tonum(argv[7]), o = tonum(argv[8]), ls = {l}})
+  if not g then return nil end
+  if l.dirty then redis.call('HSET', keys[1], name, encode(qlen, hs)) end
+  return {'granted', servertime(), cx.ev, {}, g}
 end
 
 -- fastacquire answers a grant at a lock with no queue, or a try refused
@@ -64,7 +82,11 @@ local function fastacquire(keys, argv)
   local n = need(w, slots)
   if used + n > slots then
     if argv[4] ~= 'try' then return nil end
-    return fastbusy(now, argv, def, slots, used, hs)
+    for _, h in ipairs(hs) do -- a lease to take over: the general path
+      if takeable(h, tonum(argv[9]), now) then return nil end
+    end
+    local h = shown(hs, now)
+    return {'B', now, h.k, h.r, h.e, def, slots, math.max(slots - used, 0)}
   end
   local ttl, hold = tonum(argv[7]), tonum(argv[8])
   local token = tonumber(vs[2] or '0') + 1
@@ -93,10 +115,7 @@ local function fastrelease(keys, argv)
       if c > 1 or string.sub(raw, r + nr + nk, r + nr + nk + nd - 1) ~= argv[2] then return nil end
       -- the tally's acquisitions, hold µs and the hold's bucket b, in place
       local d = math.max(tonumber(argv[10]) - a, 0)
-      local b = #BOUNDS + 1
-      for j, x in ipairs(BOUNDS) do
-        if d <= x then b = j; break end
-      end
+      local b = bucket(d)
       local acqs, us = struct.unpack('<i8i8', raw, 2)
       if counted == 0 then acqs = acqs + 1 end
       local at = 10 + 8 * b -- bucket b's byte

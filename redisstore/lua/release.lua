@@ -6,11 +6,8 @@ local function main(cx, argv)
   local n = tonumber(argv[6])
   local names, tokens = {}, {}
   for j = 1, n do
-    names[j] = argv[6 + j]
-    tokens[j] = tonumber(argv[6 + n + j])
-  end
-  for _, name in ipairs(names) do
-    if not defof(cx, name) then return reply(cx, 'notfound', name) end
+    names[j], tokens[j] = argv[6 + j], tonumber(argv[6 + n + j])
+    if not defof(cx, names[j]) then return reply(cx, 'notfound', names[j]) end
   end
   if mode == 'stale' then
     local l = load(cx, names[1])
