@@ -26,17 +26,14 @@ type arow struct {
 	seq                     int64
 }
 
-// scanAcquire runs q, a call of check_one() or (withFast) acquire_one(),
-// whose last column says whether the lock's row is fast after a grant.
-func (s *Store) scanAcquire(ctx context.Context, q string, args []any, withFast bool) (rows []arow, fast bool, err error) {
+// scanAcquire runs q, a call of check_one() or acquire_one(), whose rows
+// are acquire_row: their last column says whether the lock's row is fast
+// after a grant (acquire_one()'s hint; false from check_one()).
+func (s *Store) scanAcquire(ctx context.Context, q string, args []any) (rows []arow, fast bool, err error) {
 	err = s.c.query(ctx, q, args, func(scan func(...any) error) error {
 		var r arow
-		dest := []any{&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token,
-			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.weight, &r.seq}
-		if withFast {
-			dest = append(dest, &fast)
-		}
-		if err := scan(dest...); err != nil {
+		if err := scan(&r.ev, &r.idx, &r.lock, &r.slots, &r.running, &r.waiting, &r.ref, &r.kind, &r.token,
+			&r.at, &r.expires, &r.dur, &r.queued, &r.ticket, &r.ttl, &r.hold, &r.weight, &r.seq, &fast); err != nil {
 			return err
 		}
 		rows = append(rows, r)
@@ -114,7 +111,7 @@ func (s *Store) firstTry(ctx context.Context, a *acquisition) ([]arow, error) {
 		args := s.checkOneArgs(a, 0)
 		var rows []arow
 		err := s.attempt(ctx, a, func() (err error) {
-			rows, _, err = s.scanAcquire(ctx, s.q.checkOne, args.values(), false)
+			rows, _, err = s.scanAcquire(ctx, s.q.checkOne, args.values())
 			return err
 		})
 		return rows, err
@@ -246,7 +243,7 @@ func (s *Store) acquireOne(ctx context.Context, a *acquisition) ([]arow, error) 
 	var rows []arow
 	var fast bool
 	err := s.attempt(ctx, a, func() (err error) {
-		rows, fast, err = s.scanAcquire(ctx, q, args.values(), true)
+		rows, fast, err = s.scanAcquire(ctx, q, args.values())
 		return err
 	})
 	if err != nil {
@@ -393,7 +390,7 @@ func (s *Store) handedOver(ctx context.Context, a *acquisition, h handoff) (stor
 func (s *Store) poll(ctx context.Context, args *checkOneArgs) ([]arow, error) {
 	var rows []arow
 	err := s.retry(ctx, true, func() (err error) {
-		rows, _, err = s.scanAcquire(ctx, s.q.checkOne, args.values(), false)
+		rows, _, err = s.scanAcquire(ctx, s.q.checkOne, args.values())
 		return err
 	})
 	return rows, err

@@ -291,10 +291,8 @@ func (q *queries) setCalls(schema string) {
 		"SELECT * FROM " + acquireOneFn.call(s) + " WHERE NOT EXISTS (SELECT 1 FROM r)"
 	q.checkOne = checkOneFn.tag() + "SELECT * FROM " + checkOneFn.call(s)
 	q.releaseOne = releaseOneFn.tag() + "SELECT * FROM " + releaseOneFn.call(s)
-	q.release = "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-		releaseFn.call(s) + " b"
-	q.undo = "SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval(" + seqs + ") ELSE 0 END FROM " +
-		undoFn.call(s) + " b"
+	q.release = "SELECT * FROM " + releaseFn.call(s)
+	q.undo = "SELECT * FROM " + undoFn.call(s)
 	q.keepOne = "SELECT * FROM " + keepOneFn.call(s)
 	q.keep = "SELECT * FROM " + keepFn.call(s)
 	q.held = "SELECT * FROM " + heldFn.call(s)

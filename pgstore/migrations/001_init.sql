@@ -193,15 +193,14 @@ SELECT l.name, s.ref, s.kind, s.token, s.slot::integer, 1, s.acquired, s.renewed
        WITH ORDINALITY s(ref, kind, token, acquired, renewed, expires, ttl, hold, op, slot)
  WHERE l.fast AND l.xref IS NOT NULL AND s.ref IS NOT NULL;
 
--- The rows the functions of sql/ answer with: an acquisition, acquire()'s
--- and its steps' (acquire_row), and acquire_one()'s and its steps', which
--- add the event's Seq and whether the lock's row is fast after a grant
--- (acquire_one_row); a release of one lock, release_one()'s and its
--- steps' (release_row). docs/schema.md says what each column means.
+-- The rows the functions of sql/ answer with: an acquisition, of every
+-- function of acquire.sql and acquire_one.sql (acquire_row: r_seq is the
+-- event's Seq, drawn by check_one() and acquire_one(), 0 below them;
+-- r_fast whether the lock's row is fast after a grant, acquire_one()'s
+-- hint); a release, of every function of release.sql that answers one
+-- (release_row, r_seq its event's Seq). docs/schema.md says what each
+-- column means.
 CREATE TYPE {{schema}}.acquire_row AS (r_ev text, r_idx integer, r_lock text, r_slots integer,
-    r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint,
-    r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer);
-CREATE TYPE {{schema}}.acquire_one_row AS (r_ev text, r_idx integer, r_lock text, r_slots integer,
     r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint,
     r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint,
     r_fast boolean);

@@ -138,7 +138,8 @@ CREATE OR REPLACE FUNCTION {{schema}}.answer_missing(p_names text[], p_took bool
 RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE sql AS $sleeplock$
     SELECT CASE WHEN p_took IS NULL THEN 'notfound' ELSE 'cancelled' END, x.i, coalesce(p_names[x.i], ''), 0, 0, 0,
-           ''::text, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, 1
+           ''::text, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, 1,
+           0::bigint, false
       FROM (SELECT coalesce((SELECT min(u.i) FROM unnest(p_names) WITH ORDINALITY u(n, i)
                               WHERE p_took IS NULL AND {{schema}}.slots_of(u.n) IS NULL), 0)::int AS i) x
 $sleeplock$;
@@ -158,7 +159,7 @@ BEGIN
         PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u;
     END IF;
     RETURN QUERY SELECT 'too_heavy'::text, p_idx, p_names[p_idx], p_slots, 0, 0, ''::text, ''::text, 0::bigint,
-        0::bigint, 0::bigint, 0::bigint, false, p_ticket, 0::bigint, 0::bigint, p_weight;
+        0::bigint, 0::bigint, 0::bigint, false, p_ticket, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
 END
 $sleeplock$;
 
@@ -172,7 +173,7 @@ RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE sql AS $sleeplock$
     SELECT 'refused'::text, i.i, p_names[i.i], a_slots[i.i], a_rows[i.i], a_ahead[i.i], p_ref, coalesce(x.kind, ''),
            coalesce(x.token, 0), {{schema}}.micros(p_now), {{schema}}.micros(x.expires), 0::bigint, false,
-           0::bigint, 0::bigint, 0::bigint, 1
+           0::bigint, 0::bigint, 0::bigint, 1, 0::bigint, false
       FROM (SELECT array_position(a_mine, true) AS i) i
       LEFT JOIN LATERAL (SELECT h.kind, h.token, h.expires FROM {{schema}}.holding h
                           WHERE h.lock = p_names[i.i] AND h.ref = p_ref LIMIT 1) x ON true
@@ -196,7 +197,7 @@ BEGIN
             SELECT CASE WHEN h.op = p_op THEN 'granted' ELSE 'reentered' END, u.i::int, u.n,
                    {{schema}}.slots_of(u.n), {{schema}}.running_of(u.n), {{schema}}.waiting_of(u.n, p_now),
                    h.ref, h.kind, h.token, {{schema}}.micros(h.acquired), {{schema}}.micros(h.expires),
-                   0::bigint, false, p_ticket, h.ttl, h.hold, h.weight
+                   0::bigint, false, p_ticket, h.ttl, h.hold, h.weight, 0::bigint, false
               FROM unnest(p_names) WITH ORDINALITY u(n, i)
               JOIN {{schema}}.holding h ON h.lock = u.n AND h.ref = p_ref
              ORDER BY u.i;
@@ -207,7 +208,7 @@ BEGIN
         DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
     END IF;
     RETURN QUERY SELECT 'gone'::text, 0, ''::text, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint, 0::bigint,
-        0::bigint, false, p_ticket, 0::bigint, 0::bigint, 1;
+        0::bigint, false, p_ticket, 0::bigint, 0::bigint, 1, 0::bigint, false;
 END
 $sleeplock$;
 
@@ -348,7 +349,7 @@ DECLARE
     t_idx   integer[] := '{}'; t_ref text[] := '{}'; t_kind text[] := '{}';
     t_token bigint[] := '{}'; t_acq timestamptz[] := '{}'; t_w integer[] := '{}';
 BEGIN
-    o := (NULL, 0, '', 0, 0, 0, '', '', 0, 0, 0, 0, false, 0, 0, 0, 1)::{{schema}}.acquire_row;
+    o := (NULL, 0, '', 0, 0, 0, '', '', 0, 0, 0, 0, false, 0, 0, 0, 1, 0, false)::{{schema}}.acquire_row;
     FOR i IN 1 .. n LOOP
         IF NOT a_mine[i] AND a_slots[i] - a_rows[i] < a_wahead[i] + a_need[i] THEN
             k := 0;
@@ -423,7 +424,7 @@ DECLARE
     i integer;
     r record;
 BEGIN
-    o.r_queued := false;
+    o.r_queued := false; o.r_seq := 0; o.r_fast := false;
     FOR i IN 1 .. cardinality(p_names) LOOP
         IF a_mine[i] THEN
             UPDATE {{schema}}.holders h
@@ -530,7 +531,7 @@ BEGIN
         RETURN QUERY SELECT 'waiting'::text, p_idx, p_name, p_slots, 0, 0, ''::text, ''::text, 0::bigint,
             {{schema}}.micros(p_now), (SELECT {{schema}}.micros(min(h.expires)) FROM {{schema}}.holding h
                                         WHERE h.lock = p_name AND h.expires > p_now),
-            0::bigint, false, p_ticket, 0::bigint, 0::bigint, p_weight;
+            0::bigint, false, p_ticket, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
         RETURN;
     END IF;
     IF p_wait THEN
@@ -545,7 +546,7 @@ BEGIN
     RETURN QUERY SELECT 'refused'::text, p_idx, p_name, p_slots, p_rows, p_ahead, coalesce(v_ref, ''),
         coalesce(v_kind, ''), coalesce(v_token, 0), {{schema}}.micros(p_now), {{schema}}.micros(v_exp),
         (p_slots - p_live)::bigint, -- r_dur of a refusal: the slots free (BusyError.Free)
-        v_ref IS NULL, 0::bigint, 0::bigint, 0::bigint, p_weight;
+        v_ref IS NULL, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
 END
 $sleeplock$;
 
@@ -569,7 +570,7 @@ BEGIN
     SELECT u.n, v_ticket, coalesce(p_weights[u.i], 1) FROM unnest(p_names) WITH ORDINALITY u(n, i) ORDER BY u.i;
     RETURN QUERY SELECT 'queued'::text, u.i::int, u.n, p_slots[u.i], p_rows[u.i], p_total[u.i] + 1, p_ref, p_kind,
         0::bigint, {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint,
-        coalesce(p_weights[u.i], 1)
+        coalesce(p_weights[u.i], 1), 0::bigint, false
       FROM unnest(p_names) WITH ORDINALITY u(n, i) ORDER BY u.i;
 END
 $sleeplock$;
@@ -581,14 +582,15 @@ $sleeplock$;
 -- alone when the lock is full of unexpired holders; everything else is
 -- acquire()'s, after reaping (p_whole: re-entry only as a whole, see
 -- acquire()). p_weights: the weight asked of each lock. Rows: acquire()'s,
--- with the event's Seq.
+-- with the event's Seq (r_fast false).
 CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[],
     p_sample boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_expires bigint, r_dur bigint, r_queued boolean, r_ticket bigint, r_ttl bigint, r_hold bigint, r_weight integer, r_seq bigint)
+ RETURNS SETOF {{schema}}.acquire_row
  LANGUAGE plpgsql
 AS $sleeplock$
 #variable_conflict use_column
 DECLARE
+    o       {{schema}}.acquire_row;
     g       bigint[];
     v_now   timestamptz;
     v_slots integer;
@@ -606,7 +608,7 @@ BEGIN
         IF g IS NOT NULL AND g[1] = p_op AND g[2] = p_ticket THEN
             RETURN QUERY SELECT 'granted'::text, 1, p_names[1], g[7]::int, g[8]::int, g[9]::int, p_ref, p_kind, g[3],
                 g[4], g[5], g[10], false, p_ticket, p_ttl, p_hold,
-                {{schema}}.need(coalesce(p_weights[1], 1), g[7]::int), g[6];
+                {{schema}}.need(coalesce(p_weights[1], 1), g[7]::int), g[6], false;
             RETURN;
         END IF;
         v_now := clock_timestamp();
@@ -633,7 +635,7 @@ BEGIN
                                 WHERE q.ticket = p_ticket AND q.lock = p_names[1] AND q.weight > v_slots) THEN
                 RETURN QUERY SELECT 'waiting'::text, 1, p_names[1], v_slots, 0, 0, ''::text, ''::text, 0::bigint,
                     {{schema}}.micros(v_now), {{schema}}.micros(f.next), 0::bigint, false, p_ticket, 0::bigint,
-                    0::bigint, coalesce(p_weights[1], 1), 0::bigint;
+                    0::bigint, coalesce(p_weights[1], 1), 0::bigint, false;
                 RETURN;
             END IF;
         END IF;
@@ -645,10 +647,13 @@ BEGIN
         PERFORM {{schema}}.lock_rows(p_names, false);
     END IF;
     PERFORM {{schema}}.reap_locked(p_names);
-    RETURN QUERY
-        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket, p_wttl,
-                                  p_stale, p_whole, p_weights, p_sample) a;
+    FOR o IN SELECT * FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket,
+                                              p_wttl, p_stale, p_whole, p_weights, p_sample) LOOP
+        IF o.r_ev IN ('granted', 'expired', 'queued') THEN
+            o.r_seq := nextval({{seqs}});
+        END IF;
+        RETURN NEXT o;
+    END LOOP;
     IF {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.

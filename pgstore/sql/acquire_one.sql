@@ -5,7 +5,7 @@
 -- the sequences as regclass literals. A signature is a contract
 -- (docs/schema.md): change one by adding a new name.
 --
--- Every function here returns acquire_one()'s rows: acquire()'s, with the
+-- Every function here returns acquire_row, as acquire() does, with the
 -- event's Seq and r_fast, whether the lock's row is fast after a grant
 -- (the store's hint); no row means "not settled here, go on".
 
@@ -43,7 +43,7 @@
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
     p_node bigint, p_weight integer, p_sample boolean)
-RETURNS SETOF {{schema}}.acquire_one_row
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -141,9 +141,11 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.queue_or_acquire(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_node bigint, p_weight integer,
     p_sample boolean, p_slots integer, p_slow boolean)
-RETURNS SETOF {{schema}}.acquire_one_row
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
+DECLARE
+    o {{schema}}.acquire_row;
 BEGIN
     IF p_wait AND p_slots IS NOT NULL THEN
         -- The lock is held or queued: queue the caller under the row, by
@@ -162,11 +164,14 @@ BEGIN
     -- 6. acquire(), which reads holding and spills the row it takes, after
     -- reaping the queue of stale nodes' waiters.
     PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
-    RETURN QUERY
-        SELECT a.*, CASE WHEN a.r_ev IN ('granted', 'expired', 'queued') THEN nextval({{seqs}}) ELSE 0 END,
-               a.r_ev = 'granted' AND a.r_running = 1 AND coalesce(p_slots, 1) <= 1
-          FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0::bigint,
-                                  p_wttl, 0::bigint, false, ARRAY[p_weight], p_sample) a;
+    FOR o IN SELECT * FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
+                                              0::bigint, p_wttl, 0::bigint, false, ARRAY[p_weight], p_sample) LOOP
+        IF o.r_ev IN ('granted', 'expired', 'queued') THEN
+            o.r_seq := nextval({{seqs}});
+        END IF;
+        o.r_fast := o.r_ev = 'granted' AND o.r_running = 1 AND coalesce(p_slots, 1) <= 1;
+        RETURN NEXT o;
+    END LOOP;
     IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
         -- Queued: its node's, soft state only.
         PERFORM {{schema}}.set_async_commit();
@@ -188,7 +193,7 @@ $sleeplock$;
 -- 1,024 slots the arrays cost less than the holder rows (bench/README).
 CREATE OR REPLACE FUNCTION {{schema}}.grant_slot_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_op bigint, p_pats text[], p_lease bigint, p_back bigint)
-RETURNS SETOF {{schema}}.acquire_one_row
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -268,7 +273,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.grant_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer, p_new boolean,
     p_free boolean, p_empty boolean)
-RETURNS SETOF {{schema}}.acquire_one_row
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -334,7 +339,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.refuse_or_take_free_slot(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
     p_weight integer, p_slow boolean)
-RETURNS SETOF {{schema}}.acquire_one_row
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -397,7 +402,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue_if_blocked(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_weight integer,
     p_waiting integer, p_now timestamptz)
-RETURNS SETOF {{schema}}.acquire_one_row
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
@@ -422,7 +427,7 @@ $sleeplock$;
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_running integer,
     p_waiting integer, p_now timestamptz, p_weight integer)
-RETURNS SETOF {{schema}}.acquire_one_row
+RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_ticket bigint := nextval({{tickets}});

@@ -101,9 +101,8 @@ BEGIN
         END IF;
     END IF;
     -- 5. release().
-    RETURN QUERY
-        SELECT b.*, CASE WHEN b.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END
-          FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events, p_sample) b;
+    RETURN QUERY SELECT * FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events,
+                                                  p_sample);
 END
 $sleeplock$;
 
@@ -359,16 +358,17 @@ $sleeplock$;
 -- stale) is told to its holder's node (lost()). p_sample: time the holds
 -- ended whatever their tokens (the store samples by time). Rows:
 -- notfound, or released / decremented / notheld, one per lock in the
--- caller's order; none when a stale release found the first lock not
--- stale.
+-- caller's order, with the Seq of a release; none when a stale release
+-- found the first lock not stale.
 CREATE OR REPLACE FUNCTION {{schema}}.release(p_names text[], p_tokens bigint[], p_ref text, p_stale bigint, p_events boolean,
     p_sample boolean)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer)
+ RETURNS SETOF {{schema}}.release_row
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
 AS $sleeplock$
 #variable_conflict use_column
 DECLARE
+    o       {{schema}}.release_row;
     n       integer := cardinality(p_names);
     v_now   timestamptz;
     v_name  text;
@@ -380,9 +380,8 @@ BEGIN
     -- A name no definition covers: notfound, nothing changed.
     FOR i IN 1 .. n LOOP
         IF {{schema}}.slots_of(p_names[i]) IS NULL THEN
-            r_ev := 'notfound'; r_idx := i; r_lock := p_names[i]; r_slots := 0; r_running := 0; r_waiting := 0;
-            r_ref := p_ref; r_kind := ''; r_token := 0; r_at := 0; r_dur := 0; r_weight := 1;
-            RETURN NEXT;
+            o := ('notfound', i, p_names[i], 0, 0, 0, p_ref, '', 0, 0, 0, 1, 0)::{{schema}}.release_row;
+            RETURN NEXT o;
             RETURN;
         END IF;
     END LOOP;
@@ -403,8 +402,8 @@ BEGIN
         END IF;
         p_tokens := array_fill(0::bigint, ARRAY[n]);
     END IF;
-    r_ref := p_ref;
-    r_at := {{schema}}.micros(v_now);
+    o.r_ref := p_ref;
+    o.r_at := {{schema}}.micros(v_now);
     FOR i IN 1 .. n LOOP
         v_name := p_names[i];
         v_tok := p_tokens[i];
@@ -412,7 +411,7 @@ BEGIN
          WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count <= 1
         RETURNING h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight INTO r;
         IF FOUND THEN
-            r_ev := 'released';
+            o.r_ev := 'released';
             PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d,
                 p_sample OR {{schema}}.timed(r.token));
             IF v_tok = 0 THEN -- not by the holder: tell its node
@@ -422,44 +421,46 @@ BEGIN
             UPDATE {{schema}}.holders h SET count = h.count - 1
              WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count > 1
             RETURNING h.kind, h.token, 0::bigint AS d, h.weight INTO r;
-            r_ev := CASE WHEN FOUND THEN 'decremented' ELSE 'notheld' END;
+            o.r_ev := CASE WHEN FOUND THEN 'decremented' ELSE 'notheld' END;
         END IF;
-        r_idx := i;
-        r_lock := v_name;
-        r_kind := coalesce(r.kind, '');
-        r_token := coalesce(r.token, 0);
-        r_dur := coalesce(r.d, 0);
-        r_weight := coalesce(r.weight, 1);
+        o.r_idx := i;
+        o.r_lock := v_name;
+        o.r_kind := coalesce(r.kind, '');
+        o.r_token := coalesce(r.token, 0);
+        o.r_dur := coalesce(r.d, 0);
+        o.r_weight := coalesce(r.weight, 1);
         SELECT coalesce(sum(h.weight), 0)::int, EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name)
-          INTO r_running, v_queue
+          INTO o.r_running, v_queue
           FROM {{schema}}.holders h WHERE h.lock = v_name;
         IF v_queue THEN
             PERFORM {{schema}}.drop_dead(v_name, v_now, 64);
             v_queue := EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
         END IF;
-        IF r_ev = 'released' AND r_running = 0 AND NOT v_queue THEN
+        IF o.r_ev = 'released' AND o.r_running = 0 AND NOT v_queue THEN
             DELETE FROM {{schema}}.locks l WHERE l.name = v_name;
-        ELSIF r_ev = 'released' AND v_queue THEN
-            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_of(v_name) - r_running);
+        ELSIF o.r_ev = 'released' AND v_queue THEN
+            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_of(v_name) - o.r_running);
         END IF;
-        r_slots := 0;
-        r_waiting := 0;
-        IF p_events AND r_ev = 'released' THEN
-            r_slots := {{schema}}.slots_of(v_name);
+        o.r_slots := 0;
+        o.r_waiting := 0;
+        IF p_events AND o.r_ev = 'released' THEN
+            o.r_slots := {{schema}}.slots_of(v_name);
             IF v_queue THEN
-                r_waiting := {{schema}}.waiting_of(v_name, v_now);
+                o.r_waiting := {{schema}}.waiting_of(v_name, v_now);
             END IF;
         END IF;
-        RETURN NEXT;
+        o.r_seq := CASE WHEN o.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END;
+        RETURN NEXT o;
     END LOOP;
 END
 $sleeplock$;
 
 -- undo: gives up acquisition p_op after taking and spilling the rows: its
--- place in the queue goes, a grant it got is released, and a tombstone
--- (cancelled) stops a statement of it still running.
+-- place in the queue goes, a grant it got is released (a row 'released'
+-- with its Seq), and a tombstone (cancelled) stops a statement of it
+-- still running.
 CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
- RETURNS TABLE(r_ev text, r_idx integer, r_lock text, r_slots integer, r_running integer, r_waiting integer, r_ref text, r_kind text, r_token bigint, r_at bigint, r_dur bigint, r_weight integer)
+ RETURNS SETOF {{schema}}.release_row
  LANGUAGE plpgsql
 AS $sleeplock$
 #variable_conflict use_column
@@ -481,7 +482,7 @@ BEGIN
              WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op
             RETURNING h.lock, h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight)
         SELECT 'released', array_position(p_names, g.lock), g.lock, 0, 0, 0, p_ref, g.kind, g.token,
-               {{schema}}.micros(v_now), g.d, g.weight
+               {{schema}}.micros(v_now), g.d, g.weight, nextval({{seqs}})
           FROM gone g CROSS JOIN LATERAL {{schema}}.tally(g.lock, 0, NULL, 1, 0, 0, g.d, {{schema}}.timed(g.token)) t;
     -- What this acquisition held or where it queued may be free now.
     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
