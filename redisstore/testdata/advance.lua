@@ -21,11 +21,9 @@ for j = 4, #ARGV do
       end
       redis.call('HSET', sk, name, table.concat(out))
     elseif raw then
-      local n, hs, pend = cmsgpack.unpack(raw)
+      local n, hs = cmsgpack.unpack(raw) -- a queue's record: no tally
       for _, h in ipairs(hs) do back(h) end
-      local v = cmsgpack.pack(n, hs)
-      if pend then v = cmsgpack.pack(n, hs, pend) end
-      redis.call('HSET', sk, name, v)
+      redis.call('HSET', sk, name, cmsgpack.pack(n, hs))
     end
     local bk = tagkey(cx, name, 'b:' .. name)
     local ws = redis.call('HGETALL', bk)
