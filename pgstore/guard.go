@@ -55,7 +55,7 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 					store.ErrUnsupported, h.Name)
 			}
 		}
-		return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", store.ErrLeaseLost, h.Name, h.Token)
+		return store.GuardLost(h.Name, h.Token)
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 		return err
 	}
 	if r.status == "lost" {
-		return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", store.ErrLeaseLost, h.Name, h.Token)
+		return store.GuardLost(h.Name, h.Token)
 	}
 	t.Results = list(r.arg(0))
 	return nil

@@ -55,7 +55,7 @@ func (s *Store) Guard(ctx context.Context, tx any, h store.Handle) error {
 		return fmt.Errorf("sqlitestore: guard: %w", err)
 	}
 	if want := 1 + len(h.More); int(n) != want {
-		return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", store.ErrLeaseLost, h.Name, h.Token)
+		return store.GuardLost(h.Name, h.Token)
 	}
 	return nil
 }

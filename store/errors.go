@@ -102,6 +102,14 @@ func DeletedHold(name string) error {
 	return fmt.Errorf("%w: released by another caller: lock %q was deleted", ErrLeaseLost, name)
 }
 
+// GuardLost returns the error of a Guard whose handle's ref no longer
+// holds lock name with token (released, or taken over), matching
+// ErrLeaseLost. Every store that implements Guarder uses it, so the text is
+// the same whichever store answers.
+func GuardLost(name string, token int64) error {
+	return fmt.Errorf("%w: %q is no longer held by its ref (token %d)", ErrLeaseLost, name, token)
+}
+
 // InUseError reports a Delete refused because the lock (or a member of
 // the family) is in use; nothing changed. It matches ErrInUse.
 type InUseError struct {

@@ -2,10 +2,12 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sleeplock/sleeplock"
+	"github.com/sleeplock/sleeplock/store"
 )
 
 // The model of a lease past its TTL that nobody took over (DESIGN.md §2,
@@ -114,8 +116,13 @@ var _ = add("Expired/GuardAccepts", func(t *testing.T, e *env) {
 	}
 	_, err := l.TryAcquire(ctx(t), "xg", sleeplock.Ref("next"))
 	must(t, err)
-	if err := guard(); !errors.Is(err, sleeplock.ErrLeaseLost) {
+	err = guard()
+	if !errors.Is(err, sleeplock.ErrLeaseLost) {
 		t.Fatalf("Guard of a lease taken over = %v, want ErrLeaseLost", err)
+	}
+	// Every store says it in the same words, naming the lock and token.
+	if want := store.GuardLost("xg", x.Token()).Error(); !strings.Contains(err.Error(), want) {
+		t.Fatalf("Guard of a lease taken over = %q, want it to say %q", err, want)
 	}
 })
 
