@@ -15,9 +15,10 @@ const Keep = 4096
 // safe for concurrent use.
 type Set struct {
 	mu   sync.Mutex
-	m    map[hold][]func(error)
-	gone map[hold]error // the last Keep holds seen ending
-	ring []hold         // keys of gone, oldest first
+	m    map[hold]entry // holds watched and not ended yet, and the last Keep holds seen ending
+	ring []hold         // the ended holds of m, in the order they ended (up to Keep)
+	next int            // once ring is full: its oldest, which the next end replaces
+	live int            // holds of m watched and not ended yet
 }
 
 // hold is a hold's key: a struct, which costs no allocation to build
@@ -27,21 +28,38 @@ type hold struct {
 	token     int64
 }
 
+// entry is a hold of a Set: its watchers until it ends, then why it
+// ended. One map holds both, so that a lease's Watch and Ended look its
+// hold up once each.
+type entry struct {
+	f      func(error)   // the first watcher (most holds have one: no slice)
+	more   []func(error) // the others
+	reason error         // why it ended, once ended
+	ended  bool
+}
+
 // Watch calls f once the hold (lock, ref, token) ends: at once, on the
 // caller's goroutine, when this Set saw it end already (among its last Keep
 // ended holds); otherwise when Ended is called for it.
 func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
 	k := hold{lock, ref, token}
 	s.mu.Lock()
-	if reason, ok := s.gone[k]; ok {
+	e, ok := s.m[k]
+	if e.ended {
 		s.mu.Unlock()
-		f(reason)
+		f(e.reason)
 		return
 	}
 	if s.m == nil {
-		s.m = make(map[hold][]func(error))
+		s.m = make(map[hold]entry)
 	}
-	s.m[k] = append(s.m[k], f)
+	if !ok {
+		e.f = f
+		s.live++
+	} else {
+		e.more = append(e.more, f)
+	}
+	s.m[k] = e
 	s.mu.Unlock()
 }
 
@@ -50,7 +68,7 @@ func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
 func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.m)
+	return s.live
 }
 
 // Ended calls and forgets the watchers of a hold that ended, with reason,
@@ -58,21 +76,35 @@ func (s *Set) Len() int {
 func (s *Set) Ended(lock, ref string, token int64, reason error) {
 	k := hold{lock, ref, token}
 	s.mu.Lock()
-	fs := s.m[k]
-	delete(s.m, k)
-	if s.gone == nil {
-		s.gone = make(map[hold]error)
+	if s.m == nil {
+		s.m = make(map[hold]entry)
 	}
-	if _, ok := s.gone[k]; !ok {
-		if len(s.ring) >= Keep {
-			delete(s.gone, s.ring[0])
-			s.ring = s.ring[1:]
+	e, ok := s.m[k]
+	if !e.ended {
+		if ok {
+			s.live--
 		}
-		s.ring = append(s.ring, k)
+		switch {
+		case len(s.ring) < Keep:
+			if s.ring == nil {
+				s.ring = make([]hold, 0, Keep)
+			}
+			s.ring = append(s.ring, k)
+		default: // forget the oldest end
+			delete(s.m, s.ring[s.next])
+			s.ring[s.next] = k
+			s.next = (s.next + 1) % Keep
+		}
 	}
-	s.gone[k] = reason
+	s.m[k] = entry{reason: reason, ended: true}
 	s.mu.Unlock()
-	for _, f := range fs {
+	if e.ended {
+		return
+	}
+	if e.f != nil {
+		e.f(reason)
+	}
+	for _, f := range e.more {
 		f(reason)
 	}
 }
