@@ -78,7 +78,7 @@ func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *lif
 	if c.bind != nil {
 		ctx := c.bind
 		lf.unhook = append(lf.unhook, context.AfterFunc(ctx, func() {
-			_ = newLease(l, g, lf, false).Release(context.WithoutCancel(ctx))
+			_ = newLease(l, lf.g, lf, false).Release(context.WithoutCancel(ctx)) // lf.g, not g: g stays on the stack
 		}))
 	}
 	if g.TTL > 0 && !g.Reentered {
