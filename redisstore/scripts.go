@@ -174,7 +174,7 @@ func startCall(room *[roomSize]any, f function, nkeys, n int) []any {
 
 // roomSize is the length of the longest command on one lock: an acquire's
 // (FCALL, the function, 2, the root's two keys, the prefix and the node,
-// and 15 arguments).
+// and the room acquireArgs asks for its arguments: 13+2).
 const roomSize = 3 + 2 + 2 + 15
 
 // rooms keeps the arrays that the pair's commands are built in, for the
