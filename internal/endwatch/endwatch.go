@@ -15,10 +15,10 @@ const Keep = 4096
 // safe for concurrent use.
 type Set struct {
 	mu   sync.Mutex
-	m    map[hold]entry // holds watched and not ended yet, and the last Keep holds seen ending
-	ring []hold         // the ended holds of m, in the order they ended (up to Keep)
-	next int            // once ring is full: its oldest, which the next end replaces
-	live int            // holds of m watched and not ended yet
+	m    map[hold]watchers // holds watched and not seen ending: few, so a hot map
+	gone map[hold]error    // the last Keep holds seen ending (never in m)
+	ring []hold            // gone's keys, in the order they ended (up to Keep)
+	next int               // once ring is full: its oldest, which the next end replaces
 }
 
 // hold is a hold's key: a struct, which costs no allocation to build
@@ -28,14 +28,11 @@ type hold struct {
 	token     int64
 }
 
-// entry is a hold of a Set: its watchers until it ends, then why it
-// ended. One map holds both, so that a lease's Watch and Ended look its
-// hold up once each.
-type entry struct {
-	f      func(error)   // the first watcher (most holds have one: no slice)
-	more   []func(error) // the others
-	reason error         // why it ended, once ended
-	ended  bool
+// watchers are a hold's watchers: most holds have one, which needs no
+// slice.
+type watchers struct {
+	f    func(error)
+	more []func(error)
 }
 
 // Watch calls f once the hold (lock, ref, token) ends: at once, on the
@@ -44,22 +41,21 @@ type entry struct {
 func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
 	k := hold{lock, ref, token}
 	s.mu.Lock()
-	e, ok := s.m[k]
-	if e.ended {
+	if w, ok := s.m[k]; ok { // watched already: not ended
+		w.more = append(w.more, f)
+		s.m[k] = w
 		s.mu.Unlock()
-		f(e.reason)
+		return
+	}
+	if reason, ok := s.gone[k]; ok {
+		s.mu.Unlock()
+		f(reason)
 		return
 	}
 	if s.m == nil {
-		s.m = make(map[hold]entry)
+		s.m = make(map[hold]watchers)
 	}
-	if !ok {
-		e.f = f
-		s.live++
-	} else {
-		e.more = append(e.more, f)
-	}
-	s.m[k] = e
+	s.m[k] = watchers{f: f}
 	s.mu.Unlock()
 }
 
@@ -68,7 +64,7 @@ func (s *Set) Watch(lock, ref string, token int64, f func(reason error)) {
 func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.live
+	return len(s.m)
 }
 
 // Ended calls and forgets the watchers of a hold that ended, with reason,
@@ -76,14 +72,20 @@ func (s *Set) Len() int {
 func (s *Set) Ended(lock, ref string, token int64, reason error) {
 	k := hold{lock, ref, token}
 	s.mu.Lock()
-	if s.m == nil {
-		s.m = make(map[hold]entry)
+	w, watched := s.m[k]
+	if watched {
+		delete(s.m, k)
 	}
-	e, ok := s.m[k]
-	if !e.ended {
-		if ok {
-			s.live--
-		}
+	if s.gone == nil {
+		s.gone = make(map[hold]error)
+	}
+	// A watched hold is not in gone (Watch watches none that is): only
+	// an unwatched one may have ended before.
+	again := false
+	if !watched {
+		_, again = s.gone[k]
+	}
+	if !again {
 		switch {
 		case len(s.ring) < Keep:
 			if s.ring == nil {
@@ -91,20 +93,17 @@ func (s *Set) Ended(lock, ref string, token int64, reason error) {
 			}
 			s.ring = append(s.ring, k)
 		default: // forget the oldest end
-			delete(s.m, s.ring[s.next])
+			delete(s.gone, s.ring[s.next])
 			s.ring[s.next] = k
 			s.next = (s.next + 1) % Keep
 		}
 	}
-	s.m[k] = entry{reason: reason, ended: true}
+	s.gone[k] = reason
 	s.mu.Unlock()
-	if e.ended {
-		return
+	if w.f != nil {
+		w.f(reason)
 	}
-	if e.f != nil {
-		e.f(reason)
-	}
-	for _, f := range e.more {
+	for _, f := range w.more {
 		f(reason)
 	}
 }
