@@ -28,16 +28,16 @@ type life struct {
 	renew     atomic.Bool   // the loop renews (false: it only watches the expiry)
 	releasing atomic.Bool   // a Release is under way: a renewal refused is no loss
 	mu        sync.Mutex
-	deadline  time.Time     // local expiry: never later than the store's
-	failure   error         // the last renewal or release that failed
-	known     time.Time     // the store's expiry as last learnt (grant, Keep)
-	timer     *time.Timer   // without keep-alive: fires at the local deadline
-	poke      chan struct{} // wakes the loop when the deadline or renew changed
-	quit      chan struct{} // closed to stop the loop
-	quitOnce  sync.Once
-	exited    chan struct{} // closed when the loop ends; nil without a loop
-	starter   *time.Timer   // starts the loop at the first renewal
-	unhook    []func() bool // context.AfterFunc registrations to undo
+	deadline  time.Time      // local expiry: never later than the store's
+	failure   error          // the last renewal or release that failed
+	known     time.Time      // the store's expiry as last learnt (grant, Keep)
+	timer     *time.Timer    // without keep-alive: fires at the local deadline
+	poke      chan struct{}  // wakes the loop when the deadline or renew changed, or quitting
+	looping   bool           // a keep-alive loop is to start, or started: done counts it
+	quitting  atomic.Bool    // stop asked the loop to end
+	done      sync.WaitGroup // the loop, until it ends (or its start is undone)
+	starter   *time.Timer    // starts the loop at the first renewal
+	unhook    []func() bool  // context.AfterFunc registrations to undo
 }
 
 // newLife returns the life of g, its context derived from parent,
@@ -78,7 +78,7 @@ func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *lif
 	if c.bind != nil {
 		ctx := c.bind
 		lf.unhook = append(lf.unhook, context.AfterFunc(ctx, func() {
-			_ = newLease(l, g, lf, false).Release(context.WithoutCancel(ctx))
+			_ = newLease(l, lf.g, lf, false).Release(context.WithoutCancel(ctx)) // lf.g, not g: g stays on the stack
 		}))
 	}
 	if g.TTL > 0 && !g.Reentered {
@@ -91,12 +91,14 @@ func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *lif
 			start = lf.renewLate(start)
 		}
 		lf.deadline = start.Add(lf.length)
+		if c.keepAlive { // before track: Close waits for what it tracks
+			lf.looping = true
+			lf.done.Add(1)
+			lf.poke = make(chan struct{}, 1)
+		}
 		l.track(lf)
 		if c.keepAlive {
 			lf.renew.Store(true)
-			lf.poke = make(chan struct{}, 1)
-			lf.quit = make(chan struct{})
-			lf.exited = make(chan struct{})
 			// The loop has nothing to do before the first renewal: it
 			// starts then, on the timer's goroutine, so that a lease
 			// released sooner costs a timer, not a goroutine.
@@ -199,13 +201,16 @@ func (lf *life) kept(start, exp time.Time) {
 // deadline is measured from before the call that last renewed, so it is
 // never later than the store's expiry.
 func (lf *life) loop(start time.Time) {
-	defer close(lf.exited)
+	defer lf.done.Done()
 	defer lf.l.untrack(lf)
 	interval := lf.length / 3
 	next := start.Add(interval)
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
+		if lf.quitting.Load() {
+			return
+		}
 		deadline := lf.expiry()
 		wake := deadline
 		if lf.renew.Load() && next.Before(wake) {
@@ -213,11 +218,9 @@ func (lf *life) loop(start time.Time) {
 		}
 		t.Reset(time.Until(wake))
 		select {
-		case <-lf.quit:
-			return
 		case <-lf.ctx.Done():
 			return // lost, released, or the Execute call ended
-		case <-lf.poke:
+		case <-lf.poke: // the deadline or renew changed, or quitting
 			continue
 		case <-t.C:
 		}
@@ -352,10 +355,11 @@ func heldFor(t time.Time) time.Duration {
 
 // stop ends the keep-alive loop and waits for it.
 func (lf *life) stop() {
-	if lf.exited != nil {
+	if lf.looping {
 		lf.unstart()
-		lf.quitOnce.Do(func() { close(lf.quit) })
-		<-lf.exited
+		lf.quitting.Store(true)
+		lf.wake()
+		lf.done.Wait()
 	}
 	for _, f := range lf.unhook {
 		f()
@@ -378,7 +382,7 @@ func (lf *life) unstart() {
 	lf.mu.Unlock()
 	if t != nil && t.Stop() {
 		lf.l.untrack(lf)
-		close(lf.exited)
+		lf.done.Done()
 	}
 }
 

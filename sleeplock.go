@@ -181,8 +181,8 @@ func (l *Locks) Close() error {
 	l.mu.Unlock()
 	for _, lf := range live {
 		lf.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
-		if lf.exited != nil {
-			<-lf.exited
+		if lf.looping {
+			lf.done.Wait()
 		}
 	}
 	if l.ev != nil {

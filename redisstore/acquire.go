@@ -3,17 +3,19 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// acquireArgs returns the command of lua/acquire.lua (see callOf).
-func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) []any {
+// acquireArgs returns the command of lua/acquire.lua (see callOf), built
+// in room when it fits (nil: a slice of its own).
+func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string, room *[roomSize]any) []any {
 	names := req.Names()
 	var a []any
 	if len(names) == 1 { // lua/fast.lua's keys: the root's
-		a = append(callOf(fnAcquire, 2, 13+2), s.fastKeys(names[0])[:]...)
+		a = append(startCall(room, fnAcquire, 2, 13+2), s.fastKeys(names[0])[:]...)
 	} else {
 		a = callOf(fnAcquire, len(names), 13+2*len(names))
 		for _, n := range names {
@@ -38,22 +40,23 @@ const maxFastKeys = 1024
 // fastKeys returns the keys of name's root that lua/fast.lua reads and
 // writes (s, d), which a call on one lock names as its keys, so that the
 // script builds none of them. They are built and boxed once per root, for
-// up to maxFastKeys roots.
+// up to maxFastKeys roots, in a map that a new root replaces whole (copy
+// on write): a call reads it with no lock and no write to memory that
+// every caller shares.
 func (s *Store) fastKeys(name string) *[2]any {
 	r := root(name)
-	s.fastMu.RLock()
-	k := s.fast[r]
-	s.fastMu.RUnlock()
-	if k != nil {
+	if k := (*s.fast.Load())[r]; k != nil {
 		return k
 	}
-	k = &[2]any{s.rootKey(r, "s"), s.rootKey(r, "d")}
+	k := &[2]any{s.rootKey(r, "s"), s.rootKey(r, "d")}
 	s.fastMu.Lock()
-	if len(s.fast) < maxFastKeys {
-		if s.fast == nil {
-			s.fast = map[string]*[2]any{}
+	if old := *s.fast.Load(); len(old) < maxFastKeys {
+		m := make(map[string]*[2]any, len(old)+1)
+		for x, v := range old {
+			m[x] = v
 		}
-		s.fast[r] = k
+		m[r] = k
+		s.fast.Store(&m)
 	}
 	s.fastMu.Unlock()
 	return k
@@ -88,8 +91,10 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		defer s.removeWaiter(w)
 		wid = w.id
 	}
+	room := getRoom()
 	t0 := time.Now()
-	r, err := s.runCall(ctx, req.Events, s.acquireArgs(&req, mode, wid))
+	r, err := s.runCall(ctx, req.Events, s.acquireArgs(&req, mode, wid, room))
+	putRoom(room)
 	if err != nil {
 		return store.Grant{}, err
 	}
@@ -141,11 +146,21 @@ func (s *Store) outcome(req *store.AcquireRequest, r *reply) (g store.Grant, que
 }
 
 // refused counts a refusal of definition def (a refused try writes
-// nothing).
+// nothing): a counter of its own per definition, added to with no lock.
 func (s *Store) refused(def string) {
-	s.mu.Lock()
-	s.refusals[def]++
-	s.mu.Unlock()
+	c, ok := s.refusals.Load(def)
+	if !ok {
+		c, _ = s.refusals.LoadOrStore(def, new(atomic.Uint64))
+	}
+	c.(*atomic.Uint64).Add(1)
+}
+
+// refusalsOf returns the refusals counted of definition def.
+func (s *Store) refusalsOf(def string) uint64 {
+	if c, ok := s.refusals.Load(def); ok {
+		return c.(*atomic.Uint64).Load()
+	}
+	return 0
 }
 
 // grantOf reads a grant: {reentered, kind, ttl, hold, {name, token,

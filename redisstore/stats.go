@@ -16,12 +16,10 @@ func (s *Store) Stats(ctx context.Context) ([]store.Stats, error) {
 		return nil, err
 	}
 	out := []store.Stats{}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, r := range replies {
 		for _, x := range list(r.arg(0)) {
 			if e, ok := statsOf(list(x)); ok {
-				e.Refusals = s.refusals[e.Name]
+				e.Refusals = s.refusalsOf(e.Name)
 				out = append(out, e)
 			}
 		}

@@ -36,11 +36,13 @@ type Store struct {
 	bg      sync.WaitGroup // listener and heartbeat
 	waits   sync.WaitGroup // callers waiting in Acquire
 
-	fastMu sync.RWMutex
-	fast   map[string]*[2]any    // fastKeys, by root
-	ttl    atomic.Pointer[boxed] // the last TTL boxed (see box)
-	wttl   any                   // the waiter TTL (µs), boxed once
-	skew   atomic.Int64          // the server's clock less this process's, µs (see reckon)
+	fastMu sync.Mutex                         // serialises the copies of fast
+	fast   atomic.Pointer[map[string]*[2]any] // fastKeys, by root: never nil once New returns
+	ttl    atomic.Pointer[boxed]              // the last TTL boxed (see box)
+	wttl   any                                // the waiter TTL (µs), boxed once
+	skew   atomic.Int64                       // the server's clock less this process's, µs (see reckon)
+
+	refusals sync.Map // definition → *atomic.Uint64: refused tries write nothing
 
 	w     endwatch.Set // watchers of this node's holds
 	ann   announce.Set // listeners of announcements (Listen)
@@ -50,7 +52,6 @@ type Store struct {
 	shut     bool               // Close began: no new waiter
 	waiters  map[string]*waiter // by waiter id
 	roots    map[string]int     // roots of the waiters: heartbeat there
-	refusals map[string]uint64  // by definition: refused tries write nothing
 	warnings []string
 
 	ps    *redis.PubSub
@@ -77,9 +78,10 @@ func New(ctx context.Context, client redis.UniversalClient, opts ...Option) (*St
 		return nil, err
 	}
 	s := &Store{c: client, cluster: clustered(client), cfg: cfg, id: hex.EncodeToString(b[:]), closing: make(chan struct{}),
-		waiters: map[string]*waiter{}, roots: map[string]int{}, refusals: map[string]uint64{},
+		waiters: map[string]*waiter{}, roots: map[string]int{},
 		ready: make(chan struct{})}
 	s.head = [2]any{s.cfg.prefix, s.id}
+	s.fast.Store(&map[string]*[2]any{})
 	s.wttl = micros(s.cfg.waiterTTL)
 	if err := client.Ping(ctx).Err(); err != nil {
 		return nil, fmt.Errorf("redisstore: %w", err)

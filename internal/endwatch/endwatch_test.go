@@ -42,7 +42,40 @@ func TestRemembersTheLastKeepEnds(t *testing.T) {
 		t.Fatal("the oldest end was not forgotten")
 	}
 	s.Watch(fmt.Sprint("l", Keep), "r", 1, func(error) { called = true })
-	if !called || len(s.gone) != Keep {
-		t.Fatalf("called %v, remembered %d", called, len(s.gone))
+	if !called || len(s.ring) != Keep {
+		t.Fatalf("called %v, remembered %d", called, len(s.ring))
+	}
+}
+
+func TestLenCountsWatchedHoldsNotEnded(t *testing.T) {
+	var s Set
+	s.Watch("a", "r", 1, func(error) {})
+	s.Watch("a", "r", 1, func(error) {})
+	s.Watch("b", "r", 1, func(error) {})
+	s.Ended("c", "r", 1, errGone) // never watched
+	if n := s.Len(); n != 2 {
+		t.Fatalf("Len %d, want 2", n)
+	}
+	s.Ended("a", "r", 1, errGone)
+	s.Ended("a", "r", 1, errGone)
+	s.Watch("c", "r", 1, func(error) {}) // ended already: called at once
+	if n := s.Len(); n != 1 {
+		t.Fatalf("Len %d, want 1", n)
+	}
+}
+
+// BenchmarkWatchEnded: a lease's hold watched then ended, as a store's
+// uncontended pair does, with Keep ends remembered already.
+func BenchmarkWatchEnded(b *testing.B) {
+	var s Set
+	f := func(error) {}
+	for i := range Keep {
+		s.Ended("warm", "", int64(i), errGone)
+	}
+	var tok int64 = Keep
+	for b.Loop() {
+		tok++
+		s.Watch("p/x", "", tok, f)
+		s.Ended("p/x", "", tok, errGone)
 	}
 }
