@@ -9,13 +9,12 @@ import (
 	"github.com/sleeplock/sleeplock/store"
 )
 
-// acquireArgs returns the command of lua/acquire.lua (see callOf), built
-// in room when it fits (nil: a slice of its own).
-func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string, room *[roomSize]any) []any {
+// acquireArgs returns the command of lua/acquire.lua (see callOf).
+func (s *Store) acquireArgs(req *store.AcquireRequest, mode, wid string) []any {
 	names := req.Names()
 	var a []any
 	if len(names) == 1 { // lua/fast.lua's keys: the root's
-		a = append(startCall(room, fnAcquire, 2, 13+2), s.fastKeys(names[0])[:]...)
+		a = append(callOf(fnAcquire, 2, 13+2), s.fastKeys(names[0])[:]...)
 	} else {
 		a = callOf(fnAcquire, len(names), 13+2*len(names))
 		for _, n := range names {
@@ -91,10 +90,8 @@ func (s *Store) Acquire(ctx context.Context, req store.AcquireRequest) (store.Gr
 		defer s.removeWaiter(w)
 		wid = w.id
 	}
-	room := getRoom()
 	t0 := time.Now()
-	r, err := s.runCall(ctx, req.Events, s.acquireArgs(&req, mode, wid, room))
-	putRoom(room)
+	r, err := s.runCall(ctx, req.Events, s.acquireArgs(&req, mode, wid))
 	if err != nil {
 		return store.Grant{}, err
 	}

@@ -18,9 +18,7 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 	ref := h.Ref.String()
 	var a []any
 	if len(h.More) == 0 { // one lock: lua/fast.lua's keys, in one go
-		room := getRoom()
-		defer putRoom(room)
-		a = append(startCall(room, fnRelease, 2, 8), s.fastKeys(h.Name)[:]...)
+		a = append(callOf(fnRelease, 2, 8), s.fastKeys(h.Name)[:]...)
 		a = append(a, s.head[:]...)
 		a = append(a, ref, "release", 0, 1, h.Name, h.Token, b2i(ev != nil), s.serverNow())
 	} else {

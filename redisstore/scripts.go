@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -161,32 +160,6 @@ func (s *Store) runCall(ctx context.Context, ev store.Emitter, a []any) (reply, 
 // into a slice of its own and box every key again).
 func callOf(f function, nkeys, n int) []any {
 	return append(make([]any, 0, 3+nkeys+2+n), "fcall", f.arg, nkeys)
-}
-
-// startCall is callOf in room, an array of rooms (see rooms) when the
-// command fits in it.
-func startCall(room *[roomSize]any, f function, nkeys, n int) []any {
-	if room == nil || 3+nkeys+2+n > roomSize {
-		return callOf(f, nkeys, n)
-	}
-	return append(room[:0], "fcall", f.arg, nkeys)
-}
-
-// roomSize is the length of the longest command on one lock: an acquire's
-// (FCALL, the function, 2, the root's two keys, the prefix and the node,
-// and the room acquireArgs asks for its arguments: 13+2).
-const roomSize = 3 + 2 + 2 + 15
-
-// rooms keeps the arrays that the pair's commands are built in, for the
-// next pair: go-redis has let go of a command's arguments once Process
-// returns, and a room goes back cleared (putRoom), its boxes let go.
-var rooms = sync.Pool{New: func() any { return new([roomSize]any) }}
-
-func getRoom() *[roomSize]any { return rooms.Get().(*[roomSize]any) }
-
-func putRoom(r *[roomSize]any) {
-	clear(r[:])
-	rooms.Put(r)
 }
 
 // fcall returns the command of a call of f with keys and args.

@@ -217,7 +217,7 @@ func (s *Store) heartbeat() {
 // wait waits for w's grant: pushed by a release, or found by a check.
 // wake is when (server µs) a holder ahead becomes takeable (0: never).
 func (s *Store) wait(ctx context.Context, req *store.AcquireRequest, w *waiter, now, wake int64) (store.Grant, error) {
-	check := s.acquireArgs(req, "check", w.id, nil) // sent again: a slice of its own
+	check := s.acquireArgs(req, "check", w.id)
 	for {
 		var timer <-chan time.Time
 		if wake > 0 {
