@@ -322,7 +322,7 @@ func (q *queries) setCalls(schema string) {
 func (q *queries) setReconcile(schema string) {
 	s := quoteIdent(schema)
 	// The first name of $1 that no definition covers.
-	q.undefined = "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1"
+	q.undefined = "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_in(" + s + ".patterns(u)) IS NULL ORDER BY i LIMIT 1"
 	q.nodeDown = "DELETE FROM " + s + ".nodes WHERE id = $1::bigint"
 	// Reconcile's reads (see current): the definitions' advisory
 	// lock, which define(), resize() and delete_def() take too; the

@@ -91,7 +91,7 @@ DECLARE
 BEGIN
     FOR v_name IN SELECT l.name FROM {{schema}}.locks l
                    WHERE l.fast AND l.xref IS NOT NULL
-                     AND cardinality(l.xref) IS DISTINCT FROM {{schema}}.slots_of(l.name)
+                     AND cardinality(l.xref) IS DISTINCT FROM {{schema}}.slots_in({{schema}}.patterns(l.name))
                    ORDER BY l.name LOOP
         PERFORM {{schema}}.spill(v_name);
     END LOOP;

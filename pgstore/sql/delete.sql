@@ -104,7 +104,7 @@ BEGIN
             DELETE FROM {{schema}}.holders h WHERE h.lock = ANY (v_names)
             RETURNING h.lock, h.ref, h.kind, h.token, h.weight,
                       {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d)
-        SELECT 'released'::text, g.lock, {{schema}}.slots_of(g.lock), 0, 0, g.ref, g.kind, g.token, g.weight,
+        SELECT 'released'::text, g.lock, {{schema}}.slots_in({{schema}}.patterns(g.lock)), 0, 0, g.ref, g.kind, g.token, g.weight,
                {{schema}}.micros(v_now), g.d
           FROM gone g CROSS JOIN LATERAL {{schema}}.lost(g.lock, g.ref, g.token, 'd') t ORDER BY g.lock, g.token;
     IF v_family THEN

@@ -124,29 +124,6 @@ BEGIN
 END
 $sleeplock$;
 
--- attach_waiter_to_node: whether acquisition p_op is queued; a waiter of one lock queued by
--- acquire() becomes its node's. The caller holds the lock's row.
-CREATE OR REPLACE FUNCTION {{schema}}.attach_waiter_to_node(p_op bigint, p_node bigint, p_wttl bigint)
- RETURNS boolean
- LANGUAGE plpgsql
-AS $sleeplock$
-DECLARE
-    w record;
-BEGIN
-    SELECT x.ticket, x.node, cardinality(x.locks) AS n INTO w FROM {{schema}}.waiters x WHERE x.op = p_op;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF w.node IS NULL AND w.n = 1 AND p_node <> 0 THEN
-        PERFORM {{schema}}.node_up(p_node, p_wttl, clock_timestamp());
-        UPDATE {{schema}}.waiters x SET node = p_node, expires = {{schema}}.node_lease_sentinel(), wttl = p_wttl
-         WHERE x.ticket = w.ticket;
-        UPDATE {{schema}}.queue q SET own = true WHERE q.ticket = w.ticket;
-    END IF;
-    RETURN true;
-END
-$sleeplock$;
-
 -- node_lease_sentinel: the expires of a waiter row whose lease is its node's.
 CREATE OR REPLACE FUNCTION {{schema}}.node_lease_sentinel()
  RETURNS timestamp with time zone

@@ -58,7 +58,7 @@ BEGIN
             RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
             IF FOUND THEN
                 SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-                v_slots := {{schema}}.slots_of(p_name);
+                v_slots := {{schema}}.slots_in({{schema}}.patterns(p_name));
                 RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
                     l.queued, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
                     {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, nextval({{seqs}});
@@ -186,7 +186,7 @@ BEGIN
         IF v_dead > 0 THEN
             PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
         END IF;
-        v_slots := {{schema}}.slots_of(p_name);
+        v_slots := {{schema}}.slots_in({{schema}}.patterns(p_name));
         RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
             v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
             {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
@@ -379,7 +379,7 @@ DECLARE
 BEGIN
     -- A name no definition covers: notfound, nothing changed.
     FOR i IN 1 .. n LOOP
-        IF {{schema}}.slots_of(p_names[i]) IS NULL THEN
+        IF {{schema}}.slots_in({{schema}}.patterns(p_names[i])) IS NULL THEN
             o := ('notfound', i, p_names[i], 0, 0, 0, p_ref, '', 0, 0, 0, 1, 0)::{{schema}}.release_row;
             RETURN NEXT o;
             RETURN;
@@ -439,12 +439,12 @@ BEGIN
         IF o.r_ev = 'released' AND o.r_running = 0 AND NOT v_queue THEN
             DELETE FROM {{schema}}.locks l WHERE l.name = v_name;
         ELSIF o.r_ev = 'released' AND v_queue THEN
-            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_of(v_name) - o.r_running);
+            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_in({{schema}}.patterns(v_name)) - o.r_running);
         END IF;
         o.r_slots := 0;
         o.r_waiting := 0;
         IF p_events AND o.r_ev = 'released' THEN
-            o.r_slots := {{schema}}.slots_of(v_name);
+            o.r_slots := {{schema}}.slots_in({{schema}}.patterns(v_name));
             IF v_queue THEN
                 o.r_waiting := {{schema}}.waiting_of(v_name, v_now);
             END IF;

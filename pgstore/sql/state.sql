@@ -40,7 +40,7 @@ BEGIN
         SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = v_name AND d.family;
         v_family := FOUND;
         IF NOT v_family THEN
-            v_slots := {{schema}}.slots_of(v_name);
+            v_slots := {{schema}}.slots_in({{schema}}.patterns(v_name));
             CONTINUE WHEN v_slots IS NULL;
         END IF;
         r_name := v_name;
