@@ -333,7 +333,7 @@ func (q *queries) setReconcile(schema string) {
 	q.defsNamed = "SELECT d.name, d.slots FROM " + s + ".defs d WHERE d.name = ANY ($1::text::text[])"
 	q.defsUse = "WITH u AS (SELECT x.lock, " + s + ".def_of(x.lock) AS def, " +
 		"(SELECT count(*) FROM " + s + ".holding h WHERE h.lock = x.lock)::int AS holders, " +
-		s + ".waiting_of(x.lock, clock_timestamp()) AS waiters " +
+		"(" + s + ".waiter_counts(x.lock, clock_timestamp())).r_live AS waiters " +
 		"FROM (SELECT h.lock FROM " + s + ".holding h UNION SELECT q.lock FROM " + s + ".queue q) x) " +
 		"SELECT d.name, d.slots, coalesce(min(u.lock) FILTER (WHERE u.holders + u.waiters > 0), ''), " +
 		"coalesce(sum(u.holders), 0)::int, coalesce(sum(u.waiters), 0)::int " +

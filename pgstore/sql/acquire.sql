@@ -82,8 +82,9 @@ BEGIN
             RETURN;
         ELSIF p_whole AND p_ticket = 0 AND true = ANY (s.a_mine) AND false = ANY (s.a_mine) THEN
             -- Re-entry only as a whole: refused at the first lock the ref holds.
-            RETURN QUERY SELECT * FROM {{schema}}.answer_part_held(p_names, p_ref, s.a_mine, s.a_slots, s.a_rows,
-                                                                   s.a_ahead, v_now);
+            v_bad := array_position(s.a_mine, true);
+            RETURN QUERY SELECT * FROM {{schema}}.answer_not_now(p_names[v_bad], v_bad, 0, false, 0, NULL, p_stale,
+                v_now, s.a_slots[v_bad], s.a_rows[v_bad], s.a_live[v_bad], s.a_ahead[v_bad], 1, p_ref);
             RETURN;
         END IF;
 
@@ -118,7 +119,7 @@ BEGIN
         -- Not now: a waiter waits, a try is refused, else pass 2 queues.
         RETURN QUERY SELECT * FROM {{schema}}.answer_not_now(p_names[v_bad], v_bad, p_ticket, p_wait, p_wttl, v_wexp,
             p_stale, v_now, s.a_slots[v_bad], s.a_rows[v_bad], s.a_live[v_bad], s.a_ahead[v_bad],
-            coalesce(p_weights[v_bad], 1));
+            coalesce(p_weights[v_bad], 1), NULL);
         IF FOUND THEN
             RETURN;
         END IF;
@@ -155,22 +156,6 @@ BEGIN
 END
 $sleeplock$;
 
--- answer_part_held: acquire()'s refusal of a new request with re-entry
--- only as a whole (p_whole) whose ref holds some of its locks but not all
--- (a_mine): refused at the first lock it holds (of a_slots slots, a_rows
--- in use, a_ahead waiting), naming its own hold.
-CREATE OR REPLACE FUNCTION {{schema}}.answer_part_held(p_names text[], p_ref text, a_mine boolean[],
-    a_slots integer[], a_rows integer[], a_ahead integer[], p_now timestamptz)
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE sql AS $sleeplock$
-    SELECT 'refused'::text, i.i, p_names[i.i], a_slots[i.i], a_rows[i.i], a_ahead[i.i], p_ref, coalesce(x.kind, ''),
-           coalesce(x.token, 0), {{schema}}.micros(p_now), {{schema}}.micros(x.expires), 0::bigint, false,
-           0::bigint, 0::bigint, 0::bigint, 1, 0::bigint, false
-      FROM (SELECT array_position(a_mine, true) AS i) i
-      LEFT JOIN LATERAL (SELECT h.kind, h.token, h.expires FROM {{schema}}.holding h
-                          WHERE h.lock = p_names[i.i] AND h.ref = p_ref LIMIT 1) x ON true
-$sleeplock$;
-
 -- answer_gone_waiter: the answer to the check of waiter p_ticket whose row
 -- is gone (p_have false) or expired at p_now: the grants an earlier check
 -- made, whose answer was lost, when p_ref holds every lock of p_names and
@@ -187,7 +172,7 @@ BEGIN
                     WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op) THEN
         RETURN QUERY
             SELECT CASE WHEN h.op = p_op THEN 'granted' ELSE 'reentered' END, u.i::int, u.n,
-                   {{schema}}.slots_in({{schema}}.patterns(u.n)), {{schema}}.running_of(u.n), {{schema}}.waiting_of(u.n, p_now),
+                   {{schema}}.slots_in({{schema}}.patterns(u.n)), {{schema}}.running_of(u.n), ({{schema}}.waiter_counts(u.n, p_now)).r_live,
                    h.ref, h.kind, h.token, {{schema}}.micros(h.acquired), {{schema}}.micros(h.expires),
                    0::bigint, false, p_ticket, h.ttl, h.hold, h.weight,
                    CASE WHEN h.op = p_op THEN nextval({{seqs}}) ELSE 0 END, false
@@ -268,8 +253,8 @@ $sleeplock$;
 -- p_stale µs) are locked, of every lock, so that a lease being renewed or
 -- guarded right now makes it give up (one row 'blocked', r_idx the lock,
 -- nothing changed) instead of waiting for it. Then it takes them over
--- (a row 'expired' each), gives every other lock a free slot number
--- (insert_holds(): one row 'raced' when a fast-path grant took one
+-- (a row 'expired' each), and grant_holds() gives every other lock a
+-- free slot number (one row 'raced' when a fast-path grant took one
 -- meanwhile, after which acquire() decides again), dequeues waiter
 -- p_ticket and returns the rows 'granted' or 'reentered' (renewed), one
 -- per lock in the caller's order.
@@ -287,7 +272,6 @@ DECLARE
     v_lease bigint := CASE WHEN p_hold > 0 AND p_hold < p_ttl THEN p_hold ELSE p_ttl END;
     v_exp   timestamptz;
     v_renew timestamptz;
-    a_tok   bigint[];
     i       integer;
     k       integer;
     r       record;
@@ -331,47 +315,70 @@ BEGIN
     END LOOP;
     v_exp := CASE WHEN p_ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
     v_renew := CASE WHEN p_ttl > 0 THEN p_now - (p_ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
-    a_tok := {{schema}}.insert_holds(p_names, p_ref, p_kind, p_ttl, p_hold, p_op, p_now, v_renew, v_exp, a_slots,
-                                     a_need, a_mine);
-    IF a_tok IS NULL THEN
-        o.r_ev := 'raced';
-        RETURN NEXT o;
-        RETURN;
-    END IF;
+    RETURN QUERY SELECT * FROM {{schema}}.grant_holds(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+        p_ticket, p_now, p_since, v_renew, v_exp, a_slots, a_need, a_rows, a_mine, a_total);
+END
+$sleeplock$;
+
+-- grant_holds: the end of grant_locks(), under the rows: a holder row for
+-- p_ref in each lock of p_names it does not hold (a_mine), of a_need
+-- slots, in the lock's first free slot number (unique per lock: the
+-- database itself refuses a second holder of a slot, also to a concurrent
+-- fast-path grant that takes no lock row; when one took it meanwhile,
+-- what this call inserted is deleted, and one row 'raced' makes the
+-- caller decide again). Then waiter p_ticket leaves the queue (the slots
+-- left over wake those behind), the holds p_ref held are renewed (a row
+-- 'reentered' each: its own lease, count and op when p_counted), the new
+-- ones counted (a row 'granted' each, with the wait of waiter p_ticket
+-- since p_since), one row per lock in the caller's order.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_holds(p_names text[], p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_now timestamptz, p_since timestamptz,
+    p_renew timestamptz, p_exp timestamptz, a_slots integer[], a_need integer[], a_rows integer[],
+    a_mine boolean[], a_total integer[])
+RETURNS SETOF {{schema}}.acquire_row
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    o       {{schema}}.acquire_row;
+    a_tok   bigint[] := array_fill(0::bigint, ARRAY[cardinality(p_names)]);
+    v_slot  integer;
+    v_token bigint;
+    i       integer;
+    k       integer;
+    r       record;
+BEGIN
+    o := (NULL, 0, '', 0, 0, 0, '', '', 0, 0, 0, 0, false, 0, 0, 0, 1, 0, false)::{{schema}}.acquire_row;
+    FOR i IN 1 .. cardinality(p_names) LOOP
+        CONTINUE WHEN a_mine[i];
+        -- (the rows are spilled: lock_rows(); holding is the holder rows)
+        v_slot := {{schema}}.free_slot(p_names[i], a_slots[i]);
+        v_token := NULL;
+        IF v_slot IS NOT NULL THEN
+            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
+                                            op, weight)
+            VALUES (p_names[i], p_ref, p_kind, {{schema}}.next_token(), v_slot, 1, p_now, p_renew, p_exp, p_ttl, p_hold,
+                    p_op, a_need[i])
+            ON CONFLICT DO NOTHING
+            RETURNING token INTO v_token;
+        END IF;
+        IF v_token IS NULL THEN
+            DELETE FROM {{schema}}.holders h WHERE h.ref = p_ref AND h.token = ANY (a_tok) AND h.lock = ANY (p_names);
+            o.r_ev := 'raced';
+            RETURN NEXT o;
+            RETURN;
+        END IF;
+        a_tok[i] := v_token;
+    END LOOP;
     IF p_ticket > 0 THEN
         DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
         DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
-        -- Slots left over for the waiters behind: wake them.
-        FOR i IN 1 .. n LOOP
+        FOR i IN 1 .. cardinality(p_names) LOOP
             k := a_slots[i] - a_rows[i] - CASE WHEN a_mine[i] THEN 0 ELSE a_need[i] END;
             IF k > 0 AND a_total[i] > 1 THEN
                 PERFORM {{schema}}.wake(p_names[i], k);
             END IF;
         END LOOP;
     END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.answer_grants(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
-        p_ticket, p_now, p_since, v_renew, v_exp, a_slots, a_need, a_rows, a_mine, a_total, a_tok);
-END
-$sleeplock$;
-
--- answer_grants: the end of grant_locks(), the holds inserted (a_tok, 0
--- for a lock p_ref holds already): the holds p_ref held renewed (a row
--- 'reentered' each: its own lease, count and op when p_counted), the new
--- ones counted (a row 'granted' each, with the wait of waiter p_ticket
--- since p_since), one row per lock in the caller's order.
-CREATE OR REPLACE FUNCTION {{schema}}.answer_grants(p_names text[], p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_now timestamptz, p_since timestamptz,
-    p_renew timestamptz, p_exp timestamptz, a_slots integer[], a_need integer[], a_rows integer[],
-    a_mine boolean[], a_total integer[], a_tok bigint[])
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    o       {{schema}}.acquire_row;
-    i integer;
-    r record;
-BEGIN
-    o.r_queued := false; o.r_fast := false;
     FOR i IN 1 .. cardinality(p_names) LOOP
         IF a_mine[i] THEN
             UPDATE {{schema}}.holders h
@@ -389,66 +396,20 @@ BEGIN
                 RAISE EXCEPTION 'sleeplock: the hold of % on % was released while re-entered', p_ref, p_names[i]
                     USING ERRCODE = '40001';
             END IF;
-            o.r_ev := 'reentered'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
-            o.r_running := a_rows[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            o.r_ref := p_ref; o.r_kind := r.kind; o.r_token := r.token; o.r_at := {{schema}}.micros(r.acquired);
-            o.r_expires := {{schema}}.micros(r.expires); o.r_dur := 0; o.r_ticket := p_ticket;
+            o.r_ev := 'reentered'; o.r_running := a_rows[i]; o.r_kind := r.kind; o.r_token := r.token;
+            o.r_at := {{schema}}.micros(r.acquired); o.r_expires := {{schema}}.micros(r.expires); o.r_dur := 0;
             o.r_ttl := r.ttl; o.r_hold := r.hold; o.r_weight := r.weight; o.r_seq := 0;
-            RETURN NEXT o;
         ELSE
-            o.r_ev := 'granted'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
-            o.r_running := a_rows[i] + a_need[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            o.r_ref := p_ref; o.r_kind := p_kind; o.r_token := a_tok[i]; o.r_at := {{schema}}.micros(p_now);
-            o.r_expires := {{schema}}.micros(p_exp);
+            o.r_ev := 'granted'; o.r_running := a_rows[i] + a_need[i]; o.r_kind := p_kind; o.r_token := a_tok[i];
+            o.r_at := {{schema}}.micros(p_now); o.r_expires := {{schema}}.micros(p_exp);
             o.r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
-            o.r_ticket := p_ticket; o.r_ttl := p_ttl; o.r_hold := p_hold; o.r_weight := a_need[i];
-            o.r_seq := nextval({{seqs}});
+            o.r_ttl := p_ttl; o.r_hold := p_hold; o.r_weight := a_need[i]; o.r_seq := nextval({{seqs}});
             PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN o.r_dur END, 0, 0, 0, NULL, false);
-            RETURN NEXT o;
         END IF;
+        o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i]; o.r_ref := p_ref; o.r_ticket := p_ticket;
+        o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+        RETURN NEXT o;
     END LOOP;
-END
-$sleeplock$;
-
--- insert_holds: a holder row for p_ref in each lock of p_names it does not
--- hold (a_mine), of a_need slots, in the lock's first free slot number
--- (unique per lock: the database itself refuses a second holder of a
--- slot, also to a concurrent fast-path grant that takes no lock row).
--- Returns their tokens (0 for a lock held already), or NULL when a
--- fast-path grant took the slot meanwhile: what this call inserted is
--- deleted, and the caller decides again.
-CREATE OR REPLACE FUNCTION {{schema}}.insert_holds(p_names text[], p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_op bigint, p_now timestamptz, p_renew timestamptz, p_exp timestamptz, a_slots integer[],
-    a_need integer[], a_mine boolean[])
-RETURNS bigint[]
-LANGUAGE plpgsql AS $sleeplock$
-DECLARE
-    a_tok   bigint[] := array_fill(0::bigint, ARRAY[cardinality(p_names)]);
-    v_slot  integer;
-    v_token bigint;
-    i       integer;
-BEGIN
-    FOR i IN 1 .. cardinality(p_names) LOOP
-        CONTINUE WHEN a_mine[i];
-        -- (the rows are spilled: lock_rows(); holding is the holder rows)
-        v_slot := {{schema}}.free_slot(p_names[i], a_slots[i]);
-        v_token := NULL;
-        IF v_slot IS NOT NULL THEN
-            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
-                                            op, weight)
-            VALUES (p_names[i], p_ref, p_kind, {{schema}}.next_token(), v_slot, 1, p_now, p_renew, p_exp, p_ttl, p_hold,
-                    p_op, a_need[i])
-            ON CONFLICT DO NOTHING
-            RETURNING token INTO v_token;
-        END IF;
-        IF v_token IS NULL THEN
-            DELETE FROM {{schema}}.holders h
-             WHERE h.ref = p_ref AND h.token = ANY (a_tok) AND h.lock = ANY (p_names);
-            RETURN NULL;
-        END IF;
-        a_tok[i] := v_token;
-    END LOOP;
-    RETURN a_tok;
 END
 $sleeplock$;
 
@@ -458,10 +419,12 @@ $sleeplock$;
 -- renewed when a third of it is gone; r_expires: the earliest expiry of
 -- the leases that block it); for a try (not p_wait), 'refused' with the
 -- oldest unexpired holder (none when only the queue refused: a slot is
--- free, but others wait). No row: the caller queues.
+-- free, but others wait), or with the hold of p_holder (not NULL: a
+-- request with re-entry only as a whole whose ref holds this lock but not
+-- all). No row: the caller queues.
 CREATE OR REPLACE FUNCTION {{schema}}.answer_not_now(p_name text, p_idx integer, p_ticket bigint, p_wait boolean,
     p_wttl bigint, p_wexp timestamptz, p_stale bigint, p_now timestamptz, p_slots integer, p_rows integer,
-    p_live integer, p_ahead integer, p_weight integer)
+    p_live integer, p_ahead integer, p_weight integer, p_holder text)
 RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
@@ -485,10 +448,11 @@ BEGIN
     IF p_wait THEN
         RETURN;
     END IF;
-    IF p_live >= p_slots OR p_ahead = 0 THEN
+    IF p_live >= p_slots OR p_ahead = 0 OR p_holder IS NOT NULL THEN
         SELECT x.ref, x.kind, x.token, x.expires INTO v_ref, v_kind, v_token, v_exp FROM {{schema}}.holding x
-         WHERE x.lock = p_name AND (x.expires IS NULL OR NOT CASE WHEN p_stale > 0
-                THEN x.renewed <= p_now - p_stale * interval '1 microsecond' ELSE x.expires <= p_now END)
+         WHERE x.lock = p_name AND CASE WHEN p_holder IS NOT NULL THEN x.ref = p_holder
+                ELSE x.expires IS NULL OR NOT CASE WHEN p_stale > 0
+                     THEN x.renewed <= p_now - p_stale * interval '1 microsecond' ELSE x.expires <= p_now END END
          ORDER BY x.token LIMIT 1;
     END IF;
     RETURN QUERY SELECT 'refused'::text, p_idx, p_name, p_slots, p_rows, p_ahead, coalesce(v_ref, ''),
@@ -517,7 +481,7 @@ DECLARE
 BEGIN
     IF v_own THEN
         PERFORM {{schema}}.node_up(p_node, p_wttl, p_now);
-        PERFORM {{schema}}.set_async_commit();
+        PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
     VALUES (v_ticket, p_op, p_ref, p_kind, p_names, p_ttl, p_hold, p_counted, p_now,
@@ -602,13 +566,19 @@ BEGIN
         -- locks' rows (see locks.queued).
         PERFORM {{schema}}.lock_rows(p_names, false);
     END IF;
-    PERFORM {{schema}}.reap_locked(p_names);
+    v_now := clock_timestamp();
+    IF {{schema}}.nodes_stale(v_now) THEN
+        -- acquire()'s first pass judges the queues without their rows:
+        -- they are reaped (see reap()) first, under their rows.
+        PERFORM {{schema}}.lock_rows(p_names, false);
+        PERFORM {{schema}}.reap(u, v_now, true) FROM unnest(p_names) u;
+    END IF;
     RETURN QUERY SELECT * FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
         p_ticket, p_wttl, p_stale, p_node, p_whole, p_weights, p_sample);
     IF EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.op = p_op)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.
-        PERFORM {{schema}}.set_async_commit();
+        PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
 END
 $sleeplock$;

@@ -116,7 +116,7 @@ BEGIN
         v_now := clock_timestamp();
         SELECT coalesce(sum(h.weight), 0)::int AS n,
                coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
-               coalesce(bool_or(h.ref = p_ref), false) AS mine, {{schema}}.waiting_of(p_name, v_now) AS waiting
+               coalesce(bool_or(h.ref = p_ref), false) AS mine, ({{schema}}.waiter_counts(p_name, v_now)).r_live AS waiting
           INTO f FROM {{schema}}.holders h WHERE h.lock = p_name;
         IF NOT f.mine AND f.waiting + v_need > v_slots - f.live THEN
             RETURN QUERY SELECT * FROM {{schema}}.enqueue(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,

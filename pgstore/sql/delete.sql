@@ -63,11 +63,11 @@ BEGIN
             v_names := ARRAY[p_name];
         END IF;
         SELECT count(*)::int INTO v_holders FROM {{schema}}.holding h WHERE h.lock = ANY (v_names);
-        SELECT coalesce(sum({{schema}}.waiting_of(u, v_now)), 0)::int INTO v_waiters FROM unnest(v_names) u;
+        SELECT coalesce(sum(({{schema}}.waiter_counts(u, v_now)).r_live), 0)::int INTO v_waiters FROM unnest(v_names) u;
         IF v_holders + v_waiters > 0 AND NOT p_force THEN
             SELECT u INTO v_first FROM unnest(v_names) u
              WHERE EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = u)
-                OR {{schema}}.waiting_of(u, v_now) > 0
+                OR ({{schema}}.waiter_counts(u, v_now)).r_live > 0
              ORDER BY u LIMIT 1;
             r_ev := 'inuse'; r_lock := coalesce(v_first, p_name); r_holders := v_holders; r_waiters := v_waiters;
             RETURN NEXT;
