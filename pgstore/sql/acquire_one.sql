@@ -50,6 +50,7 @@ DECLARE
     v_need   integer := {{schema}}.need(p_weight, v_slots);
     v_slow   boolean := false; -- the row is ours (step 2) and not fast
     v_queued boolean := false; -- and it has a queue
+    v_count  integer; -- its queue's count, when every waiter is its node's
     v_new    boolean := false;
     v_free   boolean;
     v_empty  boolean;
@@ -71,8 +72,8 @@ BEGIN
     END IF;
     -- 2. (a slow row taken here needs no spill())
     IF p_wait THEN
-        SELECT NOT x.fast, NOT x.fast AND x.queued > 0 INTO v_slow, v_queued
-          FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+        SELECT NOT x.fast, NOT x.fast AND x.queued > 0, CASE WHEN x.unowned = 0 THEN x.queued END
+          INTO v_slow, v_queued, v_count FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
         v_slow := coalesce(v_slow, false); v_queued := coalesce(v_queued, false);
     END IF;
     -- Checked after the row is ours: the tombstone of an undo() that had
@@ -116,7 +117,10 @@ BEGIN
         v_now := clock_timestamp();
         SELECT coalesce(sum(h.weight), 0)::int AS n,
                coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
-               coalesce(bool_or(h.ref = p_ref), false) AS mine, ({{schema}}.waiter_counts(p_name, v_now)).r_live AS waiting
+               coalesce(bool_or(h.ref = p_ref), false) AS mine,
+               -- (the row's count while no node is stale, as waiter_counts() reads it)
+               coalesce(CASE WHEN NOT {{schema}}.nodes_stale(v_now) THEN v_count END,
+                        ({{schema}}.waiter_counts(p_name, v_now)).r_live) AS waiting
           INTO f FROM {{schema}}.holders h WHERE h.lock = p_name;
         IF NOT f.mine AND f.waiting + v_need > v_slots - f.live THEN
             RETURN QUERY SELECT * FROM {{schema}}.enqueue(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,

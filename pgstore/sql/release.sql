@@ -27,7 +27,8 @@ DECLARE
     l       record;
     r       record;
 BEGIN
-    SELECT x.fast, x.xref, x.xtoken, x.queued INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+    SELECT x.fast, x.xref, x.xtoken, x.queued, x.unowned INTO l
+      FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
     -- 1.
     v_k := CASE WHEN l.fast THEN array_position(l.xref, p_ref) END;
     IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
@@ -73,8 +74,8 @@ BEGIN
             END IF;
         END IF;
         -- 3.
-        RETURN QUERY SELECT * FROM {{schema}}.release_among_others(p_name, p_token, p_ref, p_events, p_pats, p_node,
-                                                                   p_sample);
+        RETURN QUERY SELECT * FROM {{schema}}.release_among_others(p_name, p_token, p_ref, p_events, p_node, p_sample,
+                                                                   l.queued, l.unowned);
         IF FOUND THEN
             RETURN;
         END IF;
@@ -93,9 +94,11 @@ $sleeplock$;
 -- that counts the first grant), the row fast again when nothing is left.
 -- A grant for a waiter of p_node comes back as a row 'handed' (its payload
 -- in r_ref) for the store to hand over after the commit, instead of a
--- notification. No row: no such hold (release() decides).
+-- notification. p_queued and p_unowned: the row's counts (locks.queued,
+-- read under the row; NULL: not read). No row: no such hold (release()
+-- decides).
 CREATE OR REPLACE FUNCTION {{schema}}.release_among_others(p_name text, p_token bigint, p_ref text,
-    p_events boolean, p_pats text[], p_node bigint, p_sample boolean)
+    p_events boolean, p_node bigint, p_sample boolean, p_queued integer, p_unowned integer)
 RETURNS SETOF {{schema}}.release_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
@@ -105,6 +108,7 @@ DECLARE
     v_run   integer;
     v_wait  integer;
     v_dead  integer;
+    v_stale boolean;
     r       record;
 BEGIN
     DELETE FROM {{schema}}.holders h
@@ -114,13 +118,19 @@ BEGIN
         RETURN;
     END IF;
     v_now := clock_timestamp();
-    -- Waiters of nodes that stopped renewing: their node's expiry.
-    IF {{schema}}.nodes_stale(v_now) THEN
+    v_stale := {{schema}}.nodes_stale(v_now);
+    IF v_stale THEN
+        -- Waiters of nodes that stopped renewing: their node's expiry.
         PERFORM {{schema}}.reap(p_name, v_now, true);
     END IF;
     SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-    -- The live and the dead waiters (see waiter_counts()).
-    SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.waiter_counts(p_name, v_now) c;
+    -- The live and the dead waiters: the row's count, as waiter_counts()
+    -- reads it, when every waiter is its node's and no node is stale.
+    IF v_stale OR p_unowned IS DISTINCT FROM 0 THEN
+        SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.waiter_counts(p_name, v_now) c;
+    ELSE
+        v_wait := p_queued; v_dead := 0;
+    END IF;
     IF v_dead > 0 THEN
         PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
     END IF;
