@@ -320,13 +320,13 @@ BEGIN
 END
 $sleeplock$;
 
--- grant_holds: the end of grant_locks(), under the rows: a holder row for
--- p_ref in each lock of p_names it does not hold (a_mine), of a_need
--- slots, in the lock's first free slot number (unique per lock: the
--- database itself refuses a second holder of a slot, also to a concurrent
--- fast-path grant that takes no lock row; when one took it meanwhile,
--- what this call inserted is deleted, and one row 'raced' makes the
--- caller decide again). Then waiter p_ticket leaves the queue (the slots
+-- grant_holds: the end of grant_locks() (and acquire_one()'s step 5),
+-- under the rows: a holder row for p_ref in each lock of p_names it does
+-- not hold (a_mine), of a_need slots, in the lock's first free slot number
+-- (unique per lock: the database itself refuses a second holder of a
+-- slot, also to a concurrent fast-path grant that takes no lock row; when
+-- one took it meanwhile, or none is free, what this call inserted is
+-- deleted, and one row 'raced' makes the caller decide again). Then waiter p_ticket leaves the queue (the slots
 -- left over wake those behind), the holds p_ref held are renewed (a row
 -- 'reentered' each: its own lease, count and op when p_counted), the new
 -- ones counted (a row 'granted' each, with the wait of waiter p_ticket

@@ -293,7 +293,8 @@ $sleeplock$;
 -- lock). 5: when a slot number is free (the lock's row free, or another
 -- slot of a multi-slot lock), the row is taken (spilled, unless p_slow:
 -- the caller holds it already, slow) and, decided again on fresh reads of
--- the holder rows, the caller gets a holder row of p_need slots.
+-- the holder rows, the caller gets a holder row of p_need slots, as
+-- acquire() grants one (grant_holds()).
 CREATE OR REPLACE FUNCTION {{schema}}.refuse_or_take_free_slot(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
     p_weight integer, p_slow boolean)
@@ -302,10 +303,9 @@ LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
     v_now timestamptz := clock_timestamp();
-    v_exp timestamptz;
-    v_tok bigint;
     r     record;
     f     record;
+    o     {{schema}}.acquire_row;
 BEGIN
     SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
       FROM (SELECT coalesce(sum(h.weight), 0)::int AS n,
@@ -329,26 +329,19 @@ BEGIN
     IF NOT (p_slow OR {{schema}}.spill(p_name)) OR EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
         RETURN;
     END IF;
-    SELECT coalesce(sum(h.weight), 0)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
-           {{schema}}.free_slot(p_name, p_slots) AS slot
-      INTO f
+    SELECT coalesce(sum(h.weight), 0)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine INTO f
       FROM {{schema}}.holders h WHERE h.lock = p_name;
-    IF f.mine OR f.n + p_need > p_slots OR f.slot IS NULL THEN
+    IF f.mine OR f.n + p_need > p_slots THEN
         RETURN;
     END IF;
     v_now := clock_timestamp();
-    v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-    INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op,
-                                    weight)
-    VALUES (p_name, p_ref, p_kind, {{schema}}.next_token(), f.slot, 1, v_now, v_now - p_back * interval '1 microsecond',
-            v_exp, p_ttl, p_hold, p_op, p_need)
-    ON CONFLICT DO NOTHING
-    RETURNING token INTO v_tok;
-    IF v_tok IS NOT NULL THEN
-        PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL, false);
-        RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, f.n + p_need, 0, p_ref, p_kind,
-            v_tok, {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint,
-            p_ttl, p_hold, p_need, nextval({{seqs}}), f.n = 0 AND p_slots <= 1;
-    END IF;
+    FOR o IN SELECT * FROM {{schema}}.grant_holds(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, false, p_op, 0, v_now,
+            NULL, v_now - p_back * interval '1 microsecond',
+            CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END,
+            ARRAY[p_slots], ARRAY[p_need], ARRAY[f.n], ARRAY[false], ARRAY[0]) LOOP
+        EXIT WHEN o.r_ev = 'raced'; -- no slot number free after all: not settled here
+        o.r_fast := f.n = 0 AND p_slots <= 1;
+        RETURN NEXT o;
+    END LOOP;
 END
 $sleeplock$;
