@@ -646,7 +646,7 @@ func (d *dispatcher) beat(ctx context.Context, c conn) {
 // waiters of one lock that no call of this store waits for. They come
 // back when a dequeue is lost: a waiter's grant, or its leaving, committed
 // on a primary that then failed over to a standby it had not reached, or
-// committed with set_async_commit() before a crash. Such a place lives as long as the
+// committed with synchronous_commit off before a crash. Such a place lives as long as the
 // node, so at the head of a queue it would block the lock for good, even
 // past an expired holder. It runs after a heartbeat that failed, when the
 // listener connects (a crash or a failover ends the connections), and

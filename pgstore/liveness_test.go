@@ -182,7 +182,7 @@ func TestPausedWaiterLosesItsPlace(t *testing.T) {
 	must(t, e.s.Release(ctx, g.Handle(), nil))
 	// The paused node resumes and checks its ticket: gone.
 	var ev string
-	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire('{p}', 'paused', '', 60000000, 0, false, true, 42, $1, 1000000, 0, false, '{1}', false)",
+	must(t, e.pool.QueryRow(ctx, "SELECT r_ev FROM "+q+".acquire('{p}', 'paused', '', 60000000, 0, false, true, 42, $1, 1000000, 0, 0, false, '{1}', false)",
 		ticket).Scan(&ev))
 	if ev != "gone" {
 		t.Fatalf("the paused waiter's check: %s, want gone", ev)

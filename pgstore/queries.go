@@ -322,7 +322,7 @@ func (q *queries) setCalls(schema string) {
 func (q *queries) setReconcile(schema string) {
 	s := quoteIdent(schema)
 	// The first name of $1 that no definition covers.
-	q.undefined = "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_of(u) IS NULL ORDER BY i LIMIT 1"
+	q.undefined = "SELECT u FROM unnest($1::text::text[]) WITH ORDINALITY x(u, i) WHERE " + s + ".slots_in(" + s + ".patterns(u)) IS NULL ORDER BY i LIMIT 1"
 	q.nodeDown = "DELETE FROM " + s + ".nodes WHERE id = $1::bigint"
 	// Reconcile's reads (see current): the definitions' advisory
 	// lock, which define(), resize() and delete_def() take too; the
@@ -333,7 +333,7 @@ func (q *queries) setReconcile(schema string) {
 	q.defsNamed = "SELECT d.name, d.slots FROM " + s + ".defs d WHERE d.name = ANY ($1::text::text[])"
 	q.defsUse = "WITH u AS (SELECT x.lock, " + s + ".def_of(x.lock) AS def, " +
 		"(SELECT count(*) FROM " + s + ".holding h WHERE h.lock = x.lock)::int AS holders, " +
-		s + ".waiting_of(x.lock, clock_timestamp()) AS waiters " +
+		"(" + s + ".waiter_counts(x.lock, clock_timestamp())).r_live AS waiters " +
 		"FROM (SELECT h.lock FROM " + s + ".holding h UNION SELECT q.lock FROM " + s + ".queue q) x) " +
 		"SELECT d.name, d.slots, coalesce(min(u.lock) FILTER (WHERE u.holders + u.waiters > 0), ''), " +
 		"coalesce(sum(u.holders), 0)::int, coalesce(sum(u.waiters), 0)::int " +

@@ -187,13 +187,13 @@ func TestRefusedTryWritesNothing(t *testing.T) {
 	_, err = lockTx.Exec(ctx, "SELECT 1 FROM "+q+".holders WHERE lock = 'heavy' FOR UPDATE")
 	must(t, err)
 	for _, call := range []string{
-		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false, '{1}', false)",
+		"acquire('{hot}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, 0, false, '{1}', false)",
 		"acquire_one('hot', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot}', 60000000, 0, 0, 1, false)",
 		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 1, false)",
 		"acquire_one('hot2', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot2}', 60000000, 0, 0, 2, false)",
 		"acquire_one('hot4', 'other', '', 60000000, 0, false, false, 1, 10000000, '{hot4}', 60000000, 0, 0, 2, false)",
 		"acquire_one('heavy', 'other', '', 60000000, 0, false, false, 1, 10000000, '{heavy}', 60000000, 0, 0, 2, false)",
-		"acquire('{heavy}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, false, '{-1}', false)",
+		"acquire('{heavy}', 'other', '', 60000000, 0, false, false, 1, 0, 10000000, 0, 0, false, '{-1}', false)",
 	} {
 		var ev string
 		must(t, tx.QueryRow(ctx, "SELECT r_ev FROM "+q+"."+call).Scan(&ev))

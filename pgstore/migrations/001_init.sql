@@ -63,7 +63,7 @@ CREATE SEQUENCE {{schema}}.seqs AS bigint NO CYCLE;
 -- taken over expired (exps), ended by another's hand (losses); waits of
 -- grants that queued (waited, wait_us, wb) and holds timed at their end
 -- (holds, hold_us, hb). wb[i] and hb[i] count the durations of bucket i
--- (bucket()) of store.HistogramBounds; NULL or a missing element is 0.
+-- (bump()) of store.HistogramBounds; NULL or a missing element is 0.
 CREATE {{unlogged}} TABLE {{schema}}.locks (
     name      text PRIMARY KEY,
     queued    integer NOT NULL DEFAULT 0,
@@ -195,7 +195,7 @@ SELECT l.name, s.ref, s.kind, s.token, s.slot::integer, 1, s.acquired, s.renewed
 
 -- The rows the functions of sql/ answer with: an acquisition, of every
 -- function of acquire.sql and acquire_one.sql (acquire_row: r_seq is the
--- event's Seq, drawn by check_one() and acquire_one(), 0 below them;
+-- event's Seq, drawn where a row granted, expired or queued is made;
 -- r_fast whether the lock's row is fast after a grant, acquire_one()'s
 -- hint); a release, of every function of release.sql that answers one
 -- (release_row, r_seq its event's Seq). docs/schema.md says what each

@@ -30,10 +30,11 @@
 -- of the hold of the row (granted, reentered, expired), else the one asked.
 -- p_sample: time the expired holds taken over whatever their tokens (the
 -- store samples by time, as a release's p_sample).
--- This function decides: the arrays a_* hold, per lock, its slots, the
--- slots asked and lock_state()'s counts; grant_locks() grants,
--- answer_not_now() says why not, queue_waiter() queues.
-CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_whole boolean, p_weights integer[], p_sample boolean)
+-- A waiter of one lock it queues is node p_node's (0: none, its lease its
+-- own). This function decides: the arrays a_* hold, per lock, its slots,
+-- the slots asked and the counts; grant_locks() grants, answer_not_now()
+-- says why not, enqueue() queues.
+CREATE OR REPLACE FUNCTION {{schema}}.acquire(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_ticket bigint, p_wttl bigint, p_stale bigint, p_node bigint, p_whole boolean, p_weights integer[], p_sample boolean)
  RETURNS SETOF {{schema}}.acquire_row
  LANGUAGE plpgsql
  SET plan_cache_mode TO 'force_generic_plan'
@@ -45,7 +46,7 @@ DECLARE
     v_bad    integer; -- the first lock that cannot be granted now
     a_slots  integer[]; -- the locks' slots, read on the first pass
     v_since  timestamptz; v_wexp timestamptz; -- waiter p_ticket's
-    v_raced  boolean; v_took boolean;
+    v_raced  boolean;
     v_races  integer := 0;
     v_before bigint := CASE WHEN p_ticket > 0 THEN p_ticket ELSE 9223372036854775807 END;
     s        record; -- lock_states()'s: the a_* arrays, per lock
@@ -62,28 +63,28 @@ BEGIN
     LOOP
         v_pass := v_pass + 1;
         IF v_pass = 2 THEN
-            v_took := {{schema}}.take_rows(p_names, p_op);
-            IF v_took IS NOT TRUE THEN -- cancelled, or (NULL) a lock deleted meanwhile
-                RETURN QUERY SELECT * FROM {{schema}}.answer_missing(p_names, v_took);
+            IF NOT {{schema}}.lock_rows(p_names, true) THEN -- a lock deleted meanwhile
+                RETURN QUERY SELECT * FROM {{schema}}.answer_stop('notfound', p_names, 0, 0, 0, 1);
+                RETURN;
+            ELSIF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+                RETURN QUERY SELECT * FROM {{schema}}.answer_stop('cancelled', p_names, 0, 0, 0, 1);
                 RETURN;
             END IF;
             v_now := clock_timestamp();
         END IF;
 
         -- What each lock looks like now (its slots read on the first pass).
-        s := {{schema}}.lock_states(p_names, p_weights, a_slots, p_ref, p_stale, v_now, v_before, p_ticket);
+        s := {{schema}}.lock_states(p_names, p_weights, a_slots, p_ref, p_stale, v_now, v_before);
         a_slots := s.a_slots; v_bad := s.r_bad;
-        IF s.r_stop = 'notfound' THEN
-            RETURN QUERY SELECT * FROM {{schema}}.answer_missing(p_names, NULL);
-            RETURN;
-        ELSIF s.r_stop = 'too_heavy' THEN
-            RETURN QUERY SELECT * FROM {{schema}}.answer_too_heavy(p_names, v_bad, p_ticket, s.a_slots[v_bad],
-                                                                   coalesce(p_weights[v_bad], 1));
+        IF s.r_stop IS NOT NULL THEN -- notfound, too_heavy
+            RETURN QUERY SELECT * FROM {{schema}}.answer_stop(s.r_stop, p_names, v_bad, p_ticket, s.a_slots[v_bad],
+                                                              coalesce(p_weights[v_bad], 1));
             RETURN;
         ELSIF p_whole AND p_ticket = 0 AND true = ANY (s.a_mine) AND false = ANY (s.a_mine) THEN
             -- Re-entry only as a whole: refused at the first lock the ref holds.
-            RETURN QUERY SELECT * FROM {{schema}}.answer_part_held(p_names, p_ref, s.a_mine, s.a_slots, s.a_rows,
-                                                                   s.a_ahead, v_now);
+            v_bad := array_position(s.a_mine, true);
+            RETURN QUERY SELECT * FROM {{schema}}.answer_not_now(p_names[v_bad], v_bad, 0, false, 0, NULL, p_stale,
+                v_now, s.a_slots[v_bad], s.a_rows[v_bad], s.a_live[v_bad], s.a_ahead[v_bad], 1, p_ref);
             RETURN;
         END IF;
 
@@ -118,65 +119,41 @@ BEGIN
         -- Not now: a waiter waits, a try is refused, else pass 2 queues.
         RETURN QUERY SELECT * FROM {{schema}}.answer_not_now(p_names[v_bad], v_bad, p_ticket, p_wait, p_wttl, v_wexp,
             p_stale, v_now, s.a_slots[v_bad], s.a_rows[v_bad], s.a_live[v_bad], s.a_ahead[v_bad],
-            coalesce(p_weights[v_bad], 1));
+            coalesce(p_weights[v_bad], 1), NULL);
         IF FOUND THEN
             RETURN;
         END IF;
         CONTINUE WHEN v_pass = 1; -- queue under the lock rows
-        -- Queue: a ticket from the global sequence, one queue row per lock.
-        RETURN QUERY SELECT * FROM {{schema}}.queue_waiter(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
-                                                           p_wttl, p_weights, v_now, s.a_slots, s.a_rows, s.a_total);
+        RETURN QUERY SELECT * FROM {{schema}}.enqueue(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op, p_wttl,
+                                                      p_node, p_weights, v_now, s.a_slots, s.a_rows, s.a_total);
         RETURN;
     END LOOP;
 END
 $sleeplock$;
 
--- answer_missing: acquire()'s answer when a lock of p_names has no
--- definition (p_took NULL: 'notfound' at the first such lock) or the
--- acquisition was cancelled (p_took false: 'cancelled').
-CREATE OR REPLACE FUNCTION {{schema}}.answer_missing(p_names text[], p_took boolean)
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE sql AS $sleeplock$
-    SELECT CASE WHEN p_took IS NULL THEN 'notfound' ELSE 'cancelled' END, x.i, coalesce(p_names[x.i], ''), 0, 0, 0,
-           ''::text, ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, 1,
-           0::bigint, false
-      FROM (SELECT coalesce((SELECT min(u.i) FROM unnest(p_names) WITH ORDINALITY u(n, i)
-                              WHERE p_took IS NULL AND {{schema}}.slots_of(u.n) IS NULL), 0)::int AS i) x
-$sleeplock$;
-
--- answer_too_heavy: acquire()'s answer when lock p_idx of p_names (of
--- p_slots slots) is asked more slots (p_weight) than it has: refused at
--- once, or waiter p_ticket, left too heavy by a resize, leaves the queue
--- (those behind it may go).
-CREATE OR REPLACE FUNCTION {{schema}}.answer_too_heavy(p_names text[], p_idx integer, p_ticket bigint,
+-- answer_stop: the answer of acquire() and acquire_one() that ends a
+-- request without a grant, at lock p_idx of p_names: 'notfound' (no
+-- definition; p_idx 0: at the first lock that has none), 'cancelled' (the
+-- acquisition was, see undo()), or 'too_heavy' (asked p_weight slots of a
+-- lock of p_slots): refused at once, or waiter p_ticket, left too heavy by
+-- a resize, leaves the queue (those behind it may go).
+CREATE OR REPLACE FUNCTION {{schema}}.answer_stop(p_ev text, p_names text[], p_idx integer, p_ticket bigint,
     p_slots integer, p_weight integer)
 RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 BEGIN
-    IF p_ticket > 0 THEN
+    IF p_ev = 'notfound' AND p_idx = 0 THEN
+        SELECT min(u.i) INTO p_idx FROM unnest(p_names) WITH ORDINALITY u(n, i)
+         WHERE {{schema}}.slots_in({{schema}}.patterns(u.n)) IS NULL;
+    ELSIF p_ev = 'too_heavy' AND p_ticket > 0 THEN
         DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
         DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
         PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u;
     END IF;
-    RETURN QUERY SELECT 'too_heavy'::text, p_idx, p_names[p_idx], p_slots, 0, 0, ''::text, ''::text, 0::bigint,
-        0::bigint, 0::bigint, 0::bigint, false, p_ticket, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+    RETURN QUERY SELECT p_ev, coalesce(p_idx, 0), coalesce(p_names[p_idx], ''), coalesce(p_slots, 0), 0, 0, ''::text,
+        ''::text, 0::bigint, 0::bigint, 0::bigint, 0::bigint, false, p_ticket, 0::bigint, 0::bigint, p_weight,
+        0::bigint, false;
 END
-$sleeplock$;
-
--- answer_part_held: acquire()'s refusal of a new request with re-entry
--- only as a whole (p_whole) whose ref holds some of its locks but not all
--- (a_mine): refused at the first lock it holds (of a_slots slots, a_rows
--- in use, a_ahead waiting), naming its own hold.
-CREATE OR REPLACE FUNCTION {{schema}}.answer_part_held(p_names text[], p_ref text, a_mine boolean[],
-    a_slots integer[], a_rows integer[], a_ahead integer[], p_now timestamptz)
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE sql AS $sleeplock$
-    SELECT 'refused'::text, i.i, p_names[i.i], a_slots[i.i], a_rows[i.i], a_ahead[i.i], p_ref, coalesce(x.kind, ''),
-           coalesce(x.token, 0), {{schema}}.micros(p_now), {{schema}}.micros(x.expires), 0::bigint, false,
-           0::bigint, 0::bigint, 0::bigint, 1, 0::bigint, false
-      FROM (SELECT array_position(a_mine, true) AS i) i
-      LEFT JOIN LATERAL (SELECT h.kind, h.token, h.expires FROM {{schema}}.holding h
-                          WHERE h.lock = p_names[i.i] AND h.ref = p_ref LIMIT 1) x ON true
 $sleeplock$;
 
 -- answer_gone_waiter: the answer to the check of waiter p_ticket whose row
@@ -195,9 +172,10 @@ BEGIN
                     WHERE h.lock = ANY (p_names) AND h.ref = p_ref AND h.op = p_op) THEN
         RETURN QUERY
             SELECT CASE WHEN h.op = p_op THEN 'granted' ELSE 'reentered' END, u.i::int, u.n,
-                   {{schema}}.slots_of(u.n), {{schema}}.running_of(u.n), {{schema}}.waiting_of(u.n, p_now),
+                   {{schema}}.slots_in({{schema}}.patterns(u.n)), {{schema}}.running_of(u.n), ({{schema}}.waiter_counts(u.n, p_now)).r_live,
                    h.ref, h.kind, h.token, {{schema}}.micros(h.acquired), {{schema}}.micros(h.expires),
-                   0::bigint, false, p_ticket, h.ttl, h.hold, h.weight, 0::bigint, false
+                   0::bigint, false, p_ticket, h.ttl, h.hold, h.weight,
+                   CASE WHEN h.op = p_op THEN nextval({{seqs}}) ELSE 0 END, false
               FROM unnest(p_names) WITH ORDINALITY u(n, i)
               JOIN {{schema}}.holding h ON h.lock = u.n AND h.ref = p_ref
              ORDER BY u.i;
@@ -212,43 +190,21 @@ BEGIN
 END
 $sleeplock$;
 
--- take_rows: acquire()'s second pass takes the rows of p_names (sorted,
--- spilled, created when missing) and drops the dead waiters of their
--- queues; false when acquisition p_op was cancelled meanwhile, NULL when
--- a lock lost its definition meanwhile (lock_rows()).
-CREATE OR REPLACE FUNCTION {{schema}}.take_rows(p_names text[], p_op bigint)
-RETURNS boolean
-LANGUAGE plpgsql AS $sleeplock$
-DECLARE
-    v_now timestamptz;
-    i     integer;
-BEGIN
-    IF NOT {{schema}}.lock_rows(p_names, true) THEN
-        RETURN NULL;
-    END IF;
-    IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-        RETURN false;
-    END IF;
-    v_now := clock_timestamp();
-    -- Under the lock rows: waiters of dead or paused nodes go.
-    FOR i IN 1 .. cardinality(p_names) LOOP
-        PERFORM {{schema}}.drop_dead(p_names[i], v_now, 64);
-    END LOOP;
-    RETURN true;
-END
-$sleeplock$;
-
--- lock_states: what each lock of p_names looks like to acquire() at p_now
--- (lock_state() of each, in the caller's order): a_slots (read when
--- p_slots is NULL, the first pass; else p_slots), a_need (the slots asked,
--- p_weights), and lock_state()'s counts as arrays. r_bad: the first lock
--- that cannot be granted now (0: none); the walk stops at the first lock
--- with no definition (r_stop 'notfound') or asked more slots than it has
--- by a ref that does not hold it (r_stop 'too_heavy', r_bad that lock).
+-- lock_states: what each lock of p_names looks like to acquire() at p_now,
+-- in the caller's order: a_slots (read when p_slots is NULL, the first
+-- pass; else p_slots), a_need (the slots asked, p_weights), the slots its
+-- holders take (a_rows), those of holders still live (a_live: unexpired,
+-- or with p_stale > 0 renewed within p_stale µs), whether p_ref holds it
+-- (a_mine), the live waiters ahead of ticket p_before (a_ahead: all of
+-- them for a new request) and in all (a_total), and the slots those ahead
+-- ask (a_wahead). r_bad: the first lock that cannot be granted now (0:
+-- none); the walk stops at the first lock with no definition (r_stop
+-- 'notfound') or asked more slots than it has by a ref that does not hold
+-- it (r_stop 'too_heavy', r_bad that lock).
 CREATE OR REPLACE FUNCTION {{schema}}.lock_states(p_names text[], p_weights integer[], p_slots integer[], p_ref text,
-    p_stale bigint, p_now timestamptz, p_before bigint, p_ticket bigint, OUT a_slots integer[],
-    OUT a_need integer[], OUT a_rows integer[], OUT a_live integer[], OUT a_mine boolean[], OUT a_ahead integer[],
-    OUT a_total integer[], OUT a_wahead integer[], OUT r_bad integer, OUT r_stop text)
+    p_stale bigint, p_now timestamptz, p_before bigint, OUT a_slots integer[], OUT a_need integer[],
+    OUT a_rows integer[], OUT a_live integer[], OUT a_mine boolean[], OUT a_ahead integer[], OUT a_total integer[],
+    OUT a_wahead integer[], OUT r_bad integer, OUT r_stop text)
 RETURNS record
 LANGUAGE plpgsql AS $sleeplock$
 DECLARE
@@ -259,60 +215,35 @@ BEGIN
     a_ahead := '{}'; a_total := '{}'; a_wahead := '{}'; r_bad := 0;
     FOR i IN 1 .. cardinality(p_names) LOOP
         IF p_slots IS NULL THEN
-            a_slots[i] := {{schema}}.slots_of(p_names[i]);
+            a_slots[i] := {{schema}}.slots_in({{schema}}.patterns(p_names[i]));
             IF a_slots[i] IS NULL THEN
                 r_stop := 'notfound'; r_bad := i;
                 RETURN;
             END IF;
         END IF;
         a_need[i] := {{schema}}.need(coalesce(p_weights[i], 1), a_slots[i]);
-        SELECT * INTO c FROM {{schema}}.lock_state(p_names[i], a_slots[i], p_ref, p_stale, p_now, p_before, p_ticket);
-        a_rows[i] := c.r_rows; a_live[i] := c.r_live; a_mine[i] := c.r_mine;
-        a_ahead[i] := c.r_ahead; a_total[i] := c.r_total; a_wahead[i] := c.r_wahead;
-        IF NOT c.r_mine AND a_need[i] > a_slots[i] THEN
+        SELECT * INTO c
+          FROM (SELECT coalesce(sum(h.weight), 0)::int AS n,
+                       coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR NOT CASE WHEN p_stale > 0
+                            THEN h.renewed <= p_now - p_stale * interval '1 microsecond'
+                            ELSE h.expires <= p_now END), 0)::int AS live,
+                       coalesce(bool_or(h.ref = p_ref), false) AS mine
+                  FROM {{schema}}.holding h WHERE h.lock = p_names[i]) h,
+               (SELECT count(*) FILTER (WHERE q.ticket < p_before)::int AS ahead, count(*)::int AS total,
+                       coalesce(sum({{schema}}.need(q.weight, a_slots[i])) FILTER (WHERE q.ticket < p_before),
+                                0)::int AS wahead
+                  FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
+                 WHERE q.lock = p_names[i] AND w.expires > p_now) w;
+        a_rows[i] := c.n; a_live[i] := c.live; a_mine[i] := c.mine;
+        a_ahead[i] := c.ahead; a_total[i] := c.total; a_wahead[i] := c.wahead;
+        IF NOT a_mine[i] AND a_need[i] > a_slots[i] THEN
             r_stop := 'too_heavy'; r_bad := i;
             RETURN;
         END IF;
-        IF r_bad = 0 AND NOT c.r_mine AND c.r_wahead + a_need[i] > a_slots[i] - c.r_live THEN
+        IF r_bad = 0 AND NOT a_mine[i] AND a_wahead[i] + a_need[i] > a_slots[i] - a_live[i] THEN
             r_bad := i;
         END IF;
     END LOOP;
-END
-$sleeplock$;
-
--- lock_state: what lock p_name (of p_slots slots) looks like to acquire()
--- at p_now: the slots its holders take (r_rows), those of holders still
--- live (unexpired, or with p_stale > 0 renewed within p_stale µs), whether
--- p_ref holds it, the live waiters ahead of ticket p_before (all of them
--- for a new request) and in all, and the slots those ahead ask.
-CREATE OR REPLACE FUNCTION {{schema}}.lock_state(p_name text, p_slots integer, p_ref text, p_stale bigint,
-    p_now timestamptz, p_before bigint, p_ticket bigint, OUT r_rows integer, OUT r_live integer,
-    OUT r_mine boolean, OUT r_ahead integer, OUT r_total integer, OUT r_wahead integer)
-RETURNS record
-LANGUAGE plpgsql AS $sleeplock$
-BEGIN
-    SELECT coalesce(sum(h.weight), 0)::int,
-           coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR NOT CASE WHEN p_stale > 0
-                THEN h.renewed <= p_now - p_stale * interval '1 microsecond' ELSE h.expires <= p_now END), 0)::int,
-           coalesce(bool_or(h.ref = p_ref), false),
-           (SELECT count(*)::int FROM {{schema}}.queue q
-             WHERE q.lock = p_name AND q.ticket < p_before
-               AND EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.ticket = q.ticket AND w.expires > p_now))
-      INTO r_rows, r_live, r_mine, r_ahead
-      FROM {{schema}}.holding h WHERE h.lock = p_name;
-    IF p_ticket > 0 THEN
-        SELECT count(*)::int INTO r_total FROM {{schema}}.queue q
-         WHERE q.lock = p_name
-           AND EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.ticket = q.ticket AND w.expires > p_now);
-    ELSE
-        r_total := r_ahead;
-    END IF;
-    r_wahead := r_ahead;
-    IF r_ahead > 0 THEN
-        SELECT coalesce(sum({{schema}}.need(q.weight, p_slots)), 0)::int INTO r_wahead
-          FROM {{schema}}.queue q JOIN {{schema}}.waiters w ON w.ticket = q.ticket
-         WHERE q.lock = p_name AND q.ticket < p_before AND w.expires > p_now;
-    END IF;
 END
 $sleeplock$;
 
@@ -322,8 +253,8 @@ $sleeplock$;
 -- p_stale µs) are locked, of every lock, so that a lease being renewed or
 -- guarded right now makes it give up (one row 'blocked', r_idx the lock,
 -- nothing changed) instead of waiting for it. Then it takes them over
--- (a row 'expired' each), gives every other lock a free slot number
--- (insert_holds(): one row 'raced' when a fast-path grant took one
+-- (a row 'expired' each), and grant_holds() gives every other lock a
+-- free slot number (one row 'raced' when a fast-path grant took one
 -- meanwhile, after which acquire() decides again), dequeues waiter
 -- p_ticket and returns the rows 'granted' or 'reentered' (renewed), one
 -- per lock in the caller's order.
@@ -341,7 +272,6 @@ DECLARE
     v_lease bigint := CASE WHEN p_hold > 0 AND p_hold < p_ttl THEN p_hold ELSE p_ttl END;
     v_exp   timestamptz;
     v_renew timestamptz;
-    a_tok   bigint[];
     i       integer;
     k       integer;
     r       record;
@@ -380,51 +310,75 @@ BEGIN
         o.r_waiting := a_total[i]; o.r_ref := t_ref[k]; o.r_kind := t_kind[k]; o.r_token := t_token[k];
         o.r_weight := t_w[k];
         o.r_at := {{schema}}.micros(p_now); o.r_dur := {{schema}}.micros(p_now) - {{schema}}.micros(t_acq[k]);
+        o.r_seq := nextval({{seqs}});
         RETURN NEXT o;
     END LOOP;
     v_exp := CASE WHEN p_ttl > 0 THEN p_now + v_lease * interval '1 microsecond' END;
     v_renew := CASE WHEN p_ttl > 0 THEN p_now - (p_ttl - v_lease) * interval '1 microsecond' ELSE p_now END;
-    a_tok := {{schema}}.insert_holds(p_names, p_ref, p_kind, p_ttl, p_hold, p_op, p_now, v_renew, v_exp, a_slots,
-                                     a_need, a_mine);
-    IF a_tok IS NULL THEN
-        o.r_ev := 'raced';
-        RETURN NEXT o;
-        RETURN;
-    END IF;
+    RETURN QUERY SELECT * FROM {{schema}}.grant_holds(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+        p_ticket, p_now, p_since, v_renew, v_exp, a_slots, a_need, a_rows, a_mine, a_total);
+END
+$sleeplock$;
+
+-- grant_holds: the end of grant_locks() (and acquire_one()'s step 5),
+-- under the rows: a holder row for p_ref in each lock of p_names it does
+-- not hold (a_mine), of a_need slots, in the lock's first free slot number
+-- (unique per lock: the database itself refuses a second holder of a
+-- slot, also to a concurrent fast-path grant that takes no lock row; when
+-- one took it meanwhile, or none is free, what this call inserted is
+-- deleted, and one row 'raced' makes the caller decide again). Then waiter p_ticket leaves the queue (the slots
+-- left over wake those behind), the holds p_ref held are renewed (a row
+-- 'reentered' each: its own lease, count and op when p_counted), the new
+-- ones counted (a row 'granted' each, with the wait of waiter p_ticket
+-- since p_since), one row per lock in the caller's order.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_holds(p_names text[], p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_now timestamptz, p_since timestamptz,
+    p_renew timestamptz, p_exp timestamptz, a_slots integer[], a_need integer[], a_rows integer[],
+    a_mine boolean[], a_total integer[])
+RETURNS SETOF {{schema}}.acquire_row
+LANGUAGE plpgsql AS $sleeplock$
+#variable_conflict use_column
+DECLARE
+    o       {{schema}}.acquire_row;
+    a_tok   bigint[] := array_fill(0::bigint, ARRAY[cardinality(p_names)]);
+    v_slot  integer;
+    v_token bigint;
+    i       integer;
+    k       integer;
+    r       record;
+BEGIN
+    o := (NULL, 0, '', 0, 0, 0, '', '', 0, 0, 0, 0, false, 0, 0, 0, 1, 0, false)::{{schema}}.acquire_row;
+    FOR i IN 1 .. cardinality(p_names) LOOP
+        CONTINUE WHEN a_mine[i];
+        -- (the rows are spilled: lock_rows(); holding is the holder rows)
+        v_slot := {{schema}}.free_slot(p_names[i], a_slots[i]);
+        v_token := NULL;
+        IF v_slot IS NOT NULL THEN
+            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
+                                            op, weight)
+            VALUES (p_names[i], p_ref, p_kind, {{schema}}.next_token(), v_slot, 1, p_now, p_renew, p_exp, p_ttl, p_hold,
+                    p_op, a_need[i])
+            ON CONFLICT DO NOTHING
+            RETURNING token INTO v_token;
+        END IF;
+        IF v_token IS NULL THEN
+            DELETE FROM {{schema}}.holders h WHERE h.ref = p_ref AND h.token = ANY (a_tok) AND h.lock = ANY (p_names);
+            o.r_ev := 'raced';
+            RETURN NEXT o;
+            RETURN;
+        END IF;
+        a_tok[i] := v_token;
+    END LOOP;
     IF p_ticket > 0 THEN
         DELETE FROM {{schema}}.queue q WHERE q.ticket = p_ticket;
         DELETE FROM {{schema}}.waiters w WHERE w.ticket = p_ticket;
-        -- Slots left over for the waiters behind: wake them.
-        FOR i IN 1 .. n LOOP
+        FOR i IN 1 .. cardinality(p_names) LOOP
             k := a_slots[i] - a_rows[i] - CASE WHEN a_mine[i] THEN 0 ELSE a_need[i] END;
             IF k > 0 AND a_total[i] > 1 THEN
                 PERFORM {{schema}}.wake(p_names[i], k);
             END IF;
         END LOOP;
     END IF;
-    RETURN QUERY SELECT * FROM {{schema}}.answer_grants(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
-        p_ticket, p_now, p_since, v_renew, v_exp, a_slots, a_need, a_rows, a_mine, a_total, a_tok);
-END
-$sleeplock$;
-
--- answer_grants: the end of grant_locks(), the holds inserted (a_tok, 0
--- for a lock p_ref holds already): the holds p_ref held renewed (a row
--- 'reentered' each: its own lease, count and op when p_counted), the new
--- ones counted (a row 'granted' each, with the wait of waiter p_ticket
--- since p_since), one row per lock in the caller's order.
-CREATE OR REPLACE FUNCTION {{schema}}.answer_grants(p_names text[], p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_counted boolean, p_op bigint, p_ticket bigint, p_now timestamptz, p_since timestamptz,
-    p_renew timestamptz, p_exp timestamptz, a_slots integer[], a_need integer[], a_rows integer[],
-    a_mine boolean[], a_total integer[], a_tok bigint[])
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    o       {{schema}}.acquire_row;
-    i integer;
-    r record;
-BEGIN
-    o.r_queued := false; o.r_seq := 0; o.r_fast := false;
     FOR i IN 1 .. cardinality(p_names) LOOP
         IF a_mine[i] THEN
             UPDATE {{schema}}.holders h
@@ -442,65 +396,20 @@ BEGIN
                 RAISE EXCEPTION 'sleeplock: the hold of % on % was released while re-entered', p_ref, p_names[i]
                     USING ERRCODE = '40001';
             END IF;
-            o.r_ev := 'reentered'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
-            o.r_running := a_rows[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            o.r_ref := p_ref; o.r_kind := r.kind; o.r_token := r.token; o.r_at := {{schema}}.micros(r.acquired);
-            o.r_expires := {{schema}}.micros(r.expires); o.r_dur := 0; o.r_ticket := p_ticket;
-            o.r_ttl := r.ttl; o.r_hold := r.hold; o.r_weight := r.weight;
-            RETURN NEXT o;
+            o.r_ev := 'reentered'; o.r_running := a_rows[i]; o.r_kind := r.kind; o.r_token := r.token;
+            o.r_at := {{schema}}.micros(r.acquired); o.r_expires := {{schema}}.micros(r.expires); o.r_dur := 0;
+            o.r_ttl := r.ttl; o.r_hold := r.hold; o.r_weight := r.weight; o.r_seq := 0;
         ELSE
-            o.r_ev := 'granted'; o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i];
-            o.r_running := a_rows[i] + a_need[i]; o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
-            o.r_ref := p_ref; o.r_kind := p_kind; o.r_token := a_tok[i]; o.r_at := {{schema}}.micros(p_now);
-            o.r_expires := {{schema}}.micros(p_exp);
+            o.r_ev := 'granted'; o.r_running := a_rows[i] + a_need[i]; o.r_kind := p_kind; o.r_token := a_tok[i];
+            o.r_at := {{schema}}.micros(p_now); o.r_expires := {{schema}}.micros(p_exp);
             o.r_dur := CASE WHEN p_ticket > 0 THEN {{schema}}.micros(p_now) - {{schema}}.micros(p_since) ELSE 0 END;
-            o.r_ticket := p_ticket; o.r_ttl := p_ttl; o.r_hold := p_hold; o.r_weight := a_need[i];
+            o.r_ttl := p_ttl; o.r_hold := p_hold; o.r_weight := a_need[i]; o.r_seq := nextval({{seqs}});
             PERFORM {{schema}}.tally(p_names[i], 1, CASE WHEN p_ticket > 0 THEN o.r_dur END, 0, 0, 0, NULL, false);
-            RETURN NEXT o;
         END IF;
+        o.r_idx := i; o.r_lock := p_names[i]; o.r_slots := a_slots[i]; o.r_ref := p_ref; o.r_ticket := p_ticket;
+        o.r_waiting := a_total[i] - CASE WHEN p_ticket > 0 THEN 1 ELSE 0 END;
+        RETURN NEXT o;
     END LOOP;
-END
-$sleeplock$;
-
--- insert_holds: a holder row for p_ref in each lock of p_names it does not
--- hold (a_mine), of a_need slots, in the lock's first free slot number
--- (unique per lock: the database itself refuses a second holder of a
--- slot, also to a concurrent fast-path grant that takes no lock row).
--- Returns their tokens (0 for a lock held already), or NULL when a
--- fast-path grant took the slot meanwhile: what this call inserted is
--- deleted, and the caller decides again.
-CREATE OR REPLACE FUNCTION {{schema}}.insert_holds(p_names text[], p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_op bigint, p_now timestamptz, p_renew timestamptz, p_exp timestamptz, a_slots integer[],
-    a_need integer[], a_mine boolean[])
-RETURNS bigint[]
-LANGUAGE plpgsql AS $sleeplock$
-DECLARE
-    a_tok   bigint[] := array_fill(0::bigint, ARRAY[cardinality(p_names)]);
-    v_slot  integer;
-    v_token bigint;
-    i       integer;
-BEGIN
-    FOR i IN 1 .. cardinality(p_names) LOOP
-        CONTINUE WHEN a_mine[i];
-        -- (the rows are spilled: lock_rows(); holding is the holder rows)
-        v_slot := {{schema}}.free_slot(p_names[i], a_slots[i]);
-        v_token := NULL;
-        IF v_slot IS NOT NULL THEN
-            INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold,
-                                            op, weight)
-            VALUES (p_names[i], p_ref, p_kind, {{schema}}.next_token(), v_slot, 1, p_now, p_renew, p_exp, p_ttl, p_hold,
-                    p_op, a_need[i])
-            ON CONFLICT DO NOTHING
-            RETURNING token INTO v_token;
-        END IF;
-        IF v_token IS NULL THEN
-            DELETE FROM {{schema}}.holders h
-             WHERE h.ref = p_ref AND h.token = ANY (a_tok) AND h.lock = ANY (p_names);
-            RETURN NULL;
-        END IF;
-        a_tok[i] := v_token;
-    END LOOP;
-    RETURN a_tok;
 END
 $sleeplock$;
 
@@ -510,10 +419,12 @@ $sleeplock$;
 -- renewed when a third of it is gone; r_expires: the earliest expiry of
 -- the leases that block it); for a try (not p_wait), 'refused' with the
 -- oldest unexpired holder (none when only the queue refused: a slot is
--- free, but others wait). No row: the caller queues.
+-- free, but others wait), or with the hold of p_holder (not NULL: a
+-- request with re-entry only as a whole whose ref holds this lock but not
+-- all). No row: the caller queues.
 CREATE OR REPLACE FUNCTION {{schema}}.answer_not_now(p_name text, p_idx integer, p_ticket bigint, p_wait boolean,
     p_wttl bigint, p_wexp timestamptz, p_stale bigint, p_now timestamptz, p_slots integer, p_rows integer,
-    p_live integer, p_ahead integer, p_weight integer)
+    p_live integer, p_ahead integer, p_weight integer, p_holder text)
 RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
@@ -537,10 +448,11 @@ BEGIN
     IF p_wait THEN
         RETURN;
     END IF;
-    IF p_live >= p_slots OR p_ahead = 0 THEN
+    IF p_live >= p_slots OR p_ahead = 0 OR p_holder IS NOT NULL THEN
         SELECT x.ref, x.kind, x.token, x.expires INTO v_ref, v_kind, v_token, v_exp FROM {{schema}}.holding x
-         WHERE x.lock = p_name AND (x.expires IS NULL OR NOT CASE WHEN p_stale > 0
-                THEN x.renewed <= p_now - p_stale * interval '1 microsecond' ELSE x.expires <= p_now END)
+         WHERE x.lock = p_name AND CASE WHEN p_holder IS NOT NULL THEN x.ref = p_holder
+                ELSE x.expires IS NULL OR NOT CASE WHEN p_stale > 0
+                     THEN x.renewed <= p_now - p_stale * interval '1 microsecond' ELSE x.expires <= p_now END END
          ORDER BY x.token LIMIT 1;
     END IF;
     RETURN QUERY SELECT 'refused'::text, p_idx, p_name, p_slots, p_rows, p_ahead, coalesce(v_ref, ''),
@@ -550,27 +462,36 @@ BEGIN
 END
 $sleeplock$;
 
--- queue_waiter: queues the caller of acquire() for every lock of p_names
--- (their rows taken): a ticket from the global sequence, a waiter row with
--- a lease of its own (p_wttl), one queue row per lock. One row 'queued'
--- per lock, with its counts before (p_slots, p_rows, p_total).
-CREATE OR REPLACE FUNCTION {{schema}}.queue_waiter(p_names text[], p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_weights integer[], p_now timestamptz,
+-- enqueue: queues the caller for every lock of p_names (their rows taken,
+-- slow): a ticket from the global sequence, a waiter row, one queue row
+-- per lock, and one row 'queued' per lock with its counts before (p_slots,
+-- p_rows, p_total) and the event's Seq. A waiter of one lock of node
+-- p_node (not 0) is its node's: its lease the node's (node_up()), its
+-- commit asynchronous (soft state only). Any other keeps a lease of its
+-- own, p_wttl, renewed by its checks.
+CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
+    p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_weights integer[], p_now timestamptz,
     p_slots integer[], p_rows integer[], p_total integer[])
 RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
     v_ticket bigint := nextval({{tickets}});
+    v_own    boolean := p_node <> 0 AND cardinality(p_names) = 1;
 BEGIN
-    INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires)
+    IF v_own THEN
+        PERFORM {{schema}}.node_up(p_node, p_wttl, p_now);
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
     VALUES (v_ticket, p_op, p_ref, p_kind, p_names, p_ttl, p_hold, p_counted, p_now,
-            p_now + p_wttl * interval '1 microsecond');
-    INSERT INTO {{schema}}.queue (lock, ticket, weight)
-    SELECT u.n, v_ticket, coalesce(p_weights[u.i], 1) FROM unnest(p_names) WITH ORDINALITY u(n, i) ORDER BY u.i;
+            CASE WHEN v_own THEN {{schema}}.node_lease_sentinel() ELSE p_now + p_wttl * interval '1 microsecond' END,
+            CASE WHEN v_own THEN p_wttl END, CASE WHEN v_own THEN p_node END);
+    INSERT INTO {{schema}}.queue (lock, ticket, own, weight)
+    SELECT u.n, v_ticket, v_own, coalesce(p_weights[u.i], 1) FROM unnest(p_names) WITH ORDINALITY u(n, i) ORDER BY u.i;
     RETURN QUERY SELECT 'queued'::text, u.i::int, u.n, p_slots[u.i], p_rows[u.i], p_total[u.i] + 1, p_ref, p_kind,
         0::bigint, {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint,
-        coalesce(p_weights[u.i], 1), 0::bigint, false
+        coalesce(p_weights[u.i], 1), nextval({{seqs}}), false
       FROM unnest(p_names) WITH ORDINALITY u(n, i) ORDER BY u.i;
 END
 $sleeplock$;
@@ -590,7 +511,6 @@ CREATE OR REPLACE FUNCTION {{schema}}.check_one(p_names text[], p_ref text, p_ki
 AS $sleeplock$
 #variable_conflict use_column
 DECLARE
-    o       {{schema}}.acquire_row;
     g       bigint[];
     v_now   timestamptz;
     v_slots integer;
@@ -626,7 +546,7 @@ BEGIN
                    min(h.expires) FILTER (WHERE h.expires > v_now) AS next
               INTO f
               FROM {{schema}}.holders h WHERE h.lock = p_names[1];
-            v_slots := {{schema}}.slots_of(p_names[1]);
+            v_slots := {{schema}}.slots_in({{schema}}.patterns(p_names[1]));
             IF NOT f.mine AND f.live >= v_slots
                AND EXISTS (SELECT 1 FROM {{schema}}.waiters w
                             WHERE w.ticket = p_ticket AND w.op = p_op AND w.node = p_node
@@ -646,26 +566,29 @@ BEGIN
         -- locks' rows (see locks.queued).
         PERFORM {{schema}}.lock_rows(p_names, false);
     END IF;
-    PERFORM {{schema}}.reap_locked(p_names);
-    FOR o IN SELECT * FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, p_ticket,
-                                              p_wttl, p_stale, p_whole, p_weights, p_sample) LOOP
-        IF o.r_ev IN ('granted', 'expired', 'queued') THEN
-            o.r_seq := nextval({{seqs}});
-        END IF;
-        RETURN NEXT o;
-    END LOOP;
-    IF {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl)
+    v_now := clock_timestamp();
+    IF {{schema}}.nodes_stale(v_now) THEN
+        -- acquire()'s first pass judges the queues without their rows:
+        -- they are reaped (see reap()) first, under their rows.
+        PERFORM {{schema}}.lock_rows(p_names, false);
+        PERFORM {{schema}}.reap(u, v_now, true) FROM unnest(p_names) u;
+    END IF;
+    RETURN QUERY SELECT * FROM {{schema}}.acquire(p_names, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
+        p_ticket, p_wttl, p_stale, p_node, p_whole, p_weights, p_sample);
+    IF EXISTS (SELECT 1 FROM {{schema}}.waiters w WHERE w.op = p_op)
        AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = ANY (p_names) AND h.op = p_op) THEN
         -- Still waiting (or queued again): nothing but soft state changed.
-        PERFORM {{schema}}.set_async_commit();
+        PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
 END
 $sleeplock$;
 
 -- lock_rows: takes and spills the rows of p_names in sorted order (no
--- deadlock between callers naming them in other orders), creating the
--- missing ones when p_create (make_row()), skipping them otherwise. False
--- when a row to create was not: no definition covers its name any more.
+-- deadlock between callers naming them in other orders), skipping the
+-- missing ones; with p_create (acquire()'s second pass) creates them
+-- (make_row()) and then drops the dead waiters of their queues (of dead
+-- or paused nodes). False when a row to create was not: no definition
+-- covers its name any more.
 CREATE OR REPLACE FUNCTION {{schema}}.lock_rows(p_names text[], p_create boolean)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -684,6 +607,9 @@ BEGIN
             END IF;
         END LOOP;
     END LOOP;
+    IF p_create THEN
+        PERFORM {{schema}}.drop_dead(u, clock_timestamp(), 64) FROM unnest(p_names) u;
+    END IF;
     RETURN true;
 END
 $sleeplock$;
@@ -706,7 +632,7 @@ CREATE OR REPLACE FUNCTION {{schema}}.make_row(p_name text)
 AS $sleeplock$
 BEGIN
     PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
-    IF {{schema}}.slots_of(p_name) IS NULL THEN
+    IF {{schema}}.slots_in({{schema}}.patterns(p_name)) IS NULL THEN
         RETURN NULL;
     END IF;
     INSERT INTO {{schema}}.locks (name) VALUES (p_name) ON CONFLICT DO NOTHING;

@@ -15,9 +15,8 @@
 --   1. A lock of several slots, at most 1,024, whose row is fast (or
 --      new): a free slot of the row's arrays, under the row
 --      (grant_slot_in_row()).
---   2. A caller that will wait behind a slow lock whose waiters are all
---      their nodes' (unowned = 0), no node stale: queued under the row on
---      a few reads (enqueue_if_blocked()).
+--   2. A caller that will wait takes the lock's row first. A slow row with
+--      a queue can grant nobody but by acquire()'s rule: 3–5 are skipped.
 --   3. A lock with no row: its row is made fast, holding the caller; a
 --      fast free row is granted as acquire_fast.sql grants it, and a
 --      weighted request a fast row with no holder (scalar mode, or slot
@@ -26,20 +25,20 @@
 --   4. A try of a lock full of unexpired holders, nobody queued: refused
 --      on a plain read of holding (no write, no row lock); or
 --   5. another slot number of a held lock, under the row, spilled to
---      holder rows (refuse_or_take_free_slot()); or queueing, under the
---      row (enqueue_if_blocked()).
---   6. Everything else (re-entry, takeover, a grant to a waiter, dead
---      waiters): acquire(), after reaping. The queueing of 5 and step 6
---      are queue_or_acquire(): a refused try never gets that far.
+--      holder rows (refuse_or_take_free_slot()).
+--   6. A caller that will wait, of a lock held or queued: queued under the
+--      row, slow, when its live holders and the waiters queued (each asks
+--      one slot at least) leave fewer than the slots it asks and its ref
+--      holds no slot of it (acquire()'s rule, on a few reads: enqueue()).
+--   7. Everything else (re-entry, takeover, a grant to a waiter, dead
+--      waiters): check_one(), which reaps and runs acquire().
 -- A weight (p_weight k > 1, or -1: every slot) takes k slots as one hold:
 -- in the lock's row in scalar mode when the row has no holder (step 3,
 -- locks.weight and wacqs), else in a holder row (step 5 spills a fast row
 -- first); step 1, which grants a slot of the row's arrays, is for holds
 -- of one slot. k larger than the lock's slots is refused at once
 -- ('too_heavy'), unless the ref holds the lock (re-entry, at the weight it
--- holds). Free slots are the slots less the weights of the holders; the
--- queue's count of waiters stands for the slots they ask where it only
--- decides to queue (each asks one at least).
+-- holds). Free slots are the slots less the weights of the holders.
 CREATE OR REPLACE FUNCTION {{schema}}.acquire_one(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_pats text[], p_lease bigint, p_back bigint,
     p_node bigint, p_weight integer, p_sample boolean)
@@ -49,20 +48,21 @@ LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_slots  integer := {{schema}}.slots_in(p_pats);
     v_need   integer := {{schema}}.need(p_weight, v_slots);
-    v_found  boolean := false;
     v_slow   boolean := false; -- the row is ours (step 2) and not fast
+    v_queued boolean := false; -- and it has a queue
+    v_count  integer; -- its queue's count, when every waiter is its node's
     v_new    boolean := false;
     v_free   boolean;
     v_empty  boolean;
-    q        record;
+    v_now    timestamptz;
+    f        record;
+    o        {{schema}}.acquire_row;
 BEGIN
     IF v_need > v_slots AND NOT EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name AND h.ref = p_ref) THEN
-        RETURN QUERY SELECT 'too_heavy'::text, 1, p_name, v_slots, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint, 0::bigint,
-            0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+        RETURN QUERY SELECT * FROM {{schema}}.answer_stop('too_heavy', ARRAY[p_name], 1, 0, v_slots, p_weight);
         RETURN;
     END IF;
-    -- 1. A slot in the row's arrays (a lock of at most 1,024 slots: see
-    -- grant_slot_in_row()).
+    -- 1. (a lock of at most 1,024 slots: see grant_slot_in_row())
     IF v_slots > 1 AND v_slots <= 1024 AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
         RETURN QUERY SELECT * FROM {{schema}}.grant_slot_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_pats,
                                                                 p_lease, p_back);
@@ -70,37 +70,22 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-
-    -- 2. Queueing behind a slow lock on a few reads. A caller that will
-    -- wait takes the lock's row first: it queues under it, or the steps
-    -- below decide under it (a slow row taken here needs no spill()).
+    -- 2. (a slow row taken here needs no spill())
     IF p_wait THEN
-        SELECT x.fast, x.queued, x.unowned INTO q FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-        v_found := FOUND;
-        v_slow := v_found AND NOT q.fast;
+        SELECT NOT x.fast, NOT x.fast AND x.queued > 0, CASE WHEN x.unowned = 0 THEN x.queued END
+          INTO v_slow, v_queued, v_count FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+        v_slow := coalesce(v_slow, false); v_queued := coalesce(v_queued, false);
     END IF;
     -- Checked after the row is ours: the tombstone of an undo() that had
     -- the row before us (undo() takes it) is seen now.
     IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-        RETURN QUERY SELECT 'cancelled'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint,
-            {{schema}}.micros(clock_timestamp()), 0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint,
-            p_weight, 0::bigint, false;
+        RETURN QUERY SELECT * FROM {{schema}}.answer_stop('cancelled', ARRAY[p_name], 1, 0, 0, p_weight);
         RETURN;
     END IF;
-    IF v_found THEN
-        IF NOT q.fast AND q.queued > 0 AND q.unowned = 0 AND v_slots IS NOT NULL
-           AND NOT {{schema}}.nodes_stale(clock_timestamp()) THEN
-            RETURN QUERY SELECT * FROM {{schema}}.enqueue_if_blocked(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted,
-                p_op, p_wttl, p_node, v_slots, p_weight, q.queued, clock_timestamp());
-            IF FOUND THEN
-                RETURN;
-            END IF;
-        END IF;
-    END IF;
 
-    IF v_slots IS NOT NULL THEN
-        -- 3. A new row, or a fast free one. A read first: an insert that
-        -- meets the row would wait for a transaction changing it.
+    IF v_slots IS NOT NULL AND NOT v_queued THEN
+        -- 3. A read first: an insert that meets the row would wait for a
+        -- transaction changing it.
         SELECT x.fast AND x.ref IS NULL,
                x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
                            OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
@@ -108,8 +93,7 @@ BEGIN
         IF NOT FOUND THEN
             v_new := {{schema}}.make_row(p_name);
             IF v_new IS NULL THEN -- deleted meanwhile
-                RETURN QUERY SELECT 'notfound'::text, 1, p_name, 0, 0, 0, p_ref, p_kind, 0::bigint, 0::bigint,
-                    0::bigint, 0::bigint, false, 0::bigint, 0::bigint, 0::bigint, p_weight, 0::bigint, false;
+                RETURN QUERY SELECT * FROM {{schema}}.answer_stop('notfound', ARRAY[p_name], 1, 0, 0, p_weight);
                 RETURN;
             END IF;
         END IF;
@@ -127,55 +111,29 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    -- Queueing under the row, else 6.
-    RETURN QUERY SELECT * FROM {{schema}}.queue_or_acquire(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait,
-        p_op, p_wttl, p_node, p_weight, p_sample, v_slots, v_slow);
-END
-$sleeplock$;
-
--- queue_or_acquire: the last steps of acquire_one(), for a request the
--- steps before did not settle: a caller that will wait on a lock held or
--- queued queues under the row by acquire()'s rule (enqueue_if_blocked();
--- p_slow: the caller holds the row already, slow); 6. everything else is
--- acquire()'s, after reaping, with the event's Seq and the hint.
-CREATE OR REPLACE FUNCTION {{schema}}.queue_or_acquire(p_name text, p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_counted boolean, p_wait boolean, p_op bigint, p_wttl bigint, p_node bigint, p_weight integer,
-    p_sample boolean, p_slots integer, p_slow boolean)
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    o {{schema}}.acquire_row;
-BEGIN
-    IF p_wait AND p_slots IS NOT NULL THEN
-        -- The lock is held or queued: queue the caller under the row, by
-        -- acquire()'s rule.
-        IF (p_slow OR {{schema}}.spill(p_name))
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-            RETURN QUERY SELECT * FROM {{schema}}.enqueue_if_blocked(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted,
-                p_op, p_wttl, p_node, p_slots, p_weight, {{schema}}.waiting_of(p_name, clock_timestamp()),
-                clock_timestamp());
-            IF FOUND THEN
-                RETURN;
-            END IF;
+    -- 6.
+    IF p_wait AND v_slots IS NOT NULL
+       AND (v_slow OR ({{schema}}.spill(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op))) THEN
+        v_now := clock_timestamp();
+        SELECT coalesce(sum(h.weight), 0)::int AS n,
+               coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > v_now), 0)::int AS live,
+               coalesce(bool_or(h.ref = p_ref), false) AS mine,
+               -- (the row's count while no node is stale, as waiter_counts() reads it)
+               coalesce(CASE WHEN NOT {{schema}}.nodes_stale(v_now) THEN v_count END,
+                        ({{schema}}.waiter_counts(p_name, v_now)).r_live) AS waiting
+          INTO f FROM {{schema}}.holders h WHERE h.lock = p_name;
+        IF NOT f.mine AND f.waiting + v_need > v_slots - f.live THEN
+            RETURN QUERY SELECT * FROM {{schema}}.enqueue(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
+                p_wttl, p_node, ARRAY[p_weight], v_now, ARRAY[v_slots], ARRAY[f.n], ARRAY[f.waiting]);
+            RETURN;
         END IF;
     END IF;
-
-    -- 6. acquire(), which reads holding and spills the row it takes, after
-    -- reaping the queue of stale nodes' waiters.
-    PERFORM {{schema}}.reap_locked(ARRAY[p_name]);
-    FOR o IN SELECT * FROM {{schema}}.acquire(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op,
-                                              0::bigint, p_wttl, 0::bigint, false, ARRAY[p_weight], p_sample) LOOP
-        IF o.r_ev IN ('granted', 'expired', 'queued') THEN
-            o.r_seq := nextval({{seqs}});
-        END IF;
-        o.r_fast := o.r_ev = 'granted' AND o.r_running = 1 AND coalesce(p_slots, 1) <= 1;
+    -- 7.
+    FOR o IN SELECT * FROM {{schema}}.check_one(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, p_counted, p_wait, p_op, 0,
+                                                p_wttl, 0, p_node, false, ARRAY[p_weight], p_sample) LOOP
+        o.r_fast := o.r_ev = 'granted' AND o.r_running = 1 AND coalesce(v_slots, 1) <= 1;
         RETURN NEXT o;
     END LOOP;
-    IF p_wait AND {{schema}}.attach_waiter_to_node(p_op, p_node, p_wttl) THEN
-        -- Queued: its node's, soft state only.
-        PERFORM {{schema}}.set_async_commit();
-    END IF;
 END
 $sleeplock$;
 
@@ -335,7 +293,8 @@ $sleeplock$;
 -- lock). 5: when a slot number is free (the lock's row free, or another
 -- slot of a multi-slot lock), the row is taken (spilled, unless p_slow:
 -- the caller holds it already, slow) and, decided again on fresh reads of
--- the holder rows, the caller gets a holder row of p_need slots.
+-- the holder rows, the caller gets a holder row of p_need slots, as
+-- acquire() grants one (grant_holds()).
 CREATE OR REPLACE FUNCTION {{schema}}.refuse_or_take_free_slot(p_name text, p_ref text, p_kind text, p_ttl bigint,
     p_hold bigint, p_wait boolean, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer,
     p_weight integer, p_slow boolean)
@@ -344,10 +303,9 @@ LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
     v_now timestamptz := clock_timestamp();
-    v_exp timestamptz;
-    v_tok bigint;
     r     record;
     f     record;
+    o     {{schema}}.acquire_row;
 BEGIN
     SELECT c.n, c.live, c.mine, o.ref, o.kind, o.expires INTO r
       FROM (SELECT coalesce(sum(h.weight), 0)::int AS n,
@@ -371,75 +329,19 @@ BEGIN
     IF NOT (p_slow OR {{schema}}.spill(p_name)) OR EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
         RETURN;
     END IF;
-    SELECT coalesce(sum(h.weight), 0)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine,
-           {{schema}}.free_slot(p_name, p_slots) AS slot
-      INTO f
+    SELECT coalesce(sum(h.weight), 0)::int AS n, coalesce(bool_or(h.ref = p_ref), false) AS mine INTO f
       FROM {{schema}}.holders h WHERE h.lock = p_name;
-    IF f.mine OR f.n + p_need > p_slots OR f.slot IS NULL THEN
+    IF f.mine OR f.n + p_need > p_slots THEN
         RETURN;
     END IF;
     v_now := clock_timestamp();
-    v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-    INSERT INTO {{schema}}.holders (lock, ref, kind, token, slot, count, acquired, renewed, expires, ttl, hold, op,
-                                    weight)
-    VALUES (p_name, p_ref, p_kind, {{schema}}.next_token(), f.slot, 1, v_now, v_now - p_back * interval '1 microsecond',
-            v_exp, p_ttl, p_hold, p_op, p_need)
-    ON CONFLICT DO NOTHING
-    RETURNING token INTO v_tok;
-    IF v_tok IS NOT NULL THEN
-        PERFORM {{schema}}.tally(p_name, 1, NULL, 0, 0, 0, NULL, false);
-        RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, f.n + p_need, 0, p_ref, p_kind,
-            v_tok, {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint,
-            p_ttl, p_hold, p_need, nextval({{seqs}}), f.n = 0 AND p_slots <= 1;
-    END IF;
-END
-$sleeplock$;
-
--- enqueue_if_blocked: queues a caller of one lock (acquire_one() holds the
--- lock's row, slow) when its live holders and the p_waiting waiters
--- queued (each asks one slot at least) leave fewer than the slots it asks
--- (need(p_weight)) and its ref holds no slot of it: enqueue().
-CREATE OR REPLACE FUNCTION {{schema}}.enqueue_if_blocked(p_name text, p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_weight integer,
-    p_waiting integer, p_now timestamptz)
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    f record;
-BEGIN
-    SELECT coalesce(sum(h.weight), 0)::int AS n,
-           coalesce(sum(h.weight) FILTER (WHERE h.expires IS NULL OR h.expires > p_now), 0)::int AS live,
-           coalesce(bool_or(h.ref = p_ref), false) AS mine
-      INTO f
-      FROM {{schema}}.holders h WHERE h.lock = p_name;
-    IF NOT f.mine AND p_waiting + {{schema}}.need(p_weight, p_slots) > p_slots - f.live THEN
-        RETURN QUERY SELECT * FROM {{schema}}.enqueue(p_name, p_ref, p_kind, p_ttl, p_hold, p_counted, p_op,
-            p_wttl, p_node, p_slots, f.n, p_waiting, p_now, p_weight);
-    END IF;
-END
-$sleeplock$;
-
--- enqueue: queues a caller of one lock (acquire_one() holds the lock's
--- row), its lease its node's; p_running and p_waiting are the lock's
--- counts before, p_weight the slots it asks. Soft state: commits without
--- waiting for the WAL.
-CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_name text, p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
-    p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_slots integer, p_running integer,
-    p_waiting integer, p_now timestamptz, p_weight integer)
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE plpgsql AS $sleeplock$
-DECLARE
-    v_ticket bigint := nextval({{tickets}});
-BEGIN
-    PERFORM {{schema}}.node_up(p_node, p_wttl, p_now);
-    INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)
-    VALUES (v_ticket, p_op, p_ref, p_kind, ARRAY[p_name], p_ttl, p_hold, p_counted, p_now, {{schema}}.node_lease_sentinel(),
-            p_wttl, p_node);
-    INSERT INTO {{schema}}.queue (lock, ticket, own, weight) VALUES (p_name, v_ticket, true, p_weight);
-    PERFORM {{schema}}.set_async_commit();
-    RETURN QUERY SELECT 'queued'::text, 1, p_name, p_slots, p_running, p_waiting + 1, p_ref, p_kind, 0::bigint,
-        {{schema}}.micros(p_now), 0::bigint, 0::bigint, false, v_ticket, 0::bigint, 0::bigint, p_weight,
-        nextval({{seqs}}), false;
+    FOR o IN SELECT * FROM {{schema}}.grant_holds(ARRAY[p_name], p_ref, p_kind, p_ttl, p_hold, false, p_op, 0, v_now,
+            NULL, v_now - p_back * interval '1 microsecond',
+            CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END,
+            ARRAY[p_slots], ARRAY[p_need], ARRAY[f.n], ARRAY[false], ARRAY[0]) LOOP
+        EXIT WHEN o.r_ev = 'raced'; -- no slot number free after all: not settled here
+        o.r_fast := f.n = 0 AND p_slots <= 1;
+        RETURN NEXT o;
+    END LOOP;
 END
 $sleeplock$;

@@ -68,27 +68,6 @@ BEGIN
 END
 $sleeplock$;
 
--- slots_of: the slots of lock n (its own definition, else the most
--- specific family), NULL when nothing defines it.
-CREATE OR REPLACE FUNCTION {{schema}}.slots_of(n text)
- RETURNS integer
- LANGUAGE plpgsql
- STABLE
-AS $sleeplock$
-DECLARE
-    pat text;
-    v   integer;
-BEGIN
-    FOREACH pat IN ARRAY {{schema}}.patterns(n) LOOP
-        SELECT d.slots INTO v FROM {{schema}}.defs d WHERE d.name = pat;
-        IF FOUND THEN
-            RETURN v;
-        END IF;
-    END LOOP;
-    RETURN NULL;
-END
-$sleeplock$;
-
 -- free_slot: the lowest slot number of 1..p_slots that no holder row of
 -- lock p_name has, NULL when none is free. Read from the holder rows
 -- (slot 1, or the number after a holder's), through the index on (lock,

@@ -28,7 +28,7 @@ BEGIN
                AND (EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = p_name)
                     OR EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name))
              ORDER BY array_position({{schema}}.patterns(p_name), d.name) LIMIT 1;
-            RETURN QUERY SELECT true, p_slots, {{schema}}.running_of(p_name), {{schema}}.waiting_of(p_name, v_now),
+            RETURN QUERY SELECT true, p_slots, {{schema}}.running_of(p_name), ({{schema}}.waiter_counts(p_name, v_now)).r_live,
                 {{schema}}.micros(v_now), v_old;
             PERFORM {{schema}}.respill();
             RETURN;
@@ -68,7 +68,7 @@ BEGIN
     IF v_family THEN
         RETURN QUERY SELECT v_old, true, 0, 0, {{schema}}.micros(v_now);
     ELSE
-        RETURN QUERY SELECT v_old, false, {{schema}}.running_of(p_name), {{schema}}.waiting_of(p_name, v_now),
+        RETURN QUERY SELECT v_old, false, {{schema}}.running_of(p_name), ({{schema}}.waiter_counts(p_name, v_now)).r_live,
             {{schema}}.micros(v_now);
     END IF;
     PERFORM {{schema}}.respill();
@@ -91,7 +91,7 @@ DECLARE
 BEGIN
     FOR v_name IN SELECT l.name FROM {{schema}}.locks l
                    WHERE l.fast AND l.xref IS NOT NULL
-                     AND cardinality(l.xref) IS DISTINCT FROM {{schema}}.slots_of(l.name)
+                     AND cardinality(l.xref) IS DISTINCT FROM {{schema}}.slots_in({{schema}}.patterns(l.name))
                    ORDER BY l.name LOOP
         PERFORM {{schema}}.spill(v_name);
     END LOOP;

@@ -63,11 +63,11 @@ BEGIN
             v_names := ARRAY[p_name];
         END IF;
         SELECT count(*)::int INTO v_holders FROM {{schema}}.holding h WHERE h.lock = ANY (v_names);
-        SELECT coalesce(sum({{schema}}.waiting_of(u, v_now)), 0)::int INTO v_waiters FROM unnest(v_names) u;
+        SELECT coalesce(sum(({{schema}}.waiter_counts(u, v_now)).r_live), 0)::int INTO v_waiters FROM unnest(v_names) u;
         IF v_holders + v_waiters > 0 AND NOT p_force THEN
             SELECT u INTO v_first FROM unnest(v_names) u
              WHERE EXISTS (SELECT 1 FROM {{schema}}.holding h WHERE h.lock = u)
-                OR {{schema}}.waiting_of(u, v_now) > 0
+                OR ({{schema}}.waiter_counts(u, v_now)).r_live > 0
              ORDER BY u LIMIT 1;
             r_ev := 'inuse'; r_lock := coalesce(v_first, p_name); r_holders := v_holders; r_waiters := v_waiters;
             RETURN NEXT;
@@ -104,7 +104,7 @@ BEGIN
             DELETE FROM {{schema}}.holders h WHERE h.lock = ANY (v_names)
             RETURNING h.lock, h.ref, h.kind, h.token, h.weight,
                       {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d)
-        SELECT 'released'::text, g.lock, {{schema}}.slots_of(g.lock), 0, 0, g.ref, g.kind, g.token, g.weight,
+        SELECT 'released'::text, g.lock, {{schema}}.slots_in({{schema}}.patterns(g.lock)), 0, 0, g.ref, g.kind, g.token, g.weight,
                {{schema}}.micros(v_now), g.d
           FROM gone g CROSS JOIN LATERAL {{schema}}.lost(g.lock, g.ref, g.token, 'd') t ORDER BY g.lock, g.token;
     IF v_family THEN

@@ -39,7 +39,7 @@ $sleeplock$;
 -- p_locks and p_refs are the (lock, ref) of the grants its waiters took
 -- since the last beat, which stop being the node's. Returns the rows
 -- written. Waiter leases are soft state: the beat commits asynchronously
--- (set_async_commit()), so the listener's connection, which runs it
+-- (synchronous_commit off), so the listener's connection, which runs it
 -- between notifications, never waits for a WAL flush.
 CREATE OR REPLACE FUNCTION {{schema}}.node_beat(p_node bigint, p_wttl bigint, p_several bigint[], p_locks text[], p_refs text[])
  RETURNS bigint
@@ -51,7 +51,7 @@ DECLARE
     v_n   bigint := 0;
     v_k   bigint;
 BEGIN
-    PERFORM {{schema}}.set_async_commit();
+    PERFORM set_config('synchronous_commit', 'off', true);
     SELECT n.expires INTO v_old FROM {{schema}}.nodes n WHERE n.id = p_node;
     IF v_old IS NULL OR v_old < v_now + (p_wttl * 6 / 10) * interval '1 microsecond' THEN
         INSERT INTO {{schema}}.nodes (id, expires, wttl)
@@ -81,7 +81,7 @@ $sleeplock$;
 -- node_waiters: the acquisitions of node p_node's waiters of one lock,
 -- whose places live as long as the node. Its store gives up those it no
 -- longer waits for: a dequeue lost in a crash or an asynchronous failover
--- (commits made with set_async_commit(), or not replicated) brings back a place that
+-- (commits made with synchronous_commit off, or not replicated) brings back a place that
 -- nobody takes, which would block its queue for as long as the node lives.
 CREATE OR REPLACE FUNCTION {{schema}}.node_waiters(p_node bigint)
  RETURNS bigint[]
@@ -121,29 +121,6 @@ AS $sleeplock$
 BEGIN
     RETURN EXISTS (SELECT 1 FROM {{schema}}.nodes n
                     WHERE n.expires < p_now + (n.wttl * 3 / 10) * interval '1 microsecond');
-END
-$sleeplock$;
-
--- attach_waiter_to_node: whether acquisition p_op is queued; a waiter of one lock queued by
--- acquire() becomes its node's. The caller holds the lock's row.
-CREATE OR REPLACE FUNCTION {{schema}}.attach_waiter_to_node(p_op bigint, p_node bigint, p_wttl bigint)
- RETURNS boolean
- LANGUAGE plpgsql
-AS $sleeplock$
-DECLARE
-    w record;
-BEGIN
-    SELECT x.ticket, x.node, cardinality(x.locks) AS n INTO w FROM {{schema}}.waiters x WHERE x.op = p_op;
-    IF NOT FOUND THEN
-        RETURN false;
-    END IF;
-    IF w.node IS NULL AND w.n = 1 AND p_node <> 0 THEN
-        PERFORM {{schema}}.node_up(p_node, p_wttl, clock_timestamp());
-        UPDATE {{schema}}.waiters x SET node = p_node, expires = {{schema}}.node_lease_sentinel(), wttl = p_wttl
-         WHERE x.ticket = w.ticket;
-        UPDATE {{schema}}.queue q SET own = true WHERE q.ticket = w.ticket;
-    END IF;
-    RETURN true;
 END
 $sleeplock$;
 
@@ -263,40 +240,6 @@ BEGIN
      WHERE h.lock = p_name AND h.ref = v.ref;
     GET DIAGNOSTICS v_k = ROW_COUNT;
     RETURN v_n + v_k;
-END
-$sleeplock$;
-
--- reap_locked: reaps the queues of p_names (see reap()) before a statement
--- that judges them without their rows (acquire()'s first pass): only while
--- some node is stale, and then under their rows, in sorted order.
-CREATE OR REPLACE FUNCTION {{schema}}.reap_locked(p_names text[])
- RETURNS void
- LANGUAGE plpgsql
-AS $sleeplock$
-DECLARE
-    v_now  timestamptz := clock_timestamp();
-    v_name text;
-BEGIN
-    IF NOT {{schema}}.nodes_stale(v_now) THEN
-        RETURN;
-    END IF;
-    PERFORM {{schema}}.lock_rows(p_names, false);
-    FOREACH v_name IN ARRAY p_names LOOP
-        PERFORM {{schema}}.reap(v_name, v_now, true);
-    END LOOP;
-END
-$sleeplock$;
-
--- set_async_commit: makes the calling transaction commit without waiting for its WAL
--- to be flushed: for statements that change only soft state (a place in
--- the queue, a waiter's lease), whose loss in a crash costs the waiter its
--- place and nothing else.
-CREATE OR REPLACE FUNCTION {{schema}}.set_async_commit()
- RETURNS void
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    PERFORM set_config('synchronous_commit', 'off', true);
 END
 $sleeplock$;
 

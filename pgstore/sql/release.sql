@@ -4,21 +4,14 @@
 -- acquisition.
 
 -- release_one: the release of one lock in every case, which hands the
--- freed slot to the head waiters (the store sends it when the bare UPDATE
+-- freed slots to the head waiters (the store sends it when the bare UPDATE
 -- of release_fast.sql released nothing, or first for a lock it last saw
 -- slow). The lock's row is taken first; then, cheapest case first:
---   1. A slot in the row's arrays (slot mode): freed in place; a row
---      'fast' tells the store the row stayed fast (release_in_slot()).
---   2. A slow lock whose waiters are all their nodes' (unowned = 0), no
---      node stale: the hold deleted and the heads granted (hand_over()); a
---      grant for a waiter of p_node comes back as a row 'handed' (its
---      payload in r_ref) for the store to hand over after the commit,
---      instead of a notification.
---   3. The lock's only hold, nobody queued: deleted, the row fast again.
---   4. Other holders or waiters: the hold deleted; the stale nodes'
---      waiters reaped, the dead dropped, the heads granted
---      (release_among_others()).
---   5. Everything else (a counted hold, not held, no definition): release().
+--   1. A slot in the row's arrays (slot mode): freed in place and timed
+--      when sampled; a row 'fast' tells the store the row stayed fast.
+--   2. The lock's only hold, nobody queued: deleted, the row fast again.
+--   3. Other holders or waiters: release_among_others().
+--   4. Everything else (a counted hold, not held, no definition): release().
 -- p_events: the event's slots are wanted; p_pats: the name's patterns;
 -- p_sample: time the hold whatever its token (the store samples by time).
 -- r_running counts slots (the holders' weights); r_weight is the released
@@ -31,171 +24,132 @@ LANGUAGE plpgsql AS $sleeplock$
 DECLARE
     v_now   timestamptz;
     v_k     integer;
-    v_slots integer;
-    v_run   integer;
-    v_found boolean;
     l       record;
     r       record;
 BEGIN
     SELECT x.fast, x.xref, x.xtoken, x.queued, x.unowned INTO l
       FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-    v_found := FOUND;
-    -- 1. A slot of the row's arrays.
-    IF v_found AND l.fast AND l.xref IS NOT NULL THEN
-        v_k := array_position(l.xref, p_ref);
-        IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
-            RETURN QUERY SELECT * FROM {{schema}}.release_in_slot(p_name, v_k, p_ref, p_events, p_pats, p_sample);
-            RETURN;
-        END IF;
-    END IF;
-    -- 2. The handover to nodes' waiters: the queue's count is its live
-    -- waiters (waiter_counts()), and none is to be reaped or dropped.
-    IF v_found AND NOT l.fast AND l.queued > 0 AND l.unowned = 0 THEN
+    -- 1.
+    v_k := CASE WHEN l.fast THEN array_position(l.xref, p_ref) END;
+    IF v_k IS NOT NULL AND (p_token = 0 OR l.xtoken[v_k] = p_token) THEN
         v_now := clock_timestamp();
-        IF NOT {{schema}}.nodes_stale(v_now) THEN
+        UPDATE {{schema}}.locks x
+           SET xref[v_k] = NULL, freed = v_now, rels = x.rels + 1,
+               holds = x.holds + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k]) THEN 1 ELSE 0 END,
+               hold_us = x.hold_us + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k])
+                   THEN greatest({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]), 0) ELSE 0 END,
+               hb = CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[v_k])
+                   THEN {{schema}}.bump(x.hb, {{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[v_k]))
+                   ELSE x.hb END
+         WHERE x.name = p_name
+        RETURNING x.xkind[v_k] AS kind, x.xtoken[v_k] AS token, x.xacquired[v_k] AS acquired,
+                  cardinality(array_remove(x.xref, NULL)) AS run
+             INTO r;
+        RETURN QUERY VALUES ('released'::text, 1, p_name, CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END,
+            r.run, 0, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
+            {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), 1, nextval({{seqs}})),
+            ('fast', 1, p_name, 0, 0, 0, '', '', 0, 0, 0, 1, 0);
+        RETURN;
+    END IF;
+    -- The row is ours; a fast one (its holder in the row) is spilled first.
+    IF NOT l.fast OR {{schema}}.spill(p_name) THEN
+        -- 2. No other holder or waiter can appear while the row is ours.
+        -- The row is fast again, for a grant of any weight.
+        IF coalesce(l.queued, 0) = 0 THEN
             DELETE FROM {{schema}}.holders h
              WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
+               AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
+               AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
             RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
             IF FOUND THEN
-                SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-                v_slots := {{schema}}.slots_of(p_name);
-                RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
-                    l.queued, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-                    {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, nextval({{seqs}});
-                -- The release is counted by hand_over(), in the UPDATE of
-                -- the lock's row that counts the first grant.
-                RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint,
-                                    0::bigint, 1, 0::bigint
-                               FROM {{schema}}.hand_over(p_name, coalesce(v_slots, 0), v_run, l.queued, v_now, p_node,
-                                   CASE WHEN p_sample OR {{schema}}.timed(r.token)
-                                        THEN {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired) END, 1) m;
+                v_now := clock_timestamp();
+                PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0,
+                    {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), p_sample OR {{schema}}.timed(r.token));
+                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
+                RETURN QUERY SELECT 'released'::text, 1, p_name,
+                    CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
+                    {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight,
+                    nextval({{seqs}});
                 RETURN;
             END IF;
         END IF;
-    END IF;
-    -- The row is ours; a fast one (its holder in the row) is spilled first.
-    IF (v_found AND NOT l.fast) OR {{schema}}.spill(p_name) THEN
-        -- 3. The lock's only hold, and nobody queues. No other holder or
-        -- waiter can appear while the row is ours. The row is fast again,
-        -- for a grant of any weight.
-        DELETE FROM {{schema}}.holders h
-         WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders x WHERE x.lock = p_name AND x.ref <> p_ref)
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name)
-        RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
-        IF FOUND THEN
-            v_now := clock_timestamp();
-            PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
-                p_sample OR {{schema}}.timed(r.token));
-            UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
-            RETURN QUERY SELECT 'released'::text, 1, p_name,
-                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, 0, 0, p_ref, r.kind, r.token,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight,
-                nextval({{seqs}});
-            RETURN;
-        END IF;
-        -- 4. Other holders or waiters remain.
-        RETURN QUERY SELECT * FROM {{schema}}.release_among_others(p_name, p_token, p_ref, p_events, p_pats, p_sample);
+        -- 3.
+        RETURN QUERY SELECT * FROM {{schema}}.release_among_others(p_name, p_token, p_ref, p_events, p_node, p_sample,
+                                                                   l.queued, l.unowned);
         IF FOUND THEN
             RETURN;
         END IF;
     END IF;
-    -- 5. release().
+    -- 4.
     RETURN QUERY SELECT * FROM {{schema}}.release(ARRAY[p_name], ARRAY[p_token], p_ref, NULL::bigint, p_events,
                                                   p_sample);
 END
 $sleeplock$;
 
--- release_in_slot: step 1 of release_one(): the hold of p_ref in slot p_k
--- of lock p_name's arrays (the row taken, fast) freed in place and timed
--- when sampled; a row 'released', then a row 'fast' (the row stayed fast).
-CREATE OR REPLACE FUNCTION {{schema}}.release_in_slot(p_name text, p_k integer, p_ref text, p_events boolean,
-    p_pats text[], p_sample boolean)
-RETURNS SETOF {{schema}}.release_row
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now timestamptz := clock_timestamp();
-    r     record;
-BEGIN
-    UPDATE {{schema}}.locks x
-       SET xref[p_k] = NULL, freed = v_now, rels = x.rels + 1,
-           holds = x.holds + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[p_k]) THEN 1 ELSE 0 END,
-           hold_us = x.hold_us + CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[p_k])
-               THEN greatest({{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[p_k]), 0) ELSE 0 END,
-           hb = CASE WHEN p_sample OR {{schema}}.timed(x.xtoken[p_k])
-               THEN {{schema}}.bump(x.hb, {{schema}}.micros(v_now) - {{schema}}.micros(x.xacquired[p_k])) ELSE x.hb END
-     WHERE x.name = p_name
-    RETURNING x.xkind[p_k] AS kind, x.xtoken[p_k] AS token, x.xacquired[p_k] AS acquired,
-              cardinality(array_remove(x.xref, NULL)) AS run
-         INTO r;
-    RETURN QUERY SELECT 'released'::text, 1, p_name,
-        CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, r.run, 0, p_ref, r.kind, r.token,
-        {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), 1,
-        nextval({{seqs}});
-    RETURN QUERY SELECT 'fast'::text, 1, p_name, 0, 0, 0, ''::text, ''::text, 0::bigint, 0::bigint,
-        0::bigint, 1, 0::bigint;
-END
-$sleeplock$;
-
--- release_among_others: step 4 of release_one(), the lock's row taken and
+-- release_among_others: step 3 of release_one(), the lock's row taken and
 -- spilled: the hold of p_ref (token p_token, 0: any) deleted where other
--- holders or waiters remain; the stale nodes' waiters reaped, the dead
--- dropped, the heads granted (hand_over()), the row fast again when
--- nothing is left. No row: no such hold (release() decides).
+-- holders or waiters may remain; the stale nodes' waiters reaped, the dead
+-- dropped (a bounded number, as release() does), the heads granted
+-- (hand_over(), which counts the release in the UPDATE of the lock's row
+-- that counts the first grant), the row fast again when nothing is left.
+-- A grant for a waiter of p_node comes back as a row 'handed' (its payload
+-- in r_ref) for the store to hand over after the commit, instead of a
+-- notification. p_queued and p_unowned: the row's counts (locks.queued,
+-- read under the row; NULL: not read). No row: no such hold (release()
+-- decides).
 CREATE OR REPLACE FUNCTION {{schema}}.release_among_others(p_name text, p_token bigint, p_ref text,
-    p_events boolean, p_pats text[], p_sample boolean)
+    p_events boolean, p_node bigint, p_sample boolean, p_queued integer, p_unowned integer)
 RETURNS SETOF {{schema}}.release_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
     v_now   timestamptz;
-    v_seq   bigint;
     v_slots integer;
     v_run   integer;
     v_wait  integer;
     v_dead  integer;
+    v_stale boolean;
     r       record;
 BEGIN
     DELETE FROM {{schema}}.holders h
      WHERE h.lock = p_name AND h.ref = p_ref AND (p_token = 0 OR h.token = p_token) AND h.count <= 1
     RETURNING h.kind, h.token, h.acquired, h.weight INTO r;
-    IF FOUND THEN
-        v_now := clock_timestamp();
-        PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
-            p_sample OR {{schema}}.timed(r.token));
-        v_seq := nextval({{seqs}});
-        -- Waiters of nodes that stopped renewing: their node's expiry.
-        IF {{schema}}.nodes_stale(v_now) THEN
-            PERFORM {{schema}}.reap(p_name, v_now, true);
-        END IF;
-        SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
-        -- The live and the dead waiters (see waiter_counts()).
-        SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.waiter_counts(p_name, v_now) c;
-        IF v_wait = 0 AND v_dead = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-            IF v_run = 0 THEN
-                UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
-            END IF;
-            RETURN QUERY SELECT 'released'::text, 1, p_name,
-                CASE WHEN p_events THEN {{schema}}.slots_in(p_pats) ELSE 0 END, v_run, 0, p_ref, r.kind, r.token,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
-            RETURN;
-        END IF;
-        -- Waiters: hand the slot over (their dead go first, a bounded
-        -- number, as release() does).
-        IF v_dead > 0 THEN
-            PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
-        END IF;
-        v_slots := {{schema}}.slots_of(p_name);
-        RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run,
-            v_wait, p_ref, r.kind, r.token, {{schema}}.micros(v_now),
-            {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight, v_seq;
-        IF v_wait > 0 AND v_slots IS NOT NULL THEN
-            PERFORM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, NULL, NULL, 0);
-        ELSIF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
-            UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
-        END IF;
+    IF NOT FOUND THEN
         RETURN;
+    END IF;
+    v_now := clock_timestamp();
+    v_stale := {{schema}}.nodes_stale(v_now);
+    IF v_stale THEN
+        -- Waiters of nodes that stopped renewing: their node's expiry.
+        PERFORM {{schema}}.reap(p_name, v_now, true);
+    END IF;
+    SELECT coalesce(sum(h.weight), 0)::int INTO v_run FROM {{schema}}.holders h WHERE h.lock = p_name;
+    -- The live and the dead waiters: the row's count, as waiter_counts()
+    -- reads it, when every waiter is its node's and no node is stale.
+    IF v_stale OR p_unowned IS DISTINCT FROM 0 THEN
+        SELECT c.r_live, c.r_dead INTO v_wait, v_dead FROM {{schema}}.waiter_counts(p_name, v_now) c;
+    ELSE
+        v_wait := p_queued; v_dead := 0;
+    END IF;
+    IF v_dead > 0 THEN
+        PERFORM {{schema}}.drop_dead(p_name, v_now, 64);
+    END IF;
+    v_slots := CASE WHEN p_events OR v_wait > 0 THEN {{schema}}.slots_in({{schema}}.patterns(p_name)) END;
+    RETURN QUERY SELECT 'released'::text, 1, p_name, CASE WHEN p_events THEN v_slots ELSE 0 END, v_run, v_wait, p_ref,
+        r.kind, r.token, {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight,
+        nextval({{seqs}});
+    IF v_wait > 0 AND v_slots IS NOT NULL THEN
+        RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint, 0::bigint, 1,
+                            0::bigint
+                       FROM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, p_node,
+                           CASE WHEN p_sample OR {{schema}}.timed(r.token)
+                                THEN {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired) END, 1) m;
+        RETURN;
+    END IF;
+    PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
+        p_sample OR {{schema}}.timed(r.token));
+    IF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+        UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
     END IF;
 END
 $sleeplock$;
@@ -379,7 +333,7 @@ DECLARE
 BEGIN
     -- A name no definition covers: notfound, nothing changed.
     FOR i IN 1 .. n LOOP
-        IF {{schema}}.slots_of(p_names[i]) IS NULL THEN
+        IF {{schema}}.slots_in({{schema}}.patterns(p_names[i])) IS NULL THEN
             o := ('notfound', i, p_names[i], 0, 0, 0, p_ref, '', 0, 0, 0, 1, 0)::{{schema}}.release_row;
             RETURN NEXT o;
             RETURN;
@@ -439,14 +393,14 @@ BEGIN
         IF o.r_ev = 'released' AND o.r_running = 0 AND NOT v_queue THEN
             DELETE FROM {{schema}}.locks l WHERE l.name = v_name;
         ELSIF o.r_ev = 'released' AND v_queue THEN
-            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_of(v_name) - o.r_running);
+            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_in({{schema}}.patterns(v_name)) - o.r_running);
         END IF;
         o.r_slots := 0;
         o.r_waiting := 0;
         IF p_events AND o.r_ev = 'released' THEN
-            o.r_slots := {{schema}}.slots_of(v_name);
+            o.r_slots := {{schema}}.slots_in({{schema}}.patterns(v_name));
             IF v_queue THEN
-                o.r_waiting := {{schema}}.waiting_of(v_name, v_now);
+                o.r_waiting := ({{schema}}.waiter_counts(v_name, v_now)).r_live;
             END IF;
         END IF;
         o.r_seq := CASE WHEN o.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END;

@@ -40,7 +40,7 @@ BEGIN
         SELECT d.slots INTO v_slots FROM {{schema}}.defs d WHERE d.name = v_name AND d.family;
         v_family := FOUND;
         IF NOT v_family THEN
-            v_slots := {{schema}}.slots_of(v_name);
+            v_slots := {{schema}}.slots_in({{schema}}.patterns(v_name));
             CONTINUE WHEN v_slots IS NULL;
         END IF;
         r_name := v_name;
@@ -59,7 +59,7 @@ BEGIN
                    coalesce(sum(h.weight) FILTER (WHERE h.expires <= v_now), 0)::int, count(*)::int
               INTO r_running, r_expired, r_leases
               FROM {{schema}}.holding h WHERE h.lock = v_name;
-            r_waiting := {{schema}}.waiting_of(v_name, v_now);
+            r_waiting := ({{schema}}.waiter_counts(v_name, v_now)).r_live;
             IF p_detail THEN
                 SELECT json_agg(json_build_object(
                         'ref', h.ref, 'kind', h.kind, 'token', h.token, 'count', h.count, 'weight', h.weight,
@@ -135,16 +135,5 @@ BEGIN
         END IF;
     END LOOP;
     RETURN v_n + v_k;
-END
-$sleeplock$;
-
--- waiting_of: the live waiters of lock n (see waiter_counts()).
-CREATE OR REPLACE FUNCTION {{schema}}.waiting_of(n text, p_now timestamp with time zone)
- RETURNS integer
- LANGUAGE plpgsql
- STABLE
-AS $sleeplock$
-BEGIN
-    RETURN ({{schema}}.waiter_counts(n, p_now)).r_live;
 END
 $sleeplock$;

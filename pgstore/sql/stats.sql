@@ -1,17 +1,6 @@
 -- Counters (store.Stats): the columns acqs … hb of locks and defs (see
 -- 001_init.sql), bumped where holds begin and end, read by stats().
 
--- bucket: the index (1-based) in wb and hb of a duration of us
--- microseconds: the buckets of store.HistogramBounds (1 ms times powers of
--- 4; 12 the rest). IMMUTABLE SQL, inlined in the statements.
-CREATE OR REPLACE FUNCTION {{schema}}.bucket(us bigint)
- RETURNS integer
- LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
-AS $sleeplock$
-    SELECT width_bucket(us, '{1001,4001,16001,64001,256001,1024001,4096001,16384001,65536001,262144001,1048576001}'::bigint[]) + 1
-$sleeplock$;
-
 -- def_of: the definition of lock n (its own, else the most specific
 -- family), NULL when nothing defines it.
 CREATE OR REPLACE FUNCTION {{schema}}.def_of(n text)
@@ -36,14 +25,17 @@ AS $sleeplock$
     SELECT p_token & 255 = 0
 $sleeplock$;
 
--- bump: histogram h (wb, hb) with one more in the bucket of us µs.
+-- bump: histogram h (wb, hb) with one more in the bucket of us µs: the
+-- buckets (1-based) of store.HistogramBounds, 1 ms times powers of 4; 12
+-- the rest.
 CREATE OR REPLACE FUNCTION {{schema}}.bump(h bigint[], us bigint)
  RETURNS bigint[]
  LANGUAGE plpgsql
  IMMUTABLE
 AS $sleeplock$
 DECLARE
-    b integer := {{schema}}.bucket(greatest(us, 0));
+    b integer := width_bucket(greatest(us, 0),
+        '{1001,4001,16001,64001,256001,1024001,4096001,16384001,65536001,262144001,1048576001}'::bigint[]) + 1;
 BEGIN
     h[b] := coalesce(h[b], 0) + 1;
     RETURN h;
