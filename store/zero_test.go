@@ -18,7 +18,7 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 			"CheckRef": store.CheckRef, "CheckSlots": store.CheckSlots, "CheckTTL": store.CheckTTL,
 			"FamilyOf": store.FamilyOf, "Invalid": store.Invalid, "NotFound": store.NotFound,
 			"NotResizable": store.NotResizable, "NotDeletable": store.NotDeletable, "CheckDefinitions": store.CheckDefinitions,
-			"DeletedWhileWaiting": store.DeletedWhileWaiting, "DeletedHold": store.DeletedHold, "NewRef": store.NewRef, "RefOf": store.RefOf,
+			"DeletedWhileWaiting": store.DeletedWhileWaiting, "DeletedHold": store.DeletedHold, "GuardLost": store.GuardLost, "NewRef": store.NewRef, "RefOf": store.RefOf,
 			"NewRefRange": store.NewRefRange, "Need": store.Need, "Busy": store.Busy, "CheckWeight": store.CheckWeight, "Bucket": store.Bucket,
 			"PlanReconcile": store.PlanReconcile,
 		},
