@@ -191,24 +191,6 @@ BEGIN
 END
 $sleeplock$;
 
--- forget: deletes the rows of p_names that are idle (no holder, no queue;
--- a fast row holding its lock's holder is not idle). The rows are locked.
-CREATE OR REPLACE FUNCTION {{schema}}.forget(p_names text[])
- RETURNS void
- LANGUAGE plpgsql
-AS $sleeplock$
-DECLARE
-    v_name text;
-BEGIN
-    FOREACH v_name IN ARRAY p_names LOOP
-        DELETE FROM {{schema}}.locks l
-         WHERE l.name = v_name AND l.ref IS NULL
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = v_name)
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
-    END LOOP;
-END
-$sleeplock$;
-
 -- hand_over: under lock p_name's row, grants its free slots (p_run: the
 -- slots in use) to the live heads of its queue in ticket order, each the
 -- slots it asks, until a head asks more than are free; drawing their tokens and Seq, and
@@ -387,8 +369,8 @@ $sleeplock$;
 
 -- undo: gives up acquisition p_op after taking and spilling the rows: its
 -- place in the queue goes, a grant it got is released (a row 'released'
--- with its Seq), and a tombstone (cancelled) stops a statement of it
--- still running.
+-- with its Seq), a tombstone (cancelled) stops a statement of it still
+-- running, and its idle rows are deleted.
 CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
  RETURNS SETOF {{schema}}.release_row
  LANGUAGE plpgsql
@@ -417,7 +399,12 @@ BEGIN
     -- What this acquisition held or where it queued may be free now.
     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
       WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);
-    PERFORM {{schema}}.forget(p_names);
+    -- Its rows that are idle go (no holder, no queue; a fast row holding
+    -- its lock's holder is not idle).
+    DELETE FROM {{schema}}.locks l
+     WHERE l.name = ANY (p_names) AND l.ref IS NULL
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = l.name)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = l.name);
 END
 $sleeplock$;
 
