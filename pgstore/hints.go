@@ -81,7 +81,7 @@ func (h *fastHints) samplePeek(names []string, now int64) bool {
 
 // slotModeMax is the most slots a lock may have for its row to go to slot
 // mode (one element of the row's arrays per slot: acquire_one.sql,
-// grant_slot_in_row()). A wider lock keeps its holders in holder rows, or
+// grant_in_row()). A wider lock keeps its holders in holder rows, or
 // its one holder in the row in scalar mode, which acquireFast grants: the
 // store sends acquireSlot and releaseSlot only for a lock of 2 to
 // slotModeMax slots.

@@ -165,6 +165,20 @@ func (s *Store) emitReleased(ev store.Emitter, rows []rrow, reason error) {
 	}
 }
 
+// releasingAll registers the release of each lock of h as releasing does,
+// for release(), which hands freed slots to the head waiters too (each
+// grant notified, a waiter of this store's included); the returned
+// function ends them once the events are emitted.
+func (s *Store) releasingAll(h *store.Handle) func() {
+	var ends []func()
+	h.Each(func(l store.Lock) { ends = append(ends, s.d.releasing(l.Name)) })
+	return func() {
+		for _, end := range ends {
+			end()
+		}
+	}
+}
+
 func handleArgs(h *store.Handle) (names, tokens string) {
 	var ns []string
 	var ts []int64
@@ -205,6 +219,8 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 		// A waiter of this store that this release hands the lock to
 		// emits its acquired event after this release's event.
 		defer s.d.releasing(h.Name)()
+	} else if ev != nil {
+		defer s.releasingAll(&h)()
 	}
 	var rows []rrow
 	sampled := s.sampled(&h)
@@ -253,6 +269,9 @@ func (s *Store) Release(ctx context.Context, h store.Handle, ev store.Emitter) e
 func (s *Store) ReleaseStale(ctx context.Context, h store.Handle, staleAfter time.Duration, ev store.Emitter) (bool, error) {
 	if err := s.check(ctx); err != nil {
 		return false, err
+	}
+	if ev != nil {
+		defer s.releasingAll(&h)()
 	}
 	names, tokens := handleArgs(&h)
 	args := releaseArgs{names: names, tokens: tokens, ref: h.Ref.String(), stale: micros(max(staleAfter, 0)), events: ev != nil,

@@ -466,8 +466,9 @@ $sleeplock$;
 -- slow): a ticket from the global sequence, a waiter row, one queue row
 -- per lock, and one row 'queued' per lock with its counts before (p_slots,
 -- p_rows, p_total) and the event's Seq. A waiter of one lock of node
--- p_node (not 0) is its node's: its lease the node's (node_up()), its
--- commit asynchronous (soft state only). Any other keeps a lease of its
+-- p_node (not 0) is its node's: its lease the node's (its row made sure
+-- not stale first, with no write while it has more than 30 % of its lease
+-- left), its commit asynchronous (soft state only). Any other keeps a lease of its
 -- own, p_wttl, renewed by its checks.
 CREATE OR REPLACE FUNCTION {{schema}}.enqueue(p_names text[], p_ref text, p_kind text, p_ttl bigint, p_hold bigint,
     p_counted boolean, p_op bigint, p_wttl bigint, p_node bigint, p_weights integer[], p_now timestamptz,
@@ -480,7 +481,13 @@ DECLARE
     v_own    boolean := p_node <> 0 AND cardinality(p_names) = 1;
 BEGIN
     IF v_own THEN
-        PERFORM {{schema}}.node_up(p_node, p_wttl, p_now);
+        PERFORM 1 FROM {{schema}}.nodes n
+          WHERE n.id = p_node AND n.expires >= p_now + (p_wttl * 3 / 10) * interval '1 microsecond';
+        IF NOT FOUND THEN
+            INSERT INTO {{schema}}.nodes (id, expires, wttl)
+            VALUES (p_node, p_now + p_wttl * interval '1 microsecond', p_wttl)
+            ON CONFLICT (id) DO UPDATE SET expires = excluded.expires, wttl = excluded.wttl;
+        END IF;
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     INSERT INTO {{schema}}.waiters (ticket, op, ref, kind, locks, ttl, hold, counted, since, expires, wttl, node)

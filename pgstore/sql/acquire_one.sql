@@ -14,7 +14,7 @@
 -- nothing, or first for a lock it last saw slow). Cheapest case first:
 --   1. A lock of several slots, at most 1,024, whose row is fast (or
 --      new): a free slot of the row's arrays, under the row
---      (grant_slot_in_row()).
+--      (grant_in_row()).
 --   2. A caller that will wait takes the lock's row first. A slow row with
 --      a queue can grant nobody but by acquire()'s rule: 3–5 are skipped.
 --   3. A lock with no row: its row is made fast, holding the caller; a
@@ -51,9 +51,6 @@ DECLARE
     v_slow   boolean := false; -- the row is ours (step 2) and not fast
     v_queued boolean := false; -- and it has a queue
     v_count  integer; -- its queue's count, when every waiter is its node's
-    v_new    boolean := false;
-    v_free   boolean;
-    v_empty  boolean;
     v_now    timestamptz;
     f        record;
     o        {{schema}}.acquire_row;
@@ -62,10 +59,10 @@ BEGIN
         RETURN QUERY SELECT * FROM {{schema}}.answer_stop('too_heavy', ARRAY[p_name], 1, 0, v_slots, p_weight);
         RETURN;
     END IF;
-    -- 1. (a lock of at most 1,024 slots: see grant_slot_in_row())
+    -- 1. (a lock of at most 1,024 slots: see grant_in_row())
     IF v_slots > 1 AND v_slots <= 1024 AND v_need = 1 AND NOT EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-        RETURN QUERY SELECT * FROM {{schema}}.grant_slot_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_pats,
-                                                                p_lease, p_back);
+        RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_pats, p_lease,
+                                                           p_back, v_slots, p_weight, true);
         IF FOUND THEN
             RETURN;
         END IF;
@@ -84,25 +81,13 @@ BEGIN
     END IF;
 
     IF v_slots IS NOT NULL AND NOT v_queued THEN
-        -- 3. A read first: an insert that meets the row would wait for a
-        -- transaction changing it.
-        SELECT x.fast AND x.ref IS NULL,
-               x.fast AND ((x.xref IS NULL AND x.ref IS NULL)
-                           OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
-          INTO v_free, v_empty FROM {{schema}}.locks x WHERE x.name = p_name;
-        IF NOT FOUND THEN
-            v_new := {{schema}}.make_row(p_name);
-            IF v_new IS NULL THEN -- deleted meanwhile
-                RETURN QUERY SELECT * FROM {{schema}}.answer_stop('notfound', ARRAY[p_name], 1, 0, 0, p_weight);
-                RETURN;
-            END IF;
-        END IF;
-        RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_lease, p_back,
-            v_slots, v_need, v_new, coalesce(v_free, false), coalesce(v_empty, false));
+        -- 3. (its 'notfound' included)
+        RETURN QUERY SELECT * FROM {{schema}}.grant_in_row(p_name, p_ref, p_kind, p_ttl, p_hold, p_op, p_pats, p_lease,
+                                                           p_back, v_slots, p_weight, false);
         IF FOUND THEN
             RETURN;
         END IF;
-        IF (NOT v_new OR v_need > 1) AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
+        IF NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
             -- 4. and 5.
             RETURN QUERY SELECT * FROM {{schema}}.refuse_or_take_free_slot(p_name, p_ref, p_kind, p_ttl, p_hold, p_wait,
                 p_op, p_lease, p_back, v_slots, v_need, p_weight, v_slow);
@@ -137,150 +122,123 @@ BEGIN
 END
 $sleeplock$;
 
--- grant_slot_in_row: step 1 of acquire_one(), a request of one slot of a
--- lock of several slots: a free slot of its fast row's arrays, under the
--- row (a new row is made fast; a free row in scalar mode is turned to slot
--- mode first). A read first: a try of a full lock takes no row lock.
--- Only for a lock of at most 1,024 slots (acquire_one() calls it for no
--- other): the arrays have one element per slot, and every statement that
--- reads or writes them (this one, acquire_slot.sql, release_slot.sql, the
--- view holding, spill()) costs time in proportion to their length; on a
--- lock of 1,000,000 slots (`sleeplock run -s`) State took 1.7 s, a grant
--- 18 ms. A wider lock keeps its holders in holder rows (one holder: the
--- row's, in scalar mode), which cost in proportion to the holders. Up to
--- 1,024 slots the arrays cost less than the holder rows (bench/README).
-CREATE OR REPLACE FUNCTION {{schema}}.grant_slot_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_op bigint, p_pats text[], p_lease bigint, p_back bigint)
+-- grant_in_row: steps 1 and 3 of acquire_one(), a grant of a lock whose
+-- whole state stays in its row, of weight p_weight (need(), at most
+-- p_slots). A read first: a try of a full lock takes no row lock, and an
+-- insert that meets the row would wait for a transaction changing it. A
+-- missing row is made (make_row()); made here, nothing holds or queues: it
+-- is ours.
+-- p_slot, step 1, a request of one slot of a lock of 2 to 1,024 slots: a
+-- free slot of its fast row's arrays, under the row (a new row is made
+-- fast; a free row in scalar mode is turned to slot mode first). Only up
+-- to 1,024 slots (acquire_one() calls it for no other): the arrays have
+-- one element per slot, and every statement that reads or writes them
+-- (this one, acquire_slot.sql, release_slot.sql, the view holding,
+-- spill()) costs time in proportion to their length; on a lock of
+-- 1,000,000 slots (`sleeplock run -s`) State took 1.7 s, a grant 18 ms. A
+-- wider lock keeps its holders in holder rows (one holder: the row's, in
+-- scalar mode), which cost in proportion to the holders. Up to 1,024 slots
+-- the arrays cost less than the holder rows (bench/README).
+-- Else, step 3, the caller as the row's scalar holder (locks.weight and
+-- wacqs): of a new row, of any weight; of a fast free row, weight 1, as
+-- acquire_fast.sql grants it; of a fast row with no holder (in scalar or
+-- slot mode), a weighted one, as acquire_weighted.sql does. A row deleted
+-- meanwhile: 'notfound'.
+CREATE OR REPLACE FUNCTION {{schema}}.grant_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
+    p_hold bigint, p_op bigint, p_pats text[], p_lease bigint, p_back bigint, p_slots integer, p_weight integer,
+    p_slot boolean)
 RETURNS SETOF {{schema}}.acquire_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
 DECLARE
-    v_slots integer := {{schema}}.slots_in(p_pats);
+    v_slots integer := p_slots; -- (step 1: read again to turn the row to slot mode)
+    v_need  integer := {{schema}}.need(p_weight, p_slots);
+    v_new   boolean := false;
+    v_turn  boolean;
     v_now   timestamptz;
     v_exp   timestamptz;
     v_tok   bigint;
     v_k     integer;
-    v_run   integer;
-    v_turn  boolean;
+    v_run   integer := v_need;
     l       record;
 BEGIN
     SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name;
     IF NOT FOUND THEN
-        IF {{schema}}.make_row(p_name) AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
-            -- A new row: nothing holds or queues; it is ours.
+        v_new := {{schema}}.make_row(p_name);
+        IF v_new IS NULL THEN -- deleted meanwhile (step 1: step 3 finds it)
+            RETURN QUERY SELECT * FROM {{schema}}.answer_stop('notfound', ARRAY[p_name], 1, 0, 0, p_weight)
+                          WHERE NOT p_slot;
+            RETURN;
+        END IF;
+        v_new := v_new AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name);
+        IF v_new AND p_slot THEN
             UPDATE {{schema}}.locks x SET fast = true, freed = clock_timestamp() WHERE x.name = p_name
             RETURNING x.fast, x.ref, x.xref INTO l;
         END IF;
     END IF;
-    -- A free row in scalar mode turns to slot mode with the lock's slots
-    -- as a change of definition in flight leaves them (see defs_key();
-    -- taken before the row, as resize() and define() take rows after it).
-    v_turn := coalesce(l.fast AND l.xref IS NULL AND l.ref IS NULL, false);
-    IF v_turn THEN
-        PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
-        v_slots := {{schema}}.slots_in(p_pats);
-    END IF;
-    IF (l.fast AND ((l.xref IS NULL AND l.ref IS NULL)
-                    OR (l.xref IS NOT NULL AND array_position(l.xref, NULL) IS NOT NULL
-                        AND array_position(l.xref, p_ref) IS NULL))) IS NOT TRUE THEN
-        RETURN; -- full, slow, or the ref holds a slot
-    END IF;
-    -- Take the row, then decide again on what it holds now.
-    SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
-    IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
-        RETURN;
-    END IF;
-    v_now := clock_timestamp();
-    v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-    IF v_turn AND l.fast AND l.xref IS NULL AND l.ref IS NULL AND v_slots > 1 AND v_slots <= 1024 THEN
-        -- Free, in scalar mode: to slot mode.
-        UPDATE {{schema}}.locks x
-           SET ref = '', xref = array_fill(NULL::text, ARRAY[v_slots]), xkind = array_fill(NULL::text, ARRAY[v_slots]),
-               xtoken = array_fill(NULL::bigint, ARRAY[v_slots]),
-               xacquired = array_fill(NULL::timestamptz, ARRAY[v_slots]),
-               xrenewed = array_fill(NULL::timestamptz, ARRAY[v_slots]),
-               xexpires = array_fill(NULL::timestamptz, ARRAY[v_slots]),
-               xttl = array_fill(NULL::bigint, ARRAY[v_slots]), xhold = array_fill(NULL::bigint, ARRAY[v_slots]),
-               xop = array_fill(NULL::bigint, ARRAY[v_slots])
-         WHERE x.name = p_name;
-        l.xref := array_fill(NULL::text, ARRAY[v_slots]);
-    END IF;
-    v_k := array_position(l.xref, NULL);
-    IF l.fast AND cardinality(l.xref) = v_slots AND v_k IS NOT NULL AND array_position(l.xref, p_ref) IS NULL THEN
-        UPDATE {{schema}}.locks x
-           SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = {{schema}}.next_token(),
-               xacquired[v_k] = v_now, xrenewed[v_k] = v_now - p_back * interval '1 microsecond',
-               xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op,
-               acqs = x.acqs + 1
-         WHERE x.name = p_name
-        RETURNING x.xtoken[v_k], cardinality(array_remove(x.xref, NULL)) INTO v_tok, v_run;
-        RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_run, 0, p_ref, p_kind, v_tok,
-            {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-            1, nextval({{seqs}}), true;
-    END IF;
-END
-$sleeplock$;
-
--- grant_in_row: step 3 of acquire_one(), the grant of a lock whose whole
--- state stays in its row: a new row (p_new, made by the caller: nothing
--- holds or queues) gets the caller as its scalar holder, of any weight
--- (locks.weight and wacqs); a fast free row (p_free) a holder of weight 1,
--- as acquire_fast.sql grants it; a fast row with no holder (p_empty, in
--- scalar or slot mode) a weighted holder in scalar mode, as
--- acquire_weighted.sql does.
-CREATE OR REPLACE FUNCTION {{schema}}.grant_in_row(p_name text, p_ref text, p_kind text, p_ttl bigint,
-    p_hold bigint, p_op bigint, p_lease bigint, p_back bigint, p_slots integer, p_need integer, p_new boolean,
-    p_free boolean, p_empty boolean)
-RETURNS SETOF {{schema}}.acquire_row
-LANGUAGE plpgsql AS $sleeplock$
-#variable_conflict use_column
-DECLARE
-    v_now timestamptz := clock_timestamp();
-    v_exp timestamptz := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
-    v_tok bigint;
-BEGIN
-    IF p_new THEN
-        IF p_need > p_slots OR EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = p_name) THEN
+    IF NOT p_slot THEN
+        IF NOT (v_new OR coalesce(l.fast AND (l.ref IS NULL OR v_need > 1
+                                              AND cardinality(array_remove(l.xref, NULL)) = 0), false)) THEN
             RETURN;
         END IF;
+        v_now := clock_timestamp();
+        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
         UPDATE {{schema}}.locks x
            SET fast = true, ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
                renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-               hold = p_hold, op = p_op, acqs = x.acqs + 1, weight = p_need, wacqs = x.acqs + 1
-         WHERE x.name = p_name
-        RETURNING x.token INTO v_tok;
-        RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, p_need, 0, p_ref, p_kind, v_tok,
-            {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-            p_need, nextval({{seqs}}), p_slots <= 1 OR p_need > 1;
-    ELSIF p_free AND p_need = 1 THEN
-        -- (the store's hint was stale, or a release freed it meanwhile)
-        UPDATE {{schema}}.locks x
-           SET ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
-               renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-               hold = p_hold, op = p_op, acqs = x.acqs + 1
-         WHERE x.name = p_name AND x.fast AND x.ref IS NULL
-        RETURNING x.token INTO v_tok;
-        IF FOUND THEN
-            RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, 1, 0, p_ref, p_kind, v_tok,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                1, nextval({{seqs}}), p_slots <= 1;
-        END IF;
-    ELSIF p_empty AND p_need > 1 AND p_need <= p_slots THEN
-        UPDATE {{schema}}.locks x
-           SET ref = p_ref, kind = p_kind, token = {{schema}}.next_token(), acquired = v_now,
-               renewed = v_now - p_back * interval '1 microsecond', expires = v_exp, ttl = p_ttl,
-               hold = p_hold, op = p_op, acqs = x.acqs + 1, weight = p_need, wacqs = x.acqs + 1,
+               hold = p_hold, op = p_op, acqs = x.acqs + 1, weight = v_need, wacqs = x.acqs + 1,
                xref = NULL, xkind = NULL, xtoken = NULL, xacquired = NULL, xrenewed = NULL, xexpires = NULL,
                xttl = NULL, xhold = NULL, xop = NULL
-         WHERE x.name = p_name AND x.fast
-           AND ((x.xref IS NULL AND x.ref IS NULL)
-                OR (x.xref IS NOT NULL AND cardinality(array_remove(x.xref, NULL)) = 0))
+         WHERE x.name = p_name AND v_need <= v_slots
+           AND (v_new OR x.fast AND (x.ref IS NULL OR v_need > 1 AND cardinality(array_remove(x.xref, NULL)) = 0))
         RETURNING x.token INTO v_tok;
-        IF FOUND THEN
-            RETURN QUERY SELECT 'granted'::text, 1, p_name, p_slots, p_need, 0, p_ref, p_kind, v_tok,
-                {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
-                p_need, nextval({{seqs}}), true;
+    ELSE
+        -- A free row in scalar mode turns to slot mode with the lock's
+        -- slots as a change of definition in flight leaves them (see
+        -- defs_key(); taken before the row, as resize() and define() take
+        -- rows after it).
+        v_turn := coalesce(l.fast AND l.xref IS NULL AND l.ref IS NULL, false);
+        IF v_turn THEN
+            PERFORM pg_advisory_xact_lock_shared({{schema}}.defs_key());
+            v_slots := {{schema}}.slots_in(p_pats);
         END IF;
+        IF (l.fast AND ((l.xref IS NULL AND l.ref IS NULL)
+                        OR (l.xref IS NOT NULL AND array_position(l.xref, NULL) IS NOT NULL
+                            AND array_position(l.xref, p_ref) IS NULL))) IS NOT TRUE THEN
+            RETURN; -- full, slow, or the ref holds a slot
+        END IF;
+        -- Take the row, then decide again on what it holds now.
+        SELECT x.fast, x.ref, x.xref INTO l FROM {{schema}}.locks x WHERE x.name = p_name FOR UPDATE;
+        IF EXISTS (SELECT 1 FROM {{schema}}.cancelled c WHERE c.op = p_op) THEN
+            RETURN;
+        END IF;
+        v_now := clock_timestamp();
+        v_exp := CASE WHEN p_ttl > 0 THEN v_now + p_lease * interval '1 microsecond' END;
+        IF v_turn AND l.fast AND l.xref IS NULL AND l.ref IS NULL AND v_slots > 1 AND v_slots <= 1024 THEN
+            -- Free, in scalar mode: to slot mode.
+            UPDATE {{schema}}.locks x
+               SET ref = '', xref = a.t, xkind = a.t, xtoken = a.b, xacquired = a.ts, xrenewed = a.ts, xexpires = a.ts,
+                   xttl = a.b, xhold = a.b, xop = a.b
+              FROM (SELECT array_fill(NULL::text, ARRAY[v_slots]) AS t, array_fill(NULL::bigint, ARRAY[v_slots]) AS b,
+                           array_fill(NULL::timestamptz, ARRAY[v_slots]) AS ts) a
+             WHERE x.name = p_name;
+            l.xref := array_fill(NULL::text, ARRAY[v_slots]);
+        END IF;
+        v_k := array_position(l.xref, NULL);
+        IF l.fast AND cardinality(l.xref) = v_slots AND v_k IS NOT NULL AND array_position(l.xref, p_ref) IS NULL THEN
+            UPDATE {{schema}}.locks x
+               SET xref[v_k] = p_ref, xkind[v_k] = p_kind, xtoken[v_k] = {{schema}}.next_token(),
+                   xacquired[v_k] = v_now, xrenewed[v_k] = v_now - p_back * interval '1 microsecond',
+                   xexpires[v_k] = v_exp, xttl[v_k] = p_ttl, xhold[v_k] = p_hold, xop[v_k] = p_op,
+                   acqs = x.acqs + 1
+             WHERE x.name = p_name
+            RETURNING x.xtoken[v_k], cardinality(array_remove(x.xref, NULL)) INTO v_tok, v_run;
+        END IF;
+    END IF;
+    IF v_tok IS NOT NULL THEN
+        RETURN QUERY SELECT 'granted'::text, 1, p_name, v_slots, v_run, 0, p_ref, p_kind, v_tok,
+            {{schema}}.micros(v_now), {{schema}}.micros(v_exp), 0::bigint, false, 0::bigint, p_ttl, p_hold,
+            v_need, nextval({{seqs}}), p_slot OR v_slots <= 1 OR v_need > 1;
     END IF;
 END
 $sleeplock$;

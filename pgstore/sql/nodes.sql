@@ -92,24 +92,6 @@ AS $sleeplock$
      WHERE w.node = p_node AND w.expires = {{schema}}.node_lease_sentinel()
 $sleeplock$;
 
--- node_up: makes sure node p_node has a row that is not stale, before a
--- waiter of it is queued; no write while it has more than 30 % of its
--- lease left.
-CREATE OR REPLACE FUNCTION {{schema}}.node_up(p_node bigint, p_wttl bigint, p_now timestamp with time zone)
- RETURNS void
- LANGUAGE plpgsql
-AS $sleeplock$
-BEGIN
-    PERFORM 1 FROM {{schema}}.nodes n
-      WHERE n.id = p_node AND n.expires >= p_now + (p_wttl * 3 / 10) * interval '1 microsecond';
-    IF NOT FOUND THEN
-        INSERT INTO {{schema}}.nodes (id, expires, wttl)
-        VALUES (p_node, p_now + p_wttl * interval '1 microsecond', p_wttl)
-        ON CONFLICT (id) DO UPDATE SET expires = excluded.expires, wttl = excluded.wttl;
-    END IF;
-END
-$sleeplock$;
-
 -- nodes_stale: whether some node has less than 30 % of its lease left (or
 -- lost it). PL/pgSQL, like every helper on a hot path: it keeps its plan
 -- for the session.

@@ -75,7 +75,7 @@ BEGIN
         END IF;
         -- 3.
         RETURN QUERY SELECT * FROM {{schema}}.release_among_others(p_name, p_token, p_ref, p_events, p_node, p_sample,
-                                                                   l.queued, l.unowned);
+                                                                   l.queued, l.unowned, false);
         IF FOUND THEN
             RETURN;
         END IF;
@@ -89,16 +89,17 @@ $sleeplock$;
 -- release_among_others: step 3 of release_one(), the lock's row taken and
 -- spilled: the hold of p_ref (token p_token, 0: any) deleted where other
 -- holders or waiters may remain; the stale nodes' waiters reaped, the dead
--- dropped (a bounded number, as release() does), the heads granted
+-- dropped (a bounded number), the heads granted
 -- (hand_over(), which counts the release in the UPDATE of the lock's row
 -- that counts the first grant), the row fast again when nothing is left.
 -- A grant for a waiter of p_node comes back as a row 'handed' (its payload
 -- in r_ref) for the store to hand over after the commit, instead of a
 -- notification. p_queued and p_unowned: the row's counts (locks.queued,
--- read under the row; NULL: not read). No row: no such hold (release()
--- decides).
+-- read under the row; NULL: not read). p_lost: the hold is ended by
+-- another's hand (ReleaseStale: counted in losses). No row: no such hold
+-- (release() decides). release() releases each of its locks here too.
 CREATE OR REPLACE FUNCTION {{schema}}.release_among_others(p_name text, p_token bigint, p_ref text,
-    p_events boolean, p_node bigint, p_sample boolean, p_queued integer, p_unowned integer)
+    p_events boolean, p_node bigint, p_sample boolean, p_queued integer, p_unowned integer, p_lost boolean)
 RETURNS SETOF {{schema}}.release_row
 LANGUAGE plpgsql AS $sleeplock$
 #variable_conflict use_column
@@ -139,6 +140,9 @@ BEGIN
         r.kind, r.token, {{schema}}.micros(v_now), {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), r.weight,
         nextval({{seqs}});
     IF v_wait > 0 AND v_slots IS NOT NULL THEN
+        IF p_lost THEN -- (hand_over() counts the release)
+            PERFORM {{schema}}.tally(p_name, 0, NULL, 0, 0, 1, NULL, false);
+        END IF;
         RETURN QUERY SELECT 'handed'::text, 1, p_name, 0, 0, 0, m, ''::text, 0::bigint, 0::bigint, 0::bigint, 1,
                             0::bigint
                        FROM {{schema}}.hand_over(p_name, v_slots, v_run, v_wait, v_now, p_node,
@@ -146,8 +150,8 @@ BEGIN
                                 THEN {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired) END, 1) m;
         RETURN;
     END IF;
-    PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, 0, {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired),
-        p_sample OR {{schema}}.timed(r.token));
+    PERFORM {{schema}}.tally(p_name, 0, NULL, 1, 0, p_lost::integer,
+        {{schema}}.micros(v_now) - {{schema}}.micros(r.acquired), p_sample OR {{schema}}.timed(r.token));
     IF v_run = 0 AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = p_name) THEN
         UPDATE {{schema}}.locks x SET fast = true, ref = NULL, freed = v_now WHERE x.name = p_name;
     END IF;
@@ -184,24 +188,6 @@ BEGIN
         PERFORM {{schema}}.wake(p_name, 1);
     END IF;
     RETURN v_n;
-END
-$sleeplock$;
-
--- forget: deletes the rows of p_names that are idle (no holder, no queue;
--- a fast row holding its lock's holder is not idle). The rows are locked.
-CREATE OR REPLACE FUNCTION {{schema}}.forget(p_names text[])
- RETURNS void
- LANGUAGE plpgsql
-AS $sleeplock$
-DECLARE
-    v_name text;
-BEGIN
-    FOREACH v_name IN ARRAY p_names LOOP
-        DELETE FROM {{schema}}.locks l
-         WHERE l.name = v_name AND l.ref IS NULL
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = v_name)
-           AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
-    END LOOP;
 END
 $sleeplock$;
 
@@ -307,7 +293,9 @@ $sleeplock$;
 -- release: the general release (p_stale NULL) or release-if-stale (p_stale
 -- >= 0: microseconds, 0 meaning "past its expiry") of the locks of p_names
 -- that p_ref holds (with the token, where not 0), under their rows; a
--- counted hold is decremented, and freed slots go to the waiters. A hold
+-- counted hold is decremented, any other released by
+-- release_among_others(), which hands the freed slots to the head waiters
+-- and makes an idle row fast again (no 'handed' row: p_node NULL). A hold
 -- released without its token (by another caller naming its ref, or as
 -- stale) is told to its holder's node (lost()). p_sample: time the holds
 -- ended whatever their tokens (the store samples by time). Rows:
@@ -327,7 +315,6 @@ DECLARE
     v_now   timestamptz;
     v_name  text;
     v_tok   bigint;
-    v_queue boolean;
     i       integer;
     r       record;
 BEGIN
@@ -356,54 +343,25 @@ BEGIN
         END IF;
         p_tokens := array_fill(0::bigint, ARRAY[n]);
     END IF;
-    o.r_ref := p_ref;
-    o.r_at := {{schema}}.micros(v_now);
     FOR i IN 1 .. n LOOP
         v_name := p_names[i];
         v_tok := p_tokens[i];
-        DELETE FROM {{schema}}.holders h
-         WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count <= 1
-        RETURNING h.kind, h.token, {{schema}}.micros(v_now) - {{schema}}.micros(h.acquired) AS d, h.weight INTO r;
-        IF FOUND THEN
-            o.r_ev := 'released';
-            PERFORM {{schema}}.tally(v_name, 0, NULL, 1, 0, (p_stale IS NOT NULL)::integer, r.d,
-                p_sample OR {{schema}}.timed(r.token));
+        FOR o IN SELECT * FROM {{schema}}.release_among_others(v_name, v_tok, p_ref, p_events, NULL, p_sample, NULL,
+                                                              NULL, p_stale IS NOT NULL) LOOP
+            o.r_idx := i;
             IF v_tok = 0 THEN -- not by the holder: tell its node
-                PERFORM {{schema}}.lost(v_name, p_ref, r.token, CASE WHEN p_stale IS NULL THEN 'r' ELSE 's' END);
+                PERFORM {{schema}}.lost(v_name, p_ref, o.r_token, CASE WHEN p_stale IS NULL THEN 'r' ELSE 's' END);
             END IF;
-        ELSE
-            UPDATE {{schema}}.holders h SET count = h.count - 1
-             WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count > 1
-            RETURNING h.kind, h.token, 0::bigint AS d, h.weight INTO r;
-            o.r_ev := CASE WHEN FOUND THEN 'decremented' ELSE 'notheld' END;
-        END IF;
-        o.r_idx := i;
-        o.r_lock := v_name;
-        o.r_kind := coalesce(r.kind, '');
-        o.r_token := coalesce(r.token, 0);
-        o.r_dur := coalesce(r.d, 0);
-        o.r_weight := coalesce(r.weight, 1);
-        SELECT coalesce(sum(h.weight), 0)::int, EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name)
-          INTO o.r_running, v_queue
-          FROM {{schema}}.holders h WHERE h.lock = v_name;
-        IF v_queue THEN
-            PERFORM {{schema}}.drop_dead(v_name, v_now, 64);
-            v_queue := EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = v_name);
-        END IF;
-        IF o.r_ev = 'released' AND o.r_running = 0 AND NOT v_queue THEN
-            DELETE FROM {{schema}}.locks l WHERE l.name = v_name;
-        ELSIF o.r_ev = 'released' AND v_queue THEN
-            PERFORM {{schema}}.wake(v_name, {{schema}}.slots_in({{schema}}.patterns(v_name)) - o.r_running);
-        END IF;
-        o.r_slots := 0;
-        o.r_waiting := 0;
-        IF p_events AND o.r_ev = 'released' THEN
-            o.r_slots := {{schema}}.slots_in({{schema}}.patterns(v_name));
-            IF v_queue THEN
-                o.r_waiting := ({{schema}}.waiter_counts(v_name, v_now)).r_live;
-            END IF;
-        END IF;
-        o.r_seq := CASE WHEN o.r_ev = 'released' THEN nextval({{seqs}}) ELSE 0 END;
+            RETURN NEXT o;
+        END LOOP;
+        CONTINUE WHEN FOUND;
+        UPDATE {{schema}}.holders h SET count = h.count - 1
+         WHERE h.lock = v_name AND h.ref = p_ref AND (v_tok = 0 OR h.token = v_tok) AND h.count > 1
+        RETURNING h.kind, h.token, h.weight INTO r;
+        o := (CASE WHEN FOUND THEN 'decremented' ELSE 'notheld' END, i, v_name, 0,
+              (SELECT coalesce(sum(h.weight), 0)::int FROM {{schema}}.holders h WHERE h.lock = v_name), 0, p_ref,
+              coalesce(r.kind, ''), coalesce(r.token, 0), {{schema}}.micros(v_now), 0, coalesce(r.weight, 1),
+              0)::{{schema}}.release_row;
         RETURN NEXT o;
     END LOOP;
 END
@@ -411,8 +369,8 @@ $sleeplock$;
 
 -- undo: gives up acquisition p_op after taking and spilling the rows: its
 -- place in the queue goes, a grant it got is released (a row 'released'
--- with its Seq), and a tombstone (cancelled) stops a statement of it
--- still running.
+-- with its Seq), a tombstone (cancelled) stops a statement of it still
+-- running, and its idle rows are deleted.
 CREATE OR REPLACE FUNCTION {{schema}}.undo(p_names text[], p_ref text, p_op bigint)
  RETURNS SETOF {{schema}}.release_row
  LANGUAGE plpgsql
@@ -441,7 +399,12 @@ BEGIN
     -- What this acquisition held or where it queued may be free now.
     PERFORM {{schema}}.wake(u, 1) FROM unnest(p_names) u
       WHERE EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = u);
-    PERFORM {{schema}}.forget(p_names);
+    -- Its rows that are idle go (no holder, no queue; a fast row holding
+    -- its lock's holder is not idle).
+    DELETE FROM {{schema}}.locks l
+     WHERE l.name = ANY (p_names) AND l.ref IS NULL
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.holders h WHERE h.lock = l.name)
+       AND NOT EXISTS (SELECT 1 FROM {{schema}}.queue q WHERE q.lock = l.name);
 END
 $sleeplock$;
 

@@ -82,7 +82,7 @@ AS $sleeplock$
 $sleeplock$;
 
 -- fold: trigger locks_fold, before a row of locks is deleted (the sweep,
--- forget(), release()): adds its counters to its definition's row, so that
+-- undo()): adds its counters to its definition's row, so that
 -- they never go down while the definition lives.
 CREATE OR REPLACE FUNCTION {{schema}}.fold()
  RETURNS trigger
