@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,40 +43,4 @@ func (answerHere) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // command answered in the client (answerHere): the time and allocations
 // per pair of each peer's client alone. The store is made, and the lock
 // defined, on the server first.
-func BenchmarkClient(b *testing.B) {
-	ctx := context.Background()
-	b.Run("peer=sleeplock", func(b *testing.B) {
-		c := newClient(b)
-		l := newLocks(b, c, newPrefix(b, c))
-		if err := l.Define(ctx, "p/*", 1); err != nil {
-			b.Fatal(err)
-		}
-		c.AddHook(answerHere{})
-		b.ReportAllocs()
-		for b.Loop() {
-			lease, err := l.TryAcquire(ctx, "p/x")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := lease.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("peer=redislock", func(b *testing.B) {
-		c := newClient(b)
-		p := newPrefix(b, c)
-		rl := redislock.New(c)
-		c.AddHook(answerHere{})
-		b.ReportAllocs()
-		for b.Loop() {
-			lk, err := rl.Obtain(ctx, p+"rl:x", ttl, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := lk.Release(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
+func BenchmarkClient(b *testing.B) { benchPairs(b, answerHere{}) }

@@ -449,13 +449,21 @@ func serverCPU(b *testing.B, c *redis.Client) float64 {
 // -benchmem's allocations and bytes per pair of each peer (the rows above
 // run by time and report none). -benchtime 1x measures nothing: give it a
 // count (-benchtime 10000x).
-func BenchmarkAllocs(b *testing.B) {
+func BenchmarkAllocs(b *testing.B) { benchPairs(b, nil) }
+
+// benchPairs runs b.N TryAcquire+Release pairs of one client of each peer,
+// reporting allocations; hook, when not nil, is added to each client once
+// the lock is defined (BenchmarkClient's answerHere).
+func benchPairs(b *testing.B, hook redis.Hook) {
 	ctx := context.Background()
 	b.Run("peer=sleeplock", func(b *testing.B) {
 		c := newClient(b)
 		l := newLocks(b, c, newPrefix(b, c))
 		if err := l.Define(ctx, "p/*", 1); err != nil {
 			b.Fatal(err)
+		}
+		if hook != nil {
+			c.AddHook(hook)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
@@ -472,6 +480,9 @@ func BenchmarkAllocs(b *testing.B) {
 		c := newClient(b)
 		p := newPrefix(b, c)
 		rl := redislock.New(c)
+		if hook != nil {
+			c.AddHook(hook)
+		}
 		b.ReportAllocs()
 		for b.Loop() {
 			lk, err := rl.Obtain(ctx, p+"rl:x", ttl, nil)
