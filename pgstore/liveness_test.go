@@ -376,6 +376,45 @@ func TestReleaseHandsOnlyToFreshWaiters(t *testing.T) {
 	}
 }
 
+// TestEveryReleaseHandsOverInItsCommit: a release of several locks and a
+// ReleaseStale grant the freed slot to the head waiter in their own
+// statement, as the release of one lock does: the waiter (a node's, which
+// sends nothing here) holds the lock once the release returns, with no
+// check of its own.
+func TestEveryReleaseHandsOverInItsCommit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	held := func(lock string) bool {
+		var n int
+		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".holders WHERE lock = $1 AND ref = 'ghost'", lock).Scan(&n))
+		return n == 1
+	}
+	for _, name := range []string{"several/a", "several/b", "stale"} {
+		define(t, e.s, name, 1)
+	}
+
+	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "several/a", "several/b"))
+	must(t, err)
+	nodeWaiter(t, e, "several/a", "ghost", 200, 600, "9 seconds")
+	must(t, e.s.Release(ctx, g.Handle(), nil))
+	if !held("several/a") {
+		t.Error("the release of two locks did not hand several/a to its head waiter")
+	}
+
+	g, err = e.s.Acquire(ctx, req("holder", time.Minute, "stale"))
+	must(t, err)
+	nodeWaiter(t, e, "stale", "ghost", 201, 601, "9 seconds")
+	ok, err := e.s.ReleaseStale(ctx, g.Handle(), time.Microsecond, nil)
+	must(t, err)
+	if !ok {
+		t.Fatal("ReleaseStale of a lease not renewed for a microsecond released nothing")
+	}
+	if !held("stale") {
+		t.Error("ReleaseStale did not hand the lock to its head waiter")
+	}
+}
+
 // nodeWaiter queues ref on lock as a waiter of node (its
 // row carries node_lease_sentinel(), its lease is the node's), the node's row having
 // left of a 10 s waiter lease (long, so that a slow machine does not turn
