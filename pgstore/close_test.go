@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sleeplock/sleeplock"
 	"github.com/sleeplock/sleeplock/pgstore"
@@ -47,4 +51,66 @@ func TestCloseTakesItsWaitersOut(t *testing.T) {
 		}
 		must(t, g.Release(ctx))
 	}
+}
+
+// cancelAfter is a query tracer that calls cancel once a statement whose
+// text contains match has ended: the caller's context ends after the
+// server answered, before the store reads the answer's meaning.
+type cancelAfter struct {
+	match  string
+	cancel context.CancelFunc
+}
+
+type matchedKey struct{}
+
+func (c *cancelAfter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.Contains(d.SQL, c.match) {
+		return context.WithValue(ctx, matchedKey{}, true)
+	}
+	return ctx
+}
+
+func (c *cancelAfter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	if ctx.Value(matchedKey{}) != nil {
+		c.cancel()
+	}
+}
+
+// TestCloseRemovesNodeRowOfWaiterThatNeverJoined: a waiting Acquire whose
+// first statement queued it (making the store's node row) and whose
+// context ended as the answer came gives its place back without ever
+// joining the store's waiters, so no heartbeat starts. Close deletes the
+// node's row all the same: before, the row stayed until its lease ran out
+// (TestSweepRemovesDeadNodes failed so, now and then, under load).
+func TestCloseRemovesNodeRowOfWaiterThatNeverJoined(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	q := pgx.Identifier{e.schema}.Sanitize()
+	nodes := func() int {
+		var n int
+		must(t, e.pool.QueryRow(ctx, "SELECT count(*) FROM "+q+".nodes").Scan(&n))
+		return n
+	}
+	define(t, e.s, "nj", 1)
+	g, err := e.s.Acquire(ctx, req("holder", time.Minute, "nj"))
+	must(t, err)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tr := &cancelAfter{match: q + ".acquire_one(", cancel: cancel}
+	s2, err := pgstore.New(ctx, newPool(t, tr), pgstore.WithSchema(e.schema))
+	must(t, err)
+	r := req("w", time.Minute, "nj")
+	r.Wait = true
+	if _, err := s2.Acquire(wctx, r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the waiter whose context ended with its first answer: %v, want context.Canceled", err)
+	}
+	if n := nodes(); n != 1 {
+		t.Fatalf("%d node rows after the waiter queued, want its store's", n)
+	}
+	wantState(t, e.s, "nj", 1, 0)
+	must(t, s2.Close())
+	if n := nodes(); n != 0 {
+		t.Fatalf("%d node rows after Close, want none", n)
+	}
+	must(t, e.s.Release(ctx, g.Handle(), nil))
 }

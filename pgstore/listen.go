@@ -80,6 +80,7 @@ type dispatcher struct {
 	byLock    map[string][]*waiter // local waiters of each lock, in ticket order
 	all       map[int64]*waiter    // by op
 	started   bool
+	waited    bool // a waiting acquisition began: its first statement may have made the node's row
 	closing   bool
 	inflight  map[string][]chan struct{} // releases of this store with events, per lock, until emitted
 	took      []took                     // grants its waiters took since the last heartbeat
@@ -141,6 +142,7 @@ func (d *dispatcher) enter() bool {
 	if d.closing {
 		return false
 	}
+	d.waited = true
 	d.active.Add(1)
 	return true
 }
@@ -527,20 +529,27 @@ func (d *dispatcher) close() {
 	d.mu.Lock()
 	d.closing = true
 	close(d.done)
+	started, waited := d.started, d.waited
 	d.mu.Unlock()
 	d.active.Wait()
 	if d.cancel != nil {
 		d.cancel()
 	}
 	d.bg.Wait()
-	if d.started {
-		// The grants its waiters took stop being the node's; then the
-		// node's row goes (its waiters have left).
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		d.beat(ctx, d.s.c)
-		_ = d.s.c.exec(ctx, d.s.q.nodeDown, d.node)
-		cancel()
+	if !started && !waited {
+		return
 	}
+	// The grants its waiters took stop being the node's; then the node's
+	// row goes (its waiters have left). A waiter whose first statement
+	// queued it made the row even when its call ended before it joined
+	// (its context ended as the answer came): no heartbeat started, the
+	// row is deleted all the same.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if started {
+		d.beat(ctx, d.s.c)
+	}
+	_ = d.s.c.exec(ctx, d.s.q.nodeDown, d.node)
+	cancel()
 }
 
 // jitter returns d scaled by a random factor in [0.5, 1.5).
