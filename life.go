@@ -32,8 +32,7 @@ type life struct {
 	failure   error          // the last renewal or release that failed
 	known     time.Time      // the store's expiry as last learnt (grant, Keep)
 	timer     *time.Timer    // without keep-alive: fires at the local deadline
-	poke      chan struct{}  // wakes the loop when the deadline or renew changed, or quitting
-	looping   bool           // a keep-alive loop is to start, or started: done counts it
+	poke      chan struct{}  // wakes the loop when the deadline or renew changed, or quitting; nil without a loop (see looping)
 	quitting  atomic.Bool    // stop asked the loop to end
 	done      sync.WaitGroup // the loop, until it ends (or its start is undone)
 	starter   *time.Timer    // starts the loop at the first renewal
@@ -92,7 +91,6 @@ func (l *Locks) startLife(g store.Grant, c *acquireConfig, start time.Time) *lif
 		}
 		lf.deadline = start.Add(lf.length)
 		if c.keepAlive { // before track: Close waits for what it tracks
-			lf.looping = true
 			lf.done.Add(1)
 			lf.poke = make(chan struct{}, 1)
 		}
@@ -353,9 +351,13 @@ func heldFor(t time.Time) time.Duration {
 	return time.Since(t)
 }
 
+// looping reports whether lf has a keep-alive loop, to start or started:
+// done counts it. Set before the life is tracked, never changed.
+func (lf *life) looping() bool { return lf.poke != nil }
+
 // stop ends the keep-alive loop and waits for it.
 func (lf *life) stop() {
-	if lf.looping {
+	if lf.looping() {
 		lf.unstart()
 		lf.quitting.Store(true)
 		lf.wake()

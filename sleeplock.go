@@ -181,7 +181,7 @@ func (l *Locks) Close() error {
 	l.mu.Unlock()
 	for _, lf := range live {
 		lf.lose(fmt.Errorf("%w: the Locks were closed", store.ErrLeaseLost))
-		if lf.looping {
+		if lf.looping() {
 			lf.done.Wait()
 		}
 	}
